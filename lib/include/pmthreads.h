@@ -1,0 +1,108 @@
+/*
+ * pmthreads.h -- the public interface of libpmthreads.
+ *
+ * A program linked with (or LD_PRELOADed with) libpmthreads gets a persistent
+ * heap: memory from nvmalloc() (or from malloc() when the program runs with
+ * PMTHREADS_HEAP=malloc) whose image is made durable at every global quiescent
+ * point, that is every PMTHREADS_INTERVAL_MS milliseconds at an instant when no
+ * thread holds a lock.  After a crash the heap comes back, at the same virtual
+ * address, as of the last quiescent point.  Writes to the persistent heap are
+ * failure-atomic per outermost critical section (FASE): a FASE is recovered
+ * entirely or not at all.
+ *
+ * Every function here may be called before the runtime has initialised: the
+ * first call initialises it (opening or creating the pool named by
+ * PMTHREADS_POOL).  If initialisation fails the functions return their error
+ * value and pmthreads_errormsg() says why.
+ */
+#ifndef PMTHREADS_H
+#define PMTHREADS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PMTHREADS_VERSION_MAJOR 0
+#define PMTHREADS_VERSION_MINOR 1
+
+/*
+ * nvmalloc -- allocate size bytes from the persistent heap.
+ *
+ * name, when not NULL, registers the object under that name (at most
+ * PMTHREADS_NAME_MAX bytes including the terminating NUL) so that a later run
+ * can find it with nvrecover().  Registering a name that already exists
+ * replaces the old binding (the old object is not freed).  The memory is
+ * zeroed.  Objects of a page or more are page-aligned; smaller ones are
+ * 16-byte aligned.  Returns NULL with errno set to ENOMEM when the heap is
+ * full, EINVAL for a name that is too long, or the runtime's error (see
+ * pmthreads_errormsg()) when it could not initialise.
+ */
+void *nvmalloc(size_t size, const char *name);
+
+/*
+ * nvfree -- return an object obtained from nvmalloc() to the persistent heap.
+ * A named object's name is removed too.  nvfree(NULL) does nothing.
+ */
+void nvfree(void *ptr);
+
+/*
+ * nvrecover -- find the object registered under name in the recovered heap.
+ *
+ * Returns its address (valid for the life of the process, since the heap is
+ * mapped at the address it was created at), or NULL when no object of that
+ * name exists or it is smaller than size.  When dest is not NULL, size bytes
+ * of the object are also copied to dest (as NVthreads' nvrecover does).
+ */
+void *nvrecover(void *dest, size_t size, const char *name);
+
+#define PMTHREADS_NAME_MAX 64
+
+/*
+ * crashed -- true when this run recovered a heap that the previous run did
+ * not shut down cleanly (it crashed or was killed).  False for a new pool and
+ * after a clean exit.  isCrashed() is the same function under NVthreads' name.
+ */
+bool crashed(void);
+bool isCrashed(void);
+
+/*
+ * pmthreads_sync -- force a quiescent point now and return once everything the
+ * calling thread wrote to the persistent heap before the call is durable.
+ * Returns 0, or -1 with errno EDEADLK when the caller holds a lock (the
+ * quiescent point could never be reached), or another errno on failure.
+ */
+int pmthreads_sync(void);
+
+/*
+ * pmthreads_durable_epoch -- the number of the last durable epoch (VER_d).
+ * A value read after a write completed that is greater than the value read
+ * before it acknowledges that the write is durable (DudeTM-style).
+ */
+uint64_t pmthreads_durable_epoch(void);
+
+/*
+ * pmthreads_heap_offset -- 0 when the recovered heap sits at the address it
+ * was created at (the normal case).  Otherwise the range was taken in this
+ * process and the heap was restored elsewhere: the returned value is
+ * (new address - recorded address), which the program must add to pointers
+ * stored inside the heap.
+ */
+ptrdiff_t pmthreads_heap_offset(void);
+
+/*
+ * pmthreads_errormsg -- a message describing the last error of the calling
+ * thread's pmthreads call, or "" when there was none.
+ */
+const char *pmthreads_errormsg(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PMTHREADS_H */

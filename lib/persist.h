@@ -1,0 +1,45 @@
+/*
+ * persist / recover -- the epoch algorithm and its inverse.
+ *
+ * epoch_persist implements the failure-atomic version switch (PMThreads'
+ * Algorithm 2), batched: for all dirty pages the older copy's seq is set to
+ * VER_d+1 (one fence), the 64-byte lines of that copy which differ from the
+ * shadow page are written (one fence), then VER_d+1 is published (one fence).
+ * Three fences per epoch, whatever the number of pages.
+ *
+ * pool_recover undoes a torn epoch: copies with seq > VER_d are invalidated
+ * durably before anything else, then for each page the valid copy with the
+ * larger seq is copied into the shadow range.  It is idempotent: a crash
+ * during recovery is followed by the same recovery.
+ */
+#ifndef PMT_PERSIST_H
+#define PMT_PERSIST_H
+
+#include "pool.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct persist_stats {
+	uint64_t pages;		/* dirty pages persisted */
+	uint64_t lines_written;	/* 64-byte lines that differed and were written */
+	uint64_t bytes_written;	/* lines_written * 64 */
+	uint64_t bytes_compared;/* bytes diffed */
+	uint64_t fences;
+};
+
+/* Persist the given dirty pages (indices into the heap, any order, no
+ * duplicates) of the shadow image at shadow (npages pages).  On return the
+ * image is durable and *p->ver_d was incremented.  n == 0 is a no-op. */
+void epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
+		   struct persist_stats *st);
+
+/* Recover the consistent image into shadow (the heap range, zero-filled
+ * fresh anonymous memory).  Returns the number of pages restored. */
+uint64_t pool_recover(struct pool *p, void *shadow);
+
+/* Write the consistent image of page i into out (page_size bytes) without
+ * modifying the pool (for pmthreads-recover dump). */
+void pool_read_page(const struct pool *p, uint64_t page, void *out);
+
+#endif

@@ -1,0 +1,83 @@
+/*
+ * pool -- the NVM pool file: its format, creation, opening and checks.
+ *
+ * Layout (all offsets page-aligned, file sparse on creation):
+ *   header page   immutable part (magic, format version, UUID, page size,
+ *                 capacity, shadow base, creator program, checksum) and, in
+ *                 its own cache line, the mutable part (VER_d, clean flag)
+ *   seq table     uint64_t seq[npages][2]: sequence number of each copy
+ *   page pairs    copy c of heap page i at data_off + (2*i + c) * page_size
+ * A copy is valid when its seq <= VER_d; seq 0 is "never written" (zeros);
+ * POOL_SEQ_INVALID marks a copy invalidated by recovery.
+ *
+ * Owns: the format and its checks; open/create with O_NOFOLLOW, mode 0600,
+ * an exclusive lock; never reinitialises or modifies a file that fails a
+ * check.
+ */
+#ifndef PMT_POOL_H
+#define PMT_POOL_H
+
+#include "config.h"
+#include "nvm.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define POOL_MAGIC "PMTHRDS\0"
+#define POOL_FORMAT_VERSION 1
+#define POOL_SEQ_INVALID UINT64_MAX
+#define POOL_CREATOR_MAX 256
+
+struct pool {
+	int fd;
+	char path[PATH_MAX];
+	struct nvm *nvm;
+	size_t page_size;
+	uint64_t npages;		/* heap capacity in pages */
+	uint64_t shadow_base;		/* recorded heap address */
+	uint8_t uuid[16];
+	char creator[POOL_CREATOR_MAX];
+	bool created;			/* this open created the file */
+	bool was_clean;			/* previous run shut down cleanly */
+	/* Pointers into the mapping: */
+	volatile uint64_t *ver_d;
+	volatile uint64_t *clean;
+	uint64_t (*seq)[2];
+	unsigned char *data;
+};
+
+struct pool_open_options {
+	const char *path;
+	uint64_t capacity;		/* heap bytes, for creation */
+	uint64_t shadow_base;		/* for creation */
+	const char *creator;		/* program identity; NULL: do not check */
+	bool create;			/* create when missing */
+	bool read_only;			/* tools: no lock upgrade, no writes */
+	enum nvm_kind nvm;
+	unsigned latency_ns;
+	const struct nvm_sim_options *sim;
+};
+
+/* Open (or create) a pool.  On success *out is owned by the caller.  On
+ * failure -1 with err_get() naming the problem and the fix; the file is left
+ * untouched. */
+int pool_open(struct pool **out, const struct pool_open_options *o);
+/* Unmap and unlock; does not persist anything (see runtime shutdown). */
+void pool_close(struct pool *p);
+
+/* Address of copy c of page i in the mapping. */
+static inline unsigned char *pool_copy(const struct pool *p, uint64_t page, int c)
+{
+	return p->data + ((2 * page + (uint64_t)c) * p->page_size);
+}
+
+/* Mark the pool as in use (clean = 0, durable) / cleanly closed (1). */
+void pool_set_clean(struct pool *p, bool clean);
+
+/* Verify every invariant (header, checksum, seq table vs VER_d).  Returns the
+ * number of problems found, each reported through report(msg, arg). */
+unsigned pool_check(const struct pool *p, void (*report)(const char *msg, void *arg),
+		    void *arg);
+
+#endif

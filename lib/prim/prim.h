@@ -1,0 +1,43 @@
+/*
+ * prim -- the small set of OS primitives the runtime uses directly.
+ *
+ * Owns: raw system calls that are not pthread or stdio: time, futexes,
+ * thread ids, fixed-address reservations.  Implemented for Linux in
+ * prim_linux.c.  The runtime's own locks (prim_lock) are futex-based and never
+ * go through pthread_mutex_*, so the interposition layer never sees or counts
+ * them and they work before anything has been resolved with dlsym.
+ */
+#ifndef PMT_PRIM_H
+#define PMT_PRIM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Monotonic clock in nanoseconds. */
+uint64_t prim_now_ns(void);
+void prim_sleep_ns(uint64_t ns);
+pid_t prim_gettid(void);
+
+/* Wait while *addr == expected, at most timeout_ns (0: no bound).  Returns 0
+ * when woken or the value changed, -1 with errno ETIMEDOUT on time-out. */
+int prim_futex_wait(atomic_uint *addr, unsigned expected, uint64_t timeout_ns);
+void prim_futex_wake(atomic_uint *addr, int count);
+
+/* Reserve len bytes of anonymous read-write memory exactly at addr.  Returns
+ * addr, or NULL with errno EEXIST when any part of the range is in use. */
+void *prim_map_fixed(void *addr, size_t len);
+/* Anonymous read-write memory anywhere; NULL on failure. */
+void *prim_map_any(size_t len);
+void prim_unmap(void *addr, size_t len);
+
+/* A futex mutex, zero-initialised (PRIM_LOCK_INIT).  Not recursive. */
+typedef struct { atomic_uint state; } prim_lock_t;
+#define PRIM_LOCK_INIT { 0 }
+void prim_lock(prim_lock_t *l);
+bool prim_trylock(prim_lock_t *l);
+void prim_unlock(prim_lock_t *l);
+
+#endif

@@ -1,0 +1,101 @@
+/* prim -- Linux implementation.  See prim.h. */
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+uint64_t prim_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+void prim_sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL) };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+pid_t prim_gettid(void) { return (pid_t)syscall(SYS_gettid); }
+
+int prim_futex_wait(atomic_uint *addr, unsigned expected, uint64_t timeout_ns)
+{
+	struct timespec ts, *tsp = NULL;
+	if (timeout_ns != 0) {
+		ts.tv_sec = (time_t)(timeout_ns / 1000000000ULL);
+		ts.tv_nsec = (long)(timeout_ns % 1000000000ULL);
+		tsp = &ts;
+	}
+	long r = syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, expected, tsp, NULL, 0);
+	if (r != 0 && errno == ETIMEDOUT)
+		return -1;
+	return 0;
+}
+
+void prim_futex_wake(atomic_uint *addr, int count)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
+}
+
+void *prim_map_fixed(void *addr, size_t len)
+{
+	void *p = mmap(addr, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (p != addr) {
+		/* Kernels before 4.17 ignore the flag and treat addr as a hint. */
+		munmap(p, len);
+		errno = EEXIST;
+		return NULL;
+	}
+	return p;
+}
+
+void *prim_map_any(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void prim_unmap(void *addr, size_t len) { munmap(addr, len); }
+
+/* Drepper's three-state futex mutex: 0 free, 1 locked, 2 locked with
+ * waiters. */
+void prim_lock(prim_lock_t *l)
+{
+	unsigned c = 0;
+	if (atomic_compare_exchange_strong_explicit(&l->state, &c, 1, memory_order_acquire,
+						    memory_order_relaxed))
+		return;
+	if (c != 2)
+		c = atomic_exchange_explicit(&l->state, 2, memory_order_acquire);
+	while (c != 0) {
+		prim_futex_wait(&l->state, 2, 0);
+		c = atomic_exchange_explicit(&l->state, 2, memory_order_acquire);
+	}
+}
+
+bool prim_trylock(prim_lock_t *l)
+{
+	unsigned c = 0;
+	return atomic_compare_exchange_strong_explicit(&l->state, &c, 1, memory_order_acquire,
+						       memory_order_relaxed);
+}
+
+void prim_unlock(prim_lock_t *l)
+{
+	if (atomic_exchange_explicit(&l->state, 0, memory_order_release) == 2)
+		prim_futex_wake(&l->state, 1);
+}

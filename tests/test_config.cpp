@@ -1,0 +1,104 @@
+// Tests for lib/config: defaults, every option, and malformed values.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+extern "C" {
+#include "config.h"
+#include "log.h"
+}
+
+namespace {
+const char *const all_vars[] = {
+	"PMTHREADS_POOL", "PMTHREADS_POOL_SIZE", "PMTHREADS_INTERVAL_MS", "PMTHREADS_HEAP",
+	"PMTHREADS_TRACKER", "PMTHREADS_NVM", "PMTHREADS_STATS", "PMTHREADS_VERBOSE",
+	"PMTHREADS_CHECK", "PMTHREADS_NVM_LATENCY_NS", "PMTHREADS_SHADOW_BASE",
+};
+
+struct clean_env {
+	clean_env() { for (auto v : all_vars) unsetenv(v); }
+	~clean_env() { for (auto v : all_vars) unsetenv(v); }
+};
+} // namespace
+
+TEST_CASE("config defaults need no environment", "[config]")
+{
+	clean_env env;
+	struct config c;
+	REQUIRE(config_from_env(&c) == 0);
+	CHECK(c.pool_size == CONFIG_DEFAULT_POOL_SIZE);
+	CHECK(c.interval_ms == 100);
+	CHECK(c.heap == HEAP_NVMALLOC);
+	CHECK(c.tracker == TRACKER_AUTO);
+	CHECK(c.pool_path_is_default);
+	CHECK(std::string(c.pool_path).find(".pool") != std::string::npos);
+	CHECK(c.pool_path[0] == '/');
+	CHECK(c.stats_path[0] == '\0');
+}
+
+TEST_CASE("config reads every option", "[config]")
+{
+	clean_env env;
+	setenv("PMTHREADS_POOL", "/dev/shm/x.pool", 1);
+	setenv("PMTHREADS_POOL_SIZE", "64M", 1);
+	setenv("PMTHREADS_INTERVAL_MS", "10", 1);
+	setenv("PMTHREADS_HEAP", "malloc", 1);
+	setenv("PMTHREADS_TRACKER", "mprotect", 1);
+	setenv("PMTHREADS_STATS", "-", 1);
+	setenv("PMTHREADS_VERBOSE", "1", 1);
+	setenv("PMTHREADS_CHECK", "1", 1);
+	setenv("PMTHREADS_NVM_LATENCY_NS", "100", 1);
+	setenv("PMTHREADS_SHADOW_BASE", "0x500000000000", 1);
+	struct config c;
+	REQUIRE(config_from_env(&c) == 0);
+	CHECK(std::string(c.pool_path) == "/dev/shm/x.pool");
+	CHECK_FALSE(c.pool_path_is_default);
+	CHECK(c.pool_size == 64ULL << 20);
+	CHECK(c.interval_ms == 10);
+	CHECK(c.heap == HEAP_MALLOC);
+	CHECK(c.tracker == TRACKER_MPROTECT);
+	CHECK(std::string(c.stats_path) == "-");
+	CHECK(c.verbose == 1);
+	CHECK(c.check);
+	CHECK(c.nvm_latency_ns == 100);
+	CHECK(c.shadow_base == 0x500000000000ULL);
+}
+
+TEST_CASE("config rejects malformed values with a message naming them", "[config]")
+{
+	struct bad { const char *var, *value; };
+	const bad cases[] = {
+		{"PMTHREADS_POOL_SIZE", "lots"}, {"PMTHREADS_POOL_SIZE", "12Q"},
+		{"PMTHREADS_POOL_SIZE", "1K"}, {"PMTHREADS_POOL_SIZE", "99999999T"},
+		{"PMTHREADS_INTERVAL_MS", "0"}, {"PMTHREADS_INTERVAL_MS", "-5"},
+		{"PMTHREADS_INTERVAL_MS", "10ms"}, {"PMTHREADS_INTERVAL_MS", ""},
+		{"PMTHREADS_HEAP", "tcmalloc"}, {"PMTHREADS_TRACKER", "UFFD"},
+		{"PMTHREADS_NVM", "sim"}, {"PMTHREADS_VERBOSE", "yes"},
+		{"PMTHREADS_CHECK", "2"}, {"PMTHREADS_SHADOW_BASE", "0x600000000001"},
+		{"PMTHREADS_POOL", ""},
+	};
+	for (const auto &b : cases) {
+		clean_env env;
+		setenv(b.var, b.value, 1);
+		struct config c;
+		INFO(b.var << "=" << b.value);
+		REQUIRE(config_from_env(&c) == -1);
+		std::string msg = err_get();
+		CHECK(msg.find(b.var) != std::string::npos);
+		CHECK(msg.find("expected") != std::string::npos);
+	}
+}
+
+TEST_CASE("config_parse_size accepts suffixes", "[config]")
+{
+	uint64_t v;
+	REQUIRE(config_parse_size("4096", &v) == 0); CHECK(v == 4096);
+	REQUIRE(config_parse_size("2k", &v) == 0); CHECK(v == 2048);
+	REQUIRE(config_parse_size("3MiB", &v) == 0); CHECK(v == 3ULL << 20);
+	REQUIRE(config_parse_size("1G", &v) == 0); CHECK(v == 1ULL << 30);
+	CHECK(config_parse_size("", &v) == -1);
+	CHECK(config_parse_size("G", &v) == -1);
+	CHECK(config_parse_size("1GG", &v) == -1);
+}

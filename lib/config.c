@@ -197,7 +197,7 @@ int config_from_env(struct config *c)
 		c->nvm_latency_ns = (unsigned)u;
 	}
 	if ((v = getenv("PMTHREADS_SHADOW_BASE")) != NULL) {
-		if (parse_uint("PMTHREADS_SHADOW_BASE", v, 1ULL << 32, 1ULL << 46, &u) != 0)
+		if (parse_uint("PMTHREADS_SHADOW_BASE", v, 1ULL << 32, 0x7e0000000000ULL, &u) != 0)
 			return -1;
 		if (u & 0x1fffff) {
 			err_set("PMTHREADS_SHADOW_BASE=\"%s\" is not valid: expected a 2 MiB-aligned "

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# crash-test.sh -- kill -9 memcached-pmthreads while it is being loaded, restart
+# it on the same pool, and check what it serves.
+#
+# Each round: start loading keys r<round>-<i> (values a function of round and i,
+# one set at a time, each acknowledgement time-stamped), kill -9 the server at
+# a random moment during the load, restart it on the same pool, then check:
+#   - every key acknowledged more than one interval + margin before the kill is
+#     served with its value (it was durable), in this and every earlier round;
+#   - no key of any round is served with a wrong value (nothing half-written);
+#   - the server found nothing to drop ("dropped 0 incomplete linked items").
+# After the last round the server is stopped cleanly and checked once more.
+#
+# usage: crash-test.sh [MEMCACHED_PMTHREADS]
+# environment: ROUNDS (3), KEYS per round (20000), VMIN/VMAX value sizes (10/1000),
+#   THREADS server threads (4), PMTHREADS_INTERVAL_MS (100), MARGIN_MS (100),
+#   KILL_MIN_MS/KILL_MAX_MS kill time after the load starts (300/2500),
+#   MC_MAX_SECONDS watchdog per server (600), KEEP_TMP=1 keeps the pool and logs.
+# Exit status: 0 all rounds passed, 1 a check failed, 2 setup error.
+set -u
+. "$(dirname "$0")/common.sh"
+
+BIN=${1:-$(find_memcached_pmthreads)} || die "memcached-pmthreads not found: run fetch-and-build.sh or pass its path"
+[ -x "$BIN" ] || die "$BIN is not executable"
+ROUNDS=${ROUNDS:-3}
+KEYS=${KEYS:-20000}
+VMIN=${VMIN:-10}
+VMAX=${VMAX:-1000}
+THREADS=${THREADS:-4}
+export PMTHREADS_INTERVAL_MS=${PMTHREADS_INTERVAL_MS:-100}
+MARGIN_MS=${MARGIN_MS:-100}
+KILL_MIN_MS=${KILL_MIN_MS:-300}
+KILL_MAX_MS=${KILL_MAX_MS:-2500}
+# room for every round's keys, so nothing is evicted
+MEM_MB=$(( (ROUNDS * KEYS * (VMAX + 100) / 1048576) * 2 + 64 ))
+
+mc_tmpdir
+CLIENT=$(build_client "$TMP")
+export PMTHREADS_POOL=$TMP/memcached.pool
+PORT=$(free_port)
+LOG=$TMP/server.log
+ARGS=(-l "$MC_HOST" -p "$PORT" -U 0 -t "$THREADS" -m "$MEM_MB" -v $(mc_user_args))
+note "binary $BIN, pool $PMTHREADS_POOL, port $PORT, $ROUNDS rounds of $KEYS keys," \
+	"interval ${PMTHREADS_INTERVAL_MS} ms + margin ${MARGIN_MS} ms"
+
+cutoff=()     # per round: keys acknowledged before this (ns) must survive
+fail=0
+
+# verify_all: check every round so far against the running server.
+verify_all() {
+	local r out rc
+	for r in $(seq 1 "$1"); do
+		out=$("$CLIENT" verify "$MC_HOST" "$PORT" "$r" "$KEYS" "$VMIN" "$VMAX" \
+			"$TMP/ack.$r" "${cutoff[$r]}" 2>"$TMP/verify.err")
+		rc=$?
+		echo "  $out"
+		if [ $rc -ne 0 ]; then
+			sed 's/^/    /' "$TMP/verify.err" | head -n 12
+			fail=1
+		fi
+	done
+}
+
+# check_log: the restart must have reused the memory and dropped nothing.
+check_log() {
+	local from=$1
+	if ! tail -n +"$from" "$LOG" | grep -q "reusing it"; then
+		note "FAIL: the restarted server did not reuse its memory:"
+		tail -n +"$from" "$LOG" | grep '\[restart\]' | sed 's/^/    /' >&2
+		fail=1
+	fi
+	if tail -n +"$from" "$LOG" | grep -q "dropped [1-9]"; then
+		note "FAIL: recovery found linked items with incomplete values:"
+		tail -n +"$from" "$LOG" | grep 'dropped' | sed 's/^/    /' >&2
+		fail=1
+	fi
+	tail -n +"$from" "$LOG" | grep 'relinked' | sed 's/^/  /'
+}
+
+start_server "$LOG" "$PORT" "$BIN" "${ARGS[@]}" || exit 2
+for r in $(seq 1 "$ROUNDS"); do
+	: >"$TMP/ack.$r"
+	"$CLIENT" load "$MC_HOST" "$PORT" "$r" "$KEYS" "$VMIN" "$VMAX" "$TMP/ack.$r" 2>"$TMP/load.$r" &
+	loader=$!
+	delay=$(( KILL_MIN_MS + RANDOM % (KILL_MAX_MS - KILL_MIN_MS + 1) ))
+	sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
+	kill_ns=$(date +%s%N)
+	kill -9 "$MC_PID"
+	wait "$MC_PID" 2>/dev/null
+	wait "$loader"
+	cutoff[$r]=$(( kill_ns - (PMTHREADS_INTERVAL_MS + MARGIN_MS) * 1000000 ))
+	echo "round $r: killed after ${delay} ms; $(cat "$TMP/load.$r")"
+	from=$(( $(wc -l <"$LOG") + 1 ))
+	start_server "$LOG" "$PORT" "$BIN" "${ARGS[@]}" || { fail=1; break; }
+	check_log "$from"
+	verify_all "$r"
+done
+
+if [ $fail -eq 0 ]; then
+	echo "clean stop and restart:"
+	stop_server TERM
+	from=$(( $(wc -l <"$LOG") + 1 ))
+	start_server "$LOG" "$PORT" "$BIN" "${ARGS[@]}" || fail=1
+	check_log "$from"
+	[ $fail -eq 0 ] && verify_all "$ROUNDS"
+	stop_server TERM
+fi
+
+if [ $fail -eq 0 ]; then
+	echo "crash-test: PASS"
+	exit 0
+fi
+[ -n "${KEEP_TMP:-}" ] && note "pool and logs kept in $TMP"
+echo "crash-test: FAIL"
+exit 1

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# fetch-and-build.sh -- build memcached-pmthreads: Debian 12's memcached source
+# package with memcached-pmthreads.patch, linked with libpmthreads.
+#
+# usage: fetch-and-build.sh [-B PMTHREADS_BUILD_DIR] [-o OUT_DIR] [-f]
+#   -B DIR  the pmthreads Meson build directory to link against
+#           (-I<src>/lib/include -L<DIR>/preload -lpmthreads, rpath to it);
+#           default: pkg-config pmthreads if installed, else <src>/build
+#   -o DIR  where to fetch, build and put the binary
+#           (default: <pmthreads build dir>/memcached-demo)
+#   -f      rebuild from a fresh copy of the source even if up to date
+# Result: OUT_DIR/memcached-pmthreads.  Run it again to rebuild after a
+# change of the patch or of libpmthreads (idempotent).
+#
+# The source comes from the machine's own apt sources: the deb entries of
+# /etc/apt/sources.list{,.d/*} are copied as deb-src entries into a private apt
+# state under OUT_DIR (the system's apt configuration is not touched, no root
+# needed for the fetch).  Build dependencies: build-essential, pkg-config,
+# libevent-dev, libsasl2-dev, libssl-dev, dpkg-dev (for dpkg-source).
+set -euo pipefail
+DEMO_DIR=$(cd "$(dirname "$0")" && pwd)
+SRC_DIR=$(cd "$DEMO_DIR/.." && pwd)
+PATCH=$DEMO_DIR/memcached-pmthreads.patch
+
+die() { echo "fetch-and-build.sh: error: $*" >&2; exit 1; }
+note() { echo "fetch-and-build.sh: $*" >&2; }
+
+PM_BUILD=""
+OUT=""
+FORCE=0
+while getopts "B:o:fh" opt; do
+	case $opt in
+	B) PM_BUILD=$OPTARG ;;
+	o) OUT=$OPTARG ;;
+	f) FORCE=1 ;;
+	h) sed -n '2,20p' "$0"; exit 0 ;;
+	*) die "usage: $0 [-B PMTHREADS_BUILD_DIR] [-o OUT_DIR] [-f]" ;;
+	esac
+done
+
+# --- how to link libpmthreads ---
+if [ -n "$PM_BUILD" ]; then
+	PM_BUILD=$(cd "$PM_BUILD" && pwd) || die "no such directory: $PM_BUILD"
+	[ -f "$PM_BUILD/preload/libpmthreads.so" ] ||
+		die "$PM_BUILD/preload/libpmthreads.so not found: build pmthreads first (meson compile -C $PM_BUILD)"
+	PM_CFLAGS="-I$SRC_DIR/lib/include"
+	PM_LIBS="-L$PM_BUILD/preload -Wl,-rpath,$PM_BUILD/preload -lpmthreads"
+	PM_LIBFILE=$PM_BUILD/preload/libpmthreads.so
+elif pkg-config --exists pmthreads 2>/dev/null; then
+	PM_CFLAGS=$(pkg-config --cflags pmthreads)
+	libdir=$(pkg-config --variable=libdir pmthreads)
+	PM_LIBS="$(pkg-config --libs pmthreads) -Wl,-rpath,$libdir"
+	PM_LIBFILE=$libdir/libpmthreads.so
+	PM_BUILD=$SRC_DIR/build
+elif [ -f "$SRC_DIR/build/preload/libpmthreads.so" ]; then
+	PM_BUILD=$SRC_DIR/build
+	PM_CFLAGS="-I$SRC_DIR/lib/include"
+	PM_LIBS="-L$PM_BUILD/preload -Wl,-rpath,$PM_BUILD/preload -lpmthreads"
+	PM_LIBFILE=$PM_BUILD/preload/libpmthreads.so
+else
+	die "libpmthreads not found: pass -B <pmthreads build dir>, or install pmthreads (pkg-config pmthreads)"
+fi
+[ -n "$OUT" ] || OUT=$PM_BUILD/memcached-demo
+OUT=$(realpath -m "$OUT")
+case "$OUT/" in
+"$SRC_DIR"/build*/*) ;;
+"$SRC_DIR"/*) die "refusing to build inside the source checkout ($OUT); use a build directory" ;;
+esac
+mkdir -p "$OUT" || die "cannot create $OUT"
+
+# --- tools and build dependencies ---
+missing=""
+for t in apt-get dpkg-source patch make cc pkg-config; do
+	command -v "$t" >/dev/null || missing="$missing $t"
+done
+for p in libevent libsasl2 openssl; do
+	pkg-config --exists "$p" 2>/dev/null || missing="$missing $p(-dev)"
+done
+[ -z "$missing" ] || die "missing:$missing
+  install: apt-get install build-essential dpkg-dev pkg-config libevent-dev libsasl2-dev libssl-dev"
+
+# --- fetch the source package (once) ---
+APT=$OUT/apt
+mkdir -p "$APT/lists/partial" "$APT/cache/archives/partial" "$APT/sources"
+: >"$APT/empty.list"
+APT_OPTS=(-o "Dir::Etc::SourceList=$APT/empty.list" -o "Dir::Etc::SourceParts=$APT/sources"
+	-o "Dir::State::Lists=$APT/lists" -o "Dir::Cache=$APT/cache"
+	-o "Debug::NoLocking=1" -o "APT::Sandbox::User=$(id -un)")
+
+if ! ls "$OUT"/memcached_*.dsc >/dev/null 2>&1; then
+	# deb -> deb-src, from the machine's own configuration
+	found=0
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] || continue
+		if grep -Eq '^Types:.*\bdeb\b' "$f"; then
+			sed -E 's/^Types:.*$/Types: deb-src/' "$f" >"$APT/sources/$(basename "$f")"
+			found=1
+		fi
+	done
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -f "$f" ] || continue
+		if grep -Eq '^[[:space:]]*deb[[:space:]]' "$f"; then
+			grep -E '^[[:space:]]*deb[[:space:]]' "$f" |
+				sed -E 's/^[[:space:]]*deb[[:space:]]/deb-src /' >"$APT/sources/$(basename "$f")"
+			found=1
+		fi
+	done
+	[ $found = 1 ] || die "no deb entries in /etc/apt/sources.list or /etc/apt/sources.list.d/"
+	note "apt-get update (private state in $APT)"
+	apt-get -q "${APT_OPTS[@]}" update >"$OUT/apt-update.log" 2>&1 ||
+		die "apt-get update failed, see $OUT/apt-update.log"
+	# Debian 12's version: the installed memcached's when there is one, else
+	# the newest in the configured (bookworm) sources.
+	v=$(dpkg-query -W -f='${Version}' memcached 2>/dev/null || true)
+	fetched=0
+	for want in ${v:+"memcached=$v"} memcached; do
+		note "apt-get source $want"
+		if (cd "$OUT" && apt-get -q "${APT_OPTS[@]}" source "$want") >>"$OUT/apt-source.log" 2>&1; then
+			fetched=1
+			break
+		fi
+	done
+	[ $fetched = 1 ] || die "apt-get source memcached failed, see $OUT/apt-source.log"
+fi
+orig=$(ls -d "$OUT"/memcached-[0-9]*/ 2>/dev/null | grep -v -- '-pmthreads/$' | head -n 1)
+[ -n "$orig" ] && [ -f "$orig/memcached.c" ] || die "unpacked source not found in $OUT"
+orig=${orig%/}
+note "source: $orig"
+
+# --- patched copy, configured with Debian's options (--enable-sasl --enable-tls) ---
+WORK=$OUT/memcached-pmthreads-src
+stamp="$(sha256sum "$PATCH" | cut -c1-16) $PM_CFLAGS $PM_LIBS"
+if [ $FORCE = 1 ] || [ ! -f "$WORK/.pmthreads-stamp" ] || [ "$(cat "$WORK/.pmthreads-stamp")" != "$stamp" ]; then
+	rm -rf "$WORK"
+	cp -a "$orig" "$WORK"
+	(cd "$WORK" && patch -p1 --forward <"$PATCH") >"$OUT/patch.log" 2>&1 ||
+		die "the patch does not apply to $(basename "$orig"), see $OUT/patch.log"
+	note "configure"
+	(cd "$WORK" && ./configure --enable-sasl --enable-tls \
+		CPPFLAGS="$PM_CFLAGS" LIBS="$PM_LIBS" >"$OUT/configure.log" 2>&1) ||
+		die "configure failed, see $OUT/configure.log"
+	echo "$stamp" >"$WORK/.pmthreads-stamp"
+fi
+note "make"
+if ! make -C "$WORK" -j"${JOBS:-2}" memcached >"$OUT/make.log" 2>&1; then
+	grep -q "undefined reference to .\(nv\|pmthreads_\|crashed\)" "$OUT/make.log" &&
+		note "$PM_LIBFILE does not export the pmthreads.h API (yet?)"
+	die "build failed, see $OUT/make.log"
+fi
+# relink when libpmthreads changed (make does not know about it)
+if [ "$PM_LIBFILE" -nt "$WORK/memcached" ]; then
+	rm -f "$WORK/memcached"
+	make -C "$WORK" memcached >>"$OUT/make.log" 2>&1 || die "link failed, see $OUT/make.log"
+fi
+cp -f "$WORK/memcached" "$OUT/memcached-pmthreads.tmp" && mv -f "$OUT/memcached-pmthreads.tmp" "$OUT/memcached-pmthreads"
+ldd "$OUT/memcached-pmthreads" | grep -q libpmthreads || die "memcached-pmthreads is not linked with libpmthreads"
+note "built $OUT/memcached-pmthreads ($("$OUT/memcached-pmthreads" -V))"
+echo "$OUT/memcached-pmthreads"

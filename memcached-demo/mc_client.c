@@ -1,0 +1,478 @@
+/*
+ * mc_client -- a small memcached text-protocol client for the pmthreads demo.
+ *
+ *   mc_client load   HOST PORT ROUND N VMIN VMAX ACKLOG
+ *       set keys r<ROUND>-<i>, i = 0..N-1, one at a time, each to a value that
+ *       is a function of (ROUND, i); after each STORED append "i ack_ns" to
+ *       ACKLOG (CLOCK_REALTIME, flushed per line).  Stops quietly when the
+ *       server goes away (that is the point of the crash test).
+ *   mc_client verify HOST PORT ROUND N VMIN VMAX ACKLOG CUTOFF_NS
+ *       get every key of the round: a key acknowledged before CUTOFF_NS must
+ *       be there with its value; any key that is there must have its value.
+ *       Prints counts; exit 0 when both hold, 1 otherwise.
+ *   mc_client bench  HOST PORT CONNS SECONDS KEYS VSIZE SET_PERCENT
+ *       closed-loop load: CONNS threads with one connection each, random keys
+ *       of KEYS (prefilled first), values of VSIZE bytes, SET_PERCENT % sets,
+ *       the rest gets.  Prints one CSV line:
+ *       ops,seconds,ops_per_sec,get_hits,get_misses,p50_us,p99_us,max_us
+ *
+ * Every socket has a 10 s timeout so that nothing waits forever.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KEYMAX 64
+
+struct conn {
+	int fd;
+	size_t lo, hi;
+	char buf[1 << 16];
+};
+
+static void die(const char *msg)
+{
+	fprintf(stderr, "mc_client: %s\n", msg);
+	exit(2);
+}
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Returns 0, or -1 when the server cannot be reached. */
+static int conn_open(struct conn *c, const char *host, int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct timeval tv = { .tv_sec = 10 };
+	int one = 1;
+
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		die("HOST must be an IPv4 address");
+	c->lo = c->hi = 0;
+	c->fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (c->fd < 0)
+		die("socket failed");
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		close(c->fd);
+		return -1;
+	}
+	return 0;
+}
+
+static int send_all(struct conn *c, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
+		if (w <= 0) {
+			if (w < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int fill(struct conn *c)
+{
+	if (c->lo > 0) {
+		memmove(c->buf, c->buf + c->lo, c->hi - c->lo);
+		c->hi -= c->lo;
+		c->lo = 0;
+	}
+	if (c->hi == sizeof(c->buf))
+		return -1;
+	for (;;) {
+		ssize_t r = recv(c->fd, c->buf + c->hi, sizeof(c->buf) - c->hi, 0);
+		if (r > 0) {
+			c->hi += (size_t)r;
+			return 0;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		return -1;
+	}
+}
+
+/* A line without its "\r\n", NUL-terminated, valid until the next read. */
+static char *read_line(struct conn *c)
+{
+	for (;;) {
+		char *s = c->buf + c->lo;
+		char *e = memmem(s, c->hi - c->lo, "\r\n", 2);
+		if (e != NULL) {
+			*e = '\0';
+			c->lo = (size_t)(e + 2 - c->buf);
+			return s;
+		}
+		if (fill(c) != 0)
+			return NULL;
+	}
+}
+
+/* n bytes into dst (dst may be NULL to skip them). */
+static int read_n(struct conn *c, char *dst, size_t n)
+{
+	while (n > 0) {
+		if (c->lo == c->hi && fill(c) != 0)
+			return -1;
+		size_t k = c->hi - c->lo < n ? c->hi - c->lo : n;
+		if (dst != NULL) {
+			memcpy(dst, c->buf + c->lo, k);
+			dst += k;
+		}
+		c->lo += k;
+		n -= k;
+	}
+	return 0;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* The value of key i of a round: its length and bytes are a function of both. */
+static size_t value_of(unsigned round, unsigned long i, size_t vmin, size_t vmax, char *out)
+{
+	uint64_t h = mix(((uint64_t)round << 40) ^ i ^ 0x9e3779b97f4a7c15ULL);
+	size_t len = vmin + (size_t)(h % (vmax - vmin + 1));
+	static const char digits[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	for (size_t j = 0; j < len; j++) {
+		if (j % 8 == 0)
+			h = mix(h + j);
+		out[j] = digits[(h >> (8 * (j % 8))) % 36];
+	}
+	return len;
+}
+
+static int set_key(struct conn *c, const char *key, const char *val, size_t len)
+{
+	char hdr[KEYMAX + 64];
+	int n = snprintf(hdr, sizeof(hdr), "set %s 0 0 %zu\r\n", key, len);
+	if (send_all(c, hdr, (size_t)n) || send_all(c, val, len) || send_all(c, "\r\n", 2))
+		return -1;
+	char *l = read_line(c);
+	if (l == NULL)
+		return -1;
+	return strcmp(l, "STORED") == 0 ? 1 : 0;
+}
+
+static unsigned long parse_ul(const char *s, const char *what)
+{
+	char *e;
+	errno = 0;
+	unsigned long v = strtoul(s, &e, 10);
+	if (errno || *e || e == s) {
+		fprintf(stderr, "mc_client: bad %s: %s\n", what, s);
+		exit(2);
+	}
+	return v;
+}
+
+/* ---- load ---- */
+static int cmd_load(char **a)
+{
+	const char *host = a[0];
+	int port = (int)parse_ul(a[1], "PORT");
+	unsigned round = (unsigned)parse_ul(a[2], "ROUND");
+	unsigned long n = parse_ul(a[3], "N");
+	size_t vmin = parse_ul(a[4], "VMIN"), vmax = parse_ul(a[5], "VMAX");
+	FILE *log = fopen(a[6], "a");
+	struct conn *c = malloc(sizeof(*c));
+	char *val = malloc(vmax + 1), key[KEYMAX];
+	unsigned long i, acked = 0;
+
+	if (log == NULL || c == NULL || val == NULL || vmin < 1 || vmax < vmin)
+		die("load: cannot open ACKLOG or bad sizes");
+	if (conn_open(c, host, port) != 0)
+		die("load: cannot connect");
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "r%u-%lu", round, i);
+		size_t len = value_of(round, i, vmin, vmax, val);
+		int r = set_key(c, key, val, len);
+		if (r < 0)
+			break; /* the server went away */
+		if (r == 1) {
+			fprintf(log, "%lu %" PRIu64 "\n", i, now_ns(CLOCK_REALTIME));
+			fflush(log);
+			acked++;
+		}
+	}
+	fprintf(stderr, "mc_client load: round %u: %lu of %lu sets acknowledged%s\n", round, acked,
+		n, i < n ? " (server went away)" : "");
+	fclose(log);
+	return 0;
+}
+
+/* ---- verify ---- */
+static int cmd_verify(char **a)
+{
+	const char *host = a[0];
+	int port = (int)parse_ul(a[1], "PORT");
+	unsigned round = (unsigned)parse_ul(a[2], "ROUND");
+	unsigned long n = parse_ul(a[3], "N");
+	size_t vmin = parse_ul(a[4], "VMIN"), vmax = parse_ul(a[5], "VMAX");
+	FILE *log = fopen(a[6], "r");
+	uint64_t cutoff = strtoull(a[7], NULL, 10);
+	uint64_t *ack = calloc(n, sizeof(*ack));
+	char *want = malloc(vmax + 1), *got = malloc(vmax + 3);
+	struct conn *c = malloc(sizeof(*c));
+	unsigned long required = 0, missing = 0, wrong = 0, present = 0, unacked_present = 0;
+	unsigned long acked_total = 0, recent_missing = 0;
+	unsigned long i, idx;
+	uint64_t t;
+
+	if (log == NULL || ack == NULL || want == NULL || got == NULL || c == NULL)
+		die("verify: cannot read ACKLOG");
+	while (fscanf(log, "%lu %" SCNu64, &idx, &t) == 2)
+		if (idx < n) {
+			ack[idx] = t;
+			acked_total++;
+		}
+	fclose(log);
+	if (conn_open(c, host, port) != 0)
+		die("verify: cannot connect");
+
+	char *seen = calloc(n, 1);
+	for (i = 0; i < n; i += 64) {
+		char req[64 * (KEYMAX + 1) + 16];
+		size_t off = 0;
+		unsigned long j, end = i + 64 < n ? i + 64 : n;
+		off += (size_t)sprintf(req + off, "get");
+		for (j = i; j < end; j++)
+			off += (size_t)sprintf(req + off, " r%u-%lu", round, j);
+		off += (size_t)sprintf(req + off, "\r\n");
+		if (send_all(c, req, off) != 0)
+			die("verify: send failed");
+		for (;;) {
+			char *l = read_line(c), k[KEYMAX + 1];
+			unsigned flags, r;
+			unsigned long id;
+			size_t len;
+			if (l == NULL)
+				die("verify: connection lost");
+			if (strcmp(l, "END") == 0)
+				break;
+			if (sscanf(l, "VALUE %64s %u %zu", k, &flags, &len) != 3 ||
+			    sscanf(k, "r%u-%lu", &r, &id) != 2 || r != round || id >= n || len > vmax) {
+				fprintf(stderr, "verify: unexpected reply: %s\n", l);
+				die("verify: protocol error");
+			}
+			if (read_n(c, got, len + 2) != 0)
+				die("verify: connection lost");
+			seen[id] = 1;
+			present++;
+			if (!ack[id])
+				unacked_present++;
+			size_t wl = value_of(round, id, vmin, vmax, want);
+			if (wl != len || memcmp(want, got, len) != 0) {
+				if (wrong < 10)
+					fprintf(stderr, "WRONG value for %s (%zu bytes, want %zu)\n", k, len, wl);
+				wrong++;
+			}
+		}
+	}
+	for (i = 0; i < n; i++) {
+		if (!ack[i])
+			continue;
+		if (ack[i] < cutoff) {
+			required++;
+			if (!seen[i]) {
+				if (missing < 10)
+					fprintf(stderr, "MISSING r%u-%lu (acked %.3f s before the kill)\n", round, i,
+						(double)(cutoff - ack[i]) / 1e9);
+				missing++;
+			}
+		} else if (!seen[i]) {
+			recent_missing++;
+		}
+	}
+	printf("round=%u acked=%lu required=%lu present=%lu missing_required=%lu wrong=%lu "
+	       "present_unacked=%lu lost_within_window=%lu\n",
+	       round, acked_total, required, present, missing, wrong, unacked_present, recent_missing);
+	return (missing == 0 && wrong == 0) ? 0 : 1;
+}
+
+/* ---- bench ---- */
+#define HIST_US 100000 /* latency histogram: 1 us buckets up to 100 ms */
+
+struct worker {
+	pthread_t tid;
+	const char *host;
+	int port, id;
+	unsigned long keys, first, last; /* prefill range [first, last) */
+	size_t vsize;
+	unsigned set_pct;
+	uint64_t start, deadline;
+	unsigned long ops, hits, misses;
+	uint32_t *hist;
+	int failed, late;
+};
+
+static void *bench_worker(void *arg)
+{
+	struct worker *w = arg;
+	struct conn *c = malloc(sizeof(*c));
+	char *val = malloc(w->vsize), key[KEYMAX], req[KEYMAX + 16];
+	uint64_t rng = mix((uint64_t)w->id + 1);
+
+	memset(val, 'v', w->vsize);
+	if (c == NULL || val == NULL || conn_open(c, w->host, w->port) != 0) {
+		w->failed = 1;
+		return NULL;
+	}
+	for (unsigned long k = w->first; k < w->last; k++) {
+		snprintf(key, sizeof(key), "bench-%lu", k);
+		if (set_key(c, key, val, w->vsize) != 1) {
+			w->failed = 1;
+			return NULL;
+		}
+	}
+	/* the measured window starts at the same instant for every worker */
+	if (now_ns(CLOCK_MONOTONIC) > w->start)
+		w->late = 1;
+	while (now_ns(CLOCK_MONOTONIC) < w->start)
+		usleep(200);
+	while (now_ns(CLOCK_MONOTONIC) < w->deadline) {
+		rng = mix(rng);
+		snprintf(key, sizeof(key), "bench-%lu", (unsigned long)(rng % w->keys));
+		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+		if ((rng >> 32) % 100 < w->set_pct) {
+			if (set_key(c, key, val, w->vsize) != 1) {
+				w->failed = 1;
+				break;
+			}
+		} else {
+			int n = snprintf(req, sizeof(req), "get %s\r\n", key);
+			if (send_all(c, req, (size_t)n) != 0) {
+				w->failed = 1;
+				break;
+			}
+			char *l = read_line(c);
+			size_t len;
+			if (l == NULL) {
+				w->failed = 1;
+				break;
+			}
+			if (strncmp(l, "VALUE ", 6) == 0) {
+				if (sscanf(l, "VALUE %*s %*u %zu", &len) != 1 || read_n(c, NULL, len + 2) ||
+				    (l = read_line(c)) == NULL || strcmp(l, "END") != 0) {
+					w->failed = 1;
+					break;
+				}
+				w->hits++;
+			} else if (strcmp(l, "END") == 0) {
+				w->misses++;
+			} else {
+				w->failed = 1;
+				break;
+			}
+		}
+		uint64_t us = (now_ns(CLOCK_MONOTONIC) - t0) / 1000;
+		w->hist[us < HIST_US ? us : HIST_US - 1]++;
+		w->ops++;
+	}
+	close(c->fd);
+	free(c);
+	free(val);
+	return NULL;
+}
+
+static int cmd_bench(char **a)
+{
+	int conns = (int)parse_ul(a[2], "CONNS");
+	double secs = (double)parse_ul(a[3], "SECONDS");
+	unsigned long keys = parse_ul(a[4], "KEYS");
+	size_t vsize = parse_ul(a[5], "VSIZE");
+	unsigned set_pct = (unsigned)parse_ul(a[6], "SET_PERCENT");
+	struct worker *w = calloc((size_t)conns, sizeof(*w));
+	uint64_t *hist = calloc(HIST_US, sizeof(*hist));
+	unsigned long ops = 0, hits = 0, misses = 0;
+	int failed = 0;
+
+	if (conns < 1 || keys < 1 || vsize < 1 || set_pct > 100 || w == NULL || hist == NULL)
+		die("bench: bad arguments");
+	/* Each worker prefills its share of the keys, then all measure over the
+	 * same window, which starts after a grace period for the prefill. */
+	uint64_t start = now_ns(CLOCK_MONOTONIC) + 1000000000ull + keys * 20000ull;
+	for (int i = 0; i < conns; i++) {
+		w[i] = (struct worker){ .host = a[0], .port = (int)parse_ul(a[1], "PORT"), .id = i,
+					.keys = keys, .first = keys * i / conns,
+					.last = keys * (i + 1) / conns, .vsize = vsize,
+					.set_pct = set_pct, .start = start, .deadline = start + (uint64_t)(secs * 1e9),
+					.hist = calloc(HIST_US, sizeof(uint32_t)) };
+		if (w[i].hist == NULL || pthread_create(&w[i].tid, NULL, bench_worker, &w[i]) != 0)
+			die("bench: cannot start threads");
+	}
+	int late = 0;
+	for (int i = 0; i < conns; i++) {
+		pthread_join(w[i].tid, NULL);
+		ops += w[i].ops;
+		hits += w[i].hits;
+		misses += w[i].misses;
+		failed |= w[i].failed;
+		late |= w[i].late;
+		for (int b = 0; b < HIST_US; b++)
+			hist[b] += w[i].hist[b];
+	}
+	uint64_t acc = 0, p50 = 0, p99 = 0, max = 0;
+	for (int b = 0; b < HIST_US; b++) {
+		if (hist[b])
+			max = (uint64_t)b;
+		acc += hist[b];
+		if (!p50 && acc * 2 >= ops && ops)
+			p50 = (uint64_t)b + 1;
+		if (!p99 && acc * 100 >= ops * 99 && ops)
+			p99 = (uint64_t)b + 1;
+	}
+	printf("%lu,%.3f,%.1f,%lu,%lu,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", ops, secs, ops / secs,
+	       hits, misses, p50, p99, max);
+	if (failed)
+		fprintf(stderr, "mc_client bench: some connections failed\n");
+	if (late)
+		fprintf(stderr, "mc_client bench: prefill overran the grace period (fewer ops measured)\n");
+	return failed ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	if (argc == 9 && strcmp(argv[1], "load") == 0)
+		return cmd_load(argv + 2);
+	if (argc == 10 && strcmp(argv[1], "verify") == 0)
+		return cmd_verify(argv + 2);
+	if (argc == 9 && strcmp(argv[1], "bench") == 0)
+		return cmd_bench(argv + 2);
+	fprintf(stderr,
+		"usage: mc_client load   HOST PORT ROUND N VMIN VMAX ACKLOG\n"
+		"       mc_client verify HOST PORT ROUND N VMIN VMAX ACKLOG CUTOFF_NS\n"
+		"       mc_client bench  HOST PORT CONNS SECONDS KEYS VSIZE SET_PERCENT\n");
+	return 2;
+}

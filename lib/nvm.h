@@ -22,6 +22,7 @@
 
 #include "config.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,12 +37,17 @@ struct nvm_ops {
 	/* Make every line flushed so far durable. */
 	void (*fence)(struct nvm *n);
 	void (*unmap)(struct nvm *n);
+	/* Store len bytes from src at dst (inside the mapping) and begin their
+	 * write-back, as one primitive.  NULL: memcpy then flush.  The pmem
+	 * backend uses non-temporal stores here. */
+	void (*copy_flush)(struct nvm *n, void *dst, const void *src, size_t len);
 };
 
 struct nvm_stats {
-	uint64_t flushes;	/* nvm_flush calls */
+	uint64_t flushes;	/* nvm_flush / nvm_copy_flush calls */
 	uint64_t lines_flushed;	/* 64-byte lines covered */
 	uint64_t fences;
+	uint64_t errors;		/* write-backs that failed (msync: EIO...) */
 };
 
 struct nvm {
@@ -52,6 +58,15 @@ struct nvm {
 	unsigned latency_ns;	/* emulated extra latency per flushed line */
 	struct nvm_stats stats;
 	void *impl;		/* backend state */
+	bool read_only;		/* mapped PROT_READ: flush/fence are bugs */
+};
+
+/* How the simulator decides, at a crash, which of the lines that differ
+ * between the mapping and the media survive. */
+enum nvm_sim_survival {
+	NVM_SIM_RANDOM = 0,	/* each line independently, from the seed */
+	NVM_SIM_KEEP_OLD = 1,	/* every such line reverts to the media */
+	NVM_SIM_KEEP_NEW = 2,	/* every such line keeps the mapping's content */
 };
 
 /* Simulator controls, for tests (nvm_sim.c). */
@@ -63,23 +78,36 @@ struct nvm_sim_options {
 	 * written to the file; must not return.  NULL: _exit(NVM_SIM_CRASH_EXIT). */
 	void (*on_crash)(void *arg);
 	void *on_crash_arg;
+	enum nvm_sim_survival survival;
 };
 #define NVM_SIM_CRASH_EXIT 86
 
 /* Map len bytes of the open pool file fd (path for messages) with the
- * backend chosen by kind (NVM_AUTO: pmem when pmem_is_pmem() says so, msync
- * otherwise; NVM_SIM: the simulator, configured by sim, may be NULL).
+ * backend chosen by kind (NVM_AUTO: pmem when the file is on a DAX file
+ * system (MAP_SYNC mapping succeeds) or pmem_is_pmem() says so, e.g. with
+ * PMEM_IS_PMEM_FORCE=1; msync otherwise; NVM_SIM: the simulator, configured
+ * by sim, may be NULL).  fd must be open read-write.
  * Returns 0, or -1 with err_get() set. */
 int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kind kind,
 	    unsigned latency_ns, const struct nvm_sim_options *sim);
+/* Map len bytes of fd read-only (PROT_READ, shared): for tools that only
+ * inspect a pool.  flush/fence on it abort.  Returns 0 or -1 with err_get(). */
+int nvm_map_readonly(struct nvm **out, int fd, const char *path, size_t len);
 void nvm_unmap(struct nvm *n);
 
 void nvm_flush(struct nvm *n, const void *addr, size_t len);
 void nvm_fence(struct nvm *n);
+/* Store src[0..len) at dst in the mapping and begin its write-back (one
+ * primitive; durable after the next nvm_fence). */
+void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len);
 
 /* Simulator only: crash now (apply the random survival of unfenced lines to
  * the file and call on_crash).  Count of primitives issued so far. */
 __attribute__((noreturn)) void nvm_sim_crash(struct nvm *n);
 uint64_t nvm_sim_primitives(const struct nvm *n);
+/* Simulator only: the media image (len bytes, same layout as the mapping):
+ * what would be in the file if the machine lost power with every unfenced
+ * line lost.  NULL for other backends. */
+const void *nvm_sim_media(const struct nvm *n);
 
 #endif

@@ -29,17 +29,44 @@ struct persist_stats {
 };
 
 /* Persist the given dirty pages (indices into the heap, any order, no
- * duplicates) of the shadow image at shadow (npages pages).  On return the
- * image is durable and *p->ver_d was incremented.  n == 0 is a no-op. */
+ * duplicates -- a duplicate is ignored) of the shadow image at shadow
+ * (npages pages).  On return the image is durable and *p->ver_d was
+ * incremented.  n == 0 is a no-op.  The counts of this epoch are added to
+ * *st (which may be NULL).  If the pool's torn copies have not been
+ * invalidated since it was opened, that is done first.  A page index
+ * >= p->npages, or a read-only pool, aborts (a caller bug). */
 void epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
 		   struct persist_stats *st);
 
 /* Recover the consistent image into shadow (the heap range, zero-filled
- * fresh anonymous memory).  Returns the number of pages restored. */
+ * fresh anonymous memory).  Returns the number of pages restored (pages
+ * never persisted are zeros and are not touched).  On a read-only pool the
+ * torn copies are skipped rather than invalidated, so nothing is written. */
 uint64_t pool_recover(struct pool *p, void *shadow);
 
 /* Write the consistent image of page i into out (page_size bytes) without
  * modifying the pool (for pmthreads-recover dump). */
 void pool_read_page(const struct pool *p, uint64_t page, void *out);
+
+/* Durably mark every copy with seq > VER_d (left by an interrupted epoch) as
+ * POOL_SEQ_INVALID: one flush per copy, one fence when any.  Must happen
+ * before the next epoch reuses VER_d + 1, or that epoch would make the torn
+ * copy valid again.  pool_recover and epoch_persist call it; idempotent.
+ * Returns the number of copies invalidated; 0 on a read-only pool. */
+uint64_t pool_invalidate_torn(struct pool *p);
+
+/* Test hook: break epoch_persist's ordering on purpose, so that crash tests
+ * can show the simulator catches each kind of mistake.  Never set outside
+ * tests.  Process-wide. */
+enum persist_fault {
+	PERSIST_FAULT_NONE = 0,
+	PERSIST_FAULT_SKIP_SEQ_FENCE,	/* seq writes share the data fence */
+	PERSIST_FAULT_SKIP_DATA_FENCE,	/* data shares the VER_d fence */
+	PERSIST_FAULT_SKIP_DATA_FLUSH,	/* data lines stored, never flushed */
+	PERSIST_FAULT_VER_BEFORE_DATA,	/* VER_d published before the data */
+	PERSIST_FAULT_SKIP_INVALIDATE,	/* recovery leaves torn copies as they are */
+};
+void persist_set_fault(enum persist_fault f);
+enum persist_fault persist_get_fault(void);
 
 #endif

@@ -3,8 +3,10 @@
  *
  * Layout (all offsets page-aligned, file sparse on creation):
  *   header page   immutable part (magic, format version, UUID, page size,
- *                 capacity, shadow base, creator program, checksum) and, in
- *                 its own cache line, the mutable part (VER_d, clean flag)
+ *                 capacity, shadow base, layout offsets, creator program,
+ *                 checksum) and, in its own cache line, the mutable part
+ *                 (VER_d, clean flag); in a third line the pid of the process
+ *                 holding the pool read-write (advisory, for messages)
  *   seq table     uint64_t seq[npages][2]: sequence number of each copy
  *   page pairs    copy c of heap page i at data_off + (2*i + c) * page_size
  * A copy is valid when its seq <= VER_d; seq 0 is "never written" (zeros);
@@ -13,6 +15,15 @@
  * Owns: the format and its checks; open/create with O_NOFOLLOW, mode 0600,
  * an exclusive lock; never reinitialises or modifies a file that fails a
  * check.
+ *
+ * Locking: an open file description lock (F_OFD_SETLK) on the whole file,
+ * exclusive for read-write opens and shared for read-only ones.  It conflicts
+ * between processes and between two opens in one process, and it is released
+ * when the process dies -- or, after fork(), once the child has closed its
+ * copy of the descriptor too (parent and child share the description; the
+ * child must not use the pool).  A new pool appears under its name only once
+ * fully written (O_TMPFILE + linkat where the file system allows it), so a
+ * crash during creation never leaves a half-made pool behind.
  */
 #ifndef PMT_POOL_H
 #define PMT_POOL_H
@@ -45,6 +56,12 @@ struct pool {
 	volatile uint64_t *clean;
 	uint64_t (*seq)[2];
 	unsigned char *data;
+	/* Added for tools and recovery: */
+	bool read_only;			/* opened read-only: nothing is ever written */
+	bool torn_invalidated;		/* no copy has seq > VER_d (checked after open) */
+	uint64_t file_size;
+	uint64_t seq_off, data_off;	/* file offsets of the seq table and copies */
+	volatile uint64_t *holder_pid;	/* pid of the read-write opener */
 };
 
 struct pool_open_options {
@@ -61,9 +78,16 @@ struct pool_open_options {
 
 /* Open (or create) a pool.  On success *out is owned by the caller.  On
  * failure -1 with err_get() naming the problem and the fix; the file is left
- * untouched. */
+ * untouched.  Refused: a symbolic link, a file that is not a pool or has
+ * another format version, page size or a bad checksum, a truncated one, one
+ * created by another program (o->creator set and different), one locked by
+ * another opener (the message names its pid when known).  An existing 0-byte
+ * file is initialised (when !read_only); any other existing file never is.
+ * read_only: O_RDONLY, shared lock, PROT_READ mapping, no write at all (no
+ * pid, no clean flag); capacity/shadow_base/create are ignored then. */
 int pool_open(struct pool **out, const struct pool_open_options *o);
-/* Unmap and unlock; does not persist anything (see runtime shutdown). */
+/* Unmap and unlock; does not persist anything (see runtime shutdown).
+ * NULL is ignored. */
 void pool_close(struct pool *p);
 
 /* Address of copy c of page i in the mapping. */
@@ -72,12 +96,28 @@ static inline unsigned char *pool_copy(const struct pool *p, uint64_t page, int 
 	return p->data + ((2 * page + (uint64_t)c) * p->page_size);
 }
 
-/* Mark the pool as in use (clean = 0, durable) / cleanly closed (1). */
+/* Mark the pool as in use (clean = 0, durable) / cleanly closed (1).
+ * Must not be called on a read-only pool (aborts). */
 void pool_set_clean(struct pool *p, bool clean);
 
 /* Verify every invariant (header, checksum, seq table vs VER_d).  Returns the
  * number of problems found, each reported through report(msg, arg). */
 unsigned pool_check(const struct pool *p, void (*report)(const char *msg, void *arg),
 		    void *arg);
+
+/* Facts about a pool's state, for tools (pmthreads-recover info). */
+struct pool_summary {
+	uint64_t ver_d;
+	bool clean;
+	uint64_t pages_written;		/* pages with a valid copy of seq > 0 */
+	uint64_t torn_copies;		/* seq > VER_d: an interrupted epoch */
+	uint64_t invalid_copies;	/* POOL_SEQ_INVALID */
+	uint64_t holder_pid;		/* last read-write opener (0: none) */
+};
+void pool_summarize(const struct pool *p, struct pool_summary *s);
+
+/* The copy (0 or 1) holding page i's consistent image, or -1 when the page
+ * was never persisted (its image is zeros).  Pure; works read-only. */
+int pool_valid_copy(const struct pool *p, uint64_t page);
 
 #endif

@@ -1,0 +1,306 @@
+// Tests for lib/persist and lib/recover without crashes: what an epoch
+// writes, how many fences it costs, which copy it uses, and that recovery
+// brings the image back (crash behaviour is in test_crash.cpp).
+#include "pool_test_util.h"
+
+#include <chrono>
+#include <random>
+
+using namespace pooltest;
+
+namespace {
+
+void fill_random(unsigned char *p, size_t len, uint32_t seed)
+{
+	std::mt19937 rng(seed);
+	for (size_t i = 0; i < len; i++)
+		p[i] = (unsigned char)(rng() | 1); // never 0: every line differs from a hole
+}
+
+uint64_t now_ns()
+{
+	return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
+		       std::chrono::steady_clock::now().time_since_epoch())
+		.count();
+}
+
+std::vector<uint64_t> all_pages(uint64_t n)
+{
+	std::vector<uint64_t> v(n);
+	for (uint64_t i = 0; i < n; i++)
+		v[i] = i;
+	return v;
+}
+
+std::vector<unsigned char> recovered(const std::string &path, uint64_t npages, uint64_t *restored = nullptr)
+{
+	auto o = options(path, npages);
+	o.create = false;
+	pool *p = open_or_fail(o);
+	shadow_buf out(npages * page_size());
+	uint64_t r = pool_recover(p, out.mem);
+	if (restored)
+		*restored = r;
+	pool_close(p);
+	return out.bytes();
+}
+
+} // namespace
+
+TEST_CASE("an epoch writes exactly the lines that differ from the working copy", "[persist]")
+{
+	scratch_dir d;
+	const uint64_t n = 16;
+	std::string path = d.file("lines.pool");
+	auto o = options(path, n);
+	pool *p = open_or_fail(o);
+	shadow_buf sh(n * page_size());
+	fill_random(sh.mem, sh.len, 1);
+	auto pages = all_pages(n);
+	const uint64_t lines_per_page = page_size() / NVM_LINE;
+
+	persist_stats st{};
+	epoch_persist(p, sh.mem, pages.data(), n, &st);
+	CHECK(st.pages == n);
+	CHECK(st.lines_written == n * lines_per_page); // copy 0 was a hole
+	CHECK(st.bytes_written == st.lines_written * NVM_LINE);
+	CHECK(st.bytes_compared == n * page_size());
+	CHECK(st.fences == 3);
+	CHECK(*p->ver_d == 1);
+
+	// Second epoch fills copy 1; now both copies hold the same image.
+	epoch_persist(p, sh.mem, pages.data(), n, nullptr);
+
+	// Change 1 line in page 3, 5 scattered lines in page 7, a run of 10
+	// lines in page 11; page 9 is dirty but unchanged.
+	sh.mem[3 * page_size() + 5] ^= 0xff;
+	for (int l : { 0, 2, 17, 40, 63 })
+		sh.mem[7 * page_size() + (size_t)l * NVM_LINE + 7] ^= 0x0f;
+	for (int l = 20; l < 30; l++)
+		sh.mem[11 * page_size() + (size_t)l * NVM_LINE] ^= 0x80;
+	uint64_t dirty[] = { 3, 7, 9, 11 };
+	persist_stats st3{};
+	epoch_persist(p, sh.mem, dirty, 4, &st3);
+	CHECK(st3.pages == 4);
+	CHECK(st3.lines_written == 1 + 5 + 10);
+	CHECK(st3.bytes_compared == 4 * page_size());
+	CHECK(st3.fences == 3);
+	CHECK(*p->ver_d == 3);
+	pool_close(p);
+	CHECK(recovered(o.path, n) == sh.bytes());
+}
+
+TEST_CASE("the fence count per epoch does not grow with the number of pages", "[persist]")
+{
+	scratch_dir d;
+	const uint64_t n = 512;
+	std::string path = d.file("fences.pool");
+	auto o = options(path, n);
+	pool *p = open_or_fail(o);
+	shadow_buf sh(n * page_size());
+	for (uint64_t count : { 1, 7, 64, 512 }) {
+		fill_random(sh.mem, sh.len, (uint32_t)count);
+		auto pages = all_pages(count);
+		uint64_t f0 = p->nvm->stats.fences;
+		persist_stats st{};
+		epoch_persist(p, sh.mem, pages.data(), pages.size(), &st);
+		CHECK(p->nvm->stats.fences - f0 == 3);
+		CHECK(st.fences == 3);
+	}
+	pool_close(p);
+}
+
+TEST_CASE("the older copy becomes the working copy", "[persist]")
+{
+	scratch_dir d;
+	std::string path = d.file("alt.pool");
+	auto o = options(path, 4);
+	pool *p = open_or_fail(o);
+	shadow_buf sh(4 * page_size());
+	uint64_t page2[] = { 2 }, page1[] = { 1 };
+	epoch_persist(p, sh.mem, page2, 1, nullptr);
+	CHECK((p->seq[2][0] == 1 && p->seq[2][1] == 0));
+	epoch_persist(p, sh.mem, page2, 1, nullptr);
+	CHECK((p->seq[2][0] == 1 && p->seq[2][1] == 2));
+	epoch_persist(p, sh.mem, page1, 1, nullptr);
+	epoch_persist(p, sh.mem, page2, 1, nullptr);
+	CHECK((p->seq[2][0] == 4 && p->seq[2][1] == 2));
+	CHECK((p->seq[1][0] == 3 && p->seq[1][1] == 0));
+	// An invalidated copy is reused first, even when it is the newer one.
+	p->seq[2][0] = POOL_SEQ_INVALID;
+	epoch_persist(p, sh.mem, page2, 1, nullptr);
+	CHECK((p->seq[2][0] == 5 && p->seq[2][1] == 2));
+	CHECK(pool_check(p, nullptr, nullptr) == 0);
+	pool_close(p);
+}
+
+TEST_CASE("a page listed twice is persisted once", "[persist]")
+{
+	scratch_dir d;
+	std::string path = d.file("dup.pool");
+	auto o = options(path, 4);
+	pool *p = open_or_fail(o);
+	shadow_buf sh(4 * page_size());
+	memset(sh.mem + 2 * page_size(), 7, 100);
+	uint64_t pages[] = { 2, 0, 2 };
+	persist_stats st{};
+	epoch_persist(p, sh.mem, pages, 3, &st);
+	CHECK(st.pages == 2);
+	CHECK((p->seq[2][0] == 1 && p->seq[2][1] == 0));
+	CHECK(pool_check(p, nullptr, nullptr) == 0);
+	pool_close(p);
+	CHECK(recovered(o.path, 4) == sh.bytes());
+}
+
+TEST_CASE("every backend persists and recovers the same image", "[persist][nvm]")
+{
+	scratch_dir d;
+	const uint64_t n = 32;
+	auto kind = GENERATE(NVM_MSYNC, NVM_PMEM, NVM_SIM, NVM_AUTO);
+	INFO("backend " << config_nvm_name(kind));
+	std::string path = d.file("b.pool");
+	auto o = options(path, n);
+	o.nvm = kind;
+	pool *p = open_or_fail(o);
+	shadow_buf sh(n * page_size());
+	std::mt19937 rng(42);
+	for (int epoch = 0; epoch < 6; epoch++) {
+		std::vector<uint64_t> pages;
+		for (uint64_t i = 0; i < n; i++)
+			if (rng() % 3 == 0) {
+				pages.push_back(i);
+				size_t off = i * page_size() + (rng() % (page_size() - 200));
+				fill_random(sh.mem + off, 1 + rng() % 200, rng());
+			}
+		epoch_persist(p, sh.mem, pages.data(), pages.size(), nullptr);
+	}
+	if (kind == NVM_SIM) {
+		// Strict: everything the epochs wrote reached the simulated media
+		// (all but the advisory holder pid, which is never flushed).
+		auto media = static_cast<const unsigned char *>(nvm_sim_media(p->nvm));
+		auto base = static_cast<const unsigned char *>(p->nvm->base);
+		REQUIRE(media != nullptr);
+		CHECK(memcmp(media + p->seq_off, base + p->seq_off, p->file_size - p->seq_off) == 0);
+		size_t ver_off = (size_t)((const unsigned char *)p->ver_d - base);
+		CHECK(memcmp(media + ver_off, base + ver_off, 16) == 0); // VER_d, clean flag
+	}
+	CHECK(p->nvm->stats.errors == 0);
+	pool_close(p);
+	CHECK(recovered(o.path, n) == sh.bytes());
+}
+
+TEST_CASE("emulated NVM latency is charged per flushed line", "[persist][nvm]")
+{
+	scratch_dir d;
+	std::string path = d.file("lat.pool");
+	auto o = options(path, 4);
+	o.latency_ns = 20000;
+	pool *p = open_or_fail(o);
+	shadow_buf sh(4 * page_size());
+	fill_random(sh.mem, page_size(), 3);
+	uint64_t page0[] = { 0 };
+	uint64_t t0 = now_ns();
+	persist_stats st{};
+	epoch_persist(p, sh.mem, page0, 1, &st);
+	uint64_t ns = now_ns() - t0;
+	// 64 data lines + the seq line + the VER_d line.
+	CHECK(st.lines_written == page_size() / NVM_LINE);
+	CHECK(ns >= (st.lines_written + 2) * 20000);
+	pool_close(p);
+}
+
+TEST_CASE("recovery of a never-written pool touches no page", "[recover]")
+{
+	scratch_dir d;
+	const uint64_t n = 1 << 16; // 256 MiB of heap, all holes
+	std::string path = d.file("sparse.pool");
+	auto o = options(path, n);
+	pool_close(open_or_fail(o));
+	o.create = false;
+	pool *p = open_or_fail(o);
+	shadow_buf out(4 * page_size());
+	// Pages never persisted must not be written: recovering into a buffer
+	// of only 4 pages would overflow if any were.
+	uint64_t t0 = now_ns();
+	CHECK(pool_recover(p, out.mem) == 0);
+	INFO("recovery of " << n << " empty pages took " << (now_ns() - t0) / 1000 << " us");
+	CHECK(pool_invalidate_torn(p) == 0);
+	pool_close(p);
+}
+
+TEST_CASE("recovery restores only the pages that were persisted", "[recover]")
+{
+	scratch_dir d;
+	const uint64_t n = 8;
+	std::string path = d.file("part.pool");
+	auto o = options(path, n);
+	pool *p = open_or_fail(o);
+	shadow_buf sh(n * page_size());
+	fill_random(sh.mem + 2 * page_size(), page_size(), 9);
+	fill_random(sh.mem + 6 * page_size(), page_size(), 10);
+	uint64_t pages[] = { 6, 2 };
+	epoch_persist(p, sh.mem, pages, 2, nullptr);
+	pool_close(p);
+
+	o.create = false;
+	p = open_or_fail(o);
+	shadow_buf out(n * page_size());
+	memset(out.mem, 0xab, out.len); // marks pages that recovery leaves alone
+	CHECK(pool_recover(p, out.mem) == 2);
+	for (uint64_t i = 0; i < n; i++) {
+		INFO("page " << i);
+		if (i == 2 || i == 6)
+			CHECK(memcmp(out.mem + i * page_size(), sh.mem + i * page_size(), page_size()) == 0);
+		else
+			CHECK(out.mem[i * page_size()] == 0xab);
+	}
+	pool_close(p);
+}
+
+TEST_CASE("a torn copy is invalidated durably and never comes back", "[recover]")
+{
+	scratch_dir d;
+	const uint64_t n = 4;
+	std::string path = d.file("torn.pool");
+	auto o = options(path, n);
+	pool *p = open_or_fail(o);
+	pool_set_clean(p, false);
+	shadow_buf sh(n * page_size());
+	memset(sh.mem + page_size(), 0x11, page_size());
+	uint64_t page1[] = { 1 }, page3[] = { 3 };
+	epoch_persist(p, sh.mem, page1, 1, nullptr); // copy 0, seq 1
+	// What a crash in the middle of epoch 2 leaves: the other copy carries
+	// seq 2 > VER_d and half-written data.
+	p->seq[1][1] = 2;
+	memset(pool_copy(p, 1, 1), 0xee, page_size() / 2);
+	pool_close(p);
+
+	o.create = false;
+	SECTION("through pool_recover")
+	{
+		p = open_or_fail(o);
+		shadow_buf out(n * page_size());
+		CHECK(pool_recover(p, out.mem) == 1);
+		CHECK(out.bytes() == sh.bytes());
+		CHECK(p->seq[1][1] == POOL_SEQ_INVALID);
+		pool_close(p);
+	}
+	// Either way, the next epoch reuses VER_d + 1 = 2 for other pages; had
+	// the torn copy kept seq 2 it would now be valid and newest.
+	p = open_or_fail(o);
+	memset(sh.mem + 3 * page_size(), 0x33, page_size());
+	epoch_persist(p, sh.mem, page3, 1, nullptr);
+	CHECK(*p->ver_d == 2);
+	CHECK(p->seq[1][1] == POOL_SEQ_INVALID);
+	CHECK(pool_check(p, nullptr, nullptr) == 0);
+	pool_close(p);
+	CHECK(recovered(o.path, n) == sh.bytes());
+
+	// The invalid copy is the next working copy of its page.
+	p = open_or_fail(o);
+	memset(sh.mem + page_size(), 0x12, 64);
+	epoch_persist(p, sh.mem, page1, 1, nullptr);
+	CHECK((p->seq[1][0] == 1 && p->seq[1][1] == 3));
+	pool_close(p);
+	CHECK(recovered(o.path, n) == sh.bytes());
+}

@@ -9,8 +9,17 @@
  *                       kernel resolves first writes itself; one ioctl
  *                       returns the written pages and re-protects them
  *   tracker_mprotect.c  SIGSEGV + mprotect, for older kernels; chains to the
- *                       application's own SIGSEGV/SIGBUS handlers
- * Both report exactly the pages written since the previous collection.
+ *                       application's own SIGSEGV handler
+ *   tracker.c           backend choice, open/close/collect, counters
+ *   shadow.c            the fixed-address reservation
+ * Both report exactly the pages written since the previous collection (the
+ * mprotect backend reports a superset -- every page touched -- only in an
+ * epoch in which it gave up page protection to bound the VMA count; see
+ * TRACKER_MPROTECT_MAX_RUNS).
+ *
+ * Tracking is at base-page granularity: tracker_open disables transparent
+ * huge pages over the range (a written 2 MiB page would otherwise be
+ * reported, and persisted, as 512 written pages).
  */
 #ifndef PMT_TRACKER_H
 #define PMT_TRACKER_H
@@ -22,24 +31,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Reserve [base, base+len) at exactly base when possible, else anywhere.
- * Returns the address (check against base for relocation) or NULL with
- * err_get() set. */
+/* Reserve [base, base+len) at exactly base when possible, else anywhere
+ * (also when base is 0).  len must be a multiple of the page size.  The
+ * memory is zero-filled, read-write, MAP_NORESERVE.  Returns the address
+ * (check against base for relocation) or NULL with err_get() set. */
 void *shadow_reserve(uint64_t base, size_t len);
+/* Unmap a range returned by shadow_reserve.  NULL is a no-op. */
 void shadow_release(void *addr, size_t len);
 
 struct tracker;
 
 struct tracker_stats {
-	uint64_t faults;	/* first writes taken (mprotect: signals) */
-	uint64_t collections;
+	uint64_t faults;	/* first writes taken (mprotect: signals; uffd:
+				 * pages found written, as the kernel resolves
+				 * first writes without telling anyone) */
+	uint64_t collections;	/* tracker_collect_dirty calls */
 	uint64_t pages_collected;
 	uint64_t overflows;	/* mprotect: VMA budget exceeded, range unprotected */
+	uint64_t scan_errors;	/* uffd: PAGEMAP_SCAN failed; the whole range was
+				 * reported dirty instead */
 };
 
 struct tracker_ops {
 	const char *name;
-	/* Start tracking: every page of the range counts as clean now. */
+	/* Start tracking: every page of the range counts as clean now.
+	 * Returns 0 or -1 with err_get() set. */
 	int (*attach)(struct tracker *t);
 	/* Store the indices (page numbers from base, ascending) of every page
 	 * written since attach or the previous collection into pages (room for
@@ -47,6 +63,8 @@ struct tracker_ops {
 	 * a quiescent point.  If more than max pages are dirty, returns the
 	 * first max and leaves the rest dirty for the next call. */
 	size_t (*collect_dirty)(struct tracker *t, uint64_t *pages, size_t max);
+	/* Stop tracking; the range stays mapped and becomes plainly writable.
+	 * Safe in a fork child (acts on the child's own mappings only). */
 	void (*detach)(struct tracker *t);
 };
 
@@ -60,24 +78,49 @@ struct tracker {
 };
 
 /* Create a tracker of the given kind over [base, base+len) (TRACKER_AUTO:
- * uffd when the kernel supports it, else mprotect) and attach it.  Returns 0
- * or -1 with err_get() set. */
+ * uffd when the kernel supports it, else mprotect) and attach it.  base and
+ * len must be page-aligned, len > 0, and the range anonymous private memory
+ * (as from shadow_reserve).  Asking for TRACKER_UFFD on a kernel without
+ * support is an error naming what is missing.  Returns 0 or -1 with err_get()
+ * set. */
 int tracker_open(struct tracker **out, enum tracker_kind kind, void *base, size_t len);
+/* Detach and free.  NULL is a no-op. */
 void tracker_close(struct tracker *t);
+/* ops->collect_dirty, counted in t->stats. */
 size_t tracker_collect_dirty(struct tracker *t, uint64_t *pages, size_t max);
 
-/* Whether this kernel offers what the uffd backend needs. */
+/* Whether this kernel offers what the uffd backend needs (probed once). */
 bool tracker_uffd_supported(void);
+/* Why it does not (a sentence naming the missing kernel feature), or "" when
+ * it does. */
+const char *tracker_uffd_unsupported_reason(void);
 
 /* mprotect backend services used by preload/ wrappers (no-ops for uffd):
  * make [addr, addr+len) writable and count its pages as written, so that a
- * system call writing there does not fail with EFAULT. */
+ * system call writing there does not fail with EFAULT.  Any part of the
+ * range outside every tracked range is ignored.  Thread-safe. */
 void tracker_prefault(void *addr, size_t len);
 
 /* Signal chaining (mprotect backend): preload/'s sigaction and signal
- * wrappers forward here.  For SIGSEGV and SIGBUS the application's handler
- * is recorded and ours stays installed; other signals go to the kernel.
+ * wrappers forward here.  While an mprotect tracker is attached, our SIGSEGV
+ * handler stays installed and the application's SIGSEGV disposition is only
+ * recorded: faults that are not first writes to a tracked page are handed to
+ * it (or, for the default action, end the process with SIGSEGV after a
+ * one-line diagnostic).  Every other signal, and SIGSEGV when no mprotect
+ * tracker is attached, goes straight to the kernel (SIGBUS never arises from
+ * write protection, so the application's SIGBUS handler is the kernel's).
  * Same contract as sigaction(2). */
 int tracker_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* The mprotect backend keeps at most this many separately writable runs of
+ * pages per epoch (each costs up to two VMAs; vm.max_map_count is 65530 by
+ * default).  Beyond it the whole range is made writable until the next
+ * collection, which then reports every page touched (resident or swapped)
+ * and counts stats.overflows. */
+#define TRACKER_MPROTECT_MAX_RUNS 8192
+
+/* The backends, for tracker.c. */
+extern const struct tracker_ops tracker_uffd_ops;
+extern const struct tracker_ops tracker_mprotect_ops;
 
 #endif

@@ -1,0 +1,586 @@
+// Tests for lib/shadow.c and the write trackers (tracker.c, tracker_uffd.c,
+// tracker_mprotect.c): exact dirty sets, syscalls writing into the heap,
+// signal chaining, genuine crashes, the VMA bound, fork.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <csetjmp>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern "C" {
+#include "log.h"
+#include "tracker.h"
+}
+
+namespace {
+
+const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+// The backends this kernel can run.
+std::vector<tracker_kind> backends()
+{
+	std::vector<tracker_kind> v{ TRACKER_MPROTECT };
+	if (tracker_uffd_supported())
+		v.push_back(TRACKER_UFFD);
+	return v;
+}
+
+const char *kind_name(tracker_kind k) { return config_tracker_name(k); }
+
+// A fresh anonymous range with a tracker over it.
+struct tracked {
+	size_t npages;
+	unsigned char *base;
+	tracker *t = nullptr;
+
+	tracked(tracker_kind kind, size_t n) : npages(n)
+	{
+		base = static_cast<unsigned char *>(shadow_reserve(0, n * page));
+		REQUIRE(base != nullptr);
+		INFO(err_get());
+		REQUIRE(tracker_open(&t, kind, base, n * page) == 0);
+	}
+	~tracked()
+	{
+		tracker_close(t);
+		shadow_release(base, npages * page);
+	}
+	unsigned char *at(size_t pg, size_t off = 0) { return base + pg * page + off; }
+
+	std::vector<uint64_t> collect(size_t max = SIZE_MAX)
+	{
+		std::vector<uint64_t> out(npages);
+		size_t n = tracker_collect_dirty(t, out.data(), std::min(max, npages));
+		out.resize(n);
+		return out;
+	}
+};
+
+void write_byte(unsigned char *p, unsigned char v) { *(volatile unsigned char *)p = v; }
+unsigned char read_byte(const unsigned char *p) { return *(const volatile unsigned char *)p; }
+
+std::vector<uint64_t> sorted(const std::set<uint64_t> &s) { return { s.begin(), s.end() }; }
+
+// VMAs the test's own allocations may add between two counts.
+const size_t slack = 4;
+
+size_t count_vmas()
+{
+	std::ifstream maps("/proc/self/maps");
+	std::string line;
+	size_t n = 0;
+	while (std::getline(maps, line))
+		n++;
+	return n;
+}
+
+// A temporary file holding len bytes of pattern, opened for reading.
+struct temp_input {
+	int fd;
+	explicit temp_input(size_t len)
+	{
+		char path[] = "/tmp/pmthreads-tracker-XXXXXX";
+		fd = mkstemp(path);
+		REQUIRE(fd >= 0);
+		unlink(path);
+		std::vector<unsigned char> data(len);
+		for (size_t i = 0; i < len; i++)
+			data[i] = (unsigned char)(i * 7 + 1);
+		REQUIRE(write(fd, data.data(), len) == (ssize_t)len);
+		REQUIRE(lseek(fd, 0, SEEK_SET) == 0);
+	}
+	~temp_input() { close(fd); }
+};
+
+} // namespace
+
+TEST_CASE("shadow_reserve maps at the requested address, elsewhere when it is taken", "[shadow]")
+{
+	const uint64_t want = 0x5e0000000000ULL;
+	const size_t len = 16 * page;
+	void *a = shadow_reserve(want, len);
+	REQUIRE(a == (void *)want);
+	auto *p = static_cast<unsigned char *>(a);
+	CHECK(p[0] == 0);
+	CHECK(p[len - 1] == 0);
+	p[5] = 42;	// writable
+
+	void *b = shadow_reserve(want, len);
+	REQUIRE(b != nullptr);
+	CHECK(b != a);	// the caller sees the relocation
+	CHECK(static_cast<unsigned char *>(a)[5] == 42);	// the first mapping is untouched
+	shadow_release(b, len);
+	shadow_release(a, len);
+
+	CHECK(shadow_reserve(want, page + 1) == nullptr);
+	CHECK(std::string(err_get()).find("page size") != std::string::npos);
+	shadow_release(nullptr, len);	// no-op
+}
+
+TEST_CASE("the auto choice and the uffd support report agree", "[tracker]")
+{
+	bool ok = tracker_uffd_supported();
+	CHECK(ok == (tracker_uffd_unsupported_reason()[0] == '\0'));
+	tracked r(TRACKER_AUTO, 4);
+	CHECK(std::string(r.t->ops->name) == (ok ? "uffd" : "mprotect"));
+	if (!ok) {
+		tracker *t = nullptr;
+		CHECK(tracker_open(&t, TRACKER_UFFD, r.base, 4 * page) == -1);
+		CHECK(std::string(err_get()).find("PMTHREADS_TRACKER=mprotect") != std::string::npos);
+	}
+}
+
+TEST_CASE("tracker_open rejects a range that is not page-aligned", "[tracker]")
+{
+	for (auto kind : backends()) {
+		tracker *t = nullptr;
+		void *mem = shadow_reserve(0, 2 * page);
+		CHECK(tracker_open(&t, kind, static_cast<char *>(mem) + 8, page) == -1);
+		CHECK(std::string(err_get()).find("page-aligned") != std::string::npos);
+		CHECK(t == nullptr);
+		CHECK(tracker_open(&t, kind, mem, 0) == -1);
+		shadow_release(mem, 2 * page);
+	}
+}
+
+TEST_CASE("a first write to a never-touched page is reported, a read is not", "[tracker]")
+{
+	for (auto kind : backends()) {
+		INFO("backend " << kind_name(kind));
+		tracked r(kind, 64);
+		CHECK(r.collect().empty());
+		write_byte(r.at(10, 100), 1);	// never touched before
+		CHECK(read_byte(r.at(20)) == 0);	// never touched, only read
+		CHECK(read_byte(r.at(10, 5)) == 0);
+		CHECK(r.collect() == std::vector<uint64_t>{ 10 });
+		// Re-armed: reading it again is not a write, writing it is.
+		CHECK(read_byte(r.at(10, 100)) == 1);
+		CHECK(read_byte(r.at(20)) == 0);
+		CHECK(r.collect().empty());
+		write_byte(r.at(20, page - 1), 2);
+		write_byte(r.at(10), 3);
+		CHECK(r.collect() == (std::vector<uint64_t>{ 10, 20 }));
+		CHECK(r.collect().empty());
+		CHECK(r.t->stats.collections == 5);
+		CHECK(r.t->stats.pages_collected == 3);
+	}
+}
+
+TEST_CASE("random writes over many rounds are reported exactly", "[tracker]")
+{
+	for (auto kind : backends()) {
+		INFO("backend " << kind_name(kind));
+		const size_t n = 300;
+		tracked r(kind, n);
+		std::mt19937_64 rng(12345 + kind);
+		for (int round = 0; round < 60; round++) {
+			INFO("round " << round);
+			std::set<uint64_t> written;
+			// Early rounds touch few pages, so later rounds keep
+			// finding never-touched ones.
+			unsigned write_pct = 2 + (unsigned)round / 4, read_pct = 10;
+			for (size_t pg = 0; pg < n; pg++) {
+				unsigned d = (unsigned)(rng() % 100);
+				size_t off = rng() % page;
+				if (d < write_pct) {
+					write_byte(r.at(pg, off), (unsigned char)(round + 1));
+					written.insert(pg);
+				} else if (d < write_pct + read_pct) {
+					(void)read_byte(r.at(pg, off));
+				}
+			}
+			// Runs of adjacent pages too, which the mprotect backend
+			// coalesces.
+			size_t run = rng() % (n - 8);
+			for (size_t pg = run; pg < run + 1 + rng() % 8; pg++) {
+				write_byte(r.at(pg, rng() % page), 9);
+				written.insert(pg);
+			}
+			CHECK(r.collect() == sorted(written));
+		}
+		CHECK(r.t->stats.overflows == 0);
+	}
+}
+
+TEST_CASE("more dirty pages than max: the first max now, the rest later", "[tracker]")
+{
+	for (auto kind : backends()) {
+		INFO("backend " << kind_name(kind));
+		tracked r(kind, 200);
+		std::set<uint64_t> written;
+		for (size_t pg = 3; pg < 200; pg += 2) {
+			write_byte(r.at(pg), 1);
+			written.insert(pg);
+		}
+		std::vector<uint64_t> expect = sorted(written);	// 3, 5, ..., 199
+		auto first = r.collect(30);
+		CHECK(first == std::vector<uint64_t>(expect.begin(), expect.begin() + 30));
+		// A page already reported is written again, a pending one too.
+		write_byte(r.at(3), 2);
+		write_byte(r.at(99), 2);
+		auto second = r.collect(30);
+		std::vector<uint64_t> want2{ 3 };
+		want2.insert(want2.end(), expect.begin() + 30, expect.begin() + 59);
+		CHECK(second == want2);
+		auto rest = r.collect();
+		CHECK(rest == std::vector<uint64_t>(expect.begin() + 59, expect.end()));
+		CHECK(r.collect().empty());
+	}
+}
+
+TEST_CASE("threads faulting at once are all recorded", "[tracker]")
+{
+	for (auto kind : backends()) {
+		INFO("backend " << kind_name(kind));
+		const size_t n = 512;
+		tracked r(kind, n);
+		for (int round = 0; round < 20; round++) {
+			std::vector<std::set<uint64_t>> sets(4);
+			std::vector<std::thread> threads;
+			for (int k = 0; k < 4; k++) {
+				std::mt19937_64 rng((uint64_t)round * 131 + (uint64_t)k);
+				for (size_t pg = 0; pg < n; pg++)
+					if (rng() % 4 == 0)
+						sets[k].insert(pg);	// overlapping sets
+			}
+			std::atomic<int> ready{ 0 };
+			for (int k = 0; k < 4; k++)
+				threads.emplace_back([&, k] {
+					ready++;
+					while (ready.load() < 4) {
+					}
+					for (uint64_t pg : sets[k])
+						write_byte(r.at(pg, (size_t)k * 8), (unsigned char)k);
+				});
+			for (auto &th : threads)
+				th.join();
+			std::set<uint64_t> all;
+			for (auto &s : sets)
+				all.insert(s.begin(), s.end());
+			CHECK(r.collect() == sorted(all));
+		}
+	}
+}
+
+TEST_CASE("read() into the heap works and is reported", "[tracker]")
+{
+	temp_input in(2 * page);
+	SECTION("uffd: a kernel write resolves itself and shows as written")
+	{
+		if (!tracker_uffd_supported())
+			WARN("uffd tracking unsupported here: " << tracker_uffd_unsupported_reason());
+		else {
+			tracked r(TRACKER_UFFD, 16);
+			CHECK(r.collect().empty());
+			ssize_t got = read(in.fd, r.at(4, 100), 2 * page - 200);
+			CHECK(got == (ssize_t)(2 * page - 200));
+			CHECK(r.at(4, 100)[1] == 8);
+			CHECK(r.collect() == (std::vector<uint64_t>{ 4, 5 }));
+		}
+	}
+	SECTION("mprotect: EFAULT without prefault, works with it")
+	{
+		tracked r(TRACKER_MPROTECT, 16);
+		errno = 0;
+		CHECK(read(in.fd, r.at(4, 100), 2 * page - 200) == -1);
+		CHECK(errno == EFAULT);
+		CHECK(r.collect().empty());
+		REQUIRE(lseek(in.fd, 0, SEEK_SET) == 0);
+		tracker_prefault(r.at(4, 100), 2 * page - 200);
+		ssize_t got = read(in.fd, r.at(4, 100), 2 * page - 200);
+		CHECK(got == (ssize_t)(2 * page - 200));
+		CHECK(r.at(4, 100)[1] == 8);
+		CHECK(r.collect() == (std::vector<uint64_t>{ 4, 5 }));
+		// Re-protected: a write faults and is recorded again.
+		write_byte(r.at(5), 1);
+		CHECK(r.collect() == std::vector<uint64_t>{ 5 });
+	}
+}
+
+TEST_CASE("tracker_prefault counts exactly the pages it covers", "[tracker]")
+{
+	tracked r(TRACKER_MPROTECT, 32);
+	tracker_prefault(r.at(5, page - 1), page + 2);	// touches pages 5, 6, 7
+	tracker_prefault(r.base - 3 * page, 4 * page + 1);	// partly outside: page 0, 1
+	tracker_prefault(r.at(40), page);	// outside entirely
+	tracker_prefault(r.at(9), 0);	// empty
+	CHECK(r.collect() == (std::vector<uint64_t>{ 0, 1, 5, 6, 7 }));
+	if (tracker_uffd_supported()) {
+		tracked u(TRACKER_UFFD, 8);
+		tracker_prefault(u.at(2), page);	// no-op: nothing written
+		CHECK(u.collect().empty());
+	}
+}
+
+namespace {
+sigjmp_buf app_jump;
+std::atomic<int> app_calls{ 0 };
+std::atomic<void *> app_fault_addr{ nullptr };
+
+void app_handler(int, siginfo_t *si, void *)
+{
+	app_calls++;
+	app_fault_addr = si->si_addr;
+	siglongjmp(app_jump, 1);
+}
+
+// Touch p, which faults outside every tracked range; true when the
+// application's handler caught it.
+bool faults_to_app(unsigned char *p)
+{
+	if (sigsetjmp(app_jump, 1) == 0) {
+		write_byte(p, 1);
+		return false;
+	}
+	return true;
+}
+} // namespace
+
+TEST_CASE("mprotect: the application's SIGSEGV handler still gets its faults", "[tracker]")
+{
+	struct sigaction saved;
+	REQUIRE(sigaction(SIGSEGV, nullptr, &saved) == 0);
+
+	struct sigaction app {};
+	app.sa_sigaction = app_handler;
+	app.sa_flags = SA_SIGINFO;
+	sigemptyset(&app.sa_mask);
+	auto *guard = static_cast<unsigned char *>(
+		mmap(nullptr, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+	REQUIRE(guard != MAP_FAILED);
+	app_calls = 0;
+
+	SECTION("handler installed before the tracker attaches")
+	{
+		REQUIRE(tracker_sigaction(SIGSEGV, &app, nullptr) == 0);
+		tracked r(TRACKER_MPROTECT, 8);
+		write_byte(r.at(2), 1);	// ours: no call
+		CHECK(app_calls == 0);
+		CHECK(faults_to_app(guard + 10));
+		CHECK(app_calls == 1);
+		CHECK(app_fault_addr.load() == guard + 10);
+		write_byte(r.at(3), 1);	// tracking still works after a longjmp
+		CHECK(r.collect() == (std::vector<uint64_t>{ 2, 3 }));
+	}
+	SECTION("handler installed while the tracker is attached")
+	{
+		tracked r(TRACKER_MPROTECT, 8);
+		struct sigaction before;
+		REQUIRE(tracker_sigaction(SIGSEGV, &app, &before) == 0);
+		CHECK(before.sa_sigaction == saved.sa_sigaction);	// what was there
+		struct sigaction now;
+		REQUIRE(tracker_sigaction(SIGSEGV, nullptr, &now) == 0);
+		CHECK(now.sa_sigaction == app_handler);	// the app sees its own
+		CHECK(faults_to_app(guard));
+		CHECK(app_calls == 1);
+		write_byte(r.at(7), 1);
+		CHECK(r.collect() == std::vector<uint64_t>{ 7 });
+		CHECK(app_calls == 1);
+	}
+	// After the last tracker detaches, the kernel has the application's
+	// handler.
+	struct sigaction kernel;
+	REQUIRE(sigaction(SIGSEGV, nullptr, &kernel) == 0);
+	CHECK(kernel.sa_sigaction == app_handler);
+	CHECK(faults_to_app(guard + 1));
+
+	munmap(guard, page);
+	REQUIRE(sigaction(SIGSEGV, &saved, nullptr) == 0);
+}
+
+TEST_CASE("mprotect: a genuine crash dies with SIGSEGV and says so", "[tracker]")
+{
+	int pipefd[2];
+	REQUIRE(pipe(pipefd) == 0);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		struct rlimit no_core = { 0, 0 };
+		setrlimit(RLIMIT_CORE, &no_core);
+		dup2(pipefd[1], STDERR_FILENO);
+		// Catch2's own handler is inherited: the program under test has
+		// none.
+		signal(SIGSEGV, SIG_DFL);
+		void *mem = shadow_reserve(0, 4 * page);
+		tracker *t = nullptr;
+		if (mem == nullptr || tracker_open(&t, TRACKER_MPROTECT, mem, 4 * page) != 0)
+			_exit(2);
+		write_byte(static_cast<unsigned char *>(mem), 1);	// ours, survives
+		write_byte(static_cast<unsigned char *>(nullptr), 1);	// not ours
+		_exit(3);
+	}
+	close(pipefd[1]);
+	std::string out;
+	char buf[512];
+	ssize_t k;
+	while ((k = read(pipefd[0], buf, sizeof(buf))) > 0)
+		out.append(buf, (size_t)k);
+	close(pipefd[0]);
+	int status = 0;
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	INFO("stderr: " << out);
+	REQUIRE(WIFSIGNALED(status));
+	CHECK(WTERMSIG(status) == SIGSEGV);
+	CHECK(out.find("pmthreads: error: SIGSEGV at address (nil)") != std::string::npos);
+	// One line from us (a sanitizer build may add its own report).
+	size_t ours = 0;
+	for (size_t at = out.find("pmthreads:"); at != std::string::npos;
+	     at = out.find("pmthreads:", at + 1))
+		ours++;
+	CHECK(ours == 1);
+}
+
+TEST_CASE("mprotect: the VMA count stays bounded", "[tracker]")
+{
+	SECTION("under the run budget: one VMA pair per run, all merged back at collection")
+	{
+		tracked r(TRACKER_MPROTECT, 2000);
+		size_t before = count_vmas();
+		std::set<uint64_t> written;
+		for (size_t pg = 0; pg < 2000; pg += 2) {
+			write_byte(r.at(pg), 1);
+			written.insert(pg);
+		}
+		size_t during = count_vmas();
+		CHECK(during > before + 900);	// the runs really are separate
+		CHECK(during <= before + 2 * 1000 + slack);
+		CHECK(r.collect() == sorted(written));
+		CHECK(count_vmas() <= before + slack);
+		CHECK(r.t->stats.overflows == 0);
+	}
+	SECTION("over it: the range is unprotected, touched pages are reported")
+	{
+		const size_t runs = TRACKER_MPROTECT_MAX_RUNS + 1000;
+		const size_t n = 2 * runs + 16;
+		tracked r(TRACKER_MPROTECT, n);
+		size_t before = count_vmas();
+		std::set<uint64_t> written{ 0 };
+		write_byte(r.at(0), 1);
+		size_t peak = 0;
+		for (size_t i = 0; i < runs; i++) {
+			write_byte(r.at(2 * i + 1), 1);	// every other page
+			written.insert(2 * i + 1);
+			if (i % 512 == 0)
+				peak = std::max(peak, count_vmas());
+		}
+		peak = std::max(peak, count_vmas());
+		CHECK(peak <= before + 2 * TRACKER_MPROTECT_MAX_RUNS + slack);
+		CHECK(count_vmas() <= before + slack);	// unprotected as one VMA
+		CHECK(r.t->stats.overflows == 1);
+		// Only the written pages were ever touched, so "touched" is
+		// exact here.
+		SECTION("collected at once")
+		{
+			CHECK(r.collect() == sorted(written));
+		}
+		SECTION("collected in two parts")
+		{
+			std::vector<uint64_t> all = sorted(written);
+			CHECK(r.collect(100) == std::vector<uint64_t>(all.begin(), all.begin() + 100));
+			// Still over budget, so still unprotected: the second
+			// part may repeat pages of the first, never miss one.
+			auto rest = r.collect();
+			CHECK(std::includes(rest.begin(), rest.end(), all.begin() + 100, all.end()));
+			CHECK(std::is_sorted(rest.begin(), rest.end()));
+		}
+		CHECK(count_vmas() <= before + slack);
+		// Protection is back: tracking is exact again.
+		write_byte(r.at(4), 1);
+		(void)read_byte(r.at(6));
+		CHECK(r.collect() == std::vector<uint64_t>{ 4 });
+		CHECK(r.t->stats.overflows == 1);
+	}
+}
+
+TEST_CASE("uffd: dirtying pages does not split the VMA", "[tracker]")
+{
+	if (!tracker_uffd_supported()) {
+		WARN("uffd tracking unsupported here: " << tracker_uffd_unsupported_reason());
+		return;
+	}
+	tracked r(TRACKER_UFFD, 4000);
+	size_t before = count_vmas();
+	std::set<uint64_t> written;
+	for (size_t pg = 0; pg < 4000; pg += 2) {
+		write_byte(r.at(pg), 1);
+		written.insert(pg);
+	}
+	CHECK(count_vmas() <= before + slack);
+	// 2000 separate runs: more than one PAGEMAP_SCAN batch of regions.
+	CHECK(r.collect() == sorted(written));
+}
+
+TEST_CASE("detach leaves the range writable; trackers can be reopened and combined", "[tracker]")
+{
+	for (auto kind : backends()) {
+		INFO("backend " << kind_name(kind));
+		const size_t n = 16;
+		auto *mem = static_cast<unsigned char *>(shadow_reserve(0, n * page));
+		REQUIRE(mem != nullptr);
+		tracker *t = nullptr;
+		REQUIRE(tracker_open(&t, kind, mem, n * page) == 0);
+		write_byte(mem + 3 * page, 7);
+		tracker_close(t);
+		write_byte(mem + 5 * page, 8);	// untracked, must not fault
+		REQUIRE(tracker_open(&t, kind, mem, n * page) == 0);
+		CHECK(mem[3 * page] == 7);
+		CHECK(mem[5 * page] == 8);
+		uint64_t pages[n];
+		CHECK(tracker_collect_dirty(t, pages, n) == 0);	// clean at attach
+
+		// A second tracker over another range at the same time.
+		tracked other(TRACKER_MPROTECT, 8);
+		write_byte(other.at(1), 1);
+		write_byte(mem + 9 * page, 1);
+		CHECK(other.collect() == std::vector<uint64_t>{ 1 });
+		REQUIRE(tracker_collect_dirty(t, pages, n) == 1);
+		CHECK(pages[0] == 9);
+		tracker_close(t);
+		tracker_close(nullptr);
+		shadow_release(mem, n * page);
+	}
+}
+
+TEST_CASE("a fork child closing its tracker leaves the parent's tracking intact", "[tracker]")
+{
+	for (auto kind : backends()) {
+		INFO("backend " << kind_name(kind));
+		tracked r(kind, 16);
+		write_byte(r.at(1), 1);
+		pid_t pid = fork();
+		REQUIRE(pid >= 0);
+		if (pid == 0) {
+			tracker_close(r.t);	// as runtime_atfork_child does
+			r.t = nullptr;
+			write_byte(r.at(2), 2);	// the child's copy: plain memory
+			write_byte(r.at(3), 2);
+			_exit(r.base[2 * page] == 2 ? 0 : 1);
+		}
+		int status = 0;
+		REQUIRE(waitpid(pid, &status, 0) == pid);
+		CHECK(WIFEXITED(status));
+		CHECK(WEXITSTATUS(status) == 0);
+		write_byte(r.at(5), 1);
+		CHECK(r.collect() == (std::vector<uint64_t>{ 1, 5 }));
+		write_byte(r.at(2), 1);
+		CHECK(r.collect() == std::vector<uint64_t>{ 2 });
+	}
+}

@@ -18,37 +18,83 @@
 
 /* Format a new heap over [base, base+len) (zero-filled memory), or adopt the
  * recovered one found there (fresh == false): validates it, and returns
- * blocks left in dead threads' caches to the shared lists.  Returns 0 or -1
- * with err_get() set (e.g. the range does not hold a heap). */
+ * blocks left in dead threads' caches to the shared lists.  A range whose
+ * header is all zero (nothing was ever made durable) is formatted.  Returns
+ * 0 or -1 with err_get() set (the range does not hold a heap of this format
+ * and size).  base and len must be multiples of 4 KiB; len from about 1 MiB
+ * to 4 TiB.  All metadata lives in the range and refers to it by offsets,
+ * so a heap copied elsewhere can be adopted there.  Assumes pages the heap
+ * never handed out are zero (true of a fresh range and of a restored
+ * image): heap_calloc relies on it to leave them untouched.  Not
+ * thread-safe: call before any other heap function.  May be called again
+ * (tests): threads then claim new cache slots. */
 int heap_init(void *base, size_t len, bool fresh);
 bool heap_ready(void);
 
 /* true when p lies in the heap range (whether or not it is allocated). */
 bool heap_contains(const void *p);
 
-void *heap_malloc(size_t size);			/* NULL + ENOMEM when full */
-void *heap_calloc(size_t n, size_t size);	/* overflow: NULL + ENOMEM */
+/* Allocation.  Small blocks (up to 3584 bytes) are 16-byte aligned, larger
+ * ones are page runs, page-aligned.  Every call is a failure-atomic section
+ * and thread-safe; a block may be freed by any thread. */
+void *heap_malloc(size_t size);			/* NULL + ENOMEM when full; not zeroed */
+void *heap_calloc(size_t n, size_t size);	/* zeroed; overflow: NULL + ENOMEM */
+/* In place while the block still fits (and is not much too big), or a large
+ * run can grow into free pages after it; else moves.  size 0 frees p and
+ * returns NULL; p NULL is heap_malloc.  On failure p is untouched. */
 void *heap_realloc(void *p, size_t size);
-void *heap_memalign(size_t align, size_t size);	/* align: power of two */
+/* align: any power of two (else NULL + EINVAL). */
+void *heap_memalign(size_t align, size_t size);
+/* NULL: nothing.  A pointer that is not an allocated block (outside the
+ * heap, interior, never allocated, already freed) is reported with
+ * log_msg and ignored where that is cheap to detect. */
 void heap_free(void *p);
-size_t heap_usable_size(const void *p);
+size_t heap_usable_size(const void *p);		/* 0 for NULL or a non-block */
 
-/* The name table (names up to PMTHREADS_NAME_MAX - 1 bytes). */
-int heap_name_set(const char *name, void *p);	/* 0, or -1 + errno */
+/* The name table (names up to PMTHREADS_NAME_MAX - 1 bytes).  Setting an
+ * existing name rebinds it.  -1 + errno: EINVAL (no name, name too long, p
+ * not in the heap) or ENOMEM. */
+int heap_name_set(const char *name, void *p);
+/* The object bound to name (NULL: none), and its usable size. */
 void *heap_name_get(const char *name, size_t *usable);
+/* Drop every name bound to p (O(1) when p has none). */
 void heap_name_remove_ptr(void *p);
-/* Iterate names (for pmthreads-recover info): calls fn for each. */
+/* Iterate names (for pmthreads-recover info): calls fn for each, under the
+ * table's lock -- fn must not call heap_name_* functions. */
 void heap_name_foreach(void (*fn)(const char *name, void *p, size_t size, void *arg),
 		       void *arg);
 
-/* The calling thread is exiting: return its cached blocks. */
+/* The calling thread is exiting: return its cached blocks and its cache
+ * slot (a thread that never calls this keeps its slot until recovery). */
 void heap_thread_exit(void);
 
 struct heap_stats {
-	uint64_t bytes_in_use;
-	uint64_t bytes_mapped;	/* high-water mark of pages handed out */
+	uint64_t bytes_in_use;	/* bytes of the blocks the program holds (usable sizes) */
+	uint64_t bytes_mapped;	/* high-water mark of pages handed out (incl. metadata) */
 	uint64_t capacity;
 };
+/* Counters, cheap enough to call at any time (a snapshot, not exact while
+ * other threads allocate). */
 void heap_get_stats(struct heap_stats *st);
+
+/* What heap_check found, for tests and the recovery tool. */
+struct heap_check_report {
+	uint64_t free_pages;	/* in free extents below the high-water mark */
+	uint64_t free_extents;
+	uint64_t span_pages;	/* in size-class spans */
+	uint64_t spans;
+	uint64_t large_pages;	/* in allocated page runs (incl. the name table's, cached ones) */
+	uint64_t cached_bytes;	/* blocks sitting in thread caches */
+	uint64_t user_bytes;	/* recomputed from the structures: must equal bytes_in_use */
+	uint64_t names;
+};
+/* Walk every allocator structure and check it: each page below the
+ * high-water mark is in exactly one free extent, span or large run; the
+ * free-extent tree is ordered, coalesced and matches the page map; every
+ * span's counts and free list, every cached block, the partial lists and
+ * the name table are well formed; the byte counters match the blocks
+ * actually held.  Returns 0, or -1 with err_get() describing the first
+ * problem.  Call only while no other thread uses the heap. */
+int heap_check(struct heap_check_report *rep);
 
 #endif

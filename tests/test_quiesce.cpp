@@ -1,0 +1,370 @@
+// Tests for lib/quiesce: the gate, the epoch thread, abandonment, sync.
+// The lock wrappers of preload/ are simulated here by calling fase_enter /
+// fase_leave / fase_reenter around the real pthread functions.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <pthread.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+extern "C" {
+#include "quiesce.h"
+}
+
+namespace {
+using clk = std::chrono::steady_clock;
+
+uint64_t ms_since(clk::time_point t0)
+{
+	return (uint64_t)std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t0)
+		.count();
+}
+
+void lock(pthread_mutex_t *m)
+{
+	fase_enter();
+	pthread_mutex_lock(m);
+}
+
+void unlock(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
+	fase_leave();
+}
+
+struct stats_delta {
+	quiesce_stats before{};
+	stats_delta() { quiesce_get_stats(&before); }
+	quiesce_stats now() const
+	{
+		quiesce_stats s{};
+		quiesce_get_stats(&s);
+		s.epochs -= before.epochs;
+		s.abandoned -= before.abandoned;
+		return s;
+	}
+};
+
+// Shared state of the invariant test: a[i] == b[i] for every i whenever no
+// thread holds the locks.
+struct invariant_state {
+	pthread_mutex_t outer = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_t chain[4] = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+				     PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER };
+	pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+	long a[4] = {}, b[4] = {};
+	std::atomic<long> violations{ 0 }, busy_seen{ 0 }, callbacks{ 0 };
+};
+
+void check_invariant(void *arg)
+{
+	auto *s = static_cast<invariant_state *>(arg);
+	s->callbacks++;
+	if (quiesce_busy_threads() != 0)
+		s->busy_seen++;
+	for (int i = 0; i < 4; i++)
+		if (s->a[i] != s->b[i])
+			s->violations++;
+}
+
+void count_epoch(void *arg) { static_cast<std::atomic<long> *>(arg)->fetch_add(1); }
+} // namespace
+
+TEST_CASE("epochs happen only when no thread is inside a FASE", "[quiesce]")
+{
+	invariant_state s;
+	stats_delta d;
+	REQUIRE(quiesce_start(2, check_invariant, &s) == 0);
+	std::atomic<bool> stop{ false };
+	std::vector<std::thread> ts;
+	for (int t = 0; t < 6; t++)
+		ts.emplace_back([&, t] {
+			quiesce_thread_start();
+			unsigned long iter = 0;
+			while (!stop.load(std::memory_order_relaxed)) {
+				int i = (int)(iter++ % 4);
+				switch (t % 3) {
+				case 0: // nested: outer, then one of the chain
+					lock(&s.outer);
+					lock(&s.chain[i]);
+					s.a[i]++;
+					sched_yield();
+					s.b[i]++;
+					unlock(&s.chain[i]);
+					unlock(&s.outer);
+					break;
+				case 1: // hand-over-hand along the chain, writing each
+					lock(&s.chain[0]);
+					for (int k = 0; k < 4; k++) {
+						s.a[k]++;
+						s.b[k]++;
+						if (k + 1 < 4)
+							lock(&s.chain[k + 1]);
+						unlock(&s.chain[k]);
+					}
+					break;
+				default: // trylock, writes under a write-locked rwlock too
+					fase_enter();
+					if (pthread_mutex_trylock(&s.chain[i]) == 0) {
+						fase_enter();
+						pthread_rwlock_wrlock(&s.rw);
+						s.a[i]++;
+						s.b[i]++;
+						pthread_rwlock_unlock(&s.rw);
+						fase_leave();
+						unlock(&s.chain[i]);
+					} else {
+						fase_leave(); // a failed trylock does not count
+					}
+				}
+			}
+			quiesce_thread_exit();
+		});
+	std::this_thread::sleep_for(std::chrono::milliseconds(400));
+	stop = true;
+	for (auto &t : ts)
+		t.join();
+	quiesce_stop(true);
+	CHECK(s.violations == 0);
+	CHECK(s.busy_seen == 0);
+	CHECK(s.callbacks >= 10);
+	CHECK(d.now().epochs == (uint64_t)s.callbacks.load());
+	CHECK(fase_depth() == 0);
+	long total = 0;
+	for (int i = 0; i < 4; i++) {
+		CHECK(s.a[i] == s.b[i]);
+		total += s.a[i];
+	}
+	CHECK(total > 0);
+}
+
+TEST_CASE("threads blocked outside FASEs never delay an epoch", "[quiesce]")
+{
+	std::atomic<long> n{ 0 };
+	stats_delta d;
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	std::atomic<long> got{ -1 }; // Catch's assertions are not thread-safe
+	std::thread reader([&] {
+		quiesce_thread_start();
+		char c;
+		got = read(p[0], &c, 1); // parked for the whole test
+		quiesce_thread_exit();
+	});
+	REQUIRE(quiesce_start(10, count_epoch, &n) == 0);
+	std::this_thread::sleep_for(std::chrono::milliseconds(300));
+	quiesce_stop(false);
+	CHECK(n >= 15); // ~30 due; generous for a loaded machine
+	CHECK(d.now().abandoned == 0);
+	REQUIRE(write(p[1], "x", 1) == 1);
+	reader.join();
+	CHECK(got == 1);
+	close(p[0]);
+	close(p[1]);
+}
+
+TEST_CASE("a condition wait under a second lock does not deadlock", "[quiesce]")
+{
+	std::atomic<long> n{ 0 };
+	stats_delta d;
+	pthread_mutex_t l1 = PTHREAD_MUTEX_INITIALIZER, l2 = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+	bool flag = false;
+	REQUIRE(quiesce_start(5, count_epoch, &n) == 0);
+	auto t0 = clk::now();
+	std::thread waiter([&] {
+		lock(&l2);
+		lock(&l1);
+		while (!flag) {
+			fase_leave();
+			pthread_cond_wait(&cv, &l1);
+			fase_reenter();
+		}
+		unlock(&l1);
+		unlock(&l2);
+	});
+	std::thread signaller([&] {
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		lock(&l1); // waits at the gate while the waiter holds l2
+		flag = true;
+		pthread_cond_signal(&cv);
+		unlock(&l1);
+	});
+	signaller.join();
+	waiter.join();
+	CHECK(ms_since(t0) < 2000);
+	long before = n;
+	std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	quiesce_stop(false);
+	CHECK(d.now().abandoned >= 1);
+	CHECK(n > before); // epochs resume once the lock is released
+}
+
+TEST_CASE("a reentry does not wait for an epoch that has not started", "[quiesce]")
+{
+	std::atomic<long> n{ 0 };
+	stats_delta d;
+	REQUIRE(quiesce_start(1000, count_epoch, &n) == 0);
+	std::atomic<int> phase{ 0 };
+	std::thread holder([&] {
+		fase_enter(); // holds a "lock" so the epoch stays CLOSING
+		phase = 1;
+		while (phase != 2)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		fase_leave();
+	});
+	while (phase != 1)
+		std::this_thread::yield();
+	std::atomic<int> synced{ -2 };
+	std::thread syncer([&] { synced = quiesce_sync(); });
+	std::this_thread::sleep_for(std::chrono::milliseconds(5)); // gate closing
+	auto t0 = clk::now();
+	fase_reenter();
+	uint64_t waited = ms_since(t0);
+	CHECK(fase_depth() == 1);
+	CHECK(waited < 15); // well under the 20 ms bound
+	fase_leave();
+	phase = 2;
+	holder.join();
+	syncer.join();
+	quiesce_stop(false);
+	CHECK(synced == 0);
+	CHECK(n >= 1);
+	(void)d;
+}
+
+namespace {
+std::atomic<int> in_epoch{ 0 };
+void slow_epoch(void *)
+{
+	in_epoch = 1;
+	std::this_thread::sleep_for(std::chrono::milliseconds(60));
+	in_epoch = 0;
+}
+} // namespace
+
+TEST_CASE("a reentry waits while an epoch procedure runs", "[quiesce]")
+{
+	in_epoch = 0;
+	REQUIRE(quiesce_start(1000, slow_epoch, nullptr) == 0);
+	std::atomic<int> synced{ -2 }, synced2{ -2 };
+	std::thread syncer([&] { synced = quiesce_sync(); });
+	while (in_epoch == 0)
+		std::this_thread::yield();
+	fase_reenter();
+	CHECK(in_epoch == 0);
+	fase_leave();
+	syncer.join();
+	// An ordinary first lock waits too.
+	std::thread syncer2([&] { synced2 = quiesce_sync(); });
+	while (in_epoch == 0)
+		std::this_thread::yield();
+	fase_enter();
+	CHECK(in_epoch == 0);
+	fase_leave();
+	syncer2.join();
+	quiesce_stop(false);
+	CHECK(synced == 0);
+	CHECK(synced2 == 0);
+}
+
+TEST_CASE("quiesce_sync", "[quiesce]")
+{
+	std::atomic<long> n{ 0 };
+	SECTION("fails with EDEADLK inside a FASE")
+	{
+		REQUIRE(quiesce_start(1000, count_epoch, &n) == 0);
+		fase_enter();
+		errno = 0;
+		CHECK(quiesce_sync() == -1);
+		CHECK(errno == EDEADLK);
+		fase_leave();
+		quiesce_stop(false);
+	}
+	SECTION("forces an epoch long before the interval")
+	{
+		REQUIRE(quiesce_start(10000, count_epoch, &n) == 0);
+		auto t0 = clk::now();
+		for (int i = 0; i < 5; i++) {
+			long before = n;
+			REQUIRE(quiesce_sync() == 0);
+			CHECK(n > before);
+		}
+		CHECK(ms_since(t0) < 1000);
+		quiesce_stop(false);
+	}
+	SECTION("fails with ESRCH without an epoch thread")
+	{
+		errno = 0;
+		CHECK(quiesce_sync() == -1);
+		CHECK(errno == ESRCH);
+	}
+}
+
+TEST_CASE("a thread exiting inside a FASE does not stall epochs", "[quiesce]")
+{
+	std::atomic<long> n{ 0 };
+	stats_delta d;
+	unsigned regs = quiesce_registered_threads();
+	REQUIRE(quiesce_start(5, count_epoch, &n) == 0);
+	std::thread([] {
+		fase_enter();
+		quiesce_thread_exit();
+	}).join();
+	CHECK(quiesce_registered_threads() == regs);
+	std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	quiesce_stop(false);
+	CHECK(d.now().abandoned == 0);
+	CHECK(n >= 5);
+}
+
+TEST_CASE("records are reused by short-lived threads", "[quiesce]")
+{
+	unsigned regs = quiesce_registered_threads();
+	for (int i = 0; i < 600; i++)
+		std::thread([] {
+			fase_enter();
+			fase_leave();
+			quiesce_thread_exit();
+		}).join();
+	CHECK(quiesce_registered_threads() == regs);
+}
+
+TEST_CASE("start replaces the procedure; stop runs a final epoch", "[quiesce]")
+{
+	std::atomic<long> a{ 0 }, b{ 0 };
+	REQUIRE(quiesce_start(10000, count_epoch, &a) == 0);
+	REQUIRE(quiesce_sync() == 0);
+	CHECK(a == 1);
+	REQUIRE(quiesce_start(10000, count_epoch, &b) == 0);
+	CHECK(quiesce_running());
+	REQUIRE(quiesce_sync() == 0);
+	CHECK(a == 1);
+	CHECK(b == 1);
+	quiesce_stop(true);
+	CHECK(b == 2);
+	CHECK_FALSE(quiesce_running());
+	CHECK(quiesce_start(0, count_epoch, &a) == -1);
+}
+
+TEST_CASE("pause statistics are consistent", "[quiesce]")
+{
+	std::atomic<long> n{ 0 };
+	REQUIRE(quiesce_start(1000, count_epoch, &n) == 0);
+	for (int i = 0; i < 20; i++)
+		REQUIRE(quiesce_sync() == 0);
+	quiesce_stop(false);
+	quiesce_stats s{};
+	quiesce_get_stats(&s);
+	CHECK(s.epochs >= 20);
+	CHECK(s.syncs >= 20);
+	CHECK(s.pause_ns_p50 > 0);
+	CHECK(s.pause_ns_p50 <= s.pause_ns_p99);
+	CHECK(s.pause_ns_p99 <= s.pause_ns_max);
+	CHECK(s.pause_ns_max <= s.pause_ns_total);
+	CHECK(s.membarrier); // kernel 6.18 has it
+}

@@ -1,9 +1,10 @@
 /*
- * runtime -- start-up, shutdown and the public API of libpmthreads.
+ * runtime -- start-up, shutdown and the epoch procedure.
  *
  * Owns: the order in which the modules are brought up (config, pool, shadow,
  * recovery, tracker, heap, epoch thread) and down (final epoch, clean flag),
- * the epoch procedure handed to quiesce, and the functions of pmthreads.h.
+ * the epoch procedure handed to quiesce, and the counters of persisted work.
+ * The functions of pmthreads.h are in api.c.
  */
 #ifndef PMT_RUNTIME_H
 #define PMT_RUNTIME_H
@@ -11,20 +12,69 @@
 #include "config.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-/* Initialise once (idempotent, thread-safe).  Returns 0, or -1 when the
- * runtime could not start (the reason is in err_get() and was printed). */
+enum runtime_state {
+	RUNTIME_NONE = 0,	/* not started */
+	RUNTIME_STARTING = 1,	/* runtime_init in progress */
+	RUNTIME_RUNNING = 2,	/* persistent heap live, epochs running */
+	RUNTIME_FAILED = 3,	/* start-up failed; see runtime_init's error */
+	RUNTIME_DETACHED = 4,	/* heap usable but no longer persisted: after
+				 * shutdown, in a fork child, or a child of
+				 * the process that holds the pool */
+};
+
+/* Initialise once (idempotent, thread-safe).  Returns 0 when the persistent
+ * heap is usable (RUNNING, or DETACHED with a heap), -1 otherwise with
+ * err_get() set; the reason was also printed once. */
 int runtime_init(void);
-/* 0: not started, 1: starting, 2: running, 3: failed, 4: shut down. */
-int runtime_state(void);
+enum runtime_state runtime_state(void);
+/* True on the thread currently running runtime_init (the malloc wrappers
+ * serve this thread from a bootstrap arena then). */
+bool runtime_in_init(void);
 const struct config *runtime_config(void);
 
-/* Clean shutdown: final epoch, clean flag, pool closed.  Idempotent. */
+/* Clean shutdown: final epoch, clean flag, pool closed; the heap stays
+ * mapped and usable (other threads and later destructors may still use it)
+ * but is no longer persisted.  Idempotent. */
 void runtime_shutdown(void);
+
+/* In the child after fork(): detach from the parent's pool (the child's heap
+ * is a private copy and is never persisted). */
+void runtime_atfork_child(void);
 
 /* One epoch: collect dirty pages and persist them (called by quiesce at a
  * quiescent point). */
 void runtime_epoch(void *arg);
+
+/* The heap range as mapped in this process, and (mapped - recorded). */
+void *runtime_heap_base(void);
+size_t runtime_heap_len(void);
+ptrdiff_t runtime_heap_offset(void);
+/* The previous run ended without a clean shutdown. */
+bool runtime_crashed(void);
+/* VER_d of the pool, 0 when there is none. */
+uint64_t runtime_durable_epoch(void);
+
+struct runtime_counters {
+	uint64_t epochs;		/* epochs that persisted at least one page */
+	uint64_t empty_epochs;		/* quiescent points with nothing dirty */
+	uint64_t pages;			/* dirty pages persisted */
+	uint64_t lines_written;		/* 64-byte lines written to NVM */
+	uint64_t bytes_written;
+	uint64_t bytes_compared;	/* bytes diffed against the old copy */
+	uint64_t fences;
+	uint64_t persist_ns;		/* time spent in collect + persist */
+	uint64_t recovered_pages;	/* pages restored at start-up */
+	uint64_t recovery_ns;
+};
+void runtime_get_counters(struct runtime_counters *out);
+
+/* Observer of each epoch (stats module: bytes per epoch over time).  Called
+ * at the quiescent point after the epoch is durable. */
+typedef void (*runtime_epoch_observer)(uint64_t epoch, uint64_t pages, uint64_t bytes_written,
+				       uint64_t ns);
+void runtime_set_epoch_observer(runtime_epoch_observer fn);
 
 #endif

@@ -1,0 +1,166 @@
+/*
+ * bank -- a threaded program whose invariant spans several objects changed in
+ * one critical section: money moves between accounts under two locks, so
+ * the total is constant at every quiescent point.  The accounts live in the
+ * persistent heap; after a crash the program finds them again with
+ * nvrecover(), checks the invariant and carries on.
+ *
+ * usage: bank [-t THREADS] [-s SECONDS] [-n ACCOUNTS] [--check]
+ *   --check  only recover and verify, then exit (status 0: consistent).
+ */
+#include <pmthreads.h>
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define INITIAL_BALANCE 1000
+
+struct account {
+	pthread_mutex_t lock;	/* a DRAM lock would do; in the heap it is
+				 * simply reinitialised after recovery */
+	int64_t balance;
+	uint64_t transfers_in;
+};
+
+struct bank {
+	uint64_t magic;
+	uint64_t naccounts;
+	uint64_t transfers;	/* committed transfers, under ledger_lock */
+	struct account accounts[];
+};
+
+#define BANK_MAGIC 0x6b6e61624d50ULL
+
+static pthread_mutex_t ledger_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct bank *bank;
+static atomic_bool stop;
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void *teller(void *arg)
+{
+	uint64_t seed = (uint64_t)(uintptr_t)arg * 0x9e3779b97f4a7c15ULL + 1;
+	uint64_t n = bank->naccounts;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		uint64_t a = xorshift(&seed) % n, b = xorshift(&seed) % n;
+		if (a == b)
+			continue;
+		/* Lock in address order: no deadlock between tellers. */
+		struct account *first = &bank->accounts[a < b ? a : b];
+		struct account *second = &bank->accounts[a < b ? b : a];
+		int64_t amount = (int64_t)(xorshift(&seed) % 50);
+		pthread_mutex_lock(&first->lock);
+		pthread_mutex_lock(&second->lock);
+		bank->accounts[a].balance -= amount;
+		bank->accounts[b].balance += amount;
+		bank->accounts[b].transfers_in++;
+		pthread_mutex_lock(&ledger_lock);
+		bank->transfers++;
+		pthread_mutex_unlock(&ledger_lock);
+		pthread_mutex_unlock(&second->lock);
+		pthread_mutex_unlock(&first->lock);
+	}
+	return NULL;
+}
+
+/* The invariants a crash must never break: money is conserved, and the
+ * ledger counts exactly the transfers the accounts saw. */
+static int verify(void)
+{
+	int64_t total = 0;
+	uint64_t in = 0;
+	for (uint64_t i = 0; i < bank->naccounts; i++) {
+		total += bank->accounts[i].balance;
+		in += bank->accounts[i].transfers_in;
+	}
+	int64_t expected = (int64_t)bank->naccounts * INITIAL_BALANCE;
+	printf("bank: %" PRIu64 " accounts, %" PRIu64 " transfers, total %" PRId64
+	       " (expected %" PRId64 "), transfers received %" PRIu64 "\n",
+	       bank->naccounts, bank->transfers, total, expected, in);
+	if (total != expected || in != bank->transfers) {
+		printf("bank: INCONSISTENT\n");
+		return 1;
+	}
+	printf("bank: consistent\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int threads = 2, seconds = 2;
+	uint64_t naccounts = 1000;
+	int check_only = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-t") == 0 && i + 1 < argc)
+			threads = atoi(argv[++i]);
+		else if (strcmp(argv[i], "-s") == 0 && i + 1 < argc)
+			seconds = atoi(argv[++i]);
+		else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc)
+			naccounts = strtoull(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--check") == 0)
+			check_only = 1;
+		else {
+			fprintf(stderr, "usage: %s [-t THREADS] [-s SECONDS] [-n ACCOUNTS] [--check]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	if (threads < 1 || threads > 256 || naccounts < 2) {
+		fprintf(stderr, "bank: bad arguments\n");
+		return 2;
+	}
+
+	bank = nvrecover(NULL, sizeof(struct bank), "bank");
+	if (bank != NULL && bank->magic == BANK_MAGIC) {
+		printf("bank: found the accounts in the persistent heap (%s)\n",
+		       crashed() ? "previous run crashed" : "previous run exited cleanly");
+		for (uint64_t i = 0; i < bank->naccounts; i++)
+			pthread_mutex_init(&bank->accounts[i].lock, NULL);
+		if (verify() != 0)
+			return 1;
+	} else if (check_only) {
+		printf("bank: no accounts in the persistent heap\n");
+		return 1;
+	} else {
+		size_t size = sizeof(struct bank) + naccounts * sizeof(struct account);
+		struct bank *b = nvmalloc(size, "bank");
+		if (b == NULL) {
+			fprintf(stderr, "bank: nvmalloc: %s\n", pmthreads_errormsg());
+			return 1;
+		}
+		pthread_mutex_lock(&ledger_lock);	/* one FASE: all or nothing */
+		b->naccounts = naccounts;
+		for (uint64_t i = 0; i < naccounts; i++) {
+			pthread_mutex_init(&b->accounts[i].lock, NULL);
+			b->accounts[i].balance = INITIAL_BALANCE;
+		}
+		b->magic = BANK_MAGIC;
+		pthread_mutex_unlock(&ledger_lock);
+		bank = b;
+		printf("bank: opened %" PRIu64 " new accounts\n", naccounts);
+	}
+	if (check_only)
+		return 0;
+
+	pthread_t tid[256];
+	for (int i = 0; i < threads; i++)
+		pthread_create(&tid[i], NULL, teller, (void *)(uintptr_t)(i + 1 + bank->transfers));
+	struct timespec ts = { seconds, 0 };
+	nanosleep(&ts, NULL);
+	atomic_store(&stop, 1);
+	for (int i = 0; i < threads; i++)
+		pthread_join(tid[i], NULL);
+	return verify();
+}

@@ -1,0 +1,327 @@
+/* runtime -- start-up, shutdown and the epoch procedure.  See runtime.h. */
+#include "runtime.h"
+
+#include "heap.h"
+#include "log.h"
+#include "persist.h"
+#include "pool.h"
+#include "prim/prim.h"
+#include "quiesce.h"
+#include "stats.h"
+#include "tracker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static _Atomic int state = RUNTIME_NONE;
+static prim_lock_t init_lock = PRIM_LOCK_INIT;
+static _Thread_local bool initialising_here;
+/* The start-up failure, kept so that every later caller gets the reason. */
+static char init_error[512];
+
+static struct config cfg;
+static struct pool *pool;
+static struct tracker *tracker;
+static void *heap_base;
+static size_t heap_len;
+static bool previous_run_crashed;
+static uint64_t *dirty_pages;	/* room for every page of the heap */
+static size_t dirty_capacity;
+
+static struct runtime_counters counters;
+static runtime_epoch_observer epoch_observer;
+/* Set by runtime_shutdown before the final epoch; the epoch that sees it
+ * makes the pool eligible for the clean flag. */
+static atomic_bool final_epoch_requested;
+static atomic_bool final_epoch_done;
+
+enum runtime_state runtime_state(void) { return atomic_load(&state); }
+bool runtime_in_init(void) { return initialising_here; }
+const struct config *runtime_config(void) { return &cfg; }
+void *runtime_heap_base(void) { return heap_base; }
+size_t runtime_heap_len(void) { return heap_len; }
+bool runtime_crashed(void) { return previous_run_crashed; }
+void runtime_set_epoch_observer(runtime_epoch_observer fn) { epoch_observer = fn; }
+
+ptrdiff_t runtime_heap_offset(void)
+{
+	if (pool == NULL || heap_base == NULL)
+		return 0;
+	return (ptrdiff_t)((uintptr_t)heap_base - (uintptr_t)pool->shadow_base);
+}
+
+uint64_t runtime_durable_epoch(void)
+{
+	return pool != NULL ? *pool->ver_d : 0;
+}
+
+void runtime_get_counters(struct runtime_counters *out)
+{
+	/* Read at a quiescent point or at exit; torn reads of a counter being
+	 * updated by the epoch thread only make a statistic momentarily stale. */
+	*out = counters;
+}
+
+/* The program's identity recorded in a new pool: the executable's file name,
+ * so a pool is not silently adopted by a different program. */
+static void program_identity(char *out, size_t len)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0) {
+		snprintf(out, len, "%s", program_invocation_short_name);
+		return;
+	}
+	exe[n] = '\0';
+	const char *base = strrchr(exe, '/');
+	base = base != NULL ? base + 1 : exe;
+	size_t n_base = strlen(base);
+	if (n_base >= len)
+		n_base = len - 1;
+	memcpy(out, base, n_base);
+	out[n_base] = '\0';
+}
+
+/* Create the parent directories of the default pool path (mode 0700): the
+ * default must work without any configuration. */
+static int make_parent_dirs(const char *path)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash == NULL || slash == dir)
+		return 0;
+	*slash = '\0';
+	for (char *p = dir + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+			goto fail;
+		*p = '/';
+	}
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		goto fail;
+	return 0;
+fail:
+	err_set_errno(errno, "cannot create the directory %s for the default pool; set "
+		      "PMTHREADS_POOL to a writable path", dir);
+	return -1;
+}
+
+static void log_configuration(void)
+{
+	log_msg(LOG_INFO, "pool %s%s, capacity %llu MiB, heap at %p (%s), interval %u ms, "
+		"tracker %s, nvm %s, heap mode %s%s",
+		cfg.pool_path, cfg.pool_path_is_default ? " (default)" : "",
+		(unsigned long long)(heap_len >> 20), heap_base,
+		runtime_heap_offset() == 0 ? "as recorded" : "RELOCATED",
+		cfg.interval_ms, tracker->ops->name, pool->nvm->ops->name,
+		config_heap_name(cfg.heap),
+		pool->created ? ", new pool" : (previous_run_crashed ? ", recovered after a crash"
+									  : ", reopened after a clean exit"));
+}
+
+static int open_pool(void)
+{
+	if (cfg.pool_path_is_default && make_parent_dirs(cfg.pool_path) != 0)
+		return -1;
+	char creator[POOL_CREATOR_MAX];
+	program_identity(creator, sizeof(creator));
+	struct pool_open_options o = {
+		.path = cfg.pool_path,
+		.capacity = cfg.pool_size,
+		.shadow_base = cfg.shadow_base,
+		.creator = creator,
+		.create = true,
+		.read_only = false,
+		.nvm = cfg.nvm,
+		.latency_ns = cfg.nvm_latency_ns,
+		.sim = NULL,
+	};
+	return pool_open(&pool, &o);
+}
+
+/* Bring the modules up in dependency order.  Recovery writes the shadow
+ * before the tracker is attached, so restored pages are not counted as
+ * dirty (they are already in the pool). */
+static int start(void)
+{
+	if (config_from_env(&cfg) != 0)
+		return -1;
+	log_set_level(cfg.verbose >= 2 ? LOG_DEBUG : cfg.verbose == 1 ? LOG_INFO : LOG_WARN);
+
+	if (open_pool() != 0)
+		return -1;
+
+	heap_len = (size_t)(pool->npages * pool->page_size);
+	heap_base = shadow_reserve(pool->shadow_base, heap_len);
+	if (heap_base == NULL)
+		goto fail_pool;
+	if ((uintptr_t)heap_base != pool->shadow_base)
+		log_msg(LOG_WARN, "the heap's address %#llx is taken in this process; it was "
+			"restored at %p and pointers stored in it are off by "
+			"pmthreads_heap_offset()", (unsigned long long)pool->shadow_base, heap_base);
+
+	if (!pool->created) {
+		uint64_t t0 = prim_now_ns();
+		counters.recovered_pages = pool_recover(pool, heap_base);
+		counters.recovery_ns = prim_now_ns() - t0;
+		previous_run_crashed = !pool->was_clean;
+	}
+	pool_set_clean(pool, false);
+
+	dirty_capacity = (size_t)pool->npages;
+	dirty_pages = prim_map_any(dirty_capacity * sizeof(uint64_t));
+	if (dirty_pages == NULL) {
+		err_set("cannot allocate the dirty-page list for %zu pages", dirty_capacity);
+		goto fail_shadow;
+	}
+
+	if (tracker_open(&tracker, cfg.tracker, heap_base, heap_len) != 0)
+		goto fail_dirty;
+
+	if (heap_init(heap_base, heap_len, pool->created) != 0)
+		goto fail_tracker;
+
+	log_configuration();
+	if (quiesce_start(cfg.interval_ms, runtime_epoch, NULL) != 0)
+		goto fail_tracker;
+	return 0;
+
+fail_tracker:
+	tracker_close(tracker);
+	tracker = NULL;
+fail_dirty:
+	prim_unmap(dirty_pages, dirty_capacity * sizeof(uint64_t));
+	dirty_pages = NULL;
+fail_shadow:
+	shadow_release(heap_base, heap_len);
+	heap_base = NULL;
+fail_pool:
+	pool_close(pool);
+	pool = NULL;
+	return -1;
+}
+
+int runtime_init(void)
+{
+	int s = atomic_load_explicit(&state, memory_order_acquire);
+	if (s == RUNTIME_RUNNING || (s == RUNTIME_DETACHED && heap_base != NULL))
+		return 0;
+	if (initialising_here) {
+		/* Re-entered from something start() called (e.g. libpmem's
+		 * allocations in malloc mode): the heap is not there yet. */
+		err_set("the pmthreads runtime is still starting");
+		return -1;
+	}
+	prim_lock(&init_lock);
+	s = atomic_load(&state);
+	if (s == RUNTIME_NONE) {
+		atomic_store(&state, RUNTIME_STARTING);
+		initialising_here = true;
+		int r = start();
+		initialising_here = false;
+		if (r == 0) {
+			atomic_store_explicit(&state, RUNTIME_RUNNING, memory_order_release);
+			atexit(runtime_shutdown);
+		} else {
+			snprintf(init_error, sizeof(init_error), "%s", err_get());
+			log_msg(LOG_ERR, "%s", init_error);
+			atomic_store_explicit(&state, RUNTIME_FAILED, memory_order_release);
+		}
+		s = atomic_load(&state);
+	}
+	prim_unlock(&init_lock);
+	if (s == RUNTIME_RUNNING || (s == RUNTIME_DETACHED && heap_base != NULL))
+		return 0;
+	err_set("%s", s == RUNTIME_FAILED ? init_error : "the pmthreads runtime has shut down");
+	return -1;
+}
+
+void runtime_epoch(void *arg)
+{
+	(void)arg;
+	if (tracker == NULL || pool == NULL)
+		return;
+	bool final = atomic_load(&final_epoch_requested);
+	uint64_t t0 = prim_now_ns();
+	size_t n = tracker_collect_dirty(tracker, dirty_pages, dirty_capacity);
+	if (n == 0) {
+		counters.empty_epochs++;
+	} else {
+		struct persist_stats st = { 0 };
+		epoch_persist(pool, heap_base, dirty_pages, n, &st);
+		uint64_t ns = prim_now_ns() - t0;
+		counters.epochs++;
+		counters.pages += st.pages;
+		counters.lines_written += st.lines_written;
+		counters.bytes_written += st.bytes_written;
+		counters.bytes_compared += st.bytes_compared;
+		counters.fences += st.fences;
+		counters.persist_ns += ns;
+		if (epoch_observer != NULL)
+			epoch_observer(*pool->ver_d, st.pages, st.bytes_written, ns);
+	}
+	if (final)
+		atomic_store(&final_epoch_done, true);
+}
+
+void runtime_shutdown(void)
+{
+	prim_lock(&init_lock);
+	if (atomic_load(&state) != RUNTIME_RUNNING) {
+		prim_unlock(&init_lock);
+		return;
+	}
+	atomic_store(&final_epoch_requested, true);
+	/* The final epoch is itself a quiescent point: if some thread keeps
+	 * holding a lock past the bound it is abandoned, and the pool stays
+	 * marked as crashed so the next run recovers the last durable epoch. */
+	quiesce_stop(true);
+	if (atomic_load(&final_epoch_done))
+		pool_set_clean(pool, true);
+	else
+		log_msg(LOG_WARN, "no quiescent point could be reached at exit (a thread held a "
+			"lock); the next run recovers epoch %llu",
+			(unsigned long long)*pool->ver_d);
+	stats_note_tracker(tracker->ops->name, &tracker->stats);
+	tracker_close(tracker);
+	tracker = NULL;
+	/* The heap stays mapped: other threads and later destructors may still
+	 * use memory from it; it is simply no longer persisted. */
+	atomic_store(&state, RUNTIME_DETACHED);
+	pool_close(pool);
+	pool = NULL;
+	prim_unlock(&init_lock);
+}
+
+void runtime_atfork_child(void)
+{
+	/* Only this thread exists in the child; the locks the parent's other
+	 * threads held are meaningless here. */
+	init_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	if (atomic_load(&state) != RUNTIME_RUNNING)
+		return;
+	quiesce_atfork_child();
+	if (tracker != NULL) {
+		stats_note_tracker(tracker->ops->name, &tracker->stats);
+		tracker_close(tracker);
+		tracker = NULL;
+	}
+	if (pool != NULL) {
+		/* Closing the child's descriptor does not release the parent's
+		 * lock: the lock belongs to the open file description the
+		 * parent still holds.  Unmapping drops the child's view. */
+		pool_close(pool);
+		pool = NULL;
+	}
+	atomic_store(&state, RUNTIME_DETACHED);
+}

@@ -1,0 +1,155 @@
+/*
+ * malloc -- the C allocator, served from the persistent heap in malloc mode.
+ *
+ * With PMTHREADS_HEAP=malloc every allocation comes from heap_malloc once the
+ * heap is ready; otherwise (nvmalloc mode, before the runtime is up, while
+ * runtime_init runs on this thread -- libpmem and dlsym allocate then -- or
+ * when it failed) from glibc, called through its __libc_* entry points, so
+ * no dlsym is ever needed here.  free and realloc decide by address: a block
+ * inside the heap range belongs to the heap, anything else to glibc.  A
+ * realloc of a glibc block in malloc mode moves it into the heap.
+ */
+#include "export.h"
+#include "heap.h"
+#include "preload.h"
+#include "real.h"
+#include "runtime.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+extern void *__libc_memalign(size_t, size_t);
+extern void *__libc_valloc(size_t);
+extern void *__libc_pvalloc(size_t);
+
+bool preload_malloc_mode;
+
+static inline bool from_heap(void)
+{
+	return __builtin_expect(preload_malloc_mode, 0) && heap_ready() && !runtime_in_init();
+}
+
+PMT_EXPORT void *malloc(size_t n)
+{
+	return from_heap() ? heap_malloc(n) : __libc_malloc(n);
+}
+
+PMT_EXPORT void *calloc(size_t n, size_t size)
+{
+	return from_heap() ? heap_calloc(n, size) : __libc_calloc(n, size);
+}
+
+PMT_EXPORT void free(void *p)
+{
+	if (p == NULL)
+		return;
+	if (heap_contains(p))
+		heap_free(p);
+	else
+		__libc_free(p);
+}
+
+PMT_EXPORT void *realloc(void *p, size_t n)
+{
+	if (p == NULL)
+		return malloc(n);
+	if (heap_contains(p))
+		return heap_realloc(p, n);
+	if (!from_heap())
+		return __libc_realloc(p, n);
+	if (n == 0) {
+		__libc_free(p);
+		return NULL;
+	}
+	void *q = heap_malloc(n);
+	if (q == NULL)
+		return NULL;
+	size_t old = REAL(malloc_usable_size)(p);
+	memcpy(q, p, old < n ? old : n);
+	__libc_free(p);
+	return q;
+}
+
+PMT_EXPORT void *reallocarray(void *p, size_t n, size_t size)
+{
+	size_t bytes;
+	if (__builtin_mul_overflow(n, size, &bytes)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(p, bytes);
+}
+
+static void *aligned(size_t align, size_t n)
+{
+	return from_heap() ? heap_memalign(align, n) : __libc_memalign(align, n);
+}
+
+PMT_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	if (align < sizeof(void *) || (align & (align - 1)) != 0)
+		return EINVAL;
+	int saved = errno;
+	void *p = aligned(align, n);
+	if (p == NULL)
+		return ENOMEM;
+	errno = saved;
+	*out = p;
+	return 0;
+}
+
+PMT_EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	if (align == 0 || (align & (align - 1)) != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return aligned(align, n);
+}
+
+PMT_EXPORT void *memalign(size_t align, size_t n)
+{
+	/* glibc rounds a non-power-of-two alignment up; so do we. */
+	if (align & (align - 1)) {
+		size_t a = 1;
+		while (a < align)
+			a <<= 1;
+		align = a;
+	}
+	return aligned(align == 0 ? 1 : align, n);
+}
+
+PMT_EXPORT void *valloc(size_t n)
+{
+	return from_heap() ? heap_memalign((size_t)getpagesize(), n) : __libc_valloc(n);
+}
+
+PMT_EXPORT void *pvalloc(size_t n)
+{
+	if (!from_heap())
+		return __libc_pvalloc(n);
+	size_t page = (size_t)getpagesize();
+	size_t rounded;
+	if (__builtin_add_overflow(n, page - 1, &rounded)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rounded &= ~(page - 1);
+	return heap_memalign(page, rounded == 0 ? page : rounded);
+}
+
+PMT_EXPORT size_t malloc_usable_size(void *p)
+{
+	if (p == NULL)
+		return 0;
+	if (heap_contains(p))
+		return heap_usable_size(p);
+	return REAL(malloc_usable_size)(p);
+}

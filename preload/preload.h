@@ -1,0 +1,26 @@
+/*
+ * preload -- what the files of the interposition layer share.
+ *
+ * Owns: the process-wide facts the wrappers consult: whether malloc is
+ * served from the persistent heap, and the configuration read at load time.
+ */
+#ifndef PMT_PRELOAD_H
+#define PMT_PRELOAD_H
+
+#include "config.h"
+
+#include <stdbool.h>
+
+/* The configuration the library was loaded with (defaults until the
+ * constructor has run). */
+const struct config *preload_config(void);
+
+/* PMTHREADS_HEAP=malloc and the constructor has asked for the heap: malloc
+ * and friends go to the persistent heap once it is ready. */
+extern bool preload_malloc_mode;
+
+/* The calling thread is ending (pthread_exit or return from its start
+ * routine): return its heap cache and its quiescence record.  Idempotent. */
+void preload_thread_exit(void);
+
+#endif

@@ -1,0 +1,87 @@
+/*
+ * pthread_threads -- thread lifecycle.
+ *
+ * pthread_create wraps the start routine so that the thread registers with
+ * quiesce before it runs and, however it ends (return, pthread_exit,
+ * cancellation), gives back its heap cache and its record.  Joins, barriers
+ * and semaphores need no wrapper: a thread blocked in them outside a FASE
+ * never delays an epoch, and one blocked in them while holding a lock is
+ * covered by quiesce's abandonment bound.
+ */
+#include "export.h"
+#include "heap.h"
+#include "preload.h"
+#include "quiesce.h"
+#include "real.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+/* glibc's allocator, called directly: the trampoline is runtime memory and
+ * never belongs in the persistent heap. */
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+
+struct trampoline {
+	void *(*start)(void *);
+	void *arg;
+};
+
+static __thread bool exit_done __attribute__((tls_model("initial-exec")));
+/* Started through thread_main, whose cleanup handler runs after all of the
+ * application's (it was pushed first). */
+static __thread bool wrapped __attribute__((tls_model("initial-exec")));
+
+void preload_thread_exit(void)
+{
+	if (exit_done)
+		return;
+	exit_done = true;
+	heap_thread_exit();
+	quiesce_thread_exit();
+}
+
+static void thread_cleanup(void *unused)
+{
+	(void)unused;
+	preload_thread_exit();
+}
+
+static void *thread_main(void *p)
+{
+	struct trampoline t = *(struct trampoline *)p;
+	__libc_free(p);
+	wrapped = true;
+	quiesce_thread_start();
+	void *ret;
+	pthread_cleanup_push(thread_cleanup, NULL);
+	ret = t.start(t.arg);
+	pthread_cleanup_pop(1);
+	return ret;
+}
+
+PMT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*start)(void *),
+			      void *arg)
+{
+	struct trampoline *t = __libc_malloc(sizeof(*t));
+	if (t == NULL)
+		return EAGAIN;
+	t->start = start;
+	t->arg = arg;
+	int r = REAL(create)(th, attr, thread_main, t);
+	if (r != 0)
+		__libc_free(t);
+	return r;
+}
+
+PMT_EXPORT void pthread_exit(void *ret)
+{
+	/* Threads not created through the wrapper (the main thread) have no
+	 * cleanup handler of ours; the others get theirs after the
+	 * application's handlers, which may still unlock. */
+	if (!wrapped)
+		preload_thread_exit();
+	REAL(exit)(ret);
+}

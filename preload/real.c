@@ -1,0 +1,86 @@
+/* real -- resolving the interposed libc functions.  See real.h. */
+#include "real.h"
+
+#include "log.h"
+#include "prim/prim.h"
+
+#include <dlfcn.h>
+#include <stdatomic.h>
+
+struct real_fns real_fn;
+int real_resolved;
+
+/* Resolution may run on two threads at once before the constructor; both
+ * store the same values, but only one may publish. */
+static prim_lock_t resolve_lock = PRIM_LOCK_INIT;
+
+static void *next(const char *name)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+	if (p == NULL)
+		log_fatal("cannot find the real %s in the C library", name);
+	return p;
+}
+
+static void *next_version(const char *name, const char *version)
+{
+	void *p = dlvsym(RTLD_NEXT, name, version);
+	if (p == NULL)
+		log_fatal("cannot find the real %s@%s in the C library", name, version);
+	return p;
+}
+
+#define NEXT(field, name) (*(void **)&real_fn.field = next(name))
+
+void real_resolve(void)
+{
+	prim_lock(&resolve_lock);
+	if (__atomic_load_n(&real_resolved, __ATOMIC_ACQUIRE)) {
+		prim_unlock(&resolve_lock);
+		return;
+	}
+	NEXT(mutex_lock, "pthread_mutex_lock");
+	NEXT(mutex_trylock, "pthread_mutex_trylock");
+	NEXT(mutex_timedlock, "pthread_mutex_timedlock");
+	NEXT(mutex_clocklock, "pthread_mutex_clocklock");
+	NEXT(mutex_unlock, "pthread_mutex_unlock");
+	NEXT(rwlock_rdlock, "pthread_rwlock_rdlock");
+	NEXT(rwlock_wrlock, "pthread_rwlock_wrlock");
+	NEXT(rwlock_tryrdlock, "pthread_rwlock_tryrdlock");
+	NEXT(rwlock_trywrlock, "pthread_rwlock_trywrlock");
+	NEXT(rwlock_timedrdlock, "pthread_rwlock_timedrdlock");
+	NEXT(rwlock_timedwrlock, "pthread_rwlock_timedwrlock");
+	NEXT(rwlock_clockrdlock, "pthread_rwlock_clockrdlock");
+	NEXT(rwlock_clockwrlock, "pthread_rwlock_clockwrlock");
+	NEXT(rwlock_unlock, "pthread_rwlock_unlock");
+	NEXT(spin_lock, "pthread_spin_lock");
+	NEXT(spin_trylock, "pthread_spin_trylock");
+	NEXT(spin_unlock, "pthread_spin_unlock");
+	/* dlsym would return the default version, but name it: the old one
+	 * must never be taken for it. */
+	*(void **)&real_fn.cond_wait = next_version("pthread_cond_wait", "GLIBC_2.3.2");
+	*(void **)&real_fn.cond_timedwait = next_version("pthread_cond_timedwait", "GLIBC_2.3.2");
+	NEXT(cond_clockwait, "pthread_cond_clockwait");
+	*(void **)&real_fn.cond_wait_old = next_version("pthread_cond_wait", "GLIBC_2.2.5");
+	*(void **)&real_fn.cond_timedwait_old =
+		next_version("pthread_cond_timedwait", "GLIBC_2.2.5");
+	NEXT(create, "pthread_create");
+	NEXT(join, "pthread_join");
+	NEXT(exit, "pthread_exit");
+	NEXT(read, "read");
+	NEXT(pread, "pread");
+	NEXT(pread64, "pread64");
+	NEXT(readv, "readv");
+	NEXT(preadv, "preadv");
+	NEXT(preadv64, "preadv64");
+	NEXT(recv, "recv");
+	NEXT(recvfrom, "recvfrom");
+	NEXT(recvmsg, "recvmsg");
+	NEXT(recvmmsg, "recvmmsg");
+	NEXT(fread, "fread");
+	NEXT(fread_unlocked, "fread_unlocked");
+	NEXT(fgets, "fgets");
+	NEXT(malloc_usable_size, "malloc_usable_size");
+	__atomic_store_n(&real_resolved, 1, __ATOMIC_RELEASE);
+	prim_unlock(&resolve_lock);
+}

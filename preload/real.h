@@ -1,0 +1,88 @@
+/*
+ * real -- the libc functions that preload/ wraps, resolved with
+ * dlsym(RTLD_NEXT) / dlvsym.
+ *
+ * Owns: finding the next definition of every interposed symbol.  Resolution
+ * happens once, in the library constructor, or earlier on the first call of a
+ * wrapper (another library's constructor may lock a mutex before ours runs).
+ * dlsym may call calloc: the malloc wrappers never need this table, so there
+ * is no recursion.  After resolution a wrapper only loads a pointer, which is
+ * safe in signal handlers.
+ */
+#ifndef PMT_PRELOAD_REAL_H
+#define PMT_PRELOAD_REAL_H
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+
+struct real_fns {
+	/* mutexes */
+	int (*mutex_lock)(pthread_mutex_t *);
+	int (*mutex_trylock)(pthread_mutex_t *);
+	int (*mutex_timedlock)(pthread_mutex_t *, const struct timespec *);
+	int (*mutex_clocklock)(pthread_mutex_t *, clockid_t, const struct timespec *);
+	int (*mutex_unlock)(pthread_mutex_t *);
+	/* rwlocks */
+	int (*rwlock_rdlock)(pthread_rwlock_t *);
+	int (*rwlock_wrlock)(pthread_rwlock_t *);
+	int (*rwlock_tryrdlock)(pthread_rwlock_t *);
+	int (*rwlock_trywrlock)(pthread_rwlock_t *);
+	int (*rwlock_timedrdlock)(pthread_rwlock_t *, const struct timespec *);
+	int (*rwlock_timedwrlock)(pthread_rwlock_t *, const struct timespec *);
+	int (*rwlock_clockrdlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+	int (*rwlock_clockwrlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+	int (*rwlock_unlock)(pthread_rwlock_t *);
+	/* spinlocks */
+	int (*spin_lock)(pthread_spinlock_t *);
+	int (*spin_trylock)(pthread_spinlock_t *);
+	int (*spin_unlock)(pthread_spinlock_t *);
+	/* condition variables: the current (GLIBC_2.3.2) and the old
+	 * (GLIBC_2.2.5) versions */
+	int (*cond_wait)(pthread_cond_t *, pthread_mutex_t *);
+	int (*cond_timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+	int (*cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t,
+			      const struct timespec *);
+	int (*cond_wait_old)(pthread_cond_t *, pthread_mutex_t *);
+	int (*cond_timedwait_old)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+	/* threads */
+	int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	int (*join)(pthread_t, void **);
+	void (*exit)(void *) __attribute__((noreturn));
+	/* system calls and stdio that write user memory */
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*pread)(int, void *, size_t, off_t);
+	ssize_t (*pread64)(int, void *, size_t, off64_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*preadv)(int, const struct iovec *, int, off_t);
+	ssize_t (*preadv64)(int, const struct iovec *, int, off64_t);
+	ssize_t (*recv)(int, void *, size_t, int);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	int (*recvmmsg)(int, struct mmsghdr *, unsigned, int, struct timespec *);
+	size_t (*fread)(void *, size_t, size_t, FILE *);
+	size_t (*fread_unlocked)(void *, size_t, size_t, FILE *);
+	char *(*fgets)(char *, int, FILE *);
+	/* malloc_usable_size of glibc's blocks */
+	size_t (*malloc_usable_size)(void *);
+};
+
+extern struct real_fns real_fn;
+extern int real_resolved;
+
+/* Resolve every entry (idempotent; a missing symbol is fatal, since the
+ * wrapper exists only because libc defines it). */
+void real_resolve(void);
+
+/* The real function f, resolving the table first if needed. */
+#define REAL(f)                                                             \
+	((__builtin_expect(__atomic_load_n(&real_resolved, __ATOMIC_ACQUIRE), 1) \
+		  ? (void)0                                                 \
+		  : real_resolve()),                                        \
+	 real_fn.f)
+
+#endif

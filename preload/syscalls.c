@@ -1,0 +1,167 @@
+/*
+ * syscalls -- system calls and stdio functions that write user memory.
+ *
+ * With the mprotect tracker a clean heap page is read-only, and a kernel
+ * write into it fails with EFAULT instead of faulting.  Each wrapper
+ * pre-faults the part of its buffer inside the heap (tracker_prefault: the
+ * pages become writable and count as written) and forwards.  The buffer can
+ * be re-protected by an epoch between the pre-fault and the system call when
+ * the caller is outside a FASE; the kernel then fails before consuming any
+ * data, so the call is pre-faulted and retried.  With the uffd tracker the
+ * kernel resolves such writes itself and tracker_prefault does nothing.
+ */
+/* pread and pread64 (preadv, preadv64) are separate symbols to interpose;
+ * with 64-bit file offsets the header would make both names pread64. */
+#undef _FILE_OFFSET_BITS
+
+#include "export.h"
+#include "heap.h"
+#include "real.h"
+#include "tracker.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* A few rounds are plenty: each needs an epoch to land exactly between the
+ * pre-fault and the kernel's write. */
+#define EFAULT_RETRIES 4
+
+static inline bool prefault(void *buf, size_t len)
+{
+	if (!heap_contains(buf) || len == 0)
+		return false;
+	tracker_prefault(buf, len);
+	return true;
+}
+
+static bool prefault_iov(const struct iovec *iov, int n)
+{
+	bool any = false;
+	for (int i = 0; i < n; i++)
+		any |= prefault(iov[i].iov_base, iov[i].iov_len);
+	return any;
+}
+
+static bool prefault_msg(const struct msghdr *m)
+{
+	bool any = prefault_iov(m->msg_iov, (int)m->msg_iovlen);
+	any |= prefault(m->msg_name, m->msg_namelen);
+	any |= prefault(m->msg_control, m->msg_controllen);
+	return any;
+}
+
+static inline bool again(ssize_t r, bool in_heap, int *round)
+{
+	return r < 0 && errno == EFAULT && in_heap && (*round)++ < EFAULT_RETRIES;
+}
+
+/* Retry CALL while it fails with EFAULT on a heap buffer; PREP pre-faults and
+ * says whether the buffer touches the heap. */
+#define PREFAULTED(type, PREP, CALL)                  \
+	do {                                          \
+		int round_ = 0;                       \
+		type r_;                              \
+		bool in_heap_;                        \
+		do {                                  \
+			in_heap_ = (PREP);            \
+			r_ = (CALL);                  \
+		} while (again(r_, in_heap_, &round_)); \
+		return r_;                            \
+	} while (0)
+
+PMT_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	PREFAULTED(ssize_t, prefault(buf, n), REAL(read)(fd, buf, n));
+}
+
+PMT_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	PREFAULTED(ssize_t, prefault(buf, n), REAL(pread)(fd, buf, n, off));
+}
+
+PMT_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
+{
+	PREFAULTED(ssize_t, prefault(buf, n), REAL(pread64)(fd, buf, n, off));
+}
+
+PMT_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
+{
+	PREFAULTED(ssize_t, prefault_iov(iov, n), REAL(readv)(fd, iov, n));
+}
+
+PMT_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int n, off_t off)
+{
+	PREFAULTED(ssize_t, prefault_iov(iov, n), REAL(preadv)(fd, iov, n, off));
+}
+
+PMT_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int n, off64_t off)
+{
+	PREFAULTED(ssize_t, prefault_iov(iov, n), REAL(preadv64)(fd, iov, n, off));
+}
+
+PMT_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	PREFAULTED(ssize_t, prefault(buf, n), REAL(recv)(fd, buf, n, flags));
+}
+
+PMT_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from,
+			    socklen_t *fromlen)
+{
+	PREFAULTED(ssize_t,
+		   prefault(buf, n) | (from != NULL && fromlen != NULL && prefault(from, *fromlen)),
+		   REAL(recvfrom)(fd, buf, n, flags, from, fromlen));
+}
+
+PMT_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
+{
+	PREFAULTED(ssize_t, prefault_msg(m), REAL(recvmsg)(fd, m, flags));
+}
+
+PMT_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *t)
+{
+	bool any = false;
+	for (unsigned i = 0; i < n; i++)
+		any |= prefault_msg(&v[i].msg_hdr);
+	int r;
+	int round = 0;
+	for (;;) {
+		r = REAL(recvmmsg)(fd, v, n, flags, t);
+		if (!again(r, any, &round))
+			return r;
+		for (unsigned i = 0; i < n; i++)
+			prefault_msg(&v[i].msg_hdr);
+	}
+}
+
+/* stdio reads large requests straight into the caller's buffer with an
+ * internal read(2) that no wrapper sees; a failure there sets the stream's
+ * error flag, so pre-faulting is all that can be done. */
+PMT_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *f)
+{
+	size_t bytes;
+	if (!__builtin_mul_overflow(size, n, &bytes))
+		prefault(buf, bytes);
+	return REAL(fread)(buf, size, n, f);
+}
+
+#undef fread_unlocked
+PMT_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *f)
+{
+	size_t bytes;
+	if (!__builtin_mul_overflow(size, n, &bytes))
+		prefault(buf, bytes);
+	return REAL(fread_unlocked)(buf, size, n, f);
+}
+
+/* glibc declares fgets's buffer write-only, so GCC takes heap_contains (a
+ * const void * parameter) for a read of it; only its address is used. */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+PMT_EXPORT char *fgets(char *buf, int n, FILE *f)
+{
+	if (n > 0)
+		prefault(buf, (size_t)n);
+	return REAL(fgets)(buf, n, f);
+}

@@ -1,0 +1,389 @@
+/* bench_persist -- what an epoch and a recovery cost, against the naive
+ * scheme measured in the same run.
+ *
+ *   persist    epoch_persist with N = 1, 64, 4096 dirty pages, each with 1
+ *              line, 25 % or 100 % of its 64-byte lines changed: time per
+ *              page, fences per epoch, NVM bytes written vs bytes changed.
+ *              The same lines change every epoch (a hot field), so the copy
+ *              being overwritten (two epochs old) differs in exactly those.
+ *              Baseline: memcpy of each whole dirty page to a mapping of a
+ *              file beside the pool, then one pmem_persist (pmem) or
+ *              pmem_msync (ordinary file) per page -- a fence per page.
+ *   recovery   pool_open + pool_recover of a pool of CAPACITY (default
+ *              1 GiB) with 25 % of its pages written (every 4th page; half
+ *              of them in two epochs, so both copies are live) and a sparse
+ *              one with 1 %, scaled to per GiB of pool.  First with the
+ *              file's page cache dropped (POSIX_FADV_DONTNEED: real reads on
+ *              an ordinary file; no effect on tmpfs), then again warm.
+ *              Baseline: memcpy of the same pages from the pool's mapping
+ *              into fresh memory.
+ *
+ * Usage: bench_persist DIR [CAPACITY]
+ *   DIR on /dev/shm with PMEM_IS_PMEM_FORCE=1 exercises the pmem path
+ *   (cache-line flushes); DIR on an ordinary file system the msync path.
+ *   The backend used is printed.  Scratch files are removed at exit.
+ *   PMTHREADS_NVM_LATENCY_NS=N adds N ns per written 64-byte line to both
+ *   the pool and the naive baseline (a model of NVM write cost: DRAM
+ *   standing in for pmem makes every written byte nearly free). */
+#include "config.h"
+#include "log.h"
+#include "persist.h"
+#include "pool.h"
+#include "prim/prim.h"
+
+#include <fcntl.h>
+#include <libpmem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PERSIST_POOL_PAGES 4096u	/* the largest dirty set */
+#define BENCH_SHADOW_BASE 0x500000000000ULL
+
+static size_t page_size;
+static char dir[PATH_MAX];
+static unsigned latency_ns;	/* PMTHREADS_NVM_LATENCY_NS, per written line */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t median(uint64_t *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return v[n / 2];
+}
+
+static void fill_random(unsigned char *p, size_t len, uint64_t seed)
+{
+	uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;
+	for (size_t i = 0; i + 8 <= len; i += 8) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		memcpy(p + i, &x, 8);
+	}
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "bench_persist: %s: %s\n", what, err_get());
+	exit(1);
+}
+
+static struct pool *open_pool(const char *path, uint64_t capacity, bool create)
+{
+	struct pool_open_options o;
+	memset(&o, 0, sizeof(o));
+	o.path = path;
+	o.capacity = capacity;
+	o.shadow_base = BENCH_SHADOW_BASE;
+	o.creator = "bench_persist";
+	o.create = create;
+	o.nvm = NVM_AUTO;
+	o.latency_ns = latency_ns;
+	struct pool *p;
+	if (pool_open(&p, &o) != 0)
+		die("pool_open");
+	return p;
+}
+
+/* ---- persist ---------------------------------------------------------- */
+
+struct change {
+	const char *name;
+	unsigned lines;		/* changed lines per page (of page_size / 64) */
+};
+
+/* The same emulated write cost as the nvm layer's: busy-wait per line. */
+static void emulate_latency(size_t lines)
+{
+	if (latency_ns == 0)
+		return;
+	uint64_t end = prim_now_ns() + (uint64_t)latency_ns * lines;
+	while (prim_now_ns() < end)
+		__builtin_ia32_pause();
+}
+
+/* The naive scheme: every dirty page copied whole and made durable on its
+ * own, one fence per page. */
+static uint64_t naive_epoch(unsigned char *map, bool is_pmem, const unsigned char *shadow,
+			    unsigned npages)
+{
+	uint64_t t0 = prim_now_ns();
+	for (unsigned i = 0; i < npages; i++) {
+		unsigned char *dst = map + (size_t)i * page_size;
+		memcpy(dst, shadow + (size_t)i * page_size, page_size);
+		if (is_pmem)
+			pmem_persist(dst, page_size);
+		else
+			pmem_msync(dst, page_size);
+		emulate_latency(page_size / NVM_LINE);
+	}
+	return prim_now_ns() - t0;
+}
+
+/* Change `lines` evenly spread lines of each of the first npages pages:
+ * every byte of each such line gets a new value. */
+static void change_lines(unsigned char *shadow, unsigned npages, unsigned lines, unsigned rep)
+{
+	const unsigned per_page = (unsigned)(page_size / NVM_LINE);
+	for (unsigned i = 0; i < npages; i++)
+		for (unsigned k = 0; k < lines; k++) {
+			unsigned line = (unsigned)((uint64_t)k * per_page / lines);
+			memset(shadow + (size_t)i * page_size + (size_t)line * NVM_LINE,
+			       (int)(rep * 7 + 1), NVM_LINE);
+		}
+}
+
+static void bench_persist_epochs(void)
+{
+	char path[PATH_MAX + 32], naive_path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/bench_persist.pool", dir);
+	snprintf(naive_path, sizeof(naive_path), "%s/bench_persist.naive", dir);
+	unlink(path);
+	struct pool *p = open_pool(path, (uint64_t)PERSIST_POOL_PAGES * page_size, true);
+	printf("backend: %s  (pool %s)\n\n", p->nvm->ops->name, path);
+
+	size_t len = (size_t)PERSIST_POOL_PAGES * page_size;
+	unsigned char *shadow = prim_map_any(len);
+	if (shadow == NULL)
+		die("shadow memory");
+	fill_random(shadow, len, 1);
+	uint64_t *pages = malloc(PERSIST_POOL_PAGES * sizeof(*pages));
+	for (unsigned i = 0; i < PERSIST_POOL_PAGES; i++)
+		pages[i] = i;
+	/* Both copies of every page equal to the shadow. */
+	epoch_persist(p, shadow, pages, PERSIST_POOL_PAGES, NULL);
+	epoch_persist(p, shadow, pages, PERSIST_POOL_PAGES, NULL);
+
+	size_t naive_len;
+	int naive_is_pmem;
+	unsigned char *naive = pmem_map_file(naive_path, len, PMEM_FILE_CREATE, 0600, &naive_len,
+					     &naive_is_pmem);
+	if (naive == NULL) {
+		perror("bench_persist: pmem_map_file");
+		exit(1);
+	}
+	memset(naive, 0, len);
+	pmem_msync(naive, len);
+
+	static const unsigned dirty_counts[] = { 1, 64, 4096 };
+	const unsigned per_page = (unsigned)(page_size / NVM_LINE);
+	const struct change changes[] = {
+		{ "1 line", 1 },
+		{ "25 %", per_page / 4 },
+		{ "100 %", per_page },
+	};
+	printf("persist: median of the epochs; bytes changed = every byte of the changed lines;\n"
+	       "naive = memcpy of each whole page + one %s per page\n\n",
+	       naive_is_pmem ? "pmem_persist" : "pmem_msync");
+	printf("%6s %7s | %10s %9s %7s %11s %11s %6s | %10s %7s %11s | %7s\n", "dirty", "changed",
+	       "epoch", "per page", "fences", "NVM bytes", "bytes", "writ./", "naive", "naive",
+	       "naive", "speedup");
+	printf("%6s %7s | %10s %9s %7s %11s %11s %6s | %10s %7s %11s | %7s\n", "pages", "/page",
+	       "time", "", "/epoch", "written", "changed", "chg.", "per page", "fences",
+	       "bytes", "");
+	for (size_t d = 0; d < sizeof(dirty_counts) / sizeof(dirty_counts[0]); d++) {
+		unsigned n = dirty_counts[d];
+		unsigned reps = n == 1 ? 301 : n == 64 ? 101 : 15;
+		uint64_t *t = malloc(reps * sizeof(*t)), *tn = malloc(reps * sizeof(*tn));
+		for (size_t c = 0; c < sizeof(changes) / sizeof(changes[0]); c++) {
+			struct persist_stats total;
+			memset(&total, 0, sizeof(total));
+			uint64_t changed_bytes = (uint64_t)n * changes[c].lines * NVM_LINE;
+			/* Two warm-up epochs bring the copy being overwritten in
+			 * step with this pattern of changes. */
+			for (unsigned r = 0; r < reps + 2; r++) {
+				change_lines(shadow, n, changes[c].lines, r + (unsigned)c * 1000);
+				struct persist_stats st;
+				memset(&st, 0, sizeof(st));
+				uint64_t t0 = prim_now_ns();
+				epoch_persist(p, shadow, pages, n, &st);
+				uint64_t dt = prim_now_ns() - t0;
+				uint64_t dn = naive_epoch(naive, naive_is_pmem, shadow, n);
+				if (r < 2)
+					continue;
+				t[r - 2] = dt;
+				tn[r - 2] = dn;
+				total.fences += st.fences;
+				total.bytes_written += st.bytes_written;
+			}
+			double epoch_us = (double)median(t, reps) / 1e3;
+			double naive_us = (double)median(tn, reps) / 1e3;
+			double written = (double)total.bytes_written / reps;
+			printf("%6u %7s | %8.1fus %7.2fus %7.1f %11.0f %11llu %6.2f | %8.2fus %7u %11llu | "
+			       "%6.1fx\n",
+			       n, changes[c].name, epoch_us, epoch_us / n, (double)total.fences / reps,
+			       written, (unsigned long long)changed_bytes, written / (double)changed_bytes,
+			       naive_us / n, n, (unsigned long long)n * page_size, naive_us / epoch_us);
+		}
+		free(t);
+		free(tn);
+	}
+	pmem_unmap(naive, naive_len);
+	unlink(naive_path);
+	prim_unmap(shadow, len);
+	free(pages);
+	pool_close(p);
+	unlink(path);
+}
+
+/* ---- recovery --------------------------------------------------------- */
+
+/* Write every stride-th page of a new pool of the given capacity with random
+ * data, half of them again in a later epoch (both copies live). */
+static void populate(const char *path, uint64_t capacity, unsigned stride, uint64_t *written)
+{
+	unlink(path);
+	struct pool *p = open_pool(path, capacity, true);
+	size_t len = (size_t)(p->npages * page_size);
+	unsigned char *shadow = prim_map_any(len);
+	if (shadow == NULL)
+		die("shadow memory");
+	const size_t batch = 16384;
+	uint64_t *pages = malloc(batch * sizeof(*pages));
+	*written = 0;
+	for (int round = 0; round < 2; round++) {
+		size_t n = 0;
+		for (uint64_t i = 0; i < p->npages; i += stride) {
+			if (round == 1 && (i / stride) % 2 != 0)
+				continue;
+			fill_random(shadow + i * page_size, page_size, i * 2 + (uint64_t)round + 1);
+			pages[n++] = i;
+			if (round == 0)
+				(*written)++;
+			if (n == batch) {
+				epoch_persist(p, shadow, pages, n, NULL);
+				n = 0;
+			}
+		}
+		if (n > 0)
+			epoch_persist(p, shadow, pages, n, NULL);
+	}
+	free(pages);
+	prim_unmap(shadow, len);
+	pool_set_clean(p, true);
+	/* Durable, then out of the page cache (where the file system allows). */
+	fsync(p->fd);
+	posix_fadvise(p->fd, 0, 0, POSIX_FADV_DONTNEED);
+	pool_close(p);
+}
+
+struct recovery_times {
+	uint64_t open_ns, recover_ns, restored, baseline_ns;
+};
+
+static struct recovery_times recover_once(const char *path, uint64_t capacity, bool cold)
+{
+	struct recovery_times r;
+	if (cold) {
+		int fd = open(path, O_RDONLY);
+		if (fd >= 0) {
+			posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+			close(fd);
+		}
+	}
+	uint64_t t0 = prim_now_ns();
+	struct pool *p = open_pool(path, capacity, false);
+	uint64_t t1 = prim_now_ns();
+	size_t len = (size_t)(p->npages * page_size);
+	unsigned char *shadow = prim_map_any(len);
+	if (shadow == NULL)
+		die("shadow memory");
+	uint64_t t2 = prim_now_ns();
+	r.restored = pool_recover(p, shadow);
+	uint64_t t3 = prim_now_ns();
+	r.open_ns = t1 - t0;
+	r.recover_ns = t3 - t2;
+	prim_unmap(shadow, len);
+
+	/* Baseline: the same pages, copied plainly into fresh memory. */
+	shadow = prim_map_any(len);
+	if (shadow == NULL)
+		die("shadow memory");
+	t0 = prim_now_ns();
+	for (uint64_t i = 0; i < p->npages; i++) {
+		int c = pool_valid_copy(p, i);
+		if (c >= 0)
+			memcpy(shadow + i * page_size, pool_copy(p, i, c), page_size);
+	}
+	r.baseline_ns = prim_now_ns() - t0;
+	prim_unmap(shadow, len);
+	pool_close(p);
+	return r;
+}
+
+static void bench_recovery(uint64_t capacity)
+{
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/bench_recover.pool", dir);
+	double gib = (double)capacity / (double)(1ULL << 30);
+	printf("\nrecovery: pool of %.2f GiB (%llu pages); open = pool_open (header and layout "
+	       "checks);\nrecover = pool_recover into fresh memory; baseline = memcpy of the same "
+	       "pages\n\n", gib, (unsigned long long)(capacity / page_size));
+	printf("%-12s %-5s %9s | %9s %10s %12s %11s | %10s %7s\n", "pool", "cache", "restored",
+	       "open", "recover", "per GiB", "restored", "baseline", "ratio");
+	printf("%-12s %-5s %9s | %9s %10s %12s %11s | %10s %7s\n", "", "", "pages", "", "",
+	       "of pool", "GiB/s", "memcpy", "");
+	static const struct {
+		const char *name;
+		unsigned stride;
+	} kinds[] = { { "25 % written", 4 }, { "1 % written", 100 } };
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		uint64_t written;
+		populate(path, capacity, kinds[k].stride, &written);
+		for (int warm = 0; warm < 2; warm++) {
+			struct recovery_times r = recover_once(path, capacity, !warm);
+			if (r.restored != written) {
+				fprintf(stderr, "bench_persist: restored %llu pages, wrote %llu\n",
+					(unsigned long long)r.restored, (unsigned long long)written);
+				exit(1);
+			}
+			double total_ms = (double)(r.open_ns + r.recover_ns) / 1e6;
+			double gbs = (double)(r.restored * page_size) / (double)(1ULL << 30) /
+				     ((double)r.recover_ns / 1e9);
+			printf("%-12s %-5s %9llu | %7.2fms %8.1fms %10.1fms %11.2f | %8.1fms %6.2fx\n",
+			       kinds[k].name, warm ? "warm" : "cold", (unsigned long long)r.restored,
+			       (double)r.open_ns / 1e6, (double)r.recover_ns / 1e6, total_ms / gib, gbs,
+			       (double)r.baseline_ns / 1e6,
+			       (double)r.recover_ns / (double)r.baseline_ns);
+		}
+	}
+	unlink(path);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || argc > 3 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: bench_persist DIR [CAPACITY]\n"
+				"  DIR: where the scratch pools go (/dev/shm with PMEM_IS_PMEM_FORCE=1 "
+				"for the pmem path,\n  an ordinary file system for the msync path); "
+				"CAPACITY: recovery pool size, default 1G\n");
+		return 2;
+	}
+	snprintf(dir, sizeof(dir), "%s", argv[1]);
+	uint64_t capacity = 1ULL << 30;
+	if (argc == 3 && (config_parse_size(argv[2], &capacity) != 0 || capacity < (1ULL << 20))) {
+		fprintf(stderr, "bench_persist: CAPACITY '%s' is not a size of at least 1M "
+				"(K/M/G suffixes)\n", argv[2]);
+		return 2;
+	}
+	page_size = (size_t)sysconf(_SC_PAGESIZE);
+	struct config cfg;
+	if (config_from_env(&cfg) != 0) {
+		fprintf(stderr, "bench_persist: %s\n", err_get());
+		return 2;
+	}
+	latency_ns = cfg.nvm_latency_ns;
+	const char *force = getenv("PMEM_IS_PMEM_FORCE");
+	printf("bench_persist: DIR %s, PMEM_IS_PMEM_FORCE=%s, emulated NVM write latency %u ns "
+	       "per line,\npage %zu bytes, line %d bytes\n",
+	       dir, force ? force : "(unset)", latency_ns, page_size, NVM_LINE);
+	bench_persist_epochs();
+	bench_recovery(capacity);
+	return 0;
+}

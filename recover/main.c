@@ -1,0 +1,121 @@
+/*
+ * pmthreads-recover -- command dispatch, the tool's --help and --version,
+ * and the error/usage printing every command shares.
+ */
+#include "tool.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifndef PMT_VERSION
+#define PMT_VERSION "unknown"
+#endif
+
+static const char tool_help[] =
+	"Usage: " TOOL_NAME " COMMAND [OPTIONS] POOL ...\n"
+	"Inspect a pmthreads pool file without modifying it.\n"
+	"\n"
+	"Commands:\n"
+	"  info POOL [--json]          format, capacity, pages used, VER_d, clean or\n"
+	"                              crashed, creator, named objects\n"
+	"  check POOL                  verify every invariant; exit 0 when consistent,\n"
+	"                              1 listing each problem\n"
+	"  dump POOL OUT [--used-only] [--force]\n"
+	"                              write the consistent heap image to OUT\n"
+	"  help [COMMAND]              this text, or a command's\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help                  this text (after a command: that command's)\n"
+	"  -V, --version               print the version\n"
+	"\n"
+	"The pool is opened read-only and is never written.  A pool held by a\n"
+	"running program cannot be inspected until that program exits.\n"
+	"Exit status: 0 success, 1 a problem with the pool or the output, 2 usage.\n";
+
+void tool_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, TOOL_NAME ": error: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+int tool_usage_error(const char *usage, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, TOOL_NAME ": ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	fprintf(stderr, "%sTry '" TOOL_NAME " --help' for more information.\n", usage);
+	return TOOL_USAGE;
+}
+
+int tool_bad_option(const char *usage, const char *cmd, char **argv)
+{
+	/* optopt is the character of an unknown short option and 0 for an
+	 * unknown long one, whose text getopt has just stepped over. */
+	if (optopt != 0)
+		return tool_usage_error(usage, "%s: unknown option '-%c'", cmd, optopt);
+	return tool_usage_error(usage, "%s: unknown option '%s'", cmd, argv[optind - 1]);
+}
+
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+};
+
+static const struct command commands[] = {
+	{ "info", cmd_info },
+	{ "check", cmd_check },
+	{ "dump", cmd_dump },
+};
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+static const char short_usage[] = "Usage: " TOOL_NAME " info|check|dump|help ...\n";
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return tool_usage_error(short_usage, "missing command");
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
+		fputs(tool_help, stdout);
+		return TOOL_OK;
+	}
+	if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+		printf(TOOL_NAME " %s (pool format %d)\n", PMT_VERSION, POOL_FORMAT_VERSION);
+		return TOOL_OK;
+	}
+	if (strcmp(cmd, "help") == 0) {
+		if (argc == 2) {
+			fputs(tool_help, stdout);
+			return TOOL_OK;
+		}
+		const struct command *c = find_command(argv[2]);
+		if (c == NULL || argc > 3)
+			return tool_usage_error(short_usage, "help: unknown command '%s'", argv[2]);
+		/* Each command prints its own help for --help. */
+		char *help_argv[] = { argv[2], (char *)"--help", NULL };
+		return c->run(2, help_argv);
+	}
+	const struct command *c = find_command(cmd);
+	if (c == NULL) {
+		if (cmd[0] == '-')
+			return tool_usage_error(short_usage, "unknown option '%s'", cmd);
+		return tool_usage_error(short_usage, "unknown command '%s'", cmd);
+	}
+	return c->run(argc - 1, argv + 1);
+}

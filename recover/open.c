@@ -1,0 +1,28 @@
+/*
+ * open -- opening a pool for inspection: read-only, never created, never
+ * initialised, with the pool module's explanation when it is refused.
+ */
+#include "tool.h"
+
+#include "log.h"
+
+#include <string.h>
+
+struct pool *tool_open_pool(const char *path)
+{
+	struct pool_open_options o;
+	memset(&o, 0, sizeof(o));
+	o.path = path;
+	o.read_only = true;	/* O_RDONLY, shared lock, PROT_READ: the tool cannot write */
+	o.create = false;
+	o.creator = NULL;	/* any program's pool */
+	o.nvm = NVM_AUTO;
+	struct pool *p = NULL;
+	err_clear();
+	if (pool_open(&p, &o) != 0) {
+		const char *why = err_get();
+		tool_error("%s", why[0] != '\0' ? why : "cannot open the pool (no reason given)");
+		return NULL;
+	}
+	return p;
+}

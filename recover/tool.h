@@ -1,0 +1,94 @@
+/*
+ * tool -- what the files of pmthreads-recover share.
+ *
+ * The tool never writes to a pool: every command opens it read-only
+ * (O_RDONLY, PROT_READ mapping, shared lock), so a pool held by a running
+ * program is refused with the pool module's message naming its pid, and a
+ * pool being inspected cannot be opened read-write by a program meanwhile.
+ *
+ * Exit status: 0 success (check: consistent), 1 a problem with the pool or
+ * the output (each one printed), 2 a usage error.
+ */
+#ifndef PMT_RECOVER_TOOL_H
+#define PMT_RECOVER_TOOL_H
+
+#include "pmthreads.h"
+#include "persist.h"
+#include "pool.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TOOL_NAME "pmthreads-recover"
+
+enum tool_exit { TOOL_OK = 0, TOOL_PROBLEM = 1, TOOL_USAGE = 2 };
+
+/* The commands (info.c, check.c, dump.c): argv[0] is the command name. */
+int cmd_info(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+
+/* "pmthreads-recover: error: ..." on stderr (main.c). */
+void tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* An unknown option or wrong operand count: print the message and the
+ * command's usage line to stderr; returns TOOL_USAGE. */
+int tool_usage_error(const char *usage, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* getopt_long returned '?' or ':' for argv: report the offending option
+ * as a usage error of command cmd; returns TOOL_USAGE. */
+int tool_bad_option(const char *usage, const char *cmd, char **argv);
+
+/* Open path read-only for inspection (open.c).  On failure prints the pool
+ * module's message and returns NULL. */
+struct pool *tool_open_pool(const char *path);
+
+/* The consistent heap image, copied into the tool's own memory (image.c). */
+struct image {
+	unsigned char *base;	/* where the copy lives */
+	size_t len;		/* capacity bytes */
+	uint64_t pages_restored;
+};
+/* Copy every persisted page's consistent copy into fresh anonymous memory at
+ * the recorded shadow base (anywhere else when that range is taken); pages
+ * never persisted stay zero.  Reads the pool only.  0, or -1 after printing
+ * why. */
+int image_load(const struct pool *p, struct image *img);
+void image_free(struct image *img);
+
+/* Index of the last page with a consistent copy, or -1 when none has one. */
+int64_t image_last_used_page(const struct pool *p);
+
+/* The heap found in an image (heap_image.c). */
+struct named_object {
+	char name[PMTHREADS_NAME_MAX];
+	uint64_t address;	/* as the program sees it (at the recorded base) */
+	uint64_t size;		/* usable size */
+};
+struct named_objects {
+	struct named_object *v;	/* sorted by name */
+	size_t n;
+};
+enum heap_image_state {
+	HEAP_IMAGE_ADOPTED = 0,	/* the image holds a valid heap, now adopted */
+	HEAP_IMAGE_NONE = 1,	/* nothing to adopt (why says what) */
+	HEAP_IMAGE_INVALID = 2,	/* the image's heap is refused (why says why) */
+};
+/* Adopt the heap in the image as a recovering program would (heap_init with
+ * fresh == false), in the tool's memory only.  why: a sentence for the
+ * NONE and INVALID cases. */
+enum heap_image_state heap_image_adopt(struct image *img, const struct pool *p, char *why,
+				       size_t why_len);
+/* After ADOPTED: the named objects.  0, or -1 after printing an error. */
+int heap_image_names(const struct image *img, const struct pool *p, struct named_objects *out);
+void heap_image_names_free(struct named_objects *o);
+/* After ADOPTED: walk every allocator structure.  0 when consistent (summary
+ * describes it), -1 with why describing the first problem. */
+int heap_image_check(char *summary, size_t summary_len, char *why, size_t why_len);
+
+/* Write s as a JSON string literal (quotes and escapes included) (json.c). */
+void json_string(FILE *f, const char *s);
+
+#endif

@@ -1,0 +1,660 @@
+// Tests for pmthreads-recover: pools are made here through the pool API and
+// the built tool runs as a subprocess (its path comes from the environment,
+// PMTHREADS_RECOVER_TOOL, set by meson).  Every command must leave the pool
+// byte-identical.
+#include "pool_test_util.h"
+
+#ifdef PMT_TOOL_HAVE_HEAP
+extern "C" {
+#include "heap.h"
+}
+#endif
+
+#include <cctype>
+#include <map>
+#include <sstream>
+
+using namespace pooltest;
+
+namespace {
+
+struct run_result {
+	int status = -1;	// exit status, or -1 when killed by a signal
+	std::string out, err;
+};
+
+std::string read_whole(const std::string &path)
+{
+	file_snapshot s = file_snapshot::of(path);
+	return std::string(s.bytes.begin(), s.bytes.end());
+}
+
+const char *tool_path()
+{
+	const char *t = getenv("PMTHREADS_RECOVER_TOOL");
+	INFO("PMTHREADS_RECOVER_TOOL must name the built pmthreads-recover (meson test sets it)");
+	REQUIRE(t != nullptr);
+	REQUIRE(access(t, X_OK) == 0);
+	return t;
+}
+
+// Run the tool with args; stdout and stderr are collected through files in
+// dir (no pipes to drain).
+run_result run_tool(const scratch_dir &d, std::vector<std::string> args)
+{
+	const char *tool = tool_path();
+	std::string out = d.file("stdout"), err = d.file("stderr");
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(127);
+		std::vector<char *> argv;
+		argv.push_back(const_cast<char *>(tool));
+		for (auto &a : args)
+			argv.push_back(const_cast<char *>(a.c_str()));
+		argv.push_back(nullptr);
+		execv(tool, argv.data());
+		_exit(127);
+	}
+	int st = 0;
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	run_result r;
+	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	r.out = read_whole(out);
+	r.err = read_whole(err);
+	return r;
+}
+
+bool contains(const std::string &s, const std::string &what) { return s.find(what) != std::string::npos; }
+
+// A strict JSON reader for the tool's output: checks the grammar and returns
+// the top-level object's members with scalar values as their raw text
+// (strings unescaped), nested values as "<object>" / "<array>".
+struct json_reader {
+	const std::string &s;
+	size_t i = 0;
+	explicit json_reader(const std::string &text) : s(text) {}
+
+	void ws() { while (i < s.size() && isspace((unsigned char)s[i])) i++; }
+	bool eat(char c)
+	{
+		ws();
+		if (i < s.size() && s[i] == c) {
+			i++;
+			return true;
+		}
+		return false;
+	}
+	bool string(std::string &out)
+	{
+		if (!eat('"'))
+			return false;
+		while (i < s.size() && s[i] != '"') {
+			unsigned char c = (unsigned char)s[i++];
+			if (c < 0x20)
+				return false;
+			if (c != '\\') {
+				out += (char)c;
+				continue;
+			}
+			if (i >= s.size())
+				return false;
+			char e = s[i++];
+			if (e == 'u') {
+				if (i + 4 > s.size())
+					return false;
+				for (int k = 0; k < 4; k++)
+					if (!isxdigit((unsigned char)s[i + k]))
+						return false;
+				out += "\\u" + s.substr(i, 4); // kept escaped: enough for the tests
+				i += 4;
+			} else if (std::string("\"\\/bfnrt").find(e) != std::string::npos) {
+				static const std::map<char, char> m = { { '"', '"' }, { '\\', '\\' },
+					{ '/', '/' }, { 'b', '\b' }, { 'f', '\f' }, { 'n', '\n' },
+					{ 'r', '\r' }, { 't', '\t' } };
+				out += m.at(e);
+			} else {
+				return false;
+			}
+		}
+		return i++ < s.size();
+	}
+	bool value(std::string &raw)
+	{
+		ws();
+		if (i >= s.size())
+			return false;
+		if (s[i] == '"')
+			return string(raw);
+		if (s[i] == '{') {
+			std::map<std::string, std::string> ignored;
+			raw = "<object>";
+			return object(ignored);
+		}
+		if (s[i] == '[') {
+			raw = "<array>";
+			i++;
+			if (eat(']'))
+				return true;
+			do {
+				std::string v;
+				if (!value(v))
+					return false;
+			} while (eat(','));
+			return eat(']');
+		}
+		size_t start = i;
+		while (i < s.size() && (isalnum((unsigned char)s[i]) || s[i] == '-' || s[i] == '.' || s[i] == '+'))
+			i++;
+		raw = s.substr(start, i - start);
+		if (raw == "true" || raw == "false" || raw == "null")
+			return true;
+		char *end = nullptr;
+		strtod(raw.c_str(), &end);
+		return !raw.empty() && end == raw.c_str() + raw.size();
+	}
+	bool object(std::map<std::string, std::string> &members)
+	{
+		if (!eat('{'))
+			return false;
+		if (eat('}'))
+			return true;
+		do {
+			std::string k, v;
+			if (!string(k) || !eat(':') || !value(v))
+				return false;
+			members[k] = v;
+		} while (eat(','));
+		return eat('}');
+	}
+	// The whole text must be one object.
+	bool document(std::map<std::string, std::string> &members)
+	{
+		if (!object(members))
+			return false;
+		ws();
+		return i == s.size();
+	}
+};
+
+std::map<std::string, std::string> parse_json(const std::string &text)
+{
+	std::map<std::string, std::string> m;
+	json_reader r(text);
+	INFO("JSON: " << text);
+	REQUIRE(r.document(m));
+	return m;
+}
+
+std::vector<unsigned char> file_bytes(const std::string &path)
+{
+	return file_snapshot::of(path).bytes;
+}
+
+// A pool of 16 pages whose pages 1, 3 and 7 were persisted (page 3 twice,
+// so its two copies differ); page 0, where a heap would keep its header,
+// was never written.  expected receives the consistent image.
+void make_raw_pool(const std::string &path, std::vector<unsigned char> &expected,
+		   const char *creator = "recovertest")
+{
+	const uint64_t n = 16;
+	const size_t ps = page_size();
+	pool *p = open_or_fail(options(path, n, creator));
+	shadow_buf sh(n * ps);
+	for (uint64_t pg : { 1, 3, 7 })
+		memset(sh.mem + pg * ps, (int)(0x10 + pg), ps);
+	uint64_t first[] = { 1, 3, 7 };
+	epoch_persist(p, sh.mem, first, 3, nullptr);
+	memset(sh.mem + 3 * ps + 100, 0xab, 300);
+	uint64_t second[] = { 3 };
+	epoch_persist(p, sh.mem, second, 1, nullptr);
+	pool_set_clean(p, true);
+	pool_close(p);
+	expected = sh.bytes();
+}
+
+// Snapshot the pool, run the tool, and require the pool unchanged.
+run_result run_on_pool(const scratch_dir &d, const std::string &pool_path, std::vector<std::string> args)
+{
+	file_snapshot before = file_snapshot::of(pool_path);
+	run_result r = run_tool(d, std::move(args));
+	file_snapshot after = file_snapshot::of(pool_path);
+	INFO("stdout: " << r.out << "\nstderr: " << r.err);
+	CHECK(after.same_as(before));
+	return r;
+}
+
+// Durably mark copy c of page pg as written by an epoch that never
+// completed (seq VER_d + 1), with data different from the consistent copy,
+// and the pool as not cleanly closed: what a crash in the middle of an
+// epoch leaves.
+void tear_copy(const std::string &path, uint64_t pg, const char *creator = "recovertest")
+{
+	auto o = options(path, 16, creator);
+	o.create = false;
+	pool *p = open_or_fail(o);
+	pool_set_clean(p, false);
+	int c = pool_valid_copy(p, pg) == 0 ? 1 : 0;
+	memset(pool_copy(p, pg, c), 0xee, p->page_size);
+	nvm_flush(p->nvm, pool_copy(p, pg, c), p->page_size);
+	p->seq[pg][c] = *p->ver_d + 1;
+	nvm_flush(p->nvm, &p->seq[pg][c], sizeof(uint64_t));
+	nvm_fence(p->nvm);
+	pool_close(p);
+}
+
+} // namespace
+
+TEST_CASE("recover tool: usage errors exit 2, --help exits 0", "[recover-tool]")
+{
+	scratch_dir d;
+	run_result r = run_tool(d, {});
+	CHECK(r.status == 2);
+	CHECK(contains(r.err, "missing command"));
+
+	r = run_tool(d, { "frobnicate", "x" });
+	CHECK(r.status == 2);
+	CHECK(contains(r.err, "unknown command 'frobnicate'"));
+	CHECK(contains(r.err, "--help"));
+
+	r = run_tool(d, { "--bogus" });
+	CHECK(r.status == 2);
+	CHECK(contains(r.err, "unknown option '--bogus'"));
+
+	for (const char *cmd : { "info", "check", "dump" }) {
+		INFO(cmd);
+		r = run_tool(d, { cmd, "--nope", "x" });
+		CHECK(r.status == 2);
+		CHECK(contains(r.err, "unknown option '--nope'"));
+		r = run_tool(d, { cmd, "-z", "x" });
+		CHECK(r.status == 2);
+		CHECK(contains(r.err, "unknown option '-z'"));
+		r = run_tool(d, { cmd });
+		CHECK(r.status == 2);
+		CHECK(contains(r.err, "Usage: pmthreads-recover " + std::string(cmd)));
+		r = run_tool(d, { cmd, "--help" });
+		CHECK(r.status == 0);
+		CHECK(contains(r.out, "Usage: pmthreads-recover " + std::string(cmd)));
+		run_result h = run_tool(d, { "help", cmd });
+		CHECK(h.status == 0);
+		CHECK(h.out == r.out);
+	}
+	r = run_tool(d, { "info", "a", "b" });
+	CHECK(r.status == 2);
+	r = run_tool(d, { "dump", "a" });
+	CHECK(r.status == 2);
+	CHECK(contains(r.err, "expected POOL and OUT"));
+
+	r = run_tool(d, { "--help" });
+	CHECK(r.status == 0);
+	for (const char *word : { "info", "check", "dump", "--json", "never written" })
+		CHECK(contains(r.out, word));
+	r = run_tool(d, { "help", "nosuch" });
+	CHECK(r.status == 2);
+	r = run_tool(d, { "--version" });
+	CHECK(r.status == 0);
+	CHECK(contains(r.out, "pool format " + std::to_string(POOL_FORMAT_VERSION)));
+}
+
+TEST_CASE("recover tool: info describes a clean pool, as text and JSON", "[recover-tool]")
+{
+	scratch_dir d;
+	std::string path = d.file("raw.pool");
+	std::vector<unsigned char> expected;
+	make_raw_pool(path, expected);
+
+	run_result r = run_on_pool(d, path, { "info", path });
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(contains(r.out, "pool:              " + path));
+	CHECK(contains(r.out, "version " + std::to_string(POOL_FORMAT_VERSION)));
+	CHECK(contains(r.out, "page size:         " + std::to_string(page_size())));
+	CHECK(contains(r.out, "capacity:          " + std::to_string(16 * page_size()) + " bytes"));
+	CHECK(contains(r.out, "shadow base:       0x500000000000"));
+	CHECK(contains(r.out, "pages used:        3 "));
+	CHECK(contains(r.out, "VER_d:             2\n"));
+	CHECK(contains(r.out, "state:             clean"));
+	CHECK(contains(r.out, "creator:           recovertest\n"));
+	CHECK(contains(r.out, "named objects:     unavailable"));
+
+	r = run_on_pool(d, path, { "info", "--json", path });
+	REQUIRE(r.status == 0);
+	auto m = parse_json(r.out);
+	CHECK(m["pool"] == path);
+	CHECK(m["format_version"] == std::to_string(POOL_FORMAT_VERSION));
+	CHECK(m["uuid"].size() == 36);
+	CHECK(m["page_size"] == std::to_string(page_size()));
+	CHECK(m["capacity"] == std::to_string(16 * page_size()));
+	CHECK(m["pages"] == "16");
+	CHECK(m["shadow_base"] == "0x500000000000");
+	CHECK(m["pages_used"] == "3");
+	CHECK(m["ver_d"] == "2");
+	CHECK(m["clean"] == "true");
+	CHECK(m["state"] == "clean");
+	CHECK(m["torn_copies"] == "0");
+	CHECK(m["creator"] == "recovertest");
+	CHECK(m["named_objects"] == "null");
+	CHECK(m.count("named_objects_unavailable") == 1);
+
+	// The UUID is the same in both forms.
+	CHECK(contains(r.out, m["uuid"]));
+	run_result t = run_tool(d, { "info", path });
+	CHECK(contains(t.out, "uuid:              " + m["uuid"]));
+}
+
+TEST_CASE("recover tool: JSON escapes what it prints", "[recover-tool]")
+{
+	scratch_dir d;
+	std::string path = d.file("odd \"name\".pool");
+	std::vector<unsigned char> expected;
+	make_raw_pool(path, expected, "prog \"quoted\"\tand\\ \x01 \xff");
+	run_result r = run_on_pool(d, path, { "info", "--json", path });
+	REQUIRE(r.status == 0);
+	auto m = parse_json(r.out);
+	CHECK(m["pool"] == path);
+	CHECK(m["creator"] == "prog \"quoted\"\tand\\ \\u0001 \\ufffd");
+}
+
+TEST_CASE("recover tool: check passes a consistent pool", "[recover-tool]")
+{
+	scratch_dir d;
+	std::string path = d.file("ok.pool");
+	std::vector<unsigned char> expected;
+	make_raw_pool(path, expected);
+	run_result r = run_on_pool(d, path, { "check", path });
+	INFO(r.out << r.err);
+	CHECK(r.status == 0);
+	CHECK(contains(r.out, "consistent (VER_d 2, 0 warnings)"));
+	CHECK_FALSE(contains(r.out, "problem"));
+}
+
+TEST_CASE("recover tool: dump writes the consistent image", "[recover-tool]")
+{
+	scratch_dir d;
+	std::string path = d.file("dump.pool");
+	std::vector<unsigned char> expected;
+	make_raw_pool(path, expected);
+	const size_t ps = page_size();
+
+	std::string out = d.file("image");
+	run_result r = run_on_pool(d, path, { "dump", path, out });
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(file_bytes(out) == expected);
+	struct stat st {};
+	REQUIRE(stat(out.c_str(), &st) == 0);
+	CHECK((st.st_mode & 0777) == 0600);
+
+	// An existing OUT is refused, untouched, unless --force.
+	file_snapshot kept = file_snapshot::of(out);
+	r = run_on_pool(d, path, { "dump", "--used-only", path, out });
+	CHECK(r.status == 1);
+	CHECK(contains(r.err, "already exists"));
+	CHECK(contains(r.err, "--force"));
+	CHECK(file_snapshot::of(out).same_as(kept));
+
+	// --used-only stops after page 7, the last one persisted.
+	r = run_on_pool(d, path, { "dump", "--used-only", "--force", path, out });
+	REQUIRE(r.status == 0);
+	std::vector<unsigned char> used(expected.begin(), expected.begin() + 8 * ps);
+	CHECK(file_bytes(out) == used);
+
+	// Never the pool itself, not even with --force, under any name.
+	std::string link = d.file("alias.pool");
+	REQUIRE(symlink(path.c_str(), link.c_str()) == 0);
+	for (const std::string &target : { path, link }) {
+		r = run_on_pool(d, path, { "dump", "--force", path, target });
+		CHECK(r.status == 1);
+		CHECK(contains(r.err, "is the pool itself"));
+	}
+
+	// An output that cannot be created: exit 1, named.
+	r = run_on_pool(d, path, { "dump", path, d.file("no/such/dir/image") });
+	CHECK(r.status == 1);
+	CHECK(contains(r.err, "cannot create"));
+}
+
+TEST_CASE("recover tool: an interrupted epoch is a warning, and ignored by dump", "[recover-tool]")
+{
+	scratch_dir d;
+	std::string path = d.file("torn.pool");
+	std::vector<unsigned char> expected;
+	make_raw_pool(path, expected);
+	tear_copy(path, 3);
+	tear_copy(path, 9); // never persisted before: its image stays zeros
+
+	run_result r = run_on_pool(d, path, { "info", path });
+	REQUIRE(r.status == 0);
+	CHECK(contains(r.out, "state:             crashed mid-epoch: recovery pending"));
+	CHECK(contains(r.out, "torn copies:       2"));
+	CHECK(contains(r.out, "pages used:        3 "));
+
+	r = run_on_pool(d, path, { "info", "--json", path });
+	REQUIRE(r.status == 0);
+	auto m = parse_json(r.out);
+	CHECK(m["state"] == "crashed-mid-epoch");
+	CHECK(m["clean"] == "false");
+	CHECK(m["torn_copies"] == "2");
+	CHECK(m["ver_d"] == "2");
+
+	r = run_on_pool(d, path, { "check", path });
+	INFO(r.out << r.err);
+	CHECK(r.status == 0);
+	CHECK(contains(r.out, "warning: crashed mid-epoch, recovery pending: 2 page copies"));
+	CHECK(contains(r.out, "page 3 copy"));
+	CHECK(contains(r.out, "consistent (VER_d 2, 1 warning)"));
+
+	std::string out = d.file("image");
+	r = run_on_pool(d, path, { "dump", path, out });
+	REQUIRE(r.status == 0);
+	CHECK(file_bytes(out) == expected);
+}
+
+TEST_CASE("recover tool: a pool that was not shut down cleanly is reported crashed", "[recover-tool]")
+{
+	scratch_dir d;
+	std::string path = d.file("crashed.pool");
+	std::vector<unsigned char> expected;
+	make_raw_pool(path, expected);
+	auto o = options(path, 16, "recovertest");
+	o.create = false;
+	pool *p = open_or_fail(o);
+	pool_set_clean(p, false);
+	pool_close(p);
+
+	run_result r = run_on_pool(d, path, { "info", "--json", path });
+	REQUIRE(r.status == 0);
+	auto m = parse_json(r.out);
+	CHECK(m["state"] == "crashed");
+	CHECK(m["clean"] == "false");
+	CHECK(m["last_pid"] == std::to_string(getpid()));
+	r = run_on_pool(d, path, { "check", path });
+	CHECK(r.status == 0);
+}
+
+TEST_CASE("recover tool: check lists each broken invariant and exits 1", "[recover-tool]")
+{
+	scratch_dir d;
+	std::string path = d.file("broken.pool");
+	std::vector<unsigned char> expected;
+	make_raw_pool(path, expected);
+	uint64_t seq_off;
+	{
+		auto o = options(path, 16, "recovertest");
+		o.create = false;
+		o.read_only = true;
+		pool *p = open_or_fail(o);
+		seq_off = p->seq_off;
+		pool_close(p);
+	}
+	// Page 1: both copies claim epoch 1.  Page 5: a copy from far beyond
+	// the next epoch (VER_d is 2).
+	uint64_t same[2] = { 1, 1 };
+	patch_file(path, (off_t)(seq_off + 1 * 16), same, sizeof(same));
+	uint64_t far = 40;
+	patch_file(path, (off_t)(seq_off + 5 * 16), &far, sizeof(far));
+
+	run_result r = run_on_pool(d, path, { "check", path });
+	INFO(r.out << r.err);
+	CHECK(r.status == 1);
+	CHECK(contains(r.out, "problem: page 1: both copies have seq 1"));
+	CHECK(contains(r.out, "problem: page 5 copy 0: seq 40"));
+	CHECK(contains(r.out, "problems found"));
+}
+
+TEST_CASE("recover tool: files that are not usable pools exit 1 with the reason", "[recover-tool]")
+{
+	scratch_dir d;
+	std::string good = d.file("good.pool");
+	std::vector<unsigned char> expected;
+	make_raw_pool(good, expected);
+	file_snapshot g = file_snapshot::of(good);
+
+	struct bad_file {
+		std::string name, why;
+		std::vector<unsigned char> bytes;
+	};
+	std::vector<bad_file> bad;
+	std::string text = "just some text, not a pool\n";
+	bad.push_back({ "text.pool", "not a pmthreads pool", { text.begin(), text.end() } });
+	bad.push_back({ "empty.pool", "empty file", {} });
+	auto corrupt = g.bytes;
+	corrupt[40] ^= 0x01; // inside the UUID: the checksum no longer matches
+	bad.push_back({ "corrupt.pool", "checksum", corrupt });
+	auto truncated = g.bytes;
+	truncated.resize(truncated.size() - page_size());
+	bad.push_back({ "truncated.pool", "truncated", truncated });
+	auto version = g.bytes;
+	uint32_t v = POOL_FORMAT_VERSION + 1;
+	memcpy(version.data() + 8, &v, sizeof(v));
+	bad.push_back({ "version.pool", "format version", version });
+
+	std::string out = d.file("image");
+	for (auto &b : bad) {
+		std::string path = d.file(b.name.c_str());
+		write_file(path, b.bytes.data(), b.bytes.size());
+		for (std::vector<std::string> args : { std::vector<std::string>{ "info", path },
+						       std::vector<std::string>{ "info", "--json", path },
+						       std::vector<std::string>{ "check", path },
+						       std::vector<std::string>{ "dump", path, out } }) {
+			INFO(b.name << " " << args[0]);
+			run_result r = run_on_pool(d, path, args);
+			CHECK(r.status == 1);
+			CHECK(contains(r.err, "pmthreads-recover: error: "));
+			CHECK(contains(r.err, b.why));
+			CHECK(access(out.c_str(), F_OK) != 0);
+		}
+	}
+	run_result r = run_tool(d, { "info", d.file("missing.pool") });
+	CHECK(r.status == 1);
+	CHECK(contains(r.err, "does not exist"));
+}
+
+TEST_CASE("recover tool: a pool in use by a program is refused, naming its pid", "[recover-tool]")
+{
+	scratch_dir d;
+	std::string path = d.file("busy.pool");
+	std::vector<unsigned char> expected;
+	make_raw_pool(path, expected);
+	auto o = options(path, 16, "recovertest");
+	o.create = false;
+	pool *p = open_or_fail(o); // read-write: exclusive lock, as a running program
+	for (const char *cmd : { "info", "check" }) {
+		run_result r = run_on_pool(d, path, { cmd, path });
+		INFO(r.err);
+		CHECK(r.status == 1);
+		CHECK(contains(r.err, "in use"));
+		CHECK(contains(r.err, "process " + std::to_string(getpid())));
+	}
+	pool_close(p);
+	CHECK(run_tool(d, { "info", path }).status == 0);
+}
+
+#ifdef PMT_TOOL_HAVE_HEAP
+TEST_CASE("recover tool: info lists the heap's named objects and check verifies the heap",
+	  "[recover-tool][heap]")
+{
+	scratch_dir d;
+	std::string path = d.file("heap.pool");
+	const uint64_t n = 1024; // 4 MiB: room for the heap's metadata
+	const size_t ps = page_size();
+	pool *p = open_or_fail(options(path, n, "heaptest"));
+	shadow_buf sh(n * ps);
+	REQUIRE(heap_init(sh.mem, sh.len, true) == 0);
+	void *alpha = heap_malloc(100);
+	void *beta = heap_malloc(3 * ps);
+	REQUIRE(alpha != nullptr);
+	REQUIRE(beta != nullptr);
+	memset(alpha, 'a', 100);
+	memset(beta, 'b', 3 * ps);
+	REQUIRE(heap_name_set("alpha", alpha) == 0);
+	REQUIRE(heap_name_set("beta \"two\"", beta) == 0);
+	std::vector<uint64_t> dirty;
+	for (uint64_t i = 0; i < n; i++)
+		for (size_t k = 0; k < ps; k++)
+			if (sh.mem[i * ps + k] != 0) {
+				dirty.push_back(i);
+				break;
+			}
+	epoch_persist(p, sh.mem, dirty.data(), dirty.size(), nullptr);
+	pool_set_clean(p, true);
+	pool_close(p);
+	auto addr = [&](void *q) {
+		std::ostringstream s;
+		s << "0x" << std::hex << 0x500000000000ULL + (uint64_t)((unsigned char *)q - sh.mem);
+		return s.str();
+	};
+
+	run_result r = run_on_pool(d, path, { "info", path });
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(contains(r.out, "named objects:     2\n"));
+	CHECK(contains(r.out, "alpha"));
+	CHECK(contains(r.out, addr(alpha)));
+	CHECK(contains(r.out, std::to_string(heap_usable_size(beta)) + " bytes"));
+
+	r = run_on_pool(d, path, { "info", "--json", path });
+	REQUIRE(r.status == 0);
+	auto m = parse_json(r.out);
+	CHECK(m["heap"] == "valid");
+	CHECK(m["named_objects"] == "<array>");
+	CHECK(contains(r.out, "{\"name\":\"alpha\",\"address\":\"" + addr(alpha) + "\",\"size\":" +
+				      std::to_string(heap_usable_size(alpha)) + "}"));
+	CHECK(contains(r.out, "\"name\":\"beta \\\"two\\\"\""));
+
+	r = run_on_pool(d, path, { "check", path });
+	CHECK(r.status == 0);
+	CHECK(contains(r.out, "heap: consistent: 2 named objects"));
+
+	std::string out = d.file("image");
+	r = run_on_pool(d, path, { "dump", path, out });
+	REQUIRE(r.status == 0);
+	CHECK(file_bytes(out) == sh.bytes());
+}
+
+TEST_CASE("recover tool: check reports an image whose heap a program would refuse",
+	  "[recover-tool][heap]")
+{
+	scratch_dir d;
+	std::string path = d.file("noheap.pool");
+	const uint64_t n = 1024;
+	pool *p = open_or_fail(options(path, n, "heaptest"));
+	shadow_buf sh(n * page_size());
+	memset(sh.mem, 0x5a, page_size()); // page 0 holds no heap header
+	uint64_t pages[] = { 0 };
+	epoch_persist(p, sh.mem, pages, 1, nullptr);
+	pool_set_clean(p, true);
+	pool_close(p);
+
+	run_result r = run_on_pool(d, path, { "check", path });
+	INFO(r.out << r.err);
+	CHECK(r.status == 1);
+	CHECK(contains(r.out, "problem: the image does not hold a valid heap"));
+	r = run_on_pool(d, path, { "info", "--json", path });
+	CHECK(r.status == 0);
+	CHECK(parse_json(r.out)["heap"] == "invalid");
+}
+#endif

@@ -5,10 +5,23 @@
  * persistent heap; after a crash the program finds them again with
  * nvrecover(), checks the invariant and carries on.
  *
+ * The same source builds two ways: `bank`, linked with libpmthreads, and
+ * `bank-plain`, built without any link to it.  bank-plain refers to the API
+ * weakly, so it runs natively (nothing persistent) and becomes persistent
+ * when started under `pmthreads run` (LD_PRELOAD), which resolves the weak
+ * references to the preloaded library.
+ *
  * usage: bank [-t THREADS] [-s SECONDS] [-n ACCOUNTS] [--check]
  *   --check  only recover and verify, then exit (status 0: consistent).
  */
 #include <pmthreads.h>
+
+#ifdef BANK_WEAK_API
+#pragma weak nvmalloc
+#pragma weak nvrecover
+#pragma weak crashed
+#pragma weak pmthreads_errormsg
+#endif
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -122,6 +135,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+#ifdef BANK_WEAK_API
+	if (nvrecover == NULL) {
+		fprintf(stderr, "bank: not running under pmthreads (start it with `pmthreads run "
+			"-- %s`); nothing would be persistent\n", argv[0]);
+		return 2;
+	}
+#endif
 	bank = nvrecover(NULL, sizeof(struct bank), "bank");
 	if (bank != NULL && bank->magic == BANK_MAGIC) {
 		printf("bank: found the accounts in the persistent heap (%s)\n",
@@ -150,6 +170,7 @@ int main(int argc, char **argv)
 		pthread_mutex_unlock(&ledger_lock);
 		bank = b;
 		printf("bank: opened %" PRIu64 " new accounts\n", naccounts);
+		fflush(stdout);
 	}
 	if (check_only)
 		return 0;

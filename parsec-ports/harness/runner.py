@@ -1,0 +1,130 @@
+"""runner.py -- how one benchmark process is run in one configuration.
+
+A configuration says whether the program runs natively, under the pmthreads
+runtime (LD_PRELOAD or a ported binary, with a given write tracker) or is the
+libpmemobj build.  Every run gets a fresh pool directory under a temporary
+directory on /dev/shm, which is removed right after the run, so no run sees
+another's pool and a full harness leaves nothing behind.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str            # column name in the tables: native, uffd, mprotect, pmemobj
+    kind: str            # "native" | "pmthreads" | "pmemobj"
+    tracker: str = ""    # PMTHREADS_TRACKER for kind "pmthreads"
+
+
+NATIVE = Config("native", "native")
+UFFD = Config("pmthreads-uffd", "pmthreads", "uffd")
+MPROTECT = Config("pmthreads-mprotect", "pmthreads", "mprotect")
+PMEMOBJ = Config("pmemobj", "pmemobj")
+
+
+@dataclass
+class Result:
+    seconds: float
+    status: str                   # ok | FAIL(rc) | TIMEOUT | NOEXEC
+    facts: dict = field(default_factory=dict)  # last key=value of each key in stdout
+    stats: dict = field(default_factory=dict)  # PMTHREADS_STATS JSON, if written
+    stderr_tail: str = ""
+
+
+class PoolRoot:
+    """The temporary directory on /dev/shm that holds every run's pool."""
+
+    def __init__(self):
+        base = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        self.path = Path(tempfile.mkdtemp(prefix="pmthreads-harness-", dir=base))
+
+    def fresh(self) -> Path:
+        return Path(tempfile.mkdtemp(prefix="run-", dir=self.path))
+
+    def drop(self, run_dir: Path):
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+    def close(self):
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def parse_facts(text: str) -> dict:
+    """Every `key=value` word of the output; a later one wins."""
+    facts = {}
+    for line in text.splitlines():
+        for word in line.split():
+            key, sep, value = word.partition("=")
+            if sep and key and value:
+                facts[key] = value
+    return facts
+
+
+def last_checksum(text: str) -> str:
+    lines = [l for l in text.splitlines() if l.strip()]
+    if lines and lines[-1].startswith("checksum="):
+        return lines[-1].split("=", 1)[1].strip()
+    return ""
+
+
+def environment(config: Config, pool_dir: Path, library: Path | None, pool_size: str,
+                preload: bool) -> dict:
+    """The environment of one run.  preload: inject libpmthreads.so with
+    PMTHREADS_HEAP=malloc (an unmodified binary); otherwise the binary is
+    expected to be linked with the runtime already (a ported build)."""
+    env = dict(os.environ)
+    for key in list(env):
+        if key.startswith("PMTHREADS_") or key == "LD_PRELOAD":
+            del env[key]
+    env["PMEM_IS_PMEM_FORCE"] = "1"
+    if config.kind == "pmthreads":
+        env["PMTHREADS_POOL"] = str(pool_dir / "pool")
+        env["PMTHREADS_POOL_SIZE"] = pool_size
+        env["PMTHREADS_TRACKER"] = config.tracker
+        env["PMTHREADS_STATS"] = str(pool_dir / "stats.json")
+        if preload:
+            env["PMTHREADS_HEAP"] = "malloc"
+            env["LD_PRELOAD"] = str(library)
+    if config.kind == "pmemobj":
+        env["STRESS_POOL_SIZE"] = "256"
+    return env
+
+
+def run(cmd: list, env: dict, pool_dir: Path, timeout: float) -> Result:
+    """Runs cmd once; the wall time covers the whole process (start-up,
+    runtime initialisation and the final persist included)."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=timeout, text=True, errors="replace")
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return Result(time.monotonic() - start, "TIMEOUT", parse_facts(out))
+    except OSError as e:
+        return Result(0.0, "NOEXEC", stderr_tail=str(e))
+    seconds = time.monotonic() - start
+    facts = parse_facts(proc.stdout)
+    facts["checksum"] = last_checksum(proc.stdout)
+    stats = {}
+    stats_file = pool_dir / "stats.json"
+    if stats_file.exists():
+        try:
+            stats = json.loads(stats_file.read_text())
+        except (ValueError, OSError):
+            stats = {}
+    status = "ok" if proc.returncode == 0 else f"FAIL({proc.returncode})"
+    tail = " | ".join(proc.stderr.strip().splitlines()[-2:])
+    return Result(seconds, status, facts, stats, tail)

@@ -11,8 +11,10 @@
  * when started under `pmthreads run` (LD_PRELOAD), which resolves the weak
  * references to the preloaded library.
  *
- * usage: bank [-t THREADS] [-s SECONDS] [-n ACCOUNTS] [--check]
- *   --check  only recover and verify, then exit (status 0: consistent).
+ * usage: bank [-t THREADS] [-s SECONDS] [-n ACCOUNTS] [--check] [--progress]
+ *   --check     only recover and verify, then exit (status 0: consistent).
+ *   --progress  every 10 ms print "progress <CLOCK_MONOTONIC ns> <transfers>"
+ *               (for crash tests: what was committed by when).
  */
 #include <pmthreads.h>
 
@@ -114,7 +116,7 @@ int main(int argc, char **argv)
 {
 	int threads = 2, seconds = 2;
 	uint64_t naccounts = 1000;
-	int check_only = 0;
+	int check_only = 0, progress = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-t") == 0 && i + 1 < argc)
 			threads = atoi(argv[++i]);
@@ -124,8 +126,10 @@ int main(int argc, char **argv)
 			naccounts = strtoull(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--check") == 0)
 			check_only = 1;
+		else if (strcmp(argv[i], "--progress") == 0)
+			progress = 1;
 		else {
-			fprintf(stderr, "usage: %s [-t THREADS] [-s SECONDS] [-n ACCOUNTS] [--check]\n",
+			fprintf(stderr, "usage: %s [-t THREADS] [-s SECONDS] [-n ACCOUNTS] [--check] [--progress]\n",
 				argv[0]);
 			return 2;
 		}
@@ -178,8 +182,23 @@ int main(int argc, char **argv)
 	pthread_t tid[256];
 	for (int i = 0; i < threads; i++)
 		pthread_create(&tid[i], NULL, teller, (void *)(uintptr_t)(i + 1 + bank->transfers));
-	struct timespec ts = { seconds, 0 };
-	nanosleep(&ts, NULL);
+	struct timespec now, end;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += seconds;
+	do {
+		struct timespec tick = { 0, 10 * 1000 * 1000 };
+		nanosleep(&tick, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (progress) {
+			pthread_mutex_lock(&ledger_lock);
+			uint64_t done = bank->transfers;
+			pthread_mutex_unlock(&ledger_lock);
+			printf("progress %lld %" PRIu64 "\n",
+			       (long long)now.tv_sec * 1000000000LL + now.tv_nsec, done);
+			fflush(stdout);
+		}
+	} while (now.tv_sec < end.tv_sec ||
+		 (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
 	atomic_store(&stop, 1);
 	for (int i = 0; i < threads; i++)
 		pthread_join(tid[i], NULL);

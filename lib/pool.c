@@ -125,6 +125,10 @@ static pid_t scan_proc_for_file(const struct stat *st)
 	return found;
 }
 
+static _Thread_local pid_t last_lock_holder;
+
+pid_t pool_last_lock_holder(void) { return last_lock_holder; }
+
 static void set_locked_error(int fd, const char *path, const struct stat *st)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
@@ -140,6 +144,7 @@ static void set_locked_error(int fd, const char *path, const struct stat *st)
 	}
 	if (pid == 0)
 		pid = scan_proc_for_file(st);
+	last_lock_holder = pid;
 	const char *how = reader ? "being read (shared lock)" : "in use (exclusive lock)";
 	if (pid == getpid())
 		err_set("pool %s is already open in this process (%s); open it once, or use "

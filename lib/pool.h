@@ -34,6 +34,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define POOL_MAGIC "PMTHRDS\0"
 #define POOL_FORMAT_VERSION 1
@@ -86,6 +87,10 @@ struct pool_open_options {
  * read_only: O_RDONLY, shared lock, PROT_READ mapping, no write at all (no
  * pid, no clean flag); capacity/shadow_base/create are ignored then. */
 int pool_open(struct pool **out, const struct pool_open_options *o);
+/* After pool_open failed because another process holds the pool: that
+ * process's pid (0 when unknown); meaningless after other failures. */
+pid_t pool_last_lock_holder(void);
+
 /* Unmap and unlock; does not persist anything (see runtime shutdown).
  * NULL is ignored. */
 void pool_close(struct pool *p);

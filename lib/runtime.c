@@ -1,6 +1,7 @@
 /* runtime -- start-up, shutdown and the epoch procedure.  See runtime.h. */
 #include "runtime.h"
 
+#include "checker.h"
 #include "heap.h"
 #include "log.h"
 #include "persist.h"
@@ -32,6 +33,7 @@ static struct tracker *tracker;
 static void *heap_base;
 static size_t heap_len;
 static bool previous_run_crashed;
+static bool child_of_holder;	/* start-up failed: our parent holds the pool */
 static uint64_t *dirty_pages;	/* room for every page of the heap */
 static size_t dirty_capacity;
 
@@ -129,6 +131,34 @@ static void log_configuration(void)
 									  : ", reopened after a clean exit"));
 }
 
+/* Whether pid is this process's parent, grandparent, ... (a shell started
+ * by system() may fork the program that then finds the pool locked). */
+static bool is_ancestor(pid_t pid)
+{
+	pid_t p = getppid();
+	for (int depth = 0; depth < 64 && p > 1; depth++) {
+		if (p == pid)
+			return true;
+		char path[64], buf[512];
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)p);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			return false;
+		buf[n] = '\0';
+		/* "pid (comm) state ppid ...": comm may contain spaces and ')'. */
+		char *close_paren = strrchr(buf, ')');
+		int ppid;
+		if (close_paren == NULL || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
+			return false;
+		p = (pid_t)ppid;
+	}
+	return false;
+}
+
 static int open_pool(void)
 {
 	if (cfg.pool_path_is_default && make_parent_dirs(cfg.pool_path) != 0)
@@ -149,6 +179,27 @@ static int open_pool(void)
 	return pool_open(&pool, &o);
 }
 
+/* PMTHREADS_CHECK=1 (checker.h): the checker sees writes only through the
+ * mprotect tracker's fault path, and only first writes per epoch fault, so
+ * check mode forces that tracker and a short interval. */
+static int check_mode_setup(void)
+{
+	if (!cfg.check)
+		return 0;
+	if (cfg.tracker == TRACKER_UFFD)
+		log_msg(LOG_WARN, "PMTHREADS_CHECK=1 needs the mprotect write tracker (with uffd "
+			"the kernel resolves first writes without saying which thread made "
+			"them); using mprotect instead of the requested uffd");
+	cfg.tracker = TRACKER_MPROTECT;
+	if (cfg.interval_ms > CHECKER_INTERVAL_MS) {
+		log_msg(LOG_INFO, "PMTHREADS_CHECK=1: epoch interval %u ms instead of %u ms, so "
+			"that pages are re-protected (and writes checked) more often",
+			CHECKER_INTERVAL_MS, cfg.interval_ms);
+		cfg.interval_ms = CHECKER_INTERVAL_MS;
+	}
+	return checker_init();
+}
+
 /* Bring the modules up in dependency order.  Recovery writes the shadow
  * before the tracker is attached, so restored pages are not counted as
  * dirty (they are already in the pool). */
@@ -158,8 +209,20 @@ static int start(void)
 		return -1;
 	log_set_level(cfg.verbose >= 2 ? LOG_DEBUG : cfg.verbose == 1 ? LOG_INFO : LOG_WARN);
 
-	if (open_pool() != 0)
+	if (check_mode_setup() != 0)
 		return -1;
+	if (open_pool() != 0) {
+		/* A descendant exec'd by the program holding the pool (system(),
+		 * popen(), a helper binary) inherits LD_PRELOAD and the
+		 * environment: it runs without persistence, quietly. */
+		pid_t holder = pool_last_lock_holder();
+		if (holder != 0 && is_ancestor(holder)) {
+			log_msg(LOG_INFO, "%s; this child of the holder runs without persistence",
+				err_get());
+			child_of_holder = true;
+		}
+		return -1;
+	}
 
 	heap_len = (size_t)(pool->npages * pool->page_size);
 	heap_base = shadow_reserve(pool->shadow_base, heap_len);
@@ -187,6 +250,9 @@ static int start(void)
 
 	if (tracker_open(&tracker, cfg.tracker, heap_base, heap_len) != 0)
 		goto fail_dirty;
+	/* Before heap_init: its writes happen inside a FASE and must pass. */
+	if (cfg.check)
+		tracker_set_write_hook(checker_on_write);
 
 	if (heap_init(heap_base, heap_len, pool->created) != 0)
 		goto fail_tracker;
@@ -234,7 +300,8 @@ int runtime_init(void)
 			atexit(runtime_shutdown);
 		} else {
 			snprintf(init_error, sizeof(init_error), "%s", err_get());
-			log_msg(LOG_ERR, "%s", init_error);
+			if (!child_of_holder)
+				log_msg(LOG_ERR, "%s", init_error);
 			atomic_store_explicit(&state, RUNTIME_FAILED, memory_order_release);
 		}
 		s = atomic_load(&state);
@@ -295,6 +362,14 @@ void runtime_shutdown(void)
 	stats_note_tracker(tracker->ops->name, &tracker->stats);
 	tracker_close(tracker);
 	tracker = NULL;
+	if (cfg.check) {
+		struct checker_stats cs;
+		checker_get_stats(&cs);
+		log_msg(LOG_INFO, "FASE checker: %llu first writes checked, %llu outside any "
+			"lock, %llu call sites reported", (unsigned long long)cs.writes_checked,
+			(unsigned long long)cs.unlocked_writes,
+			(unsigned long long)cs.sites_reported);
+	}
 	/* The heap stays mapped: other threads and later destructors may still
 	 * use memory from it; it is simply no longer persisted. */
 	atomic_store(&state, RUNTIME_DETACHED);

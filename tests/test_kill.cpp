@@ -5,6 +5,8 @@
 // committed two intervals before the kill must be there.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -111,8 +113,17 @@ long long recover_and_check(std::string *output)
 	return transfers;
 }
 
+// PMT_KILL_ROUNDS=N turns the test into the long benchmark (bench/kill_loop.sh).
+int rounds_from_env(int dflt)
+{
+	const char *v = getenv("PMT_KILL_ROUNDS");
+	return v != nullptr && atoi(v) > 0 ? atoi(v) : dflt;
+}
+
 void kill_loop(const char *tracker, int rounds)
 {
+	rounds = rounds_from_env(rounds);
+	std::vector<double> lost_ms;
 	char dir[] = "/dev/shm/pmt-kill-XXXXXX";
 	REQUIRE(mkdtemp(dir) != nullptr);
 	std::string pool = std::string(dir) + "/bank.pool";
@@ -138,11 +149,23 @@ void kill_loop(const char *tracker, int rounds)
 			if (p.ns <= horizon)
 				must_have = p.transfers;
 		CHECK((unsigned long long)recovered >= must_have);
+		// How much work the crash lost, in time: from the first report
+		// of a transfer count beyond what was recovered to the kill.
+		for (const auto &p : points)
+			if (p.transfers > (unsigned long long)recovered) {
+				lost_ms.push_back((double)(killed_at - p.ns) / 1e6);
+				break;
+			}
 		CHECK(recovered >= previous);
 		previous = recovered;
 	}
 	unlink(pool.c_str());
 	rmdir(dir);
+	std::sort(lost_ms.begin(), lost_ms.end());
+	if (!lost_ms.empty())
+		printf("kill loop, %s tracker, interval %u ms: %d kills, work lost per crash "
+		       "p50 %.0f ms, p90 %.0f ms, max %.0f ms\n", tracker, interval_ms, rounds,
+		       lost_ms[lost_ms.size() / 2], lost_ms[lost_ms.size() * 9 / 10], lost_ms.back());
 }
 
 } // namespace

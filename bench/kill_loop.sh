@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Many kill -9 / recover rounds of examples/bank under both trackers (the long
+# form of the `kill` test): every round checks the invariants and that at most
+# about one interval of work was lost, and the summary prints how much work a
+# crash lost (p50/p90/max, in ms of the program's progress).
+#   bench/kill_loop.sh [BUILD_DIR] [ROUNDS]
+set -euo pipefail
+build=${1:-build}
+rounds=${2:-100}
+PMT_KILL_ROUNDS=$rounds PMT_BANK="$build/examples/bank" "$build/tests/test_kill"

@@ -101,6 +101,16 @@ const char *tracker_uffd_unsupported_reason(void);
  * range outside every tracked range is ignored.  Thread-safe. */
 void tracker_prefault(void *addr, size_t len);
 
+/* A function told of every first write to a tracked page the mprotect
+ * backend sees: addr is the faulting address, ucontext the SIGSEGV handler's
+ * context (a ucontext_t *, so an unwinder can start at the faulting frame).
+ * It runs in the signal handler on the writing thread, before the page is
+ * made writable, so it must be async-signal-safe (the FASE checker,
+ * checker.h, is the user).  NULL (the default) turns it off.  The uffd
+ * backend never calls it: the kernel resolves its first writes unseen. */
+typedef void (*tracker_write_hook)(void *addr, void *ucontext);
+void tracker_set_write_hook(tracker_write_hook fn);
+
 /* Signal chaining (mprotect backend): preload/'s sigaction and signal
  * wrappers forward here.  While an mprotect tracker is attached, our SIGSEGV
  * handler stays installed and the application's SIGSEGV disposition is only

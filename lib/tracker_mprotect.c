@@ -181,14 +181,27 @@ static bool is_write_fault(const void *ucv)
 #endif
 }
 
+static _Atomic(tracker_write_hook) write_hook;
+
+void tracker_set_write_hook(tracker_write_hook fn)
+{
+	atomic_store(&write_hook, fn);
+}
+
 /* A fault at address a: if it is a first write to a tracked page, record it
  * and let the write proceed.  Returns whether it was ours. */
-static bool handle_tracked_write(uintptr_t a)
+static bool handle_tracked_write(uintptr_t a, void *ucv)
 {
 	for (int i = 0; i < MAX_TRACKERS; i++) {
 		struct mp_impl *m = atomic_load(&active[i]);
 		if (m == NULL || a < m->lo || a >= m->hi)
 			continue;
+		/* Before the page becomes writable: the hook sees the write
+		 * while it is still pending (and a thread racing to the same
+		 * page faults too, rather than slipping past unseen). */
+		tracker_write_hook hook = atomic_load_explicit(&write_hook, memory_order_acquire);
+		if (hook != NULL)
+			hook((void *)a, ucv);
 		size_t page = (a - m->lo) / m->ps;
 		mark_pages(m, page, 1);
 		__atomic_fetch_add(&m->t->stats.faults, 1, __ATOMIC_RELAXED);
@@ -261,7 +274,7 @@ static void on_sigsegv(int sig, siginfo_t *si, void *ucv)
 	atomic_fetch_add(&readers_inside, 1);
 	/* si_code > 0: raised by the kernel for this access, not sent. */
 	if (si->si_code > 0 && is_write_fault(ucv))
-		ours = handle_tracked_write((uintptr_t)si->si_addr);
+		ours = handle_tracked_write((uintptr_t)si->si_addr, ucv);
 	atomic_fetch_sub(&readers_inside, 1);
 	if (!ours)
 		chain_to_application(sig, si, ucv);

@@ -1,0 +1,267 @@
+/* checker -- reports of writes to the persistent heap outside any lock.
+ * See checker.h. */
+#define UNW_LOCAL_ONLY
+#include "checker.h"
+
+#include "log.h"
+#include "quiesce.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <libunwind.h>
+#include <link.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Open addressing at load factor <= 1/2 keeps probe sequences short. */
+#define TABLE_SLOTS (2 * CHECKER_MAX_SITES)
+
+/* Call-site keys; 0 marks a free slot.  Slots only ever go from 0 to a key,
+ * so a compare-and-swap is all the synchronisation needed, and two threads
+ * faulting at the same site at once cannot both win. */
+static _Atomic uint64_t sites[TABLE_SLOTS];
+static atomic_uint sites_used;
+
+static atomic_bool initialised;
+/* The C library's mapped span (see site_key). */
+static uintptr_t libc_lo, libc_hi;
+
+static _Atomic uint64_t n_checked, n_unlocked, n_reported, n_dropped;
+
+/* One report at a time, so that the lines of two threads' reports do not
+ * interleave.  A spin flag, because a handler cannot use a sleeping lock
+ * that the interrupted code might hold; the reentrancy guard below keeps a
+ * thread from ever spinning on its own flag. */
+static atomic_flag printing = ATOMIC_FLAG_INIT;
+
+/* Set while this thread is inside the hook: writes the reporting code itself
+ * makes (libunwind's allocations land in the heap in malloc mode) fault
+ * again, re-enter the hook, and must be neither checked nor reported. */
+static __thread bool in_hook __attribute__((tls_model("initial-exec")));
+
+/* ---- the C library's address range ---- */
+
+static int find_libc(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	uintptr_t probe = (uintptr_t)arg;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+		if (s < lo)
+			lo = s;
+		if (s + ph->p_memsz > hi)
+			hi = s + ph->p_memsz;
+	}
+	if (probe < lo || probe >= hi)
+		return 0;
+	libc_lo = lo;
+	libc_hi = hi;
+	return 1;
+}
+
+static bool in_libc(uintptr_t ip)
+{
+	return ip >= libc_lo && ip < libc_hi;
+}
+
+/* ---- unwinding (no allocation) ---- */
+
+/* Start a cursor at the faulting instruction (ucontext from the signal) or,
+ * without one, at our caller. */
+static int cursor_init(unw_cursor_t *c, unw_context_t *own, void *ucontext)
+{
+	if (ucontext != NULL)
+		return unw_init_local2(c, (unw_context_t *)ucontext, UNW_INIT_SIGNAL_FRAME);
+	if (unw_getcontext(own) != 0)
+		return -1;
+	return unw_init_local(c, own);
+}
+
+/* The instruction pointers of the first max frames. */
+static int walk(void *ucontext, uintptr_t *ips, int max)
+{
+	unw_context_t own;
+	unw_cursor_t c;
+	if (cursor_init(&c, &own, ucontext) != 0)
+		return 0;
+	int n = 0;
+	do {
+		unw_word_t ip;
+		if (unw_get_reg(&c, UNW_REG_IP, &ip) != 0 || ip == 0)
+			break;
+		ips[n++] = (uintptr_t)ip;
+	} while (n < max && unw_step(&c) > 0);
+	return n;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+/* The faulting PC, plus the return addresses up to the first frame outside
+ * the C library when the write happened inside it (memcpy and friends are
+ * one PC for every caller). */
+static uint64_t site_key(const uintptr_t *ips, int n)
+{
+	uint64_t k = ips[0];
+	for (int i = 0; i + 1 < n && in_libc(ips[i]); i++)
+		k = mix(k) ^ ips[i + 1];
+	return k != 0 ? k : 1;
+}
+
+/* Whether the site is new (and now remembered).  Lock-free, no allocation. */
+static bool first_time(uint64_t key)
+{
+	size_t i = (size_t)(mix(key) % TABLE_SLOTS);
+	for (size_t probes = 0; probes < TABLE_SLOTS; probes++, i = (i + 1) % TABLE_SLOTS) {
+		uint64_t cur = atomic_load_explicit(&sites[i], memory_order_acquire);
+		if (cur == key)
+			return false;
+		if (cur != 0)
+			continue;
+		if (atomic_fetch_add(&sites_used, 1) >= CHECKER_MAX_SITES) {
+			atomic_fetch_sub(&sites_used, 1);
+			break;
+		}
+		uint64_t expected = 0;
+		if (atomic_compare_exchange_strong(&sites[i], &expected, key))
+			return true;
+		atomic_fetch_sub(&sites_used, 1);
+		if (expected == key)
+			return false;	/* another thread took this site just now */
+	}
+	if (atomic_fetch_add(&n_dropped, 1) == 0)
+		log_msg(LOG_WARN, "the FASE checker has seen %d distinct sites of unlocked "
+			"writes; further new sites are not reported", CHECKER_MAX_SITES);
+	return false;
+}
+
+/* ---- symbolising and printing (may allocate, see checker.h) ---- */
+
+static void print_frames(void *ucontext, int n)
+{
+	unw_context_t own;
+	unw_cursor_t c;
+	if (cursor_init(&c, &own, ucontext) != 0)
+		return;
+	for (int i = 0; i < n; i++) {
+		unw_word_t ip = 0, off = 0;
+		char name[256];
+		if (unw_get_reg(&c, UNW_REG_IP, &ip) != 0 || ip == 0)
+			break;
+		int r = unw_get_proc_name(&c, name, sizeof(name), &off);
+		Dl_info di;
+		bool have_dl = dladdr((void *)ip, &di) != 0;
+		if (r != 0 && r != -UNW_ENOMEM) {
+			/* No symbol table entry libunwind could read: the
+			 * nearest exported symbol, if any. */
+			if (have_dl && di.dli_sname != NULL) {
+				snprintf(name, sizeof(name), "%s", di.dli_sname);
+				off = ip - (uintptr_t)di.dli_saddr;
+			} else {
+				snprintf(name, sizeof(name), "??");
+				off = have_dl ? ip - (uintptr_t)di.dli_fbase : 0;
+			}
+		}
+		const char *obj = have_dl && di.dli_fname != NULL && di.dli_fname[0] != '\0'
+					  ? di.dli_fname
+					  : program_invocation_name;
+		log_msg(LOG_WARN, "  #%d 0x%lx %s+0x%lx (%s)", i, (unsigned long)ip, name,
+			(unsigned long)off, obj);
+		if (unw_step(&c) <= 0)
+			break;
+	}
+}
+
+static void report(void *addr, void *ucontext, int nframes)
+{
+	/* The reporting code's own heap writes (malloc mode) must be able to
+	 * fault and be tracked; every other signal stays blocked. */
+	sigset_t segv, saved;
+	sigemptyset(&segv);
+	sigaddset(&segv, SIGSEGV);
+	pthread_sigmask(SIG_UNBLOCK, &segv, &saved);
+	while (atomic_flag_test_and_set_explicit(&printing, memory_order_acquire))
+		sched_yield();
+	log_msg(LOG_WARN, "write to the persistent heap at %p outside any lock (not "
+		"failure-atomic)", addr);
+	print_frames(ucontext, nframes);
+	atomic_flag_clear_explicit(&printing, memory_order_release);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+}
+
+/* ---- the hook ---- */
+
+void checker_on_write(void *addr, void *ucontext)
+{
+	if (in_hook || !atomic_load_explicit(&initialised, memory_order_acquire))
+		return;
+	atomic_fetch_add_explicit(&n_checked, 1, memory_order_relaxed);
+	if (fase_depth() != 0)
+		return;
+	in_hook = true;
+	atomic_fetch_add_explicit(&n_unlocked, 1, memory_order_relaxed);
+	uintptr_t ips[CHECKER_MAX_FRAMES];
+	int n = walk(ucontext, ips, CHECKER_MAX_FRAMES);
+	if (n > 0 && first_time(site_key(ips, n))) {
+		atomic_fetch_add_explicit(&n_reported, 1, memory_order_relaxed);
+		report(addr, ucontext, n);
+	}
+	in_hook = false;
+}
+
+int checker_init(void)
+{
+	if (atomic_load(&initialised))
+		return 0;
+	/* libunwind's global cache is guarded by a lock: a handler
+	 * interrupting an unwind on the same thread would deadlock on it. */
+	if (unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD) != 0) {
+		err_set("the FASE checker cannot set libunwind's caching policy");
+		return -1;
+	}
+	dl_iterate_phdr(find_libc, (void *)(uintptr_t)&abort);
+	if (libc_hi == 0)
+		log_msg(LOG_INFO, "the FASE checker did not find the C library's mapping; "
+			"writes inside memcpy and friends are keyed by their own address only");
+	/* Warm-up: libunwind initialises itself lazily (address space, unwind
+	 * tables of the loaded objects); let that happen here, not in the
+	 * first handler. */
+	unw_context_t ctx;
+	unw_cursor_t c;
+	if (unw_getcontext(&ctx) != 0 || unw_init_local(&c, &ctx) != 0) {
+		err_set("the FASE checker cannot unwind this process's stack with libunwind");
+		return -1;
+	}
+	char name[64];
+	unw_word_t off;
+	int depth = 0;
+	do
+		(void)unw_get_proc_name(&c, name, sizeof(name), &off);
+	while (++depth < CHECKER_MAX_FRAMES && unw_step(&c) > 0);
+	atomic_store_explicit(&initialised, true, memory_order_release);
+	return 0;
+}
+
+void checker_get_stats(struct checker_stats *out)
+{
+	out->writes_checked = atomic_load_explicit(&n_checked, memory_order_relaxed);
+	out->unlocked_writes = atomic_load_explicit(&n_unlocked, memory_order_relaxed);
+	out->sites_reported = atomic_load_explicit(&n_reported, memory_order_relaxed);
+	out->sites_dropped = atomic_load_explicit(&n_dropped, memory_order_relaxed);
+}

@@ -28,6 +28,8 @@ VMIN=${VMIN:-10}
 VMAX=${VMAX:-1000}
 THREADS=${THREADS:-4}
 export PMTHREADS_INTERVAL_MS=${PMTHREADS_INTERVAL_MS:-100}
+# the pool is on /dev/shm when possible: emulated pmem unless told otherwise
+export PMEM_IS_PMEM_FORCE=${PMEM_IS_PMEM_FORCE:-1}
 MARGIN_MS=${MARGIN_MS:-100}
 KILL_MIN_MS=${KILL_MIN_MS:-300}
 KILL_MAX_MS=${KILL_MAX_MS:-2500}

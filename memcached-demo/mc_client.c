@@ -13,7 +13,7 @@
  *   mc_client bench  HOST PORT CONNS SECONDS KEYS VSIZE SET_PERCENT
  *       closed-loop load: CONNS threads with one connection each, random keys
  *       of KEYS (prefilled first), values of VSIZE bytes, SET_PERCENT % sets,
- *       the rest gets.  Prints one CSV line:
+ *       the rest gets; every value a get returns is checked.  Prints one CSV line:
  *       ops,seconds,ops_per_sec,get_hits,get_misses,p50_us,p99_us,max_us
  *
  * Every socket has a 10 s timeout so that nothing waits forever.
@@ -340,11 +340,11 @@ static void *bench_worker(void *arg)
 {
 	struct worker *w = arg;
 	struct conn *c = malloc(sizeof(*c));
-	char *val = malloc(w->vsize), key[KEYMAX], req[KEYMAX + 16];
+	char *val = malloc(w->vsize), *got = malloc(w->vsize + 2), key[KEYMAX], req[KEYMAX + 16];
 	uint64_t rng = mix((uint64_t)w->id + 1);
 
 	memset(val, 'v', w->vsize);
-	if (c == NULL || val == NULL || conn_open(c, w->host, w->port) != 0) {
+	if (c == NULL || val == NULL || got == NULL || conn_open(c, w->host, w->port) != 0) {
 		w->failed = 1;
 		return NULL;
 	}
@@ -382,8 +382,12 @@ static void *bench_worker(void *arg)
 				break;
 			}
 			if (strncmp(l, "VALUE ", 6) == 0) {
-				if (sscanf(l, "VALUE %*s %*u %zu", &len) != 1 || read_n(c, NULL, len + 2) ||
+				/* every value the bench stores is vsize bytes of 'v' */
+				if (sscanf(l, "VALUE %*s %*u %zu", &len) != 1 || len != w->vsize ||
+				    read_n(c, got, len + 2) || memcmp(got, val, len) != 0 ||
+				    memcmp(got + len, "\r\n", 2) != 0 ||
 				    (l = read_line(c)) == NULL || strcmp(l, "END") != 0) {
+					fprintf(stderr, "mc_client bench: wrong reply to get %s\n", key);
 					w->failed = 1;
 					break;
 				}
@@ -402,6 +406,7 @@ static void *bench_worker(void *arg)
 	close(c->fd);
 	free(c);
 	free(val);
+	free(got);
 	return NULL;
 }
 

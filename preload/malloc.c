@@ -15,7 +15,10 @@
 #include "real.h"
 #include "runtime.h"
 
+#include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <malloc.h>
 #include <stdint.h>
 #include <string.h>
@@ -36,9 +39,39 @@ static inline bool from_heap(void)
 	return __builtin_expect(preload_malloc_mode, 0) && heap_ready() && !runtime_in_init();
 }
 
+/* stdio buffers stay in glibc's heap.  glibc allocates a stream's buffer with
+ * malloc in _IO_file_doallocate and fills it with its own internal read(2),
+ * which no wrapper of ours sees.  With the mprotect tracker a clean heap page
+ * is read-only, so that read failed with EFAULT: every stdio read of a fresh
+ * stream saw an error or EOF -- e.g. getpwnam() found no user (memcached -u
+ * root: "can't find the user root").  A stream buffer is no program state
+ * (a FILE is meaningless after a restart), so malloc calls made directly by
+ * _IO_file_doallocate are served by glibc; free() tells them apart by
+ * address as always.  [stdio_lo, stdio_lo + stdio_len) is that function's
+ * code, found once by preload_malloc_init (left empty if it cannot be). */
+static uintptr_t stdio_lo, stdio_len;
+
+void preload_malloc_init(void)
+{
+	void *f = dlsym(RTLD_NEXT, "_IO_file_doallocate");
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	if (f == NULL || dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) == 0 || sym == NULL)
+		return;
+	stdio_lo = (uintptr_t)f;
+	stdio_len = sym->st_size;
+}
+
+static inline bool stdio_buffer(const void *caller)
+{
+	return __builtin_expect((uintptr_t)caller - stdio_lo < stdio_len, 0);
+}
+
 PMT_EXPORT void *malloc(size_t n)
 {
-	return from_heap() ? heap_malloc(n) : __libc_malloc(n);
+	if (from_heap() && !stdio_buffer(__builtin_return_address(0)))
+		return heap_malloc(n);
+	return __libc_malloc(n);
 }
 
 PMT_EXPORT void *calloc(size_t n, size_t size)

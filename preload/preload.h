@@ -19,6 +19,10 @@ const struct config *preload_config(void);
  * and friends go to the persistent heap once it is ready. */
 extern bool preload_malloc_mode;
 
+/* Malloc mode: find what must stay in glibc's heap (stdio buffers, see
+ * malloc.c).  Called by the constructor before the heap is ready. */
+void preload_malloc_init(void);
+
 /* The calling thread is ending (pthread_exit or return from its start
  * routine): return its heap cache and its quiescence record.  Idempotent. */
 void preload_thread_exit(void);

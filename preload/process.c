@@ -85,6 +85,7 @@ __attribute__((constructor(101))) static void preload_start(void)
 	quiesce_set_thread_functions(real_fn.create, real_fn.join);
 	pthread_atfork(NULL, NULL, atfork_child);
 	if (cfg.heap == HEAP_MALLOC) {
+		preload_malloc_init();
 		preload_malloc_mode = true;
 		/* On failure runtime_init has said why; malloc stays glibc's. */
 		(void)runtime_init();

@@ -80,6 +80,10 @@ void real_resolve(void)
 	NEXT(fread, "fread");
 	NEXT(fread_unlocked, "fread_unlocked");
 	NEXT(fgets, "fgets");
+	NEXT(epoll_wait, "epoll_wait");
+	NEXT(epoll_pwait, "epoll_pwait");
+	NEXT(poll, "poll");
+	NEXT(ppoll, "ppoll");
 	NEXT(malloc_usable_size, "malloc_usable_size");
 	__atomic_store_n(&real_resolved, 1, __ATOMIC_RELEASE);
 	prim_unlock(&resolve_lock);

@@ -14,7 +14,10 @@
 
 #include <pthread.h>
 #include <semaphore.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -67,6 +70,10 @@ struct real_fns {
 	size_t (*fread)(void *, size_t, size_t, FILE *);
 	size_t (*fread_unlocked)(void *, size_t, size_t, FILE *);
 	char *(*fgets)(char *, int, FILE *);
+	int (*epoll_wait)(int, struct epoll_event *, int, int);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+	int (*poll)(struct pollfd *, nfds_t, int);
+	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
 	/* malloc_usable_size of glibc's blocks */
 	size_t (*malloc_usable_size)(void *);
 };

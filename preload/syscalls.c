@@ -20,7 +20,9 @@
 #include "tracker.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -134,6 +136,34 @@ PMT_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct
 		for (unsigned i = 0; i < n; i++)
 			prefault_msg(&v[i].msg_hdr);
 	}
+}
+
+/* Event loops (libevent: memcached) keep the event arrays that epoll_wait and
+ * poll fill in malloc'd memory.  The kernel reports EFAULT before it takes an
+ * event off the ready list (epoll re-queues it; poll is level-triggered), so
+ * the retry loses nothing. */
+PMT_EXPORT int epoll_wait(int fd, struct epoll_event *ev, int n, int timeout)
+{
+	PREFAULTED(int, prefault(ev, n > 0 ? (size_t)n * sizeof(*ev) : 0),
+		   REAL(epoll_wait)(fd, ev, n, timeout));
+}
+
+PMT_EXPORT int epoll_pwait(int fd, struct epoll_event *ev, int n, int timeout,
+			   const sigset_t *mask)
+{
+	PREFAULTED(int, prefault(ev, n > 0 ? (size_t)n * sizeof(*ev) : 0),
+		   REAL(epoll_pwait)(fd, ev, n, timeout, mask));
+}
+
+PMT_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	PREFAULTED(int, prefault(fds, n * sizeof(*fds)), REAL(poll)(fds, n, timeout));
+}
+
+PMT_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t,
+		     const sigset_t *mask)
+{
+	PREFAULTED(int, prefault(fds, n * sizeof(*fds)), REAL(ppoll)(fds, n, t, mask));
 }
 
 /* stdio reads large requests straight into the caller's buffer with an

@@ -226,6 +226,14 @@ TEST_CASE("the old pthread_cond_wait version is interposed too", "[preload]")
 	}
 }
 
+TEST_CASE("libc's own reads into malloc'd memory (stdio, getpwuid, epoll, poll)", "[preload]")
+{
+	// Under the mprotect tracker these failed with EFAULT: glibc fills a
+	// stream buffer it malloc'd with an internal read(2), and event loops
+	// keep epoll/poll arrays in malloc'd memory.
+	compare_with_native("prog_libcreads");
+}
+
 TEST_CASE("the pmthreads launcher preloads the library", "[preload]")
 {
 	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");

@@ -16,16 +16,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-enum gate_state { GATE_OPEN = 0, GATE_CLOSING = 1, GATE_RUNNING = 2 };
-
-/* One per thread, on its own cache line so that the owner's depth stores
- * never contend with another thread's.  depth is written only by the owner
- * (and by quiesce_atfork_child, when the owner no longer exists). */
-struct qrec {
-	atomic_uint depth;
-	atomic_uint in_use;
-	char pad[64 - 2 * sizeof(atomic_uint)];
-} __attribute__((aligned(64)));
+/* The record (struct quiesce_rec), the gate states and the lock fast path
+ * are in quiesce.h, so the preload wrappers can inline the fast path. */
 
 /* Records come in slabs from prim_map_any, never from malloc (the malloc
  * wrappers may themselves enter a FASE), and are never unmapped, so the epoch
@@ -34,20 +26,28 @@ struct qrec {
 struct slab {
 	struct slab *_Atomic next;
 	char pad[64 - sizeof(void *)];
-	struct qrec recs[RECS_PER_SLAB];
+	struct quiesce_rec recs[RECS_PER_SLAB];
 };
 
 static struct slab *_Atomic slabs;
 static prim_lock_t registry_lock = PRIM_LOCK_INIT;
 static atomic_uint registered;
 
-static __thread struct qrec *self __attribute__((tls_model("initial-exec")));
+__thread struct quiesce_thread quiesce_self __attribute__((tls_model("initial-exec")));
 static __thread bool on_epoch_thread __attribute__((tls_model("initial-exec")));
 
+/* The epoch thread's record: never in a slab, so the scan never sees it, and
+ * its depth starts far from 0, so fase_enter/fase_leave on the epoch thread
+ * (heap operations in the epoch procedure) never reach the gate.  Only the
+ * epoch thread touches it. */
+#define EPOCH_REC_DEPTH (1u << 30)
+static struct quiesce_rec epoch_rec = { .depth = EPOCH_REC_DEPTH };
+
 /* The gate; threads wait on it with a futex. */
-static atomic_uint gate = GATE_OPEN;
-/* When membarrier(2) is unavailable fase_enter pays a full fence instead. */
-static atomic_bool need_fence = true;
+atomic_uint quiesce_gate = GATE_OPEN;
+/* When membarrier(2) is unavailable fase_enter pays a full fence instead.
+ * Until the first quiesce_start it is unknown, so fence. */
+atomic_uint quiesce_need_fence = 1;
 
 /* Held by the epoch thread from each scan that finds every depth 0 until the
  * gate is open again, so fase_reenter can wait out a running epoch by taking
@@ -88,7 +88,7 @@ static struct {
 
 /* ---- records ---- */
 
-static struct qrec *claim_record(void)
+static struct quiesce_rec *claim_record(void)
 {
 	for (;;) {
 		for (struct slab *s = atomic_load_explicit(&slabs, memory_order_acquire); s != NULL;
@@ -119,11 +119,13 @@ static struct qrec *claim_record(void)
 	}
 }
 
-static inline struct qrec *my_record(void)
+static inline struct quiesce_rec *my_record(void)
 {
-	struct qrec *r = self;
+	/* A claimed record has depth 0, like quiesce_self.depth of a thread
+	 * without one. */
+	struct quiesce_rec *r = quiesce_self.rec;
 	if (__builtin_expect(r == NULL, 0))
-		self = r = claim_record();
+		quiesce_self.rec = r = claim_record();
 	return r;
 }
 
@@ -135,16 +137,17 @@ void quiesce_thread_start(void)
 
 void quiesce_thread_exit(void)
 {
-	struct qrec *r = self;
-	if (r == NULL)
+	struct quiesce_rec *r = quiesce_self.rec;
+	if (r == NULL || on_epoch_thread)
 		return;
-	self = NULL;
+	quiesce_self.rec = NULL;
+	quiesce_self.depth = 0;
 	/* A thread that exits holding locks holds them forever; counting them
 	 * would stall every later epoch until abandonment. */
 	atomic_store_explicit(&r->depth, 0, memory_order_release);
 	atomic_store_explicit(&r->in_use, 0, memory_order_release);
 	atomic_fetch_sub(&registered, 1);
-	if (atomic_load_explicit(&gate, memory_order_relaxed) == GATE_CLOSING) {
+	if (atomic_load_explicit(&quiesce_gate, memory_order_relaxed) == GATE_CLOSING) {
 		atomic_fetch_add(&wake_word, 1);
 		prim_futex_wake(&wake_word, 1);
 	}
@@ -168,53 +171,64 @@ unsigned quiesce_busy_threads(void)
 static void wait_for_open(void)
 {
 	unsigned s;
-	while ((s = atomic_load_explicit(&gate, memory_order_acquire)) != GATE_OPEN)
-		prim_futex_wait(&gate, s, 0);
+	while ((s = atomic_load_explicit(&quiesce_gate, memory_order_acquire)) != GATE_OPEN)
+		prim_futex_wait(&quiesce_gate, s, 0);
 }
 
-void fase_enter(void)
+void fase_enter(void) { fase_enter_fast(); }
+
+/* The 0 -> 1 transition when the fast path could not finish it: the thread
+ * is unregistered (r NULL), the gate is not open, or fences are needed. */
+void fase_enter_slow(struct quiesce_rec *r)
 {
-	if (__builtin_expect(on_epoch_thread, 0))
-		return;
-	struct qrec *r = my_record();
-	unsigned d = atomic_load_explicit(&r->depth, memory_order_relaxed);
-	if (d != 0) {
-		atomic_store_explicit(&r->depth, d + 1, memory_order_relaxed);
-		return;
-	}
-	for (;;) {
+	if (r == NULL) {
+		/* Unregistered, so depth is 0 (the fast path took d != 0). */
+		if (on_epoch_thread)
+			return;
+		r = my_record();
+		quiesce_self.depth = 1;
 		atomic_store_explicit(&r->depth, 1, memory_order_relaxed);
-		/* The store must be visible before the gate is read.  The epoch
-		 * thread's membarrier(2) between closing the gate and scanning
-		 * supplies the store-load ordering on our behalf, so the fast
-		 * path needs only a compiler barrier. */
-		if (__builtin_expect(atomic_load_explicit(&need_fence, memory_order_relaxed), 0))
+	}
+	/* depth is 1 here. */
+	for (;;) {
+		/* As in fase_enter_fast: the store must be visible before the
+		 * gate is read; without membarrier only a full fence does it. */
+		if (atomic_load_explicit(&quiesce_need_fence, memory_order_relaxed))
 			atomic_thread_fence(memory_order_seq_cst);
 		else
 			atomic_signal_fence(memory_order_seq_cst);
-		if (__builtin_expect(atomic_load_explicit(&gate, memory_order_acquire) == GATE_OPEN, 1))
+		if (atomic_load_explicit(&quiesce_gate, memory_order_acquire) == GATE_OPEN)
 			return;
 		/* An epoch is due: back off so it can start, wait, retry. */
+		quiesce_self.depth = 0;
 		atomic_store_explicit(&r->depth, 0, memory_order_release);
-		atomic_fetch_add(&wake_word, 1);
-		prim_futex_wake(&wake_word, 1);
+		fase_wake_epoch();
 		wait_for_open();
+		quiesce_self.depth = 1;
+		atomic_store_explicit(&r->depth, 1, memory_order_relaxed);
 	}
+}
+
+void fase_wake_epoch(void)
+{
+	atomic_fetch_add(&wake_word, 1);
+	prim_futex_wake(&wake_word, 1);
 }
 
 void fase_reenter(void)
 {
 	if (on_epoch_thread)
 		return;
-	struct qrec *r = my_record();
-	unsigned d = atomic_load_explicit(&r->depth, memory_order_relaxed);
+	struct quiesce_rec *r = my_record();
+	unsigned d = quiesce_self.depth;
+	quiesce_self.depth = d + 1;
 	if (d != 0) {
 		atomic_store_explicit(&r->depth, d + 1, memory_order_relaxed);
 		return;
 	}
 	atomic_store_explicit(&r->depth, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&gate, memory_order_acquire) == GATE_OPEN)
+	if (atomic_load_explicit(&quiesce_gate, memory_order_acquire) == GATE_OPEN)
 		return;
 	/* CLOSING: the epoch thread scans under epoch_lock, so once we hold it
 	 * any later scan sees our depth and waits for us -- we keep the mutex
@@ -225,31 +239,12 @@ void fase_reenter(void)
 	prim_unlock(&epoch_lock);
 }
 
-void fase_leave(void)
-{
-	if (__builtin_expect(on_epoch_thread, 0))
-		return;
-	struct qrec *r = self;
-	if (__builtin_expect(r == NULL, 0))
-		return;
-	unsigned d = atomic_load_explicit(&r->depth, memory_order_relaxed);
-	if (__builtin_expect(d == 0, 0))
-		return;
-	/* Release: the epoch thread that reads 0 also sees the FASE's writes. */
-	atomic_store_explicit(&r->depth, d - 1, memory_order_release);
-	if (d == 1 && __builtin_expect(atomic_load_explicit(&gate, memory_order_relaxed) ==
-					       GATE_CLOSING, 0)) {
-		/* Possibly the last thread the epoch waits for: tell it now
-		 * rather than leaving it to its polling back-off. */
-		atomic_fetch_add(&wake_word, 1);
-		prim_futex_wake(&wake_word, 1);
-	}
-}
+void fase_leave(void) { fase_leave_fast(); }
 
 unsigned fase_depth(void)
 {
-	struct qrec *r = self;
-	return r == NULL ? 0 : atomic_load_explicit(&r->depth, memory_order_relaxed);
+	/* The epoch thread's record only looks busy (see epoch_rec). */
+	return on_epoch_thread ? 0 : quiesce_self.depth;
 }
 
 /* ---- the epoch thread ---- */
@@ -265,7 +260,7 @@ static bool membarrier_register(void)
 /* Make every thread's earlier depth store visible to this thread. */
 static void barrier_all_threads(void)
 {
-	if (atomic_load_explicit(&need_fence, memory_order_relaxed) ||
+	if (atomic_load_explicit(&quiesce_need_fence, memory_order_relaxed) ||
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
 		atomic_thread_fence(memory_order_seq_cst);
 }
@@ -288,8 +283,8 @@ static uint64_t abandon_bound_ns(void)
 
 static void open_gate(void)
 {
-	atomic_store_explicit(&gate, GATE_OPEN, memory_order_release);
-	prim_futex_wake(&gate, INT_MAX);
+	atomic_store_explicit(&quiesce_gate, GATE_OPEN, memory_order_release);
+	prim_futex_wake(&quiesce_gate, INT_MAX);
 }
 
 static unsigned bucket_of(uint64_t ns)
@@ -305,14 +300,14 @@ static bool attempt_epoch(void)
 	unsigned covers = atomic_load(&requested);
 	uint64_t t0 = prim_now_ns();
 	uint64_t bound = abandon_bound_ns();
-	atomic_store(&gate, GATE_CLOSING);
+	atomic_store(&quiesce_gate, GATE_CLOSING);
 	barrier_all_threads();
 	uint64_t sleep_ns = 20000;
 	for (;;) {
 		unsigned seen = atomic_load(&wake_word);
 		prim_lock(&epoch_lock);
 		if (all_idle()) {
-			atomic_store(&gate, GATE_RUNNING);
+			atomic_store(&quiesce_gate, GATE_RUNNING);
 			if (epoch_fn != NULL)
 				epoch_fn(epoch_arg);
 			atomic_store_explicit(&served, covers, memory_order_release);
@@ -356,6 +351,8 @@ static void *epoch_main(void *unused)
 {
 	(void)unused;
 	on_epoch_thread = true;
+	quiesce_self.rec = &epoch_rec;
+	quiesce_self.depth = atomic_load_explicit(&epoch_rec.depth, memory_order_relaxed);
 	/* Application signals go to application threads. */
 	sigset_t all;
 	sigfillset(&all);
@@ -417,8 +414,8 @@ int quiesce_start(unsigned ms, quiesce_epoch_fn fn, void *arg)
 		prim_unlock(&control_lock);
 		return 0;
 	}
-	atomic_store(&need_fence, !membarrier_register());
-	if (atomic_load(&need_fence))
+	atomic_store(&quiesce_need_fence, !membarrier_register());
+	if (atomic_load(&quiesce_need_fence))
 		log_msg(LOG_INFO, "membarrier(2) is unavailable; the lock path uses a full fence");
 	epoch_fn = fn;
 	epoch_arg = arg;
@@ -499,8 +496,8 @@ void quiesce_atfork_child(void)
 	unsigned n = 0;
 	for (struct slab *s = atomic_load(&slabs); s != NULL; s = atomic_load(&s->next))
 		for (unsigned i = 0; i < RECS_PER_SLAB; i++) {
-			struct qrec *r = &s->recs[i];
-			if (r == self) {
+			struct quiesce_rec *r = &s->recs[i];
+			if (r == quiesce_self.rec) {
 				n++;
 				continue;
 			}
@@ -512,7 +509,7 @@ void quiesce_atfork_child(void)
 	atomic_store(&stopping, false);
 	atomic_store(&requested, 0);
 	atomic_store(&served, 0);
-	atomic_store(&gate, GATE_OPEN);
+	atomic_store(&quiesce_gate, GATE_OPEN);
 	memset(&stats, 0, sizeof(stats));
 }
 
@@ -544,5 +541,5 @@ void quiesce_get_stats(struct quiesce_stats *st)
 	st->pause_ns_p50 = percentile(stats.hist, stats.epochs, 50, stats.pause_max);
 	st->pause_ns_p99 = percentile(stats.hist, stats.epochs, 99, stats.pause_max);
 	prim_unlock(&stats_lock);
-	st->membarrier = !atomic_load(&need_fence);
+	st->membarrier = !atomic_load(&quiesce_need_fence);
 }

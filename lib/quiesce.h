@@ -30,7 +30,8 @@
  * gate when depth is 0.  A thread's first call registers it (records come
  * from the runtime's own memory, never from malloc).  Both are no-ops on the
  * epoch thread.  fase_leave at depth 0 does nothing (a lock taken before the
- * interposition was in place). */
+ * interposition was in place).  C callers on a hot path use the inline
+ * fase_enter_fast / fase_leave_fast below, which behave identically. */
 void fase_enter(void);
 void fase_leave(void);
 
@@ -44,6 +45,102 @@ void fase_reenter(void);
 
 /* The calling thread's current depth (0: outside any FASE). */
 unsigned fase_depth(void);
+
+#ifndef __cplusplus
+/*
+ * The lock fast path, inlined into the preload wrappers: every lock/unlock
+ * of the application pays for it, and a call into quiesce.c plus the
+ * epoch-thread test cost as much as the lock itself.  What it needs of
+ * quiesce.c's state is declared here; nothing else may touch it.
+ *
+ * quiesce_self.rec is the calling thread's record (NULL until it
+ * registers); quiesce_self.depth a private copy of the record's depth.  The
+ * fast path decides on the copy and only stores to the record, so the real
+ * lock's atomic instruction waits for one TLS load instead of the chain
+ * TLS -> record -> depth.  Both are written only by their thread; depth ==
+ * rec->depth whenever rec is not NULL, and 0 when it is.  The epoch thread
+ * points rec at a private record whose depth never comes near 0, so the
+ * fast path needs no separate "am I the epoch thread" test: its enters and
+ * leaves only move that depth, as if it always held a lock, and the scan
+ * never sees that record.
+ */
+#include <stdatomic.h>
+
+enum quiesce_gate_state { GATE_OPEN = 0, GATE_CLOSING = 1, GATE_RUNNING = 2 };
+
+/* One per thread, on its own cache line so that the owner's depth stores
+ * never contend with another thread's.  depth is written only by the owner
+ * (and by quiesce_atfork_child, when the owner no longer exists). */
+struct quiesce_rec {
+	atomic_uint depth;
+	atomic_uint in_use;
+	char pad[64 - 2 * sizeof(atomic_uint)];
+} __attribute__((aligned(64)));
+
+struct quiesce_thread {
+	struct quiesce_rec *rec;
+	unsigned depth;
+};
+/* initial-exec: %fs-relative loads, no __tls_get_addr call.  The library is
+ * preloaded or linked, so its TLS is in the static block. */
+extern __thread struct quiesce_thread quiesce_self
+	__attribute__((tls_model("initial-exec"), visibility("hidden")));
+/* The gate (enum quiesce_gate_state); threads wait on it with a futex. */
+extern atomic_uint quiesce_gate __attribute__((visibility("hidden")));
+/* Nonzero while the epoch thread cannot use membarrier(2) (also before it
+ * first starts): then the 0 -> 1 transition needs a full fence, which the
+ * slow path supplies. */
+extern atomic_uint quiesce_need_fence __attribute__((visibility("hidden")));
+
+/* Slow paths (quiesce.c).  fase_enter_slow: r is the caller's record with
+ * depth already set to 1 by the fast path, or NULL for an unregistered
+ * thread (depth untouched).  fase_wake_epoch: the last lock of a thread was
+ * released while the gate is CLOSING. */
+void fase_enter_slow(struct quiesce_rec *r) __attribute__((visibility("hidden")));
+void fase_wake_epoch(void) __attribute__((visibility("hidden")));
+
+static inline __attribute__((always_inline)) void fase_enter_fast(void)
+{
+	unsigned d = quiesce_self.depth;
+	struct quiesce_rec *r = quiesce_self.rec;
+	if (d != 0) {
+		quiesce_self.depth = d + 1;
+		atomic_store_explicit(&r->depth, d + 1, memory_order_relaxed);
+		return;
+	}
+	if (__builtin_expect(r != NULL, 1)) {
+		quiesce_self.depth = 1;
+		atomic_store_explicit(&r->depth, 1, memory_order_relaxed);
+		/* The depth store must be visible before the gate is read.  The
+		 * epoch thread's membarrier(2) between closing the gate and
+		 * scanning the depths orders it for us (a store-load pair that
+		 * needs no fence here); only the compiler must keep the order. */
+		atomic_signal_fence(memory_order_seq_cst);
+		if (__builtin_expect((atomic_load_explicit(&quiesce_gate, memory_order_acquire) |
+				      atomic_load_explicit(&quiesce_need_fence,
+							   memory_order_relaxed)) == 0,
+				     1))
+			return;
+	}
+	fase_enter_slow(r);
+}
+
+static inline __attribute__((always_inline)) void fase_leave_fast(void)
+{
+	unsigned d = quiesce_self.depth;
+	if (__builtin_expect(d == 0, 0))
+		return;
+	quiesce_self.depth = d - 1;
+	/* Release: the epoch thread that reads 0 also sees the FASE's writes. */
+	atomic_store_explicit(&quiesce_self.rec->depth, d - 1, memory_order_release);
+	/* Possibly the last thread the epoch waits for: tell it now rather than
+	 * leaving it to its polling back-off. */
+	if (d == 1 && __builtin_expect(atomic_load_explicit(&quiesce_gate, memory_order_relaxed) ==
+					       GATE_CLOSING,
+				       0))
+		fase_wake_epoch();
+}
+#endif
 
 /* The epoch procedure run at each quiescent point (runtime.c provides it):
  * collect dirty pages, persist them. */

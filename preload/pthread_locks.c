@@ -5,6 +5,11 @@
  * may wait at the gate, which must happen while the thread holds nothing);
  * an acquire that fails or times out gives the level back.  Every successful
  * release leaves one.  EOWNERDEAD from a robust mutex means it was acquired.
+ *
+ * These run on every lock operation of the application, so the FASE depth
+ * bookkeeping is inlined (quiesce.h's fase_enter_fast / fase_leave_fast):
+ * the common case is the real lock call plus a few loads and one store to
+ * the thread's own record.
  */
 #include "export.h"
 #include "quiesce.h"
@@ -16,38 +21,38 @@
 static inline int acquired(int r)
 {
 	if (r != 0 && r != EOWNERDEAD)
-		fase_leave();
+		fase_leave_fast();
 	return r;
 }
 
 static inline int released(int r)
 {
 	if (r == 0)
-		fase_leave();
+		fase_leave_fast();
 	return r;
 }
 
 PMT_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-	fase_enter();
+	fase_enter_fast();
 	return acquired(REAL(mutex_lock)(m));
 }
 
 PMT_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
 {
-	fase_enter();
+	fase_enter_fast();
 	return acquired(REAL(mutex_trylock)(m));
 }
 
 PMT_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *t)
 {
-	fase_enter();
+	fase_enter_fast();
 	return acquired(REAL(mutex_timedlock)(m, t));
 }
 
 PMT_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t c, const struct timespec *t)
 {
-	fase_enter();
+	fase_enter_fast();
 	return acquired(REAL(mutex_clocklock)(m, c, t));
 }
 
@@ -58,51 +63,51 @@ PMT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 
 PMT_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
-	fase_enter();
+	fase_enter_fast();
 	return acquired(REAL(rwlock_rdlock)(l));
 }
 
 PMT_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
-	fase_enter();
+	fase_enter_fast();
 	return acquired(REAL(rwlock_wrlock)(l));
 }
 
 PMT_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
 {
-	fase_enter();
+	fase_enter_fast();
 	return acquired(REAL(rwlock_tryrdlock)(l));
 }
 
 PMT_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
 {
-	fase_enter();
+	fase_enter_fast();
 	return acquired(REAL(rwlock_trywrlock)(l));
 }
 
 PMT_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *t)
 {
-	fase_enter();
+	fase_enter_fast();
 	return acquired(REAL(rwlock_timedrdlock)(l, t));
 }
 
 PMT_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *t)
 {
-	fase_enter();
+	fase_enter_fast();
 	return acquired(REAL(rwlock_timedwrlock)(l, t));
 }
 
 PMT_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t c,
 					  const struct timespec *t)
 {
-	fase_enter();
+	fase_enter_fast();
 	return acquired(REAL(rwlock_clockrdlock)(l, c, t));
 }
 
 PMT_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t c,
 					  const struct timespec *t)
 {
-	fase_enter();
+	fase_enter_fast();
 	return acquired(REAL(rwlock_clockwrlock)(l, c, t));
 }
 
@@ -113,13 +118,13 @@ PMT_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
 
 PMT_EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
 {
-	fase_enter();
+	fase_enter_fast();
 	return acquired(REAL(spin_lock)(l));
 }
 
 PMT_EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
 {
-	fase_enter();
+	fase_enter_fast();
 	return acquired(REAL(spin_trylock)(l));
 }
 

@@ -527,6 +527,17 @@ void heap_thread_exit(void)
 	fase_leave();
 }
 
+size_t heap_high_water(void)
+{
+	const struct heap_hdr *h = heap_rt.hdr;
+	if (h == NULL)
+		return SIZE_MAX;
+	/* No lock: at a quiescent point no heap operation runs (each is a
+	 * FASE) and the quiescent point orders their writes before us; the
+	 * page lock could be held forever by a thread that died inside one. */
+	return (size_t)(__atomic_load_n(&h->hwm, __ATOMIC_RELAXED) << HEAP_PAGE_SHIFT);
+}
+
 void heap_get_stats(struct heap_stats *st)
 {
 	memset(st, 0, sizeof(*st));

@@ -77,6 +77,13 @@ struct heap_stats {
  * other threads allocate). */
 void heap_get_stats(struct heap_stats *st);
 
+/* Bytes from the heap's base below which every page it has ever written
+ * lies: the header, the page map and the pages handed out so far (the
+ * high-water mark only grows).  The epoch limits write tracking to it.
+ * Exact at a quiescent point (no heap operation runs); SIZE_MAX before
+ * heap_init. */
+size_t heap_high_water(void);
+
 /* What heap_check found, for tests and the recovery tool. */
 struct heap_check_report {
 	uint64_t free_pages;	/* in free extents below the high-water mark */

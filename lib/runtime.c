@@ -320,6 +320,9 @@ void runtime_epoch(void *arg)
 		return;
 	bool final = atomic_load(&final_epoch_requested);
 	uint64_t t0 = prim_now_ns();
+	/* Nothing above the heap's high-water mark is ever written, and
+	 * scanning a mostly unused pool costs ~1 ms per GiB with uffd. */
+	tracker_set_extent(tracker, heap_high_water());
 	size_t n = tracker_collect_dirty(tracker, dirty_pages, dirty_capacity);
 	if (n == 0) {
 		counters.empty_epochs++;

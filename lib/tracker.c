@@ -53,6 +53,7 @@ int tracker_open(struct tracker **out, enum tracker_kind kind, void *base, size_
 	t->ops = ops;
 	t->base = base;
 	t->len = len;
+	t->extent = len;
 	t->page_size = ps;
 
 	/* Base pages only: a transparent huge page would make both backends
@@ -82,6 +83,13 @@ void tracker_close(struct tracker *t)
 		return;
 	t->ops->detach(t);
 	prim_unmap(t, sizeof(*t));
+}
+
+void tracker_set_extent(struct tracker *t, size_t extent)
+{
+	if (extent > t->len)
+		extent = t->len;
+	t->extent = (extent + t->page_size - 1) / t->page_size * t->page_size;
 }
 
 size_t tracker_collect_dirty(struct tracker *t, uint64_t *pages, size_t max)

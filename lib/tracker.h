@@ -72,6 +72,8 @@ struct tracker {
 	const struct tracker_ops *ops;
 	void *base;
 	size_t len;
+	size_t extent;		/* collections look at [base, base+extent) only;
+				 * see tracker_set_extent */
 	size_t page_size;
 	struct tracker_stats stats;
 	void *impl;
@@ -88,6 +90,17 @@ int tracker_open(struct tracker **out, enum tracker_kind kind, void *base, size_
 void tracker_close(struct tracker *t);
 /* ops->collect_dirty, counted in t->stats. */
 size_t tracker_collect_dirty(struct tracker *t, uint64_t *pages, size_t max);
+/* Limit later collections to [base, base+extent) (rounded up to a page,
+ * capped at len; tracker_open sets len).  The caller promises that nothing
+ * above it was written since the previous collection: a PAGEMAP_SCAN costs
+ * time for every page table entry of the range it walks, written or not, so
+ * the runtime passes the heap's high-water mark instead of scanning a mostly
+ * unused pool.  Writes above the extent are not lost, only deferred: they
+ * stay marked until a collection whose extent covers them (the mprotect
+ * backend, whose bitmap costs nothing to read, may report the few up to the
+ * next multiple of 64 pages early).  Call only where collect_dirty may be
+ * called (a quiescent point). */
+void tracker_set_extent(struct tracker *t, size_t extent);
 
 /* Whether this kernel offers what the uffd backend needs (probed once). */
 bool tracker_uffd_supported(void);

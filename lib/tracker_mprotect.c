@@ -522,7 +522,12 @@ static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 
 	size_t n = 0;
 	size_t run_start = 0, run_len = 0;	/* collected pages to re-protect */
-	for (size_t w = 0; w < m->nwords && n < max; w++) {
+	/* Bits are exact, so the extent only bounds the walk (bits above it,
+	 * if any, wait for a wider collection). */
+	size_t nwords = (t->extent / t->page_size + 63) / 64;
+	if (nwords > m->nwords)
+		nwords = m->nwords;
+	for (size_t w = 0; w < nwords && n < max; w++) {
 		uint64_t bits = atomic_load_explicit(&m->dirty[w], memory_order_relaxed);
 		uint64_t taken = 0;
 		while (bits != 0 && n < max) {

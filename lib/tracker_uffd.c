@@ -241,7 +241,10 @@ static size_t uffd_collect(struct tracker *t, uint64_t *pages, size_t max)
 		return report_all(t, u, pages, max);
 
 	const uint64_t base = (uintptr_t)t->base;
-	const uint64_t end = base + t->len;
+	/* Only up to the extent: the kernel walks every page table entry of
+	 * the scanned range, written or not.  Written pages above it keep
+	 * their written state for a later, wider scan. */
+	const uint64_t end = base + t->extent;
 	uint64_t start = base;
 	size_t n = 0;
 	while (n < max && start < end) {

@@ -10,36 +10,18 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* Enough for one epoch's seq-table lines and page runs in the common case;
- * when it fills up the ranges are written back early, which the contract
- * allows (a flush may reach the media any time before the fence). */
-#define MSYNC_RANGES 256
-
-struct msync_range {
-	uintptr_t start, end;	/* page-aligned */
-};
-
+/* A fence msyncs the span from the lowest to the highest byte flushed since
+ * the previous fence, in one call.  msync(MS_SYNC) writes back only the
+ * dirty pages of the range, but each call is a synchronous round trip to
+ * the device (and, on most file systems, a journal commit): one call per
+ * flushed range made an epoch cost one device flush per dirty page.  Pages
+ * in the span that were written but not flushed may reach the file early;
+ * the nvm contract allows that (on pmem a cache line can be evicted at any
+ * time), and the crash simulator tests that the persist algorithm copes. */
 struct msync_state {
 	uintptr_t page_mask;
-	size_t count;
-	struct msync_range r[MSYNC_RANGES];
+	uintptr_t start, end;	/* page-aligned; start == end: nothing flushed */
 };
-
-static void sync_range(struct nvm *n, const struct msync_range *r)
-{
-	if (msync((void *)r->start, r->end - r->start, MS_SYNC) != 0) {
-		n->stats.errors++;
-		log_msg(LOG_ERR, "msync of %zu bytes of the pool failed (%s): the last epoch may "
-			"not be durable", (size_t)(r->end - r->start), strerror(errno));
-	}
-}
-
-static void sync_all(struct nvm *n, struct msync_state *s)
-{
-	for (size_t i = 0; i < s->count; i++)
-		sync_range(n, &s->r[i]);
-	s->count = 0;
-}
 
 static void msync_flush(struct nvm *n, const void *addr, size_t len)
 {
@@ -48,22 +30,29 @@ static void msync_flush(struct nvm *n, const void *addr, size_t len)
 		return;
 	uintptr_t start = (uintptr_t)addr & ~s->page_mask;
 	uintptr_t end = ((uintptr_t)addr + len + s->page_mask) & ~s->page_mask;
-	if (s->count > 0) {
-		struct msync_range *last = &s->r[s->count - 1];
-		if (start <= last->end && end >= last->start) {
-			if (start < last->start)
-				last->start = start;
-			if (end > last->end)
-				last->end = end;
-			return;
-		}
+	if (s->start == s->end) {
+		s->start = start;
+		s->end = end;
+		return;
 	}
-	if (s->count == MSYNC_RANGES)
-		sync_all(n, s);
-	s->r[s->count++] = (struct msync_range){ start, end };
+	if (start < s->start)
+		s->start = start;
+	if (end > s->end)
+		s->end = end;
 }
 
-static void msync_fence(struct nvm *n) { sync_all(n, n->impl); }
+static void msync_fence(struct nvm *n)
+{
+	struct msync_state *s = n->impl;
+	if (s->start == s->end)
+		return;
+	if (msync((void *)s->start, s->end - s->start, MS_SYNC) != 0) {
+		n->stats.errors++;
+		log_msg(LOG_ERR, "msync of %zu bytes of the pool failed (%s): the last epoch may "
+			"not be durable", (size_t)(s->end - s->start), strerror(errno));
+	}
+	s->start = s->end = 0;
+}
 
 static void msync_unmap(struct nvm *n)
 {

@@ -426,6 +426,10 @@ void heap_free(void *p)
 	if (p == NULL || unlikely(not_ready()))
 		return;
 	fase_enter();
+	/* A named object freed through free() (malloc mode) or heap_free must
+	 * not leave its name pointing at freed memory; without names this is
+	 * one relaxed load. */
+	heap_name_remove_ptr(p);
 	free_internal(p, true);
 	fase_leave();
 }
@@ -478,6 +482,9 @@ void *heap_realloc(void *p, size_t size)
 		q = alloc_internal(size, &fresh);
 		if (q != NULL) {
 			memcpy(q, p, old < size ? old : size);
+			/* The name cannot follow the object: a moved name would
+			 * change what nvrecover returns behind the program's back. */
+			heap_name_remove_ptr(p);
 			free_internal(p, true);
 		}
 	}

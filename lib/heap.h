@@ -47,7 +47,8 @@ void *heap_realloc(void *p, size_t size);
 void *heap_memalign(size_t align, size_t size);
 /* NULL: nothing.  A pointer that is not an allocated block (outside the
  * heap, interior, never allocated, already freed) is reported with
- * log_msg and ignored where that is cheap to detect. */
+ * log_msg and ignored where that is cheap to detect.  A named block loses
+ * its name (as it does when heap_realloc moves it). */
 void heap_free(void *p);
 size_t heap_usable_size(const void *p);		/* 0 for NULL or a non-block */
 

@@ -585,6 +585,24 @@ TEST_CASE("threads beyond the cache slots share the locked slot", "[heap][thread
 	require_consistent();
 }
 
+TEST_CASE("freeing or moving a named block removes its name", "[heap]")
+{
+	test_heap th;
+	void *small = heap_malloc(64), *large = heap_malloc(3 * 4096 + 1), *moved = heap_malloc(32);
+	REQUIRE(heap_name_set("small", small) == 0);
+	REQUIRE(heap_name_set("large", large) == 0);
+	REQUIRE(heap_name_set("moved", moved) == 0);
+	heap_free(small);
+	heap_free(large);
+	void *grown = heap_realloc(moved, 100000);
+	REQUIRE(grown != nullptr);
+	REQUIRE(grown != moved);
+	CHECK(heap_name_get("small", nullptr) == nullptr);
+	CHECK(heap_name_get("large", nullptr) == nullptr);
+	CHECK(heap_name_get("moved", nullptr) == nullptr);
+	heap_free(grown);
+}
+
 TEST_CASE("names", "[heap]")
 {
 	test_heap th;

@@ -528,6 +528,15 @@ static uint64_t percentile(const uint64_t *hist, uint64_t total, unsigned pct, u
 	return max;
 }
 
+static atomic_uint_fast64_t blocking_in_fase;
+
+void quiesce_note_blocking_in_fase(const char *call)
+{
+	if (atomic_fetch_add_explicit(&blocking_in_fase, 1, memory_order_relaxed) < 8)
+		log_msg(LOG_INFO, "a thread blocks in %s while holding a lock: epochs cannot start "
+			"until it returns (attempts are abandoned and retried meanwhile)", call);
+}
+
 void quiesce_get_stats(struct quiesce_stats *st)
 {
 	prim_lock(&stats_lock);
@@ -542,4 +551,5 @@ void quiesce_get_stats(struct quiesce_stats *st)
 	st->pause_ns_p99 = percentile(stats.hist, stats.epochs, 99, stats.pause_max);
 	prim_unlock(&stats_lock);
 	st->membarrier = !atomic_load(&quiesce_need_fence);
+	st->blocking_in_fase = atomic_load_explicit(&blocking_in_fase, memory_order_relaxed);
 }

@@ -203,8 +203,17 @@ struct quiesce_stats {
 					 * max exact */
 	uint64_t pause_ns_total;
 	uint64_t abandoned_ns_total;	/* gate closed in abandoned attempts */
+	uint64_t blocking_in_fase;	/* joins, barrier and semaphore waits
+					 * entered while holding a lock */
 	bool membarrier;		/* membarrier(2) in use (else fences) */
 };
 void quiesce_get_stats(struct quiesce_stats *st);
+
+/* The calling thread is about to block in call (pthread_join,
+ * pthread_barrier_wait, sem_wait, ...) while it holds a lock: no epoch can
+ * start until it returns, so attempts meanwhile are abandoned.  Counted for
+ * the stats, and reported once per kind of call at PMTHREADS_VERBOSE=1 so
+ * that a user seeing abandoned epochs learns why. */
+void quiesce_note_blocking_in_fase(const char *call);
 
 #endif

@@ -90,6 +90,7 @@ int stats_write_json(const struct stats_report *r, const char *path)
 	put_u(&o, "pause_ns_max", r->quiesce.pause_ns_max, false);
 	put_u(&o, "pause_ns_total", r->quiesce.pause_ns_total, false);
 	put_u(&o, "abandoned_ns_total", r->quiesce.abandoned_ns_total, false);
+	put_u(&o, "blocking_in_fase", r->quiesce.blocking_in_fase, false);
 	put(&o, "  \"membarrier\": %s,\n", r->quiesce.membarrier ? "true" : "false");
 	put_u(&o, "pages_persisted", r->runtime.pages, false);
 	put_u(&o, "lines_written", r->runtime.lines_written, false);

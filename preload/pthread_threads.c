@@ -3,10 +3,8 @@
  *
  * pthread_create wraps the start routine so that the thread registers with
  * quiesce before it runs and, however it ends (return, pthread_exit,
- * cancellation), gives back its heap cache and its record.  Joins, barriers
- * and semaphores need no wrapper: a thread blocked in them outside a FASE
- * never delays an epoch, and one blocked in them while holding a lock is
- * covered by quiesce's abandonment bound.
+ * cancellation), gives back its heap cache and its record.  Blocking waits
+ * (joins, barriers, semaphores) are in pthread_blocking.c.
  */
 #include "export.h"
 #include "heap.h"

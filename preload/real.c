@@ -66,6 +66,12 @@ void real_resolve(void)
 		next_version("pthread_cond_timedwait", "GLIBC_2.2.5");
 	NEXT(create, "pthread_create");
 	NEXT(join, "pthread_join");
+	NEXT(timedjoin_np, "pthread_timedjoin_np");
+	NEXT(clockjoin_np, "pthread_clockjoin_np");
+	NEXT(barrier_wait, "pthread_barrier_wait");
+	NEXT(sem_wait, "sem_wait");
+	NEXT(sem_timedwait, "sem_timedwait");
+	NEXT(sem_clockwait, "sem_clockwait");
 	NEXT(exit, "pthread_exit");
 	NEXT(read, "read");
 	NEXT(pread, "pread");

@@ -55,6 +55,12 @@ struct real_fns {
 	/* threads */
 	int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 	int (*join)(pthread_t, void **);
+	int (*timedjoin_np)(pthread_t, void **, const struct timespec *);
+	int (*clockjoin_np)(pthread_t, void **, clockid_t, const struct timespec *);
+	int (*barrier_wait)(pthread_barrier_t *);
+	int (*sem_wait)(sem_t *);
+	int (*sem_timedwait)(sem_t *, const struct timespec *);
+	int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
 	void (*exit)(void *) __attribute__((noreturn));
 	/* system calls and stdio that write user memory */
 	ssize_t (*read)(int, void *, size_t);

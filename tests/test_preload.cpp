@@ -209,6 +209,15 @@ TEST_CASE("a thread parked in read() does not stop epochs", "[preload]")
 	}
 }
 
+TEST_CASE("semaphore waits and joins under a lock do not deadlock and are counted", "[preload]")
+{
+	for (auto &kv : compare_with_native("prog_blockwait")) {
+		INFO(kv.first << "\n" << kv.second);
+		if (json_text(kv.second, "persistence") == "true")
+			CHECK(json_number(kv.second, "blocking_in_fase") == 2);
+	}
+}
+
 TEST_CASE("fork with and without exec", "[preload]")
 {
 	compare_with_native("prog_forkexec");

@@ -57,6 +57,10 @@ static prim_lock_t epoch_lock = PRIM_LOCK_INIT;
 static prim_lock_t control_lock = PRIM_LOCK_INIT;
 
 static quiesce_epoch_fn epoch_fn;
+/* Run after the gate reopened, before sync waiters are released: the slow
+ * half of the epoch (persisting what epoch_fn staged) must not stall FASEs,
+ * yet pmthreads_sync promises durability, not a snapshot. */
+static quiesce_epoch_fn after_fn;
 static void *epoch_arg;
 static atomic_uint interval_ms = 100;
 static atomic_bool running;
@@ -77,13 +81,20 @@ static atomic_uint served;
 static quiesce_create_fn create_fn = pthread_create;
 static quiesce_join_fn join_fn = pthread_join;
 
-/* Statistics, written by the epoch thread under stats_lock. */
-#define PAUSE_BUCKETS 64
+/* Statistics, written by the epoch thread under stats_lock.  The pause
+ * histogram is log-linear: each power of two [2^e, 2^(e+1)) is split into
+ * PAUSE_SUB equal sub-buckets, so a percentile read from it is within 1/8
+ * (12.5 %) of the true value -- a plain power-of-two histogram could only say
+ * "somewhere in 2..4 ms", which makes p99 useless against a 5 ms target.
+ * Values below PAUSE_SUB ns get one bucket each. */
+#define PAUSE_SUB_BITS 3
+#define PAUSE_SUB (1u << PAUSE_SUB_BITS)
+#define PAUSE_BUCKETS (PAUSE_SUB + (64 - PAUSE_SUB_BITS) * PAUSE_SUB)
 static prim_lock_t stats_lock = PRIM_LOCK_INIT;
 static struct {
 	uint64_t epochs, abandoned, syncs;
 	uint64_t pause_max, pause_total, abandoned_total;
-	uint64_t hist[PAUSE_BUCKETS];	/* bucket b: pauses < 2^b ns */
+	uint64_t hist[PAUSE_BUCKETS];	/* see bucket_of / bucket_upper */
 } stats;
 
 /* ---- records ---- */
@@ -289,8 +300,25 @@ static void open_gate(void)
 
 static unsigned bucket_of(uint64_t ns)
 {
-	unsigned b = ns == 0 ? 0 : 64 - (unsigned)__builtin_clzll(ns);
-	return b < PAUSE_BUCKETS ? b : PAUSE_BUCKETS - 1;
+	if (ns < PAUSE_SUB)
+		return (unsigned)ns;
+	unsigned e = 63 - (unsigned)__builtin_clzll(ns);	/* >= PAUSE_SUB_BITS */
+	unsigned shift = e - PAUSE_SUB_BITS;
+	/* The PAUSE_SUB_BITS bits below the leading one pick the sub-bucket. */
+	unsigned sub = (unsigned)(ns >> shift) & (PAUSE_SUB - 1);
+	return PAUSE_SUB + shift * PAUSE_SUB + sub;
+}
+
+/* The smallest value above every value of bucket b (saturating). */
+static uint64_t bucket_upper(unsigned b)
+{
+	if (b < PAUSE_SUB)
+		return b + 1;
+	unsigned shift = (b - PAUSE_SUB) / PAUSE_SUB;
+	uint64_t mant = PAUSE_SUB + (b - PAUSE_SUB) % PAUSE_SUB + 1;	/* 9..16 */
+	if (shift >= 64 - (PAUSE_SUB_BITS + 1))
+		return UINT64_MAX;
+	return mant << shift;
 }
 
 /* One attempt at a quiescent point.  Returns true when the epoch procedure
@@ -308,12 +336,17 @@ static bool attempt_epoch(void)
 		prim_lock(&epoch_lock);
 		if (all_idle()) {
 			atomic_store(&quiesce_gate, GATE_RUNNING);
-			if (epoch_fn != NULL)
-				epoch_fn(epoch_arg);
-			atomic_store_explicit(&served, covers, memory_order_release);
+			/* Taken under epoch_lock, so that quiesce_start swapping
+			 * the procedure cannot pair one epoch's fn with another's
+			 * after. */
+			quiesce_epoch_fn fn = epoch_fn, after = after_fn;
+			void *arg = epoch_arg;
+			if (fn != NULL)
+				fn(arg);
 			open_gate();
 			prim_unlock(&epoch_lock);
-			prim_futex_wake(&served, INT_MAX);
+			/* The pause is what the application waited for: the gate
+			 * is open now, whatever after still does. */
 			uint64_t pause = prim_now_ns() - t0;
 			prim_lock(&stats_lock);
 			stats.epochs++;
@@ -322,6 +355,13 @@ static bool attempt_epoch(void)
 				stats.pause_max = pause;
 			stats.hist[bucket_of(pause)]++;
 			prim_unlock(&stats_lock);
+			/* On this thread, so the next quiescent point (which
+			 * this thread also runs) cannot start before it is
+			 * done: epochs stay ordered and never overlap. */
+			if (after != NULL)
+				after(arg);
+			atomic_store_explicit(&served, covers, memory_order_release);
+			prim_futex_wake(&served, INT_MAX);
 			return true;
 		}
 		prim_unlock(&epoch_lock);
@@ -397,6 +437,11 @@ void quiesce_set_thread_functions(quiesce_create_fn create, quiesce_join_fn join
 
 int quiesce_start(unsigned ms, quiesce_epoch_fn fn, void *arg)
 {
+	return quiesce_start_split(ms, fn, NULL, arg);
+}
+
+int quiesce_start_split(unsigned ms, quiesce_epoch_fn fn, quiesce_epoch_fn after, void *arg)
+{
 	if (ms == 0) {
 		err_set("quiesce: the epoch interval must be at least 1 ms");
 		return -1;
@@ -406,6 +451,7 @@ int quiesce_start(unsigned ms, quiesce_epoch_fn fn, void *arg)
 		/* Swap the procedure between epochs, never during one. */
 		prim_lock(&epoch_lock);
 		epoch_fn = fn;
+		after_fn = after;
 		epoch_arg = arg;
 		atomic_store(&interval_ms, ms);
 		prim_unlock(&epoch_lock);
@@ -418,6 +464,7 @@ int quiesce_start(unsigned ms, quiesce_epoch_fn fn, void *arg)
 	if (atomic_load(&quiesce_need_fence))
 		log_msg(LOG_INFO, "membarrier(2) is unavailable; the lock path uses a full fence");
 	epoch_fn = fn;
+	after_fn = after;
 	epoch_arg = arg;
 	atomic_store(&interval_ms, ms);
 	atomic_store(&stopping, false);
@@ -521,7 +568,7 @@ static uint64_t percentile(const uint64_t *hist, uint64_t total, unsigned pct, u
 	for (unsigned b = 0; b < PAUSE_BUCKETS; b++) {
 		seen += hist[b];
 		if (seen >= want) {
-			uint64_t upper = b >= 63 ? UINT64_MAX : (1ULL << b);
+			uint64_t upper = bucket_upper(b);
 			return upper < max ? upper : max;
 		}
 	}

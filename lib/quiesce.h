@@ -143,7 +143,12 @@ static inline __attribute__((always_inline)) void fase_leave_fast(void)
 #endif
 
 /* The epoch procedure run at each quiescent point (runtime.c provides it):
- * collect dirty pages, persist them. */
+ * collect dirty pages and stage them.  Optionally split in two: fn runs at
+ * the quiescent point with the gate closed; after runs on the epoch thread
+ * right after the gate reopened (application threads run again), and before
+ * the next quiescent point and before quiesce_sync callers of this epoch
+ * return -- the place for work that must finish but need not stall FASEs
+ * (persisting the staged pages). */
 typedef void (*quiesce_epoch_fn)(void *arg);
 
 /* Start the epoch thread.  interval_ms: the period (> 0).  When the epoch
@@ -152,6 +157,10 @@ typedef void (*quiesce_epoch_fn)(void *arg);
  * runtime_init later installs the persisting procedure).  Returns 0 or -1
  * with err_get() set. */
 int quiesce_start(unsigned interval_ms, quiesce_epoch_fn fn, void *arg);
+/* The same with a second procedure run after the gate reopened (see
+ * quiesce_epoch_fn); both get arg.  quiesce_start is this with after NULL. */
+int quiesce_start_split(unsigned interval_ms, quiesce_epoch_fn fn, quiesce_epoch_fn after,
+			void *arg);
 
 /* Stop the epoch thread, after one final epoch attempt when final is true
  * (bounded like any other: abandoned when some thread keeps holding a lock).
@@ -162,7 +171,7 @@ void quiesce_stop(bool final);
 bool quiesce_running(void);
 
 /* Force an epoch and wait until one that started after the call has
- * completed (the epoch procedure returned).  Returns 0; -1 with errno
+ * completed (the epoch procedure and its after procedure returned).  Returns 0; -1 with errno
  * EDEADLK when the caller is inside a FASE, ESRCH when no epoch thread
  * runs. */
 int quiesce_sync(void);
@@ -198,9 +207,11 @@ struct quiesce_stats {
 	uint64_t abandoned;		/* attempts given up (lock held too long) */
 	uint64_t syncs;			/* quiesce_sync requests */
 	uint64_t pause_ns_p50, pause_ns_p99, pause_ns_max;
-					/* CLOSING -> OPEN of completed epochs;
-					 * p50/p99 are log2-bucket upper bounds,
-					 * max exact */
+					/* CLOSING -> OPEN of completed epochs
+					 * (the after procedure is not in it);
+					 * p50/p99 are upper bounds of
+					 * histogram buckets 1/8 of a power of
+					 * two wide (<= 12.5 % high), max exact */
 	uint64_t pause_ns_total;
 	uint64_t abandoned_ns_total;	/* gate closed in abandoned attempts */
 	uint64_t blocking_in_fase;	/* joins, barrier and semaphore waits

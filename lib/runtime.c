@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,6 +37,23 @@ static bool previous_run_crashed;
 static bool child_of_holder;	/* start-up failed: our parent holds the pool */
 static uint64_t *dirty_pages;	/* room for every page of the heap */
 static size_t dirty_capacity;
+
+/*
+ * Staged persist.  At the quiescent point (gate closed) runtime_epoch only
+ * collects the dirty pages and copies each into the staging area, at the
+ * same offset as in the heap; the gate then reopens and runtime_epoch_after,
+ * on the epoch thread, persists from the staging area, which nobody else
+ * touches.  So the pause is collect + one DRAM copy, not the NVM writes.
+ * The next quiescent point runs on the same thread only after the persist
+ * returned, so staged pages are never overwritten while being persisted,
+ * and dirty_pages / staged_* carry the epoch from one half to the other.
+ * NULL staging (the reservation failed): persist inside the pause, as
+ * before.
+ */
+static unsigned char *staging;
+static size_t staged_n;		/* pages in dirty_pages waiting for the persist */
+static bool staged_final;	/* the staged epoch is shutdown's final one */
+static uint64_t staged_ns;	/* collect + copy time of the staged epoch */
 
 static struct runtime_counters counters;
 static runtime_epoch_observer epoch_observer;
@@ -200,6 +218,14 @@ static int check_mode_setup(void)
 	return checker_init();
 }
 
+static void release_staging(void)
+{
+	if (staging != NULL)
+		prim_unmap(staging, heap_len);
+	staging = NULL;
+	staged_n = 0;
+}
+
 /* Bring the modules up in dependency order.  Recovery writes the shadow
  * before the tracker is attached, so restored pages are not counted as
  * dirty (they are already in the pool). */
@@ -247,6 +273,16 @@ static int start(void)
 		err_set("cannot allocate the dirty-page list for %zu pages", dirty_capacity);
 		goto fail_shadow;
 	}
+	/* Address space only (MAP_NORESERVE): a page costs memory once some
+	 * epoch stages it, and runtime_epoch_after hands it back lazily. */
+	staging = prim_map_any(heap_len);
+	if (staging != NULL)
+		/* A huge page would make staging one written page cost 2 MiB of
+		 * zeroing inside the pause. */
+		(void)madvise(staging, heap_len, MADV_NOHUGEPAGE);
+	else
+		log_msg(LOG_WARN, "cannot reserve %zu bytes for the staging area; epochs persist "
+			"with the application paused", heap_len);
 
 	if (tracker_open(&tracker, cfg.tracker, heap_base, heap_len) != 0)
 		goto fail_dirty;
@@ -258,7 +294,8 @@ static int start(void)
 		goto fail_tracker;
 
 	log_configuration();
-	if (quiesce_start(cfg.interval_ms, runtime_epoch, NULL) != 0)
+	if (quiesce_start_split(cfg.interval_ms, runtime_epoch,
+				staging != NULL ? runtime_epoch_after : NULL, NULL) != 0)
 		goto fail_tracker;
 	return 0;
 
@@ -266,6 +303,7 @@ fail_tracker:
 	tracker_close(tracker);
 	tracker = NULL;
 fail_dirty:
+	release_staging();
 	prim_unmap(dirty_pages, dirty_capacity * sizeof(uint64_t));
 	dirty_pages = NULL;
 fail_shadow:
@@ -313,23 +351,19 @@ int runtime_init(void)
 	return -1;
 }
 
-void runtime_epoch(void *arg)
+/* Persist the epoch in dirty_pages[0..staged_n) from src (the staging area
+ * or, without one, the heap itself) and account for it. */
+static void persist_staged(const void *src)
 {
-	(void)arg;
-	if (tracker == NULL || pool == NULL)
-		return;
-	bool final = atomic_load(&final_epoch_requested);
-	uint64_t t0 = prim_now_ns();
-	/* Nothing above the heap's high-water mark is ever written, and
-	 * scanning a mostly unused pool costs ~1 ms per GiB with uffd. */
-	tracker_set_extent(tracker, heap_high_water());
-	size_t n = tracker_collect_dirty(tracker, dirty_pages, dirty_capacity);
+	size_t n = staged_n;
+	staged_n = 0;
 	if (n == 0) {
 		counters.empty_epochs++;
 	} else {
+		uint64_t t0 = prim_now_ns();
 		struct persist_stats st = { 0 };
-		epoch_persist(pool, heap_base, dirty_pages, n, &st);
-		uint64_t ns = prim_now_ns() - t0;
+		epoch_persist(pool, src, dirty_pages, n, &st);
+		uint64_t ns = staged_ns + (prim_now_ns() - t0);
 		counters.epochs++;
 		counters.pages += st.pages;
 		counters.lines_written += st.lines_written;
@@ -337,11 +371,66 @@ void runtime_epoch(void *arg)
 		counters.bytes_compared += st.bytes_compared;
 		counters.fences += st.fences;
 		counters.persist_ns += ns;
+		counters.stage_ns += staged_ns;
 		if (epoch_observer != NULL)
 			epoch_observer(*pool->ver_d, st.pages, st.bytes_written, ns);
 	}
-	if (final)
+	/* Only now, durable, may shutdown mark the pool clean. */
+	if (staged_final)
 		atomic_store(&final_epoch_done, true);
+}
+
+void runtime_epoch(void *arg)
+{
+	(void)arg;
+	if (tracker == NULL || pool == NULL)
+		return;
+	staged_final = atomic_load(&final_epoch_requested);
+	uint64_t t0 = prim_now_ns();
+	/* Nothing above the heap's high-water mark is ever written, and
+	 * scanning a mostly unused pool costs ~1 ms per GiB with uffd. */
+	tracker_set_extent(tracker, heap_high_water());
+	size_t n = tracker_collect_dirty(tracker, dirty_pages, dirty_capacity);
+	if (staging != NULL) {
+		/* The pages come back ascending: copy runs of adjacent pages
+		 * with one memcpy each. */
+		const size_t ps = (size_t)pool->page_size;
+		const unsigned char *heap = heap_base;
+		for (size_t k = 0; k < n;) {
+			size_t j = k + 1;
+			while (j < n && dirty_pages[j] == dirty_pages[j - 1] + 1)
+				j++;
+			size_t off = (size_t)dirty_pages[k] * ps;
+			memcpy(staging + off, heap + off, (j - k) * ps);
+			k = j;
+		}
+	}
+	staged_n = n;
+	staged_ns = prim_now_ns() - t0;
+	if (staging == NULL)
+		persist_staged(heap_base);
+}
+
+void runtime_epoch_after(void *arg)
+{
+	(void)arg;
+	if (pool == NULL || staging == NULL)
+		return;
+	size_t n = staged_n;
+	persist_staged(staging);
+	/* Give the staged pages back lazily: MADV_FREE costs no fault when the
+	 * next epoch stages the same page again before the kernel reclaimed
+	 * it (the common case: hot pages are dirty every epoch), yet the memory
+	 * is reclaimable under pressure.  Kernels without it (< 4.5) keep the
+	 * pages; an epoch never stages more than the heap's written pages. */
+	const size_t ps = (size_t)pool->page_size;
+	for (size_t k = 0; k < n;) {
+		size_t j = k + 1;
+		while (j < n && dirty_pages[j] == dirty_pages[j - 1] + 1)
+			j++;
+		(void)madvise(staging + (size_t)dirty_pages[k] * ps, (j - k) * ps, MADV_FREE);
+		k = j;
+	}
 }
 
 void runtime_shutdown(void)
@@ -365,6 +454,8 @@ void runtime_shutdown(void)
 	stats_note_tracker(tracker->ops->name, &tracker->stats);
 	tracker_close(tracker);
 	tracker = NULL;
+	/* The epoch thread is joined: nothing reads the staging area now. */
+	release_staging();
 	if (cfg.check) {
 		struct checker_stats cs;
 		checker_get_stats(&cs);
@@ -389,6 +480,9 @@ void runtime_atfork_child(void)
 	if (atomic_load(&state) != RUNTIME_RUNNING)
 		return;
 	quiesce_atfork_child();
+	/* The child never persists; its copy of the staging area (possibly
+	 * half-persisted by the parent's epoch thread) is only memory. */
+	release_staging();
 	if (tracker != NULL) {
 		stats_note_tracker(tracker->ops->name, &tracker->stats);
 		tracker_close(tracker);

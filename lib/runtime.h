@@ -44,9 +44,13 @@ void runtime_shutdown(void);
  * is a private copy and is never persisted). */
 void runtime_atfork_child(void);
 
-/* One epoch: collect dirty pages and persist them (called by quiesce at a
- * quiescent point). */
+/* One epoch, in two halves (quiesce_start_split).  runtime_epoch, at the
+ * quiescent point: collect the dirty pages and copy them into the staging
+ * area.  runtime_epoch_after, on the epoch thread once the gate is open
+ * again: persist the staged copy (durable on return).  Without a staging
+ * area runtime_epoch persists too and runtime_epoch_after is not used. */
 void runtime_epoch(void *arg);
+void runtime_epoch_after(void *arg);
 
 /* The heap range as mapped in this process, and (mapped - recorded). */
 void *runtime_heap_base(void);
@@ -65,14 +69,17 @@ struct runtime_counters {
 	uint64_t bytes_written;
 	uint64_t bytes_compared;	/* bytes diffed against the old copy */
 	uint64_t fences;
-	uint64_t persist_ns;		/* time spent in collect + persist */
+	uint64_t persist_ns;		/* time spent in collect + stage + persist */
+	uint64_t stage_ns;		/* of which collect + copy to the staging
+					 * area, inside the pause */
 	uint64_t recovered_pages;	/* pages restored at start-up */
 	uint64_t recovery_ns;
 };
 void runtime_get_counters(struct runtime_counters *out);
 
 /* Observer of each epoch (stats module: bytes per epoch over time).  Called
- * at the quiescent point after the epoch is durable. */
+ * on the epoch thread as soon as the epoch is durable -- usually after the
+ * gate reopened, so application threads are running. */
 typedef void (*runtime_epoch_observer)(uint64_t epoch, uint64_t pages, uint64_t bytes_written,
 				       uint64_t ns);
 void runtime_set_epoch_observer(runtime_epoch_observer fn);

@@ -98,6 +98,7 @@ int stats_write_json(const struct stats_report *r, const char *path)
 	put_u(&o, "bytes_compared", r->runtime.bytes_compared, false);
 	put_u(&o, "fences", r->runtime.fences, false);
 	put_u(&o, "persist_ns", r->runtime.persist_ns, false);
+	put_u(&o, "stage_ns", r->runtime.stage_ns, false);
 	put_u(&o, "recovered_pages", r->runtime.recovered_pages, false);
 	put_u(&o, "recovery_ns", r->runtime.recovery_ns, false);
 	put_u(&o, "tracker_faults", r->tracker_stats.faults, false);

@@ -251,6 +251,35 @@ TEST_CASE("read() from a file into a persistent buffer, under both trackers", "[
 	}
 }
 
+// pmthreads_sync promises durability, not a staged snapshot: with epochs
+// persisted after the gate reopens, a sync that returned at the quiescent
+// point would let the kill right after it lose the last round.
+TEST_CASE("pmthreads_sync makes the data durable before it returns", "[e2e]")
+{
+	std::vector<std::pair<std::string, bool>> progs = { { env_or_fail("PMT_PS"), false },
+							    { env_or_fail("PMT_PS_PLAIN"), true } };
+	for (const char *tracker : trackers()) {
+		for (auto &pr : progs) {
+			INFO("tracker " << tracker << ", " << pr.first);
+			scenario sc(tracker);
+			if (pr.second)
+				sc.env["LD_PRELOAD"] = env_or_fail("PMT_LIB");
+			// Only the syncs persist: no timed epoch within the test.
+			sc.env["PMTHREADS_INTERVAL_MS"] = "3600000";
+			const std::string rounds = "5";
+			run_result r = sc.run(pr.first, { "synckill", rounds });
+			INFO("synckill: " << r.describe());
+			REQUIRE(r.killed());
+			sc.check_pool();
+			run_result v = sc.run(pr.first, { "syncverify", rounds });
+			INFO("syncverify: " << v.describe());
+			REQUIRE(v.exited_ok());
+			REQUIRE(v.out == "synced " + rounds + "\n");
+			sc.check_pool();
+		}
+	}
+}
+
 TEST_CASE("a program's own SIGSEGV handler gets its faults, heap writes keep working", "[e2e]")
 {
 	std::vector<std::pair<std::string, bool>> progs = { { env_or_fail("PMT_PS"), false },

@@ -20,6 +20,17 @@
  *       under the mprotect tracker) and pages never written.
  *   readverify FILE
  *       the buffer found after the restart holds what readfile read.
+ *   synckill ROUNDS
+ *       ROUNDS times: under the lock, stamp the round number into every
+ *       cache line of a 4 MiB nvmalloc'd buffer, then pmthreads_sync(), which
+ *       must have advanced the durable epoch; then SIGKILL right after the
+ *       last sync.  Run with an interval far longer than the test, so only
+ *       the syncs persist anything: sync must return only once the epoch is
+ *       durable, not merely staged (the persist of 1024 fully rewritten
+ *       pages is still running when a premature return is followed by the
+ *       kill).
+ *   syncverify ROUNDS
+ *       every line of the buffer found after the restart holds ROUNDS.
  *   segv
  *       a program with its own SIGSEGV handler: faults on pages it mprotected
  *       itself reach its handler (installed before and after the runtime
@@ -53,6 +64,7 @@
 #pragma weak nvrecover
 #pragma weak crashed
 #pragma weak pmthreads_sync
+#pragma weak pmthreads_durable_epoch
 #pragma weak pmthreads_heap_offset
 #pragma weak pmthreads_errormsg
 #endif
@@ -638,12 +650,54 @@ static int segv(void)
 	return 0;
 }
 
+#define SYNC_BUF_LEN (4u << 20)
+#define SYNC_LINE 64u
+
+static int synckill(uint64_t rounds)
+{
+	uint64_t *buf = nvmalloc(SYNC_BUF_LEN, "ps_sync");
+	if (buf == NULL)
+		FAIL("nvmalloc(sync buffer): %s", pmthreads_errormsg());
+	for (uint64_t r = 1; r <= rounds; r++) {
+		pthread_mutex_lock(&lock);
+		for (size_t off = 0; off < SYNC_BUF_LEN; off += SYNC_LINE)
+			buf[off / sizeof(uint64_t)] = r;
+		pthread_mutex_unlock(&lock);
+		uint64_t before = pmthreads_durable_epoch();
+		if (pmthreads_sync() != 0)
+			FAIL("pmthreads_sync: %s", pmthreads_errormsg());
+		if (pmthreads_durable_epoch() <= before)
+			FAIL("round %" PRIu64 ": pmthreads_sync returned with the durable epoch still "
+			     "%" PRIu64, r, pmthreads_durable_epoch());
+	}
+	raise(SIGKILL);
+	FAIL("still alive after SIGKILL");
+}
+
+static int syncverify(uint64_t rounds)
+{
+	const uint64_t *buf = nvrecover(NULL, SYNC_BUF_LEN, "ps_sync");
+	if (buf == NULL)
+		FAIL("nvrecover(\"ps_sync\") found nothing");
+	if (!crashed())
+		FAIL("crashed() is false after SIGKILL");
+	for (size_t off = 0; off < SYNC_BUF_LEN; off += SYNC_LINE)
+		if (buf[off / sizeof(uint64_t)] != rounds)
+			FAIL("line at offset %zu holds round %" PRIu64 ", not %" PRIu64
+			     " (the last pmthreads_sync returned before it was durable)",
+			     off, buf[off / sizeof(uint64_t)], rounds);
+	printf("synced %" PRIu64 "\n", rounds);
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: persist_structs build N M [exit|kill] [--malloc]\n"
 			"       persist_structs verify ADDRFILE clean|crashed [--malloc]\n"
 			"       persist_structs readfile FILE [exit|kill]\n"
 			"       persist_structs readverify FILE\n"
+			"       persist_structs synckill ROUNDS\n"
+			"       persist_structs syncverify ROUNDS\n"
 			"       persist_structs segv\n");
 	exit(2);
 }
@@ -673,6 +727,10 @@ int main(int argc, char **argv)
 		return readfile(argv[2], argc == 4 && strcmp(argv[3], "kill") == 0);
 	if (strcmp(mode, "readverify") == 0 && argc == 3)
 		return readverify(argv[2]);
+	if (strcmp(mode, "synckill") == 0 && argc == 3)
+		return synckill(strtoull(argv[2], NULL, 10));
+	if (strcmp(mode, "syncverify") == 0 && argc == 3)
+		return syncverify(strtoull(argv[2], NULL, 10));
 	if (strcmp(mode, "segv") == 0 && argc == 2)
 		return segv();
 	usage();

@@ -66,6 +66,12 @@ static atomic_uint interval_ms = 100;
 static atomic_bool running;
 static atomic_bool stopping;
 static atomic_bool final_requested;
+/* Set on the epoch thread around the final attempt only, so the runtime can
+ * tell shutdown's final epoch from a regular one that happened to run while
+ * shutdown was starting. */
+static atomic_bool in_final_attempt;
+
+bool quiesce_in_final_epoch(void) { return atomic_load(&in_final_attempt); }
 static pthread_t epoch_thread;
 
 /* The epoch thread sleeps on wake_word; everything that wants it to look
@@ -424,8 +430,11 @@ static void *epoch_main(void *unused)
 			not_before = next_due = prim_now_ns() + backoff;
 		}
 	}
-	if (atomic_load(&final_requested))
+	if (atomic_load(&final_requested)) {
+		atomic_store(&in_final_attempt, true);
 		(void)attempt_epoch();
+		atomic_store(&in_final_attempt, false);
+	}
 	return NULL;
 }
 

@@ -167,6 +167,10 @@ int quiesce_start_split(unsigned interval_ms, quiesce_epoch_fn fn, quiesce_epoch
  * No-op when it is not running. */
 void quiesce_stop(bool final);
 
+/* True while the epoch procedures run for quiesce_stop(true)'s final
+ * epoch (not for a regular epoch that ran as shutdown began). */
+bool quiesce_in_final_epoch(void);
+
 /* Whether the epoch thread is running. */
 bool quiesce_running(void);
 

@@ -57,9 +57,9 @@ static uint64_t staged_ns;	/* collect + copy time of the staged epoch */
 
 static struct runtime_counters counters;
 static runtime_epoch_observer epoch_observer;
-/* Set by runtime_shutdown before the final epoch; the epoch that sees it
- * makes the pool eligible for the clean flag. */
-static atomic_bool final_epoch_requested;
+/* Set once shutdown's final epoch (quiesce_in_final_epoch) is durable: only
+ * then may the pool be marked clean.  A regular epoch that ran while
+ * shutdown began does not count: writes after it would be lost. */
 static atomic_bool final_epoch_done;
 
 enum runtime_state runtime_state(void) { return atomic_load(&state); }
@@ -385,7 +385,7 @@ void runtime_epoch(void *arg)
 	(void)arg;
 	if (tracker == NULL || pool == NULL)
 		return;
-	staged_final = atomic_load(&final_epoch_requested);
+	staged_final = quiesce_in_final_epoch();
 	uint64_t t0 = prim_now_ns();
 	/* Nothing above the heap's high-water mark is ever written, and
 	 * scanning a mostly unused pool costs ~1 ms per GiB with uffd. */
@@ -440,7 +440,6 @@ void runtime_shutdown(void)
 		prim_unlock(&init_lock);
 		return;
 	}
-	atomic_store(&final_epoch_requested, true);
 	/* The final epoch is itself a quiescent point: if some thread keeps
 	 * holding a lock past the bound it is abandoned, and the pool stays
 	 * marked as crashed so the next run recovers the last durable epoch. */

@@ -3,7 +3,7 @@
 // symbolised backtrace; writes inside FASEs (the allocator's own included)
 // never are.  In process over an mprotect tracker, and end to end with
 // tests/progs/unlocked.c under LD_PRELOAD.
-#include <catch2/catch.hpp>
+#include "subprocess.hpp"
 
 #include <cstdint>
 #include <cstdio>
@@ -25,7 +25,6 @@ extern "C" {
 #include "tracker.h"
 }
 
-extern char **environ;
 
 // Call sites with known names for the reports (extern "C": unmangled).
 extern "C" {
@@ -50,15 +49,7 @@ __attribute__((noinline, noclone)) void checker_test_clear_b(void *p)
 
 namespace {
 
-std::string read_all(int fd)
-{
-	std::string s;
-	char buf[4096];
-	ssize_t n;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		s.append(buf, (size_t)n);
-	return s;
-}
+using subprocess::read_fd;
 
 // stderr of this process goes to a file while one of these lives; text()
 // returns what was written meanwhile.
@@ -76,7 +67,7 @@ struct capture_stderr {
 	std::string text()
 	{
 		lseek(fd, 0, SEEK_SET);
-		return read_all(fd);
+		return read_fd(fd);
 	}
 	~capture_stderr()
 	{
@@ -199,73 +190,7 @@ TEST_CASE("unlocked writes are reported once per site, FASE writes never", "[che
 
 namespace {
 
-struct run_result {
-	int status = -1;
-	std::string out, err;
-};
-
-// argv with the environment minus PMTHREADS_* / LD_PRELOAD, plus extra.
-run_result run(const std::string &prog, const std::map<std::string, std::string> &extra)
-{
-	std::vector<std::string> env;
-	for (char **e = environ; *e != nullptr; e++)
-		if (strncmp(*e, "PMTHREADS_", 10) != 0 && strncmp(*e, "LD_PRELOAD=", 11) != 0)
-			env.emplace_back(*e);
-	for (auto &kv : extra)
-		env.push_back(kv.first + "=" + kv.second);
-	std::vector<char *> envp;
-	for (auto &s : env)
-		envp.push_back(const_cast<char *>(s.c_str()));
-	envp.push_back(nullptr);
-	char *argv[] = { const_cast<char *>(prog.c_str()), nullptr };
-
-	char errpath[] = "/tmp/pmt-checker-err-XXXXXX";
-	int errfd = mkstemp(errpath);
-	REQUIRE(errfd >= 0);
-	unlink(errpath);
-	int out[2];
-	REQUIRE(pipe(out) == 0);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		dup2(out[1], 1);
-		dup2(errfd, 2);
-		close(out[0]);
-		close(out[1]);
-		execve(argv[0], argv, envp.data());
-		_exit(127);
-	}
-	close(out[1]);
-	run_result r;
-	r.out = read_all(out[0]);
-	close(out[0]);
-	int st = 0;
-	waitpid(pid, &st, 0);
-	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	lseek(errfd, 0, SEEK_SET);
-	r.err = read_all(errfd);
-	close(errfd);
-	return r;
-}
-
-std::string env_or_fail(const char *name)
-{
-	const char *v = getenv(name);
-	if (v == nullptr)
-		FAIL("meson test sets " << name);
-	return v;
-}
-
-struct scratch_dir {
-	std::string path;
-	scratch_dir()
-	{
-		char t[] = "/tmp/pmt-checker-XXXXXX";
-		REQUIRE(mkdtemp(t) != nullptr);
-		path = t;
-	}
-	~scratch_dir() { (void)!system(("rm -rf '" + path + "'").c_str()); }
-};
+using namespace subprocess;
 
 run_result run_unlocked(const scratch_dir &dir, const std::string &tracker, const char *check)
 {
@@ -279,7 +204,7 @@ run_result run_unlocked(const scratch_dir &dir, const std::string &tracker, cons
 	};
 	if (check != nullptr)
 		env["PMTHREADS_CHECK"] = check;
-	return run(env_or_fail("PMT_PROGS") + "/prog_unlocked", env);
+	return run({ env_or_fail("PMT_PROGS") + "/prog_unlocked" }, env);
 }
 
 // "FASE checker: C first writes checked, U outside any lock, S call sites
@@ -297,7 +222,7 @@ long long unlocked_count(const std::string &err)
 TEST_CASE("an unlocked store in a preloaded program is named exactly once", "[checker]")
 {
 	scratch_dir dir;
-	run_result native = run(env_or_fail("PMT_PROGS") + "/prog_unlocked", {});
+	run_result native = run({ env_or_fail("PMT_PROGS") + "/prog_unlocked" }, {});
 	REQUIRE(native.status == 0);
 	for (const char *tracker : { "auto", "mprotect" }) {
 		run_result r = run_unlocked(dir, tracker, "1");

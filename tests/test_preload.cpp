@@ -3,7 +3,7 @@
 // LD_PRELOAD=libpmthreads.so -- interception only (nvmalloc mode, no pool)
 // and with the persistent heap behind malloc under each tracker -- must print
 // exactly the same, and the statistics must show epochs happening.
-#include <catch2/catch.hpp>
+#include "subprocess.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -15,105 +15,8 @@
 #include <unistd.h>
 #include <vector>
 
-extern char **environ;
-
 namespace {
-struct run_result {
-	int status = -1;
-	std::string out, err;
-};
-
-std::string env_or_fail(const char *name)
-{
-	const char *v = getenv(name);
-	if (v == nullptr)
-		FAIL("meson test sets " << name);
-	return v;
-}
-
-std::string read_fd(int fd)
-{
-	std::string s;
-	char buf[4096];
-	ssize_t n;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		s.append(buf, (size_t)n);
-	return s;
-}
-
-// Run argv with the current environment minus PMTHREADS_* / LD_PRELOAD, plus
-// extra.  stderr goes to a file so that neither pipe can fill up.
-run_result run(const std::vector<std::string> &argv, const std::map<std::string, std::string> &extra)
-{
-	std::vector<std::string> env;
-	for (char **e = environ; *e != nullptr; e++)
-		if (strncmp(*e, "PMTHREADS_", 10) != 0 && strncmp(*e, "LD_PRELOAD=", 11) != 0)
-			env.emplace_back(*e);
-	for (auto &kv : extra)
-		env.push_back(kv.first + "=" + kv.second);
-	std::vector<char *> envp, args;
-	for (auto &s : env)
-		envp.push_back(const_cast<char *>(s.c_str()));
-	envp.push_back(nullptr);
-	for (auto &s : argv)
-		args.push_back(const_cast<char *>(s.c_str()));
-	args.push_back(nullptr);
-
-	char errpath[] = "/tmp/pmt-preload-err-XXXXXX";
-	int errfd = mkstemp(errpath);
-	REQUIRE(errfd >= 0);
-	unlink(errpath);
-	int out[2];
-	REQUIRE(pipe(out) == 0);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		dup2(out[1], 1);
-		dup2(errfd, 2);
-		close(out[0]);
-		close(out[1]);
-		execve(args[0], args.data(), envp.data());
-		_exit(127);
-	}
-	close(out[1]);
-	run_result r;
-	r.out = read_fd(out[0]);
-	close(out[0]);
-	int st = 0;
-	waitpid(pid, &st, 0);
-	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	lseek(errfd, 0, SEEK_SET);
-	r.err = read_fd(errfd);
-	close(errfd);
-	return r;
-}
-
-// The unsigned number after "key": in the stats JSON (-1 when absent).
-long long json_number(const std::string &json, const std::string &key)
-{
-	auto at = json.find("\"" + key + "\": ");
-	if (at == std::string::npos)
-		return -1;
-	return std::atoll(json.c_str() + at + key.size() + 4);
-}
-
-std::string json_text(const std::string &json, const std::string &key)
-{
-	auto at = json.find("\"" + key + "\": ");
-	if (at == std::string::npos)
-		return "";
-	auto start = at + key.size() + 4;
-	auto end = json.find_first_of(",\n", start);
-	return json.substr(start, end - start);
-}
-
-std::string slurp(const std::string &path)
-{
-	std::ifstream f(path);
-	std::stringstream ss;
-	ss << f.rdbuf();
-	return ss.str();
-}
+using namespace subprocess;
 
 struct mode {
 	const char *name, *heap, *tracker;
@@ -122,17 +25,6 @@ const mode modes[] = {
 	{ "interception only", "nvmalloc", "auto" },
 	{ "malloc heap, uffd tracker", "malloc", "uffd" },
 	{ "malloc heap, mprotect tracker", "malloc", "mprotect" },
-};
-
-struct scratch_dir {
-	std::string path;
-	scratch_dir()
-	{
-		char t[] = "/tmp/pmt-preload-XXXXXX";
-		REQUIRE(mkdtemp(t) != nullptr);
-		path = t;
-	}
-	~scratch_dir() { (void)!system(("rm -rf '" + path + "'").c_str()); }
 };
 
 // Run prog natively and in every mode; return the stats JSON of each mode.

@@ -1,11 +1,13 @@
 // Running a test program as a subprocess, with a controlled environment, and
 // reading what it printed: shared by the tests that start programs under
-// LD_PRELOAD (test_preload, test_checker).
+// LD_PRELOAD and the tool (test_preload, test_checker, test_persist_e2e,
+// test_recover_tool).
 #ifndef PMT_TESTS_SUBPROCESS_HPP
 #define PMT_TESTS_SUBPROCESS_HPP
 
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -22,7 +24,21 @@ namespace subprocess {
 
 struct run_result {
 	int status = -1;	// exit status, or 128 + signal
+	int wait_status = 0;	// as waitpid reported it
 	std::string out, err;
+	bool exited_ok() const { return WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0; }
+	bool killed() const { return WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL; }
+	// For failure messages: how it ended, stderr, the start of stdout.
+	std::string describe() const
+	{
+		std::ostringstream s;
+		if (WIFEXITED(wait_status))
+			s << "exit " << WEXITSTATUS(wait_status);
+		else if (WIFSIGNALED(wait_status))
+			s << "signal " << WTERMSIG(wait_status);
+		s << "\n--- stderr:\n" << err << "--- stdout (first 2000 bytes):\n" << out.substr(0, 2000);
+		return s.str();
+	}
 };
 
 // A variable that meson test sets for the test (a path to a built file).
@@ -84,7 +100,8 @@ inline run_result run(const std::vector<std::string> &argv,
 	r.out = read_fd(out[0]);
 	close(out[0]);
 	int st = 0;
-	waitpid(pid, &st, 0);
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	r.wait_status = st;
 	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	lseek(errfd, 0, SEEK_SET);
 	r.err = read_fd(errfd);

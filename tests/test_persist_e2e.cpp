@@ -13,6 +13,7 @@
 // without the link, run under LD_PRELOAD=PMT_LIB with PMTHREADS_HEAP=malloc),
 // PMTHREADS_RECOVER_TOOL.
 #include "pool_test_util.h"
+#include "subprocess.hpp"
 
 extern "C" {
 #include "tracker.h"
@@ -27,36 +28,8 @@ using namespace pooltest;
 
 namespace {
 
-std::string env_or_fail(const char *name)
-{
-	const char *v = getenv(name);
-	INFO(name << " must be set (meson test sets it)");
-	REQUIRE(v != nullptr);
-	return v;
-}
-
-std::string read_whole(const std::string &path)
-{
-	file_snapshot s = file_snapshot::of(path);
-	return std::string(s.bytes.begin(), s.bytes.end());
-}
-
-struct run_result {
-	int status = 0;		// raw wait status
-	std::string out, err;
-	bool exited_ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
-	bool killed() const { return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL; }
-	std::string describe() const
-	{
-		std::ostringstream s;
-		if (WIFEXITED(status))
-			s << "exit " << WEXITSTATUS(status);
-		else if (WIFSIGNALED(status))
-			s << "signal " << WTERMSIG(status);
-		s << "\n--- stderr:\n" << err << "--- stdout (first 2000 bytes):\n" << out.substr(0, 2000);
-		return s.str();
-	}
-};
+using subprocess::env_or_fail;
+using subprocess::run_result;
 
 // One scenario: a pool in a scratch directory and the environment the
 // program runs with.
@@ -75,44 +48,15 @@ struct scenario {
 		env["PMEM_IS_PMEM_FORCE"] = "1";
 	}
 
-	// Run prog with args; stdout and stderr through files (nothing to
-	// drain).  The environment is ours minus PMTHREADS_* and LD_PRELOAD,
-	// plus env unless plain (the recovery tool: preloaded, it would take
-	// the pool for itself).
+	// Run prog with args.  The environment is ours minus PMTHREADS_* and
+	// LD_PRELOAD, plus env unless plain (the recovery tool: preloaded, it
+	// would take the pool for itself).
 	run_result run(const std::string &prog, const std::vector<std::string> &args,
 		       bool plain = false)
 	{
-		std::string out = dir.file("stdout"), err = dir.file("stderr");
-		pid_t pid = fork();
-		REQUIRE(pid >= 0);
-		if (pid == 0) {
-			int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-			int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-			if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
-				_exit(127);
-			std::vector<std::string> keep;
-			for (char **v = environ; *v != nullptr; v++)
-				if (strncmp(*v, "PMTHREADS_", 10) != 0 && strncmp(*v, "LD_PRELOAD=", 11) != 0)
-					keep.push_back(*v);
-			for (auto &kv : env)
-				if (!plain)
-					keep.push_back(kv.first + "=" + kv.second);
-			std::vector<char *> envp, argv;
-			for (auto &s : keep)
-				envp.push_back(const_cast<char *>(s.c_str()));
-			envp.push_back(nullptr);
-			argv.push_back(const_cast<char *>(prog.c_str()));
-			for (auto &a : args)
-				argv.push_back(const_cast<char *>(a.c_str()));
-			argv.push_back(nullptr);
-			execve(prog.c_str(), argv.data(), envp.data());
-			_exit(127);
-		}
-		run_result r;
-		REQUIRE(waitpid(pid, &r.status, 0) == pid);
-		r.out = read_whole(out);
-		r.err = read_whole(err);
-		return r;
+		std::vector<std::string> argv{ prog };
+		argv.insert(argv.end(), args.begin(), args.end());
+		return subprocess::run(argv, plain ? std::map<std::string, std::string>{} : env);
 	}
 
 	// pmthreads-recover check: the pool and the heap image it holds are

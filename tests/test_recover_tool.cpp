@@ -3,6 +3,7 @@
 // PMTHREADS_RECOVER_TOOL, set by meson).  Every command must leave the pool
 // byte-identical.
 #include "pool_test_util.h"
+#include "subprocess.hpp"
 
 #ifdef PMT_TOOL_HAVE_HEAP
 extern "C" {
@@ -18,16 +19,7 @@ using namespace pooltest;
 
 namespace {
 
-struct run_result {
-	int status = -1;	// exit status, or -1 when killed by a signal
-	std::string out, err;
-};
-
-std::string read_whole(const std::string &path)
-{
-	file_snapshot s = file_snapshot::of(path);
-	return std::string(s.bytes.begin(), s.bytes.end());
-}
+using subprocess::run_result;
 
 const char *tool_path()
 {
@@ -38,34 +30,11 @@ const char *tool_path()
 	return t;
 }
 
-// Run the tool with args; stdout and stderr are collected through files in
-// dir (no pipes to drain).
-run_result run_tool(const scratch_dir &d, std::vector<std::string> args)
+// Run the tool with args (the environment minus PMTHREADS_* and LD_PRELOAD).
+run_result run_tool(std::vector<std::string> args)
 {
-	const char *tool = tool_path();
-	std::string out = d.file("stdout"), err = d.file("stderr");
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
-			_exit(127);
-		std::vector<char *> argv;
-		argv.push_back(const_cast<char *>(tool));
-		for (auto &a : args)
-			argv.push_back(const_cast<char *>(a.c_str()));
-		argv.push_back(nullptr);
-		execv(tool, argv.data());
-		_exit(127);
-	}
-	int st = 0;
-	REQUIRE(waitpid(pid, &st, 0) == pid);
-	run_result r;
-	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	r.out = read_whole(out);
-	r.err = read_whole(err);
-	return r;
+	args.insert(args.begin(), tool_path());
+	return subprocess::run(args, {});
 }
 
 bool contains(const std::string &s, const std::string &what) { return s.find(what) != std::string::npos; }
@@ -217,10 +186,10 @@ void make_raw_pool(const std::string &path, std::vector<unsigned char> &expected
 }
 
 // Snapshot the pool, run the tool, and require the pool unchanged.
-run_result run_on_pool(const scratch_dir &d, const std::string &pool_path, std::vector<std::string> args)
+run_result run_on_pool(const std::string &pool_path, std::vector<std::string> args)
 {
 	file_snapshot before = file_snapshot::of(pool_path);
-	run_result r = run_tool(d, std::move(args));
+	run_result r = run_tool(std::move(args));
 	file_snapshot after = file_snapshot::of(pool_path);
 	INFO("stdout: " << r.out << "\nstderr: " << r.err);
 	CHECK(after.same_as(before));
@@ -251,50 +220,50 @@ void tear_copy(const std::string &path, uint64_t pg, const char *creator = "reco
 TEST_CASE("recover tool: usage errors exit 2, --help exits 0", "[recover-tool]")
 {
 	scratch_dir d;
-	run_result r = run_tool(d, {});
+	run_result r = run_tool({});
 	CHECK(r.status == 2);
 	CHECK(contains(r.err, "missing command"));
 
-	r = run_tool(d, { "frobnicate", "x" });
+	r = run_tool({ "frobnicate", "x" });
 	CHECK(r.status == 2);
 	CHECK(contains(r.err, "unknown command 'frobnicate'"));
 	CHECK(contains(r.err, "--help"));
 
-	r = run_tool(d, { "--bogus" });
+	r = run_tool({ "--bogus" });
 	CHECK(r.status == 2);
 	CHECK(contains(r.err, "unknown option '--bogus'"));
 
 	for (const char *cmd : { "info", "check", "dump" }) {
 		INFO(cmd);
-		r = run_tool(d, { cmd, "--nope", "x" });
+		r = run_tool({ cmd, "--nope", "x" });
 		CHECK(r.status == 2);
 		CHECK(contains(r.err, "unknown option '--nope'"));
-		r = run_tool(d, { cmd, "-z", "x" });
+		r = run_tool({ cmd, "-z", "x" });
 		CHECK(r.status == 2);
 		CHECK(contains(r.err, "unknown option '-z'"));
-		r = run_tool(d, { cmd });
+		r = run_tool({ cmd });
 		CHECK(r.status == 2);
 		CHECK(contains(r.err, "Usage: pmthreads-recover " + std::string(cmd)));
-		r = run_tool(d, { cmd, "--help" });
+		r = run_tool({ cmd, "--help" });
 		CHECK(r.status == 0);
 		CHECK(contains(r.out, "Usage: pmthreads-recover " + std::string(cmd)));
-		run_result h = run_tool(d, { "help", cmd });
+		run_result h = run_tool({ "help", cmd });
 		CHECK(h.status == 0);
 		CHECK(h.out == r.out);
 	}
-	r = run_tool(d, { "info", "a", "b" });
+	r = run_tool({ "info", "a", "b" });
 	CHECK(r.status == 2);
-	r = run_tool(d, { "dump", "a" });
+	r = run_tool({ "dump", "a" });
 	CHECK(r.status == 2);
 	CHECK(contains(r.err, "expected POOL and OUT"));
 
-	r = run_tool(d, { "--help" });
+	r = run_tool({ "--help" });
 	CHECK(r.status == 0);
 	for (const char *word : { "info", "check", "dump", "--json", "never written" })
 		CHECK(contains(r.out, word));
-	r = run_tool(d, { "help", "nosuch" });
+	r = run_tool({ "help", "nosuch" });
 	CHECK(r.status == 2);
-	r = run_tool(d, { "--version" });
+	r = run_tool({ "--version" });
 	CHECK(r.status == 0);
 	CHECK(contains(r.out, "pool format " + std::to_string(POOL_FORMAT_VERSION)));
 }
@@ -306,7 +275,7 @@ TEST_CASE("recover tool: info describes a clean pool, as text and JSON", "[recov
 	std::vector<unsigned char> expected;
 	make_raw_pool(path, expected);
 
-	run_result r = run_on_pool(d, path, { "info", path });
+	run_result r = run_on_pool(path, { "info", path });
 	INFO(r.out << r.err);
 	REQUIRE(r.status == 0);
 	CHECK(contains(r.out, "pool:              " + path));
@@ -320,7 +289,7 @@ TEST_CASE("recover tool: info describes a clean pool, as text and JSON", "[recov
 	CHECK(contains(r.out, "creator:           recovertest\n"));
 	CHECK(contains(r.out, "named objects:     unavailable"));
 
-	r = run_on_pool(d, path, { "info", "--json", path });
+	r = run_on_pool(path, { "info", "--json", path });
 	REQUIRE(r.status == 0);
 	auto m = parse_json(r.out);
 	CHECK(m["pool"] == path);
@@ -341,7 +310,7 @@ TEST_CASE("recover tool: info describes a clean pool, as text and JSON", "[recov
 
 	// The UUID is the same in both forms.
 	CHECK(contains(r.out, m["uuid"]));
-	run_result t = run_tool(d, { "info", path });
+	run_result t = run_tool({ "info", path });
 	CHECK(contains(t.out, "uuid:              " + m["uuid"]));
 }
 
@@ -351,7 +320,7 @@ TEST_CASE("recover tool: JSON escapes what it prints", "[recover-tool]")
 	std::string path = d.file("odd \"name\".pool");
 	std::vector<unsigned char> expected;
 	make_raw_pool(path, expected, "prog \"quoted\"\tand\\ \x01 \xff");
-	run_result r = run_on_pool(d, path, { "info", "--json", path });
+	run_result r = run_on_pool(path, { "info", "--json", path });
 	REQUIRE(r.status == 0);
 	auto m = parse_json(r.out);
 	CHECK(m["pool"] == path);
@@ -364,7 +333,7 @@ TEST_CASE("recover tool: check passes a consistent pool", "[recover-tool]")
 	std::string path = d.file("ok.pool");
 	std::vector<unsigned char> expected;
 	make_raw_pool(path, expected);
-	run_result r = run_on_pool(d, path, { "check", path });
+	run_result r = run_on_pool(path, { "check", path });
 	INFO(r.out << r.err);
 	CHECK(r.status == 0);
 	CHECK(contains(r.out, "consistent (VER_d 2, 0 warnings)"));
@@ -380,7 +349,7 @@ TEST_CASE("recover tool: dump writes the consistent image", "[recover-tool]")
 	const size_t ps = page_size();
 
 	std::string out = d.file("image");
-	run_result r = run_on_pool(d, path, { "dump", path, out });
+	run_result r = run_on_pool(path, { "dump", path, out });
 	INFO(r.out << r.err);
 	REQUIRE(r.status == 0);
 	CHECK(file_bytes(out) == expected);
@@ -390,14 +359,14 @@ TEST_CASE("recover tool: dump writes the consistent image", "[recover-tool]")
 
 	// An existing OUT is refused, untouched, unless --force.
 	file_snapshot kept = file_snapshot::of(out);
-	r = run_on_pool(d, path, { "dump", "--used-only", path, out });
+	r = run_on_pool(path, { "dump", "--used-only", path, out });
 	CHECK(r.status == 1);
 	CHECK(contains(r.err, "already exists"));
 	CHECK(contains(r.err, "--force"));
 	CHECK(file_snapshot::of(out).same_as(kept));
 
 	// --used-only stops after page 7, the last one persisted.
-	r = run_on_pool(d, path, { "dump", "--used-only", "--force", path, out });
+	r = run_on_pool(path, { "dump", "--used-only", "--force", path, out });
 	REQUIRE(r.status == 0);
 	std::vector<unsigned char> used(expected.begin(), expected.begin() + 8 * ps);
 	CHECK(file_bytes(out) == used);
@@ -406,13 +375,13 @@ TEST_CASE("recover tool: dump writes the consistent image", "[recover-tool]")
 	std::string link = d.file("alias.pool");
 	REQUIRE(symlink(path.c_str(), link.c_str()) == 0);
 	for (const std::string &target : { path, link }) {
-		r = run_on_pool(d, path, { "dump", "--force", path, target });
+		r = run_on_pool(path, { "dump", "--force", path, target });
 		CHECK(r.status == 1);
 		CHECK(contains(r.err, "is the pool itself"));
 	}
 
 	// An output that cannot be created: exit 1, named.
-	r = run_on_pool(d, path, { "dump", path, d.file("no/such/dir/image") });
+	r = run_on_pool(path, { "dump", path, d.file("no/such/dir/image") });
 	CHECK(r.status == 1);
 	CHECK(contains(r.err, "cannot create"));
 }
@@ -426,13 +395,13 @@ TEST_CASE("recover tool: an interrupted epoch is a warning, and ignored by dump"
 	tear_copy(path, 3);
 	tear_copy(path, 9); // never persisted before: its image stays zeros
 
-	run_result r = run_on_pool(d, path, { "info", path });
+	run_result r = run_on_pool(path, { "info", path });
 	REQUIRE(r.status == 0);
 	CHECK(contains(r.out, "state:             crashed mid-epoch: recovery pending"));
 	CHECK(contains(r.out, "torn copies:       2"));
 	CHECK(contains(r.out, "pages used:        3 "));
 
-	r = run_on_pool(d, path, { "info", "--json", path });
+	r = run_on_pool(path, { "info", "--json", path });
 	REQUIRE(r.status == 0);
 	auto m = parse_json(r.out);
 	CHECK(m["state"] == "crashed-mid-epoch");
@@ -440,7 +409,7 @@ TEST_CASE("recover tool: an interrupted epoch is a warning, and ignored by dump"
 	CHECK(m["torn_copies"] == "2");
 	CHECK(m["ver_d"] == "2");
 
-	r = run_on_pool(d, path, { "check", path });
+	r = run_on_pool(path, { "check", path });
 	INFO(r.out << r.err);
 	CHECK(r.status == 0);
 	CHECK(contains(r.out, "warning: crashed mid-epoch, recovery pending: 2 page copies"));
@@ -448,7 +417,7 @@ TEST_CASE("recover tool: an interrupted epoch is a warning, and ignored by dump"
 	CHECK(contains(r.out, "consistent (VER_d 2, 1 warning)"));
 
 	std::string out = d.file("image");
-	r = run_on_pool(d, path, { "dump", path, out });
+	r = run_on_pool(path, { "dump", path, out });
 	REQUIRE(r.status == 0);
 	CHECK(file_bytes(out) == expected);
 }
@@ -465,13 +434,13 @@ TEST_CASE("recover tool: a pool that was not shut down cleanly is reported crash
 	pool_set_clean(p, false);
 	pool_close(p);
 
-	run_result r = run_on_pool(d, path, { "info", "--json", path });
+	run_result r = run_on_pool(path, { "info", "--json", path });
 	REQUIRE(r.status == 0);
 	auto m = parse_json(r.out);
 	CHECK(m["state"] == "crashed");
 	CHECK(m["clean"] == "false");
 	CHECK(m["last_pid"] == std::to_string(getpid()));
-	r = run_on_pool(d, path, { "check", path });
+	r = run_on_pool(path, { "check", path });
 	CHECK(r.status == 0);
 }
 
@@ -497,7 +466,7 @@ TEST_CASE("recover tool: check lists each broken invariant and exits 1", "[recov
 	uint64_t far = 40;
 	patch_file(path, (off_t)(seq_off + 5 * 16), &far, sizeof(far));
 
-	run_result r = run_on_pool(d, path, { "check", path });
+	run_result r = run_on_pool(path, { "check", path });
 	INFO(r.out << r.err);
 	CHECK(r.status == 1);
 	CHECK(contains(r.out, "problem: page 1: both copies have seq 1"));
@@ -541,14 +510,14 @@ TEST_CASE("recover tool: files that are not usable pools exit 1 with the reason"
 						       std::vector<std::string>{ "check", path },
 						       std::vector<std::string>{ "dump", path, out } }) {
 			INFO(b.name << " " << args[0]);
-			run_result r = run_on_pool(d, path, args);
+			run_result r = run_on_pool(path, args);
 			CHECK(r.status == 1);
 			CHECK(contains(r.err, "pmthreads-recover: error: "));
 			CHECK(contains(r.err, b.why));
 			CHECK(access(out.c_str(), F_OK) != 0);
 		}
 	}
-	run_result r = run_tool(d, { "info", d.file("missing.pool") });
+	run_result r = run_tool({ "info", d.file("missing.pool") });
 	CHECK(r.status == 1);
 	CHECK(contains(r.err, "does not exist"));
 }
@@ -563,14 +532,14 @@ TEST_CASE("recover tool: a pool in use by a program is refused, naming its pid",
 	o.create = false;
 	pool *p = open_or_fail(o); // read-write: exclusive lock, as a running program
 	for (const char *cmd : { "info", "check" }) {
-		run_result r = run_on_pool(d, path, { cmd, path });
+		run_result r = run_on_pool(path, { cmd, path });
 		INFO(r.err);
 		CHECK(r.status == 1);
 		CHECK(contains(r.err, "in use"));
 		CHECK(contains(r.err, "process " + std::to_string(getpid())));
 	}
 	pool_close(p);
-	CHECK(run_tool(d, { "info", path }).status == 0);
+	CHECK(run_tool({ "info", path }).status == 0);
 }
 
 #ifdef PMT_TOOL_HAVE_HEAP
@@ -608,7 +577,7 @@ TEST_CASE("recover tool: info lists the heap's named objects and check verifies 
 		return s.str();
 	};
 
-	run_result r = run_on_pool(d, path, { "info", path });
+	run_result r = run_on_pool(path, { "info", path });
 	INFO(r.out << r.err);
 	REQUIRE(r.status == 0);
 	CHECK(contains(r.out, "named objects:     2\n"));
@@ -616,7 +585,7 @@ TEST_CASE("recover tool: info lists the heap's named objects and check verifies 
 	CHECK(contains(r.out, addr(alpha)));
 	CHECK(contains(r.out, std::to_string(heap_usable_size(beta)) + " bytes"));
 
-	r = run_on_pool(d, path, { "info", "--json", path });
+	r = run_on_pool(path, { "info", "--json", path });
 	REQUIRE(r.status == 0);
 	auto m = parse_json(r.out);
 	CHECK(m["heap"] == "valid");
@@ -625,12 +594,12 @@ TEST_CASE("recover tool: info lists the heap's named objects and check verifies 
 				      std::to_string(heap_usable_size(alpha)) + "}"));
 	CHECK(contains(r.out, "\"name\":\"beta \\\"two\\\"\""));
 
-	r = run_on_pool(d, path, { "check", path });
+	r = run_on_pool(path, { "check", path });
 	CHECK(r.status == 0);
 	CHECK(contains(r.out, "heap: consistent: 2 named objects"));
 
 	std::string out = d.file("image");
-	r = run_on_pool(d, path, { "dump", path, out });
+	r = run_on_pool(path, { "dump", path, out });
 	REQUIRE(r.status == 0);
 	CHECK(file_bytes(out) == sh.bytes());
 }
@@ -649,11 +618,11 @@ TEST_CASE("recover tool: check reports an image whose heap a program would refus
 	pool_set_clean(p, true);
 	pool_close(p);
 
-	run_result r = run_on_pool(d, path, { "check", path });
+	run_result r = run_on_pool(path, { "check", path });
 	INFO(r.out << r.err);
 	CHECK(r.status == 1);
 	CHECK(contains(r.out, "problem: the image does not hold a valid heap"));
-	r = run_on_pool(d, path, { "info", "--json", path });
+	r = run_on_pool(path, { "info", "--json", path });
 	CHECK(r.status == 0);
 	CHECK(parse_json(r.out)["heap"] == "invalid");
 }

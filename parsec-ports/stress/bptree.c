@@ -141,11 +141,80 @@ static bpt_node *pick_half(pstore_op *op, bpt_node *parent, unsigned i, bpt_node
     return child;
 }
 
+/* Writes key/value into the write-locked leaf, which has room for it. */
+static bool leaf_store(pstore_op *op, bpt_node *leaf, uint64_t key, uint64_t value)
+{
+    unsigned pos = lower_bound(leaf, key);
+    bool is_new = !(pos < leaf->nkeys && leaf->keys[pos] == key);
+    if (!is_new) {
+        pstore_tx_add(&leaf->u.value[pos], sizeof leaf->u.value[pos]);
+        leaf->u.value[pos] = value;
+    } else {
+        snapshot_node(leaf);
+        memmove(leaf->keys + pos + 1, leaf->keys + pos, (leaf->nkeys - pos) * sizeof(uint64_t));
+        memmove(leaf->u.value + pos + 1, leaf->u.value + pos,
+                (leaf->nkeys - pos) * sizeof(uint64_t));
+        leaf->keys[pos] = key;
+        leaf->u.value[pos] = value;
+        leaf->nkeys++;
+    }
+    pstore_release_written(op, &leaf->lock);
+    return is_new;
+}
+
+/*
+ * The common case of an insert, after Bayer and Schkolnick: descend with read
+ * locks like a lookup and write-lock only the leaf.  Whether a node is a leaf
+ * never changes after it is published, so it can be read before locking the
+ * node.  Succeeds (returns true, result in *is_new) unless the leaf is full
+ * and the key is not in it; then nothing was written and the caller takes the
+ * pessimistic path, which splits on the way down.  With 31 keys per node that
+ * is about one insert in sixteen, so writers almost never exclude each other
+ * above the leaves.
+ */
+static bool put_optimistic(pstore_op *op, bpt_tree *t, uint64_t key, uint64_t value,
+                           bool *is_new)
+{
+    pstore_rdlock(&t->lock);
+    bpt_node *node = node_at(t->root);
+    if (node->is_leaf)
+        pstore_wrlock(&node->lock);
+    else
+        pstore_rdlock(&node->lock);
+    pstore_unlock(&t->lock);
+    while (!node->is_leaf) {
+        bpt_node *child = node_at(node->u.child[upper_bound(node, key)]);
+        if (child->is_leaf)
+            pstore_wrlock(&child->lock);
+        else
+            pstore_rdlock(&child->lock);
+        pstore_unlock(&node->lock);
+        node = child;
+    }
+    if (node->nkeys == BPT_MAX_KEYS) {
+        unsigned pos = lower_bound(node, key);
+        if (!(pos < node->nkeys && node->keys[pos] == key)) {
+            pstore_unlock(&node->lock);
+            return false;
+        }
+    }
+    *is_new = leaf_store(op, node, key, value);
+    return true;
+}
+
 bool bpt_put(bpt_tree *t, uint64_t key, uint64_t value)
 {
     pstore_op op;
     pstore_op_begin(&op);
 
+    bool is_new;
+    if (put_optimistic(&op, t, key, value, &is_new)) {
+        pstore_op_end(&op);
+        return is_new;
+    }
+
+    /* The leaf is full: lock coupling with write locks from the top,
+     * splitting every full node on the way down. */
     pstore_wrlock(&t->lock);
     bpt_node *node = node_at(t->root);
     pstore_wrlock(&node->lock);
@@ -186,21 +255,7 @@ bool bpt_put(bpt_tree *t, uint64_t key, uint64_t value)
         node_written = child_written;
     }
 
-    unsigned pos = lower_bound(node, key);
-    bool is_new = !(pos < node->nkeys && node->keys[pos] == key);
-    if (!is_new) {
-        pstore_tx_add(&node->u.value[pos], sizeof node->u.value[pos]);
-        node->u.value[pos] = value;
-    } else {
-        snapshot_node(node);
-        memmove(node->keys + pos + 1, node->keys + pos, (node->nkeys - pos) * sizeof(uint64_t));
-        memmove(node->u.value + pos + 1, node->u.value + pos,
-                (node->nkeys - pos) * sizeof(uint64_t));
-        node->keys[pos] = key;
-        node->u.value[pos] = value;
-        node->nkeys++;
-    }
-    pstore_release_written(&op, &node->lock);
+    is_new = leaf_store(&op, node, key, value);
     pstore_op_end(&op);
     return is_new;
 }

@@ -4,11 +4,12 @@
  * and over libpmemobj.
  *
  * Concurrency: lock coupling ("crabbing") from the root down.  Lookups take
- * read locks hand over hand.  Inserts take write locks hand over hand and
- * split every full node they pass on the way down (proactive splitting), so a
- * split never has to climb back up and a writer holds at most a parent and a
- * child (plus the new sibling) at a time.  There is no delete: the stress
- * programs only insert and update.
+ * read locks hand over hand.  Inserts first try the same descent and
+ * write-lock only the leaf; when that leaf is full they start again with
+ * write locks hand over hand from the top, splitting every full node they pass
+ * on the way down (proactive splitting), so a split never has to climb back up
+ * and a writer holds at most a parent and a child (plus the new sibling) at a
+ * time.  There is no delete: the stress programs only insert and update.
  */
 #ifndef STRESS_BPTREE_H
 #define STRESS_BPTREE_H

@@ -181,6 +181,11 @@ int config_from_env(struct config *c)
 		if (copy_path("PMTHREADS_STATS", v, c->stats_path, sizeof(c->stats_path)) != 0)
 			return -1;
 	}
+	if ((v = getenv("PMTHREADS_EPOCH_LOG")) != NULL && v[0] != '\0') {
+		if (copy_path("PMTHREADS_EPOCH_LOG", v, c->epoch_log_path,
+			      sizeof(c->epoch_log_path)) != 0)
+			return -1;
+	}
 	if ((v = getenv("PMTHREADS_VERBOSE")) != NULL) {
 		if (parse_uint("PMTHREADS_VERBOSE", v, 0, 2, &u) != 0)
 			return -1;

@@ -32,6 +32,7 @@ struct config {
 	enum tracker_kind tracker;	/* PMTHREADS_TRACKER=auto|uffd|mprotect */
 	enum nvm_kind nvm;		/* PMTHREADS_NVM=auto|pmem|msync */
 	char stats_path[PATH_MAX];	/* PMTHREADS_STATS: "" off, "-" stderr */
+	char epoch_log_path[PATH_MAX];	/* PMTHREADS_EPOCH_LOG: "" off */
 	int verbose;			/* PMTHREADS_VERBOSE=0|1|2 */
 	bool check;			/* PMTHREADS_CHECK=0|1: FASE checker */
 	unsigned nvm_latency_ns;	/* PMTHREADS_NVM_LATENCY_NS, per line */

@@ -102,6 +102,8 @@ static struct {
 	uint64_t pause_max, pause_total, abandoned_total;
 	uint64_t hist[PAUSE_BUCKETS];	/* see bucket_of / bucket_upper */
 } stats;
+/* Written and read on the epoch thread only. */
+static uint64_t last_pause_ns;
 
 /* ---- records ---- */
 
@@ -361,6 +363,7 @@ static bool attempt_epoch(void)
 				stats.pause_max = pause;
 			stats.hist[bucket_of(pause)]++;
 			prim_unlock(&stats_lock);
+			last_pause_ns = pause;
 			/* On this thread, so the next quiescent point (which
 			 * this thread also runs) cannot start before it is
 			 * done: epochs stay ordered and never overlap. */
@@ -591,6 +594,11 @@ void quiesce_note_blocking_in_fase(const char *call)
 	if (atomic_fetch_add_explicit(&blocking_in_fase, 1, memory_order_relaxed) < 8)
 		log_msg(LOG_INFO, "a thread blocks in %s while holding a lock: epochs cannot start "
 			"until it returns (attempts are abandoned and retried meanwhile)", call);
+}
+
+uint64_t quiesce_last_pause_ns(void)
+{
+	return last_pause_ns;
 }
 
 void quiesce_get_stats(struct quiesce_stats *st)

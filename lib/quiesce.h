@@ -224,6 +224,10 @@ struct quiesce_stats {
 };
 void quiesce_get_stats(struct quiesce_stats *st);
 
+/* The pause of the epoch whose after procedure is running (call it from
+ * there: on the epoch thread, between one epoch and the next). */
+uint64_t quiesce_last_pause_ns(void);
+
 /* The calling thread is about to block in call (pthread_join,
  * pthread_barrier_wait, sem_wait, ...) while it holds a lock: no epoch can
  * start until it returns, so attempts meanwhile are abandoned.  Counted for

@@ -2,6 +2,7 @@
 #include "runtime.h"
 
 #include "checker.h"
+#include "epoch_log.h"
 #include "heap.h"
 #include "log.h"
 #include "persist.h"
@@ -56,7 +57,10 @@ static bool staged_final;	/* the staged epoch is shutdown's final one */
 static uint64_t staged_ns;	/* collect + copy time of the staged epoch */
 
 static struct runtime_counters counters;
-static runtime_epoch_observer epoch_observer;
+/* The epoch persist_staged accounted for, for the epoch log (epoch thread
+ * only). */
+static struct epoch_record last_epoch;
+static uint64_t started_ns;	/* prim_now_ns() when start() began */
 /* Set once shutdown's final epoch (quiesce_in_final_epoch) is durable: only
  * then may the pool be marked clean.  A regular epoch that ran while
  * shutdown began does not count: writes after it would be lost. */
@@ -68,7 +72,6 @@ const struct config *runtime_config(void) { return &cfg; }
 void *runtime_heap_base(void) { return heap_base; }
 size_t runtime_heap_len(void) { return heap_len; }
 bool runtime_crashed(void) { return previous_run_crashed; }
-void runtime_set_epoch_observer(runtime_epoch_observer fn) { epoch_observer = fn; }
 
 ptrdiff_t runtime_heap_offset(void)
 {
@@ -231,6 +234,7 @@ static void release_staging(void)
  * dirty (they are already in the pool). */
 static int start(void)
 {
+	started_ns = prim_now_ns();
 	if (config_from_env(&cfg) != 0)
 		return -1;
 	log_set_level(cfg.verbose >= 2 ? LOG_DEBUG : cfg.verbose == 1 ? LOG_INFO : LOG_WARN);
@@ -249,6 +253,11 @@ static int start(void)
 		}
 		return -1;
 	}
+
+	/* Only once the pool is ours: a program the holder exec'd with the
+	 * same environment must not truncate the holder's log. */
+	if (cfg.epoch_log_path[0] != '\0' && epoch_log_open(cfg.epoch_log_path) != 0)
+		goto fail_pool;
 
 	heap_len = (size_t)(pool->npages * pool->page_size);
 	heap_base = shadow_reserve(pool->shadow_base, heap_len);
@@ -294,8 +303,7 @@ static int start(void)
 		goto fail_tracker;
 
 	log_configuration();
-	if (quiesce_start_split(cfg.interval_ms, runtime_epoch,
-				staging != NULL ? runtime_epoch_after : NULL, NULL) != 0)
+	if (quiesce_start_split(cfg.interval_ms, runtime_epoch, runtime_epoch_after, NULL) != 0)
 		goto fail_tracker;
 	return 0;
 
@@ -312,6 +320,7 @@ fail_shadow:
 fail_pool:
 	pool_close(pool);
 	pool = NULL;
+	epoch_log_close();
 	return -1;
 }
 
@@ -357,6 +366,8 @@ static void persist_staged(const void *src)
 {
 	size_t n = staged_n;
 	staged_n = 0;
+	last_epoch = (struct epoch_record){ .epoch = *pool->ver_d, .stage_ns = staged_ns,
+					    .persist_ns = staged_ns };
 	if (n == 0) {
 		counters.empty_epochs++;
 	} else {
@@ -372,8 +383,11 @@ static void persist_staged(const void *src)
 		counters.fences += st.fences;
 		counters.persist_ns += ns;
 		counters.stage_ns += staged_ns;
-		if (epoch_observer != NULL)
-			epoch_observer(*pool->ver_d, st.pages, st.bytes_written, ns);
+		last_epoch.epoch = *pool->ver_d;
+		last_epoch.pages = st.pages;
+		last_epoch.bytes_dirty = st.pages * pool->page_size;
+		last_epoch.bytes_written = st.bytes_written;
+		last_epoch.persist_ns = ns;
 	}
 	/* Only now, durable, may shutdown mark the pool clean. */
 	if (staged_final)
@@ -411,13 +425,26 @@ void runtime_epoch(void *arg)
 		persist_staged(heap_base);
 }
 
+static void log_epoch(void)
+{
+	last_epoch.t_ns = prim_now_ns() - started_ns;
+	last_epoch.pause_ns = quiesce_last_pause_ns();
+	epoch_log_record(&last_epoch);
+}
+
 void runtime_epoch_after(void *arg)
 {
 	(void)arg;
-	if (pool == NULL || staging == NULL)
+	if (pool == NULL)
 		return;
+	if (staging == NULL) {
+		/* runtime_epoch persisted inside the pause. */
+		log_epoch();
+		return;
+	}
 	size_t n = staged_n;
 	persist_staged(staging);
+	log_epoch();
 	/* Give the staged pages back lazily: MADV_FREE costs no fault when the
 	 * next epoch stages the same page again before the kernel reclaimed
 	 * it (the common case: hot pages are dirty every epoch), yet the memory
@@ -453,8 +480,10 @@ void runtime_shutdown(void)
 	stats_note_tracker(tracker->ops->name, &tracker->stats);
 	tracker_close(tracker);
 	tracker = NULL;
-	/* The epoch thread is joined: nothing reads the staging area now. */
+	/* The epoch thread is joined: nothing reads the staging area now, and
+	 * nothing writes the epoch log. */
 	release_staging();
+	epoch_log_close();
 	if (cfg.check) {
 		struct checker_stats cs;
 		checker_get_stats(&cs);
@@ -479,6 +508,7 @@ void runtime_atfork_child(void)
 	if (atomic_load(&state) != RUNTIME_RUNNING)
 		return;
 	quiesce_atfork_child();
+	epoch_log_close();
 	/* The child never persists; its copy of the staging area (possibly
 	 * half-persisted by the parent's epoch thread) is only memory. */
 	release_staging();

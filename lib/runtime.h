@@ -77,11 +77,4 @@ struct runtime_counters {
 };
 void runtime_get_counters(struct runtime_counters *out);
 
-/* Observer of each epoch (stats module: bytes per epoch over time).  Called
- * on the epoch thread as soon as the epoch is durable -- usually after the
- * gate reopened, so application threads are running. */
-typedef void (*runtime_epoch_observer)(uint64_t epoch, uint64_t pages, uint64_t bytes_written,
-				       uint64_t ns);
-void runtime_set_epoch_observer(runtime_epoch_observer fn);
-
 #endif

@@ -13,7 +13,8 @@ extern "C" {
 namespace {
 const char *const all_vars[] = {
 	"PMTHREADS_POOL", "PMTHREADS_POOL_SIZE", "PMTHREADS_INTERVAL_MS", "PMTHREADS_HEAP",
-	"PMTHREADS_TRACKER", "PMTHREADS_NVM", "PMTHREADS_STATS", "PMTHREADS_VERBOSE",
+	"PMTHREADS_TRACKER", "PMTHREADS_NVM", "PMTHREADS_STATS", "PMTHREADS_EPOCH_LOG",
+	"PMTHREADS_VERBOSE",
 	"PMTHREADS_CHECK", "PMTHREADS_NVM_LATENCY_NS", "PMTHREADS_SHADOW_BASE",
 };
 
@@ -47,6 +48,7 @@ TEST_CASE("config reads every option", "[config]")
 	setenv("PMTHREADS_HEAP", "malloc", 1);
 	setenv("PMTHREADS_TRACKER", "mprotect", 1);
 	setenv("PMTHREADS_STATS", "-", 1);
+	setenv("PMTHREADS_EPOCH_LOG", "/tmp/epochs.csv", 1);
 	setenv("PMTHREADS_VERBOSE", "1", 1);
 	setenv("PMTHREADS_CHECK", "1", 1);
 	setenv("PMTHREADS_NVM_LATENCY_NS", "100", 1);
@@ -60,6 +62,7 @@ TEST_CASE("config reads every option", "[config]")
 	CHECK(c.heap == HEAP_MALLOC);
 	CHECK(c.tracker == TRACKER_MPROTECT);
 	CHECK(std::string(c.stats_path) == "-");
+	CHECK(std::string(c.epoch_log_path) == "/tmp/epochs.csv");
 	CHECK(c.verbose == 1);
 	CHECK(c.check);
 	CHECK(c.nvm_latency_ns == 100);

@@ -5,6 +5,7 @@
 // exactly the same, and the statistics must show epochs happening.
 #include "subprocess.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -17,6 +18,38 @@
 
 namespace {
 using namespace subprocess;
+
+// The epoch log (PMTHREADS_EPOCH_LOG) must agree line by line with the
+// totals of the stats report written at the same exit.
+void check_epoch_log(const std::string &log, const std::string &json)
+{
+	std::istringstream in(slurp(log));
+	std::string line;
+	REQUIRE(std::getline(in, line));
+	CHECK(line == "t_ms,epoch,pause_us,pages,bytes_dirty,bytes_written,stage_us,persist_us");
+	unsigned long long lines = 0, pages = 0, written = 0, last_epoch = 0;
+	double last_t = -1;
+	while (std::getline(in, line)) {
+		INFO("epoch log line: " << line);
+		double t;
+		unsigned long long epoch, pause, pg, dirty, wr, stage, persist;
+		REQUIRE(std::sscanf(line.c_str(), "%lf,%llu,%llu,%llu,%llu,%llu,%llu,%llu", &t, &epoch,
+				    &pause, &pg, &dirty, &wr, &stage, &persist) == 8);
+		CHECK(t >= last_t);
+		CHECK(epoch >= last_epoch); // an empty epoch does not advance VER_d
+		CHECK(dirty == pg * 4096);
+		CHECK(wr <= dirty);
+		CHECK(persist >= stage);
+		last_t = t;
+		last_epoch = epoch;
+		lines++;
+		pages += pg;
+		written += wr;
+	}
+	CHECK(lines == (unsigned long long)json_number(json, "epochs"));
+	CHECK(pages == (unsigned long long)json_number(json, "pages_persisted"));
+	CHECK(written == (unsigned long long)json_number(json, "bytes_written"));
+}
 
 struct mode {
 	const char *name, *heap, *tracker;
@@ -41,6 +74,7 @@ std::map<std::string, std::string> compare_with_native(const std::string &prog,
 	for (const mode &m : modes) {
 		INFO(prog << ": " << m.name);
 		std::string json = dir.path + "/" + m.heap + "-" + m.tracker + ".json";
+		std::string epoch_log = dir.path + "/" + m.heap + "-" + m.tracker + ".epochs.csv";
 		run_result r = run({ path }, {
 						     { "LD_PRELOAD", lib },
 						     { "PMTHREADS_POOL", dir.path + "/" + m.heap + "-" + m.tracker + ".pool" },
@@ -49,6 +83,7 @@ std::map<std::string, std::string> compare_with_native(const std::string &prog,
 						     { "PMTHREADS_TRACKER", m.tracker },
 						     { "PMTHREADS_INTERVAL_MS", std::to_string(interval_ms) },
 						     { "PMTHREADS_STATS", json },
+						     { "PMTHREADS_EPOCH_LOG", epoch_log },
 					     });
 		INFO("stderr: " << r.err);
 		CHECK(r.status == 0);
@@ -61,6 +96,7 @@ std::map<std::string, std::string> compare_with_native(const std::string &prog,
 		if (persisted) {
 			CHECK(json_number(s, "epochs") >= 1); // the final epoch at least
 			CHECK(json_number(s, "pages_persisted") > 0);
+			check_epoch_log(epoch_log, s);
 		}
 		stats[m.name] = s;
 	}

@@ -1,0 +1,75 @@
+#include "epoch_log.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int log_fd = -1;
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int epoch_log_open(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err_set_errno(errno, "PMTHREADS_EPOCH_LOG: cannot create \"%s\"; set it to a "
+			      "writable file path or unset it", path);
+		return -1;
+	}
+	if (write_all(fd, EPOCH_LOG_HEADER, sizeof(EPOCH_LOG_HEADER) - 1) != 0) {
+		err_set_errno(errno, "PMTHREADS_EPOCH_LOG: cannot write \"%s\"", path);
+		close(fd);
+		return -1;
+	}
+	log_fd = fd;
+	return 0;
+}
+
+void epoch_log_record(const struct epoch_record *r)
+{
+	if (log_fd < 0)
+		return;
+	char line[256];
+	/* Milliseconds with microsecond resolution: what a plot over a run of
+	 * seconds to hours wants on its x axis. */
+	int n = snprintf(line, sizeof(line), "%llu.%03llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n",
+			 (unsigned long long)(r->t_ns / 1000000),
+			 (unsigned long long)(r->t_ns / 1000 % 1000),
+			 (unsigned long long)r->epoch, (unsigned long long)(r->pause_ns / 1000),
+			 (unsigned long long)r->pages, (unsigned long long)r->bytes_dirty,
+			 (unsigned long long)r->bytes_written,
+			 (unsigned long long)(r->stage_ns / 1000),
+			 (unsigned long long)(r->persist_ns / 1000));
+	if (n <= 0 || (size_t)n >= sizeof(line))
+		return;
+	if (write_all(log_fd, line, (size_t)n) != 0) {
+		log_msg(LOG_WARN, "PMTHREADS_EPOCH_LOG: write failed (%s); the epoch log stops "
+			"here", strerror(errno));
+		epoch_log_close();
+	}
+}
+
+void epoch_log_close(void)
+{
+	if (log_fd >= 0) {
+		close(log_fd);
+		log_fd = -1;
+	}
+}

@@ -1,0 +1,44 @@
+/*
+ * epoch_log -- the per-epoch trace (PMTHREADS_EPOCH_LOG).
+ *
+ * Owns: one CSV file with a line per quiescent point: when it happened, how
+ * long the application was paused, how many pages were dirty and how many
+ * bytes reached NVM.  The exit report (stats) has totals and percentiles;
+ * this is the time series behind them -- bytes persisted per epoch over time,
+ * the pause distribution -- for plots and for finding the one slow epoch.
+ *
+ * The file is opened at start-up (so a bad path fails then, not silently at
+ * the first epoch) and written only by the epoch thread, with one write(2)
+ * per line and no allocation.
+ */
+#ifndef PMT_EPOCH_LOG_H
+#define PMT_EPOCH_LOG_H
+
+#include <stdint.h>
+
+struct epoch_record {
+	uint64_t t_ns;			/* since the library was loaded */
+	uint64_t epoch;			/* VER_d once this epoch is durable */
+	uint64_t pause_ns;		/* gate closed -> reopened */
+	uint64_t pages;			/* dirty pages persisted (0: empty epoch) */
+	uint64_t bytes_dirty;		/* pages * page size */
+	uint64_t bytes_written;		/* bytes that differed and were written */
+	uint64_t stage_ns;		/* collect + copy, inside the pause */
+	uint64_t persist_ns;		/* stage_ns + NVM writes and fences */
+};
+
+/* The header line of the file: the names of the fields, in order. */
+#define EPOCH_LOG_HEADER \
+	"t_ms,epoch,pause_us,pages,bytes_dirty,bytes_written,stage_us,persist_us\n"
+
+/* Create (or truncate) path, mode 0644, and write the header.  Returns 0, or
+ * -1 with err_get() naming PMTHREADS_EPOCH_LOG, the path and the reason. */
+int epoch_log_open(const char *path);
+
+/* Append one line; a no-op when no log is open.  A failed write is reported
+ * once and the log is closed: tracing never stops persistence. */
+void epoch_log_record(const struct epoch_record *r);
+
+void epoch_log_close(void);
+
+#endif

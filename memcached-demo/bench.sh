@@ -10,12 +10,18 @@
 # gets, fixed key (~10 bytes) and value ($VSIZE bytes) sizes, over $KEYS keys.
 #
 # usage: bench.sh [OUT_DIR]     (default: <build>/memcached-demo/bench-<date>)
-# environment: DURATION seconds per run (5), CONNS (4), KEYS (10000), VSIZE (100),
-#   SET_PERCENT (50), THREAD_LIST ("1 2 4"), INTERVALS ("10 20 40 100 200 500"),
+# environment: DURATION seconds per run (5), REPEATS (1; the report takes the
+#   median), CONNS (4), KEYS (10000), VSIZE (100), SET_PERCENT (50),
+#   THREAD_LIST ("1 2 4"), INTERVALS ("10 20 40 100 200 500"),
 #   MODES ("native preload pmthreads"), LIBPMTHREADS, MEMCACHED_PMTHREADS,
 #   PMEM_IS_PMEM_FORCE (1: the pools are on /dev/shm, emulated pmem).
-# Output: OUT_DIR/results.csv, OUT_DIR/*.png (gnuplot), OUT_DIR/stats/*.json
-#   (each run's PMTHREADS_STATS) and server logs.
+# Each repeat runs every configuration once, so slow phases of a shared
+# machine spread over all configurations instead of hitting one.
+# Output: OUT_DIR/results.csv (one row per run), OUT_DIR/summary.md and the
+#   PNG plots of report.py (throughput vs interval, bytes persisted per epoch
+#   over time, pause distribution), OUT_DIR/stats/*.json (each run's
+#   PMTHREADS_STATS), OUT_DIR/epochs/*.csv (each run's PMTHREADS_EPOCH_LOG),
+#   server and client logs.
 #
 # Statistics: the runtime writes PMTHREADS_STATS as JSON at exit (the server is
 # stopped with SIGTERM, a clean exit).  Its format is defined elsewhere; this
@@ -31,6 +37,7 @@ MC_MAX_SECONDS=${MC_MAX_SECONDS:-300}
 . "$(dirname "$0")/common.sh"
 
 DURATION=${DURATION:-5}
+REPEATS=${REPEATS:-1}
 CONNS=${CONNS:-4}
 KEYS=${KEYS:-10000}
 VSIZE=${VSIZE:-100}
@@ -42,7 +49,7 @@ export PMEM_IS_PMEM_FORCE=${PMEM_IS_PMEM_FORCE:-1}
 MEMCACHED=${MEMCACHED:-/usr/bin/memcached}
 
 OUT=${1:-${BUILD_DIR:-$SRC_DIR/build}/memcached-demo/bench-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$OUT/stats" "$OUT/logs" || die "cannot create $OUT"
+mkdir -p "$OUT/stats" "$OUT/epochs" "$OUT/logs" || die "cannot create $OUT"
 OUT=$(cd "$OUT" && pwd)
 mc_tmpdir
 CLIENT=$(build_client "$TMP")
@@ -108,95 +115,58 @@ EOF
 }
 
 CSV=$OUT/results.csv
-echo "mode,server_threads,interval_ms,ops,seconds,ops_per_sec,get_hits,get_misses,p50_us,p99_us,max_us,epochs,bytes_written,bytes_per_epoch,pause_p50_ns,pause_p99_ns,pause_max_ns" >"$CSV"
+# load_start_ms: from the server's launch to the start of mc_client's
+# measured window (it prefills its keys for 1 s + 20 us per key first), so
+# that the report can tell the epochs of that window from those of start-up
+# and prefill.
+echo "mode,server_threads,interval_ms,ops,seconds,ops_per_sec,get_hits,get_misses,p50_us,p99_us,max_us,epochs,bytes_written,bytes_per_epoch,pause_p50_ns,pause_p99_ns,pause_max_ns,repeat,load_start_ms" >"$CSV"
 
-# run MODE THREADS INTERVAL
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# run MODE THREADS INTERVAL REPEAT
 run() {
-	local mode=$1 t=$2 iv=$3 port tag cmd res st
+	local mode=$1 t=$2 iv=$3 rep=$4 port tag cmd res st launched started
 	port=$(free_port)
-	tag=$mode-t$t-i$iv
+	tag=$mode-t$t-i$iv-r$rep
 	rm -f "$TMP/pool"
 	case $mode in
 	native) cmd=("$MEMCACHED") ;;
 	preload) cmd=(env LD_PRELOAD="$LIB" PMTHREADS_HEAP=malloc PMTHREADS_POOL="$TMP/pool"
-		PMTHREADS_INTERVAL_MS="$iv" PMTHREADS_STATS="$OUT/stats/$tag.json" "$MEMCACHED") ;;
+		PMTHREADS_INTERVAL_MS="$iv" PMTHREADS_STATS="$OUT/stats/$tag.json"
+		PMTHREADS_EPOCH_LOG="$OUT/epochs/$tag.csv" "$MEMCACHED") ;;
 	pmthreads) cmd=(env PMTHREADS_POOL="$TMP/pool" PMTHREADS_INTERVAL_MS="$iv"
-		PMTHREADS_STATS="$OUT/stats/$tag.json" "$BIN") ;;
+		PMTHREADS_STATS="$OUT/stats/$tag.json" PMTHREADS_EPOCH_LOG="$OUT/epochs/$tag.csv"
+		"$BIN") ;;
 	esac
+	launched=$(now_ms)
 	if ! start_server "$OUT/logs/$tag.log" "$port" "${cmd[@]}" -l "$MC_HOST" -p "$port" -U 0 \
 		-t "$t" -m 256 $(mc_user_args); then
 		note "$tag: server did not start, skipped"
 		return
 	fi
+	started=$(now_ms)
 	res=$(timeout $((DURATION + 120)) "$CLIENT" bench "$MC_HOST" "$port" "$CONNS" "$DURATION" \
 		"$KEYS" "$VSIZE" "$SET_PERCENT" 2>>"$OUT/logs/$tag.client")
 	stop_server TERM
 	[ -n "$res" ] || { note "$tag: no result (see $OUT/logs/$tag.client)"; return; }
 	st=",,,,,"
 	[ "$mode" != native ] && st=$(stats_fields "$OUT/stats/$tag.json")
-	echo "$mode,$t,$iv,$res,$st" >>"$CSV"
+	echo "$mode,$t,$iv,$res,$st,$rep,$((started - launched + 1000 + KEYS / 50))" >>"$CSV"
 	note "$tag: $(echo "$res" | cut -d, -f3) ops/s"
 }
 
-for t in $THREAD_LIST; do
-	for mode in $MODES; do
-		if [ "$mode" = native ]; then
-			run native "$t" 0
-		else
-			for iv in $INTERVALS; do
-				run "$mode" "$t" "$iv"
-			done
-		fi
-	done
-done
-note "results: $CSV"
-
-# --- plots ---
-if ! command -v gnuplot >/dev/null; then
-	note "gnuplot not found, no plots"
-	exit 0
-fi
-# series files: one per (mode, threads), columns: interval value
-series() { # MODE THREADS COLUMN
-	awk -F, -v m="$1" -v t="$2" -v c="$3" 'NR > 1 && $1 == m && $2 == t && $c != "" { print $3, $c }' "$CSV"
-}
-plot() { # FILE TITLE YLABEL COLUMN MODES...
-	local png=$1 title=$2 ylabel=$3 col=$4 mode t ti=0 cmds=""
-	shift 4
+for rep in $(seq 1 "$REPEATS"); do
 	for t in $THREAD_LIST; do
-		ti=$((ti + 1))    # one colour per thread count
-		for mode in "$@"; do
-			series "$mode" "$t" "$col" >"$TMP/s-$mode-$t-$col.dat"
-			[ -s "$TMP/s-$mode-$t-$col.dat" ] || continue
+		for mode in $MODES; do
 			if [ "$mode" = native ]; then
-				# a constant: draw it across the interval range
-				v=$(awk '{ print $2; exit }' "$TMP/s-$mode-$t-$col.dat")
-				cmds="$cmds${cmds:+, }$v title 'native t=$t' dt 2 lc $ti"
+				run native "$t" 0 "$rep"
 			else
-				cmds="$cmds${cmds:+, }'$TMP/s-$mode-$t-$col.dat' using 1:2 with linespoints title '$mode t=$t' lc $ti dt $([ "$mode" = preload ] && echo 3 || echo 1)"
+				for iv in $INTERVALS; do
+					run "$mode" "$t" "$iv" "$rep"
+				done
 			fi
 		done
 	done
-	[ -n "$cmds" ] || return 0
-	gnuplot <<EOF || note "gnuplot failed for $png"
-set terminal $GP_TERM
-set output '$OUT/$png'
-set title '$title'
-set xlabel 'PMTHREADS_INTERVAL_MS'
-set ylabel '$ylabel'
-set logscale x
-set xrange [8:600]
-set key outside right
-set grid
-plot $cmds
-EOF
-}
-# pngcairo may be missing from some gnuplot builds: fall back to png
-GP_TERM="pngcairo size 900,600 noenhanced"
-gnuplot -e "set terminal pngcairo" >/dev/null 2>&1 || GP_TERM="png size 900,600 noenhanced"
-plot throughput.png "memcached throughput (50% set, ${VSIZE} B values, $CONNS conns)" "ops/s" 6 native preload pmthreads
-plot latency-p99.png "client p99 latency" "us" 10 native preload pmthreads
-plot bytes-per-epoch.png "bytes persisted per epoch" "bytes" 14 preload pmthreads
-plot pause-p99.png "epoch pause p99" "ns" 16 preload pmthreads
-plot pause-max.png "epoch pause max" "ns" 17 preload pmthreads
-note "plots: $(cd "$OUT" && ls *.png 2>/dev/null | tr '\n' ' ')"
+done
+note "results: $CSV"
+python3 "$DEMO_DIR/report.py" "$OUT" || die "report.py failed"

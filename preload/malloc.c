@@ -34,9 +34,15 @@ extern void *__libc_pvalloc(size_t);
 
 bool preload_malloc_mode;
 
+static __thread unsigned libc_alloc_depth __attribute__((tls_model("initial-exec")));
+
+void preload_libc_alloc_begin(void) { libc_alloc_depth++; }
+void preload_libc_alloc_end(void) { libc_alloc_depth--; }
+
 static inline bool from_heap(void)
 {
-	return __builtin_expect(preload_malloc_mode, 0) && heap_ready() && !runtime_in_init();
+	return __builtin_expect(preload_malloc_mode, 0) && heap_ready() && !runtime_in_init() &&
+	       libc_alloc_depth == 0;
 }
 
 /* stdio buffers stay in glibc's heap.  glibc allocates a stream's buffer with

@@ -23,6 +23,13 @@ extern bool preload_malloc_mode;
  * malloc.c).  Called by the constructor before the heap is ready. */
 void preload_malloc_init(void);
 
+/* Between these two calls, this thread's allocations come from glibc even in
+ * malloc mode: for libc functions that allocate a buffer and fill it with a
+ * system call of their own, which no wrapper sees (opendir, getcwd(NULL)).
+ * Nests; async-signal-safe. */
+void preload_libc_alloc_begin(void);
+void preload_libc_alloc_end(void);
+
 /* The calling thread is ending (pthread_exit or return from its start
  * routine): return its heap cache and its quiescence record.  Idempotent. */
 void preload_thread_exit(void);

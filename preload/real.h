@@ -21,6 +21,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <time.h>
 
 struct real_fns {
@@ -80,6 +82,22 @@ struct real_fns {
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 	int (*poll)(struct pollfd *, nfds_t, int);
 	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+	int (*accept)(int, struct sockaddr *, socklen_t *);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*getsockname)(int, struct sockaddr *, socklen_t *);
+	int (*getpeername)(int, struct sockaddr *, socklen_t *);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	ssize_t (*readlink)(const char *, char *, size_t);
+	ssize_t (*readlinkat)(int, const char *, char *, size_t);
+	ssize_t (*getrandom)(void *, size_t, unsigned);
+	int (*stat)(const char *, struct stat *);
+	int (*fstat)(int, struct stat *);
+	int (*lstat)(const char *, struct stat *);
+	int (*fstatat)(int, const char *, struct stat *, int);
+	int (*statx)(int, const char *, int, unsigned, struct statx *);
+	char *(*getcwd)(char *, size_t);
+	DIR *(*opendir)(const char *);
+	DIR *(*fdopendir)(int);
 	/* malloc_usable_size of glibc's blocks */
 	size_t (*malloc_usable_size)(void *);
 };

@@ -9,6 +9,13 @@
  * the caller is outside a FASE; the kernel then fails before consuming any
  * data, so the call is pre-faulted and retried.  With the uffd tracker the
  * kernel resolves such writes itself and tracker_prefault does nothing.
+ *
+ * Covered: the read and recv families, epoll/poll event arrays, stdio reads,
+ * accept/getsockname/getpeername/getsockopt, readlink, getrandom, the stat
+ * family and statx; opendir/fdopendir and getcwd(NULL) keep the buffers they
+ * fill themselves in glibc's heap.  A system call made any other way (a raw
+ * syscall(2), ioctl, another libc function's internal call) into a clean
+ * heap page still fails with EFAULT under mprotect: use the uffd tracker.
  */
 /* pread and pread64 (preadv, preadv64) are separate symbols to interpose;
  * with 64-bit file offsets the header would make both names pread64. */
@@ -16,14 +23,18 @@
 
 #include "export.h"
 #include "heap.h"
+#include "preload.h"
 #include "real.h"
 #include "tracker.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -194,4 +205,152 @@ PMT_EXPORT char *fgets(char *buf, int n, FILE *f)
 	if (n > 0)
 		prefault(buf, (size_t)n);
 	return REAL(fgets)(buf, n, f);
+}
+
+/* ---- socket addresses, links, random bytes, file status ---- */
+
+/* The kernel writes up to *len bytes of address; len itself is read and
+ * written, so it too may be on a clean heap page. */
+static bool prefault_addr(void *addr, socklen_t *len)
+{
+	bool any = false;
+	if (len != NULL) {
+		any |= prefault(len, sizeof(*len));
+		if (addr != NULL)
+			any |= prefault(addr, *len);
+	}
+	return any;
+}
+
+PMT_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	PREFAULTED(int, prefault_addr(addr, len), REAL(accept)(fd, addr, len));
+}
+
+PMT_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	PREFAULTED(int, prefault_addr(addr, len), REAL(accept4)(fd, addr, len, flags));
+}
+
+PMT_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	PREFAULTED(int, prefault_addr(addr, len), REAL(getsockname)(fd, addr, len));
+}
+
+PMT_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	PREFAULTED(int, prefault_addr(addr, len), REAL(getpeername)(fd, addr, len));
+}
+
+PMT_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	PREFAULTED(int, prefault_addr(val, len), REAL(getsockopt)(fd, level, name, val, len));
+}
+
+PMT_EXPORT ssize_t readlink(const char *path, char *buf, size_t n)
+{
+	PREFAULTED(ssize_t, prefault(buf, n), REAL(readlink)(path, buf, n));
+}
+
+PMT_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t n)
+{
+	PREFAULTED(ssize_t, prefault(buf, n), REAL(readlinkat)(dirfd, path, buf, n));
+}
+
+PMT_EXPORT ssize_t getrandom(void *buf, size_t n, unsigned flags)
+{
+	PREFAULTED(ssize_t, prefault(buf, n), REAL(getrandom)(buf, n, flags));
+}
+
+/* Since glibc 2.33 stat & co. are exported functions (older binaries call
+ * __xstat, which goes through the same system call from glibc: those are not
+ * covered).  On x86-64 struct stat64 is struct stat, and the *64 names are
+ * aliases of the same functions. */
+PMT_EXPORT int stat(const char *path, struct stat *st)
+{
+	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(stat)(path, st));
+}
+
+PMT_EXPORT int fstat(int fd, struct stat *st)
+{
+	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(fstat)(fd, st));
+}
+
+PMT_EXPORT int lstat(const char *path, struct stat *st)
+{
+	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(lstat)(path, st));
+}
+
+PMT_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(fstatat)(dirfd, path, st, flags));
+}
+
+#if defined(__x86_64__)
+_Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat64 is stat on x86-64");
+PMT_EXPORT int stat64(const char *path, struct stat64 *st)
+{
+	return stat(path, (struct stat *)st);
+}
+
+PMT_EXPORT int fstat64(int fd, struct stat64 *st)
+{
+	return fstat(fd, (struct stat *)st);
+}
+
+PMT_EXPORT int lstat64(const char *path, struct stat64 *st)
+{
+	return lstat(path, (struct stat *)st);
+}
+
+PMT_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
+{
+	return fstatat(dirfd, path, (struct stat *)st, flags);
+}
+#endif
+
+PMT_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *st)
+{
+	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(statx)(dirfd, path, flags, mask, st));
+}
+
+/* ---- libc functions that allocate a buffer and fill it themselves ---- */
+
+/* getcwd(NULL, n) mallocs the result and has the kernel write into it; a
+ * current directory is no program state, so that buffer comes from glibc
+ * (free() routes it back by address). */
+PMT_EXPORT char *getcwd(char *buf, size_t n)
+{
+	if (buf == NULL) {
+		preload_libc_alloc_begin();
+		char *r = REAL(getcwd)(NULL, n);
+		preload_libc_alloc_end();
+		return r;
+	}
+	int round = 0;
+	char *r;
+	bool in_heap;
+	do {
+		in_heap = prefault(buf, n);
+		r = REAL(getcwd)(buf, n);
+	} while (r == NULL && errno == EFAULT && in_heap && round++ < EFAULT_RETRIES);
+	return r;
+}
+
+/* A DIR and its entry buffer are filled by glibc's own getdents64, and
+ * meaningless after a restart: glibc's heap (closedir frees by address). */
+PMT_EXPORT DIR *opendir(const char *path)
+{
+	preload_libc_alloc_begin();
+	DIR *d = REAL(opendir)(path);
+	preload_libc_alloc_end();
+	return d;
+}
+
+PMT_EXPORT DIR *fdopendir(int fd)
+{
+	preload_libc_alloc_begin();
+	DIR *d = REAL(fdopendir)(fd);
+	preload_libc_alloc_end();
+	return d;
 }

@@ -171,6 +171,15 @@ TEST_CASE("libc's own reads into malloc'd memory (stdio, getpwuid, epoll, poll)"
 	compare_with_native("prog_libcreads");
 }
 
+TEST_CASE("kernel writes into malloc'd memory: addresses, links, stat, getrandom, "
+	  "opendir, getcwd(NULL)", "[preload]")
+{
+	// Under the mprotect tracker getcwd(NULL, 0) failed with EFAULT (glibc
+	// mallocs the result and has the kernel fill it), and so would any of
+	// these system calls given a clean heap page.
+	compare_with_native("prog_kernelwrites");
+}
+
 TEST_CASE("the pmthreads launcher preloads the library", "[preload]")
 {
 	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");

@@ -3,13 +3,21 @@
  * every node, written against pstore.h so it builds natively, over pmthreads
  * and over libpmemobj.
  *
- * Concurrency: lock coupling ("crabbing") from the root down.  Lookups take
- * read locks hand over hand.  Inserts first try the same descent and
- * write-lock only the leaf; when that leaf is full they start again with
- * write locks hand over hand from the top, splitting every full node they pass
- * on the way down (proactive splitting), so a split never has to climb back up
- * and a writer holds at most a parent and a child (plus the new sibling) at a
- * time.  There is no delete: the stress programs only insert and update.
+ * Concurrency.  Leaves are guarded by their locks: a lookup read-locks its
+ * leaf, an insert write-locks it.  Inner nodes change only when a node
+ * splits (about one insert in sixteen), so the descent to the leaf takes no
+ * lock at all: it reads each inner node optimistically and validates the read
+ * against the node's version, which a writer makes odd while it changes the
+ * node (a seqlock, as in optimistic lock coupling, Leis et al. 2016).  The
+ * descent holds no lock, so every operation holds exactly one lock unless it
+ * splits, and readers never write a shared cache line on the way down.
+ * An insert into a full leaf starts again with write locks taken hand over
+ * hand from the top (lock coupling), splitting every full node it passes
+ * (proactive splitting), so a split never has to climb back up and a writer
+ * holds at most a parent and a child (plus the new sibling) at a time.
+ * Writes to persistent nodes happen only under their locks, which is what
+ * pmthreads (and the pmemobj transactions) need.  There is no delete: the
+ * stress programs only insert and update.
  */
 #ifndef STRESS_BPTREE_H
 #define STRESS_BPTREE_H
@@ -28,6 +36,7 @@
 
 typedef struct bpt_node {
     pstore_lock_t lock; /* first, so that snapshots can skip it */
+    uint64_t version;   /* inner nodes: odd while a writer changes the node */
     uint32_t is_leaf;
     uint32_t nkeys;
     uint64_t keys[BPT_MAX_KEYS];
@@ -40,13 +49,14 @@ typedef struct bpt_node {
 
 /* The root object of the store: where a later run finds the tree. */
 typedef struct bpt_tree {
-    pstore_lock_t lock; /* guards root and height */
+    pstore_lock_t lock; /* guards root and height against other writers */
     uint64_t magic;     /* BPT_MAGIC once initialised */
+    uint64_t version;   /* odd while the root is being replaced */
     pstore_ref root;
     uint64_t height;    /* 1 = the root is a leaf */
 } bpt_tree;
 
-#define BPT_MAGIC 0x6270747265653031ull /* "bptree01" */
+#define BPT_MAGIC 0x6270747265653032ull /* "bptree02" */
 
 /* True when t holds a whole, initialised tree (not a new or torn root). */
 bool bpt_is_initialised(const bpt_tree *t);
@@ -70,8 +80,9 @@ typedef struct bpt_report {
 /*
  * bpt_check -- verifies the tree single-threaded: keys sorted inside every
  * node and within their parent's bounds, node fill between BPT_MIN_KEYS and
- * BPT_MAX_KEYS (root excepted), every leaf at the recorded height, and the
- * leaf chain visiting exactly the keys of the tree in ascending order.
+ * BPT_MAX_KEYS (root excepted), every leaf at the recorded height, no node
+ * version odd (a change left half done), and the leaf chain visiting exactly
+ * the keys of the tree in ascending order.
  * Returns true if all holds; otherwise false with the first violation in why.
  */
 bool bpt_check(const bpt_tree *t, bpt_report *report, char *why, size_t why_size);

@@ -101,19 +101,25 @@ def recovery_table(rows: list) -> list:
         return []
     lines = ["", "Crash recovery: insert-only B+tree, kill -9, restart",
              f"{'backend':<10} {'interval':>8} {'inserted':>10} {'recovered':>10} {'lost %':>7} "
-             f"{'lost/ΔT':>7} {'recovery ms':>11} {'runtime ms':>10} {'pool MiB':>9} {'used MiB':>9} check",
-             "(lost/ΔT: the inserts lost, in intervals' worth of inserts at the run's mean rate)"]
+             f"{'lost/ΔT':>7} {'epoch ms':>8} {'lost/ep':>7} {'recovery ms':>11} {'runtime ms':>10} "
+             f"{'pool MiB':>9} {'used MiB':>9} check",
+             "(lost/ΔT: the inserts lost, in intervals' worth of inserts at the run's mean rate;",
+             " epoch ms: the mean time between epochs the run achieved; lost/ep: the loss in those)"]
     for r in rows:
         rt = r.get("rt_recovery_ms") or "-"
-        lost_iv = "-"
+        lost_iv, epoch_ms, lost_ep = "-", r.get("epoch_ms") or "-", "-"
         try:
-            per_interval = float(r["inserted"]) / float(r["seconds"]) * float(r["interval_ms"]) / 1000
+            rate_ms = float(r["inserted"]) / float(r["seconds"]) / 1000
+            per_interval = rate_ms * float(r["interval_ms"])
             if per_interval > 0:
                 lost_iv = f"{float(r['lost']) / per_interval:.2f}"
+            if epoch_ms != "-" and rate_ms * float(epoch_ms) > 0:
+                lost_ep = f"{float(r['lost']) / (rate_ms * float(epoch_ms)):.2f}"
         except (KeyError, ValueError, ZeroDivisionError):
             pass
         lines.append(f"{r['backend']:<10} {r['interval_ms']:>8} {r['inserted']:>10} {r['recovered']:>10} "
-                     f"{float(r['lost_pct']):>7.2f} {lost_iv:>7} {r['recovery_ms']:>11} {rt:>10} "
+                     f"{float(r['lost_pct']):>7.2f} {lost_iv:>7} {epoch_ms:>8} {lost_ep:>7} "
+                     f"{r['recovery_ms']:>11} {rt:>10} "
                      f"{int(float(r['pool_bytes'])) / 2**20:>9.1f} {int(float(r['pool_used_bytes'])) / 2**20:>9.1f} "
                      f"{r['check']}")
     return lines

@@ -23,7 +23,10 @@
 # recovery_ms = from just before exec of the restarted process until the tree
 # was verified; rt_recovery_ms = the runtime's own "recovery_ns" from
 # PMTHREADS_STATS; pool_MiB = pool file size; used_MiB = pages the pool really
-# occupies in /dev/shm.
+# occupies in /dev/shm; epoch_ms = the mean time between two epochs of the
+# killed run (its PMTHREADS_EPOCH_LOG): the interval actually achieved, longer
+# than the one asked for when an epoch's dirty pages take longer than that to
+# stage and persist.
 set -eu
 
 build=
@@ -64,7 +67,7 @@ value_of() {
 
 printf '%-9s %8s %10s %10s %9s %7s %11s %14s %9s %9s %s\n' backend interval inserted recovered lost lost_% \
     recovery_ms rt_recovery_ms pool_MiB used_MiB check
-[ -n "$csv" ] && echo "backend,interval_ms,threads,seconds,inserted,recovered,lost,lost_pct,recovery_ms,rt_recovery_ms,pool_bytes,pool_used_bytes,check" >"$csv"
+[ -n "$csv" ] && echo "backend,interval_ms,threads,seconds,inserted,recovered,lost,lost_pct,recovery_ms,rt_recovery_ms,pool_bytes,pool_used_bytes,check,epoch_ms" >"$csv"
 
 # one_run BACKEND INTERVAL EXE: the experiment once; prints a table row.
 one_run() {
@@ -75,7 +78,7 @@ one_run() {
     # A fresh pool per run; the pmthreads runtime takes its pool from the
     # environment, the pmemobj build from -P.
     PMTHREADS_POOL=$pool PMTHREADS_POOL_SIZE=${PMTHREADS_POOL_SIZE:-1G} \
-        PMTHREADS_INTERVAL_MS=$interval STRESS_POOL_SIZE=256 \
+        PMTHREADS_INTERVAL_MS=$interval PMTHREADS_EPOCH_LOG=$dir/epochs.csv STRESS_POOL_SIZE=256 \
         "$exe" -t "$threads" -P "$pool" >"$dir/run.out" 2>"$dir/run.err" &
     pid=$!
     sleep "$seconds"
@@ -94,18 +97,21 @@ one_run() {
     check=$(value_of check "$dir/recover.out")
     [ -n "$check" ] || check="FAILED($(head -c 80 "$dir/recover.err" | tr '\n,' '  '))"
     rt_ns=$(grep -o '"recovery_ns": *[0-9]*' "$dir/stats.json" 2>/dev/null | grep -o '[0-9]*$' || true)
+    # mean gap between epochs, without the first (start-up) one
+    epoch_ms=$(awk -F, 'NR > 2 { n++; last = $1 } NR == 2 { first = $1 }
+        END { if (n > 0) printf "%.1f", (last - first) / n }' "$dir/epochs.csv" 2>/dev/null || true)
     pool_bytes=$(stat -c %s "$pool" 2>/dev/null || echo 0)
     used_bytes=$(( $(du -k "$pool" 2>/dev/null | cut -f1 || echo 0) * 1024 ))
 
     awk -v b="$backend" -v i="$interval" -v t="$threads" -v s="$seconds" -v ins="$inserted" \
         -v rec="$recovered" -v rms="${recovery_ms:-nan}" -v rtns="${rt_ns:-}" \
-        -v pb="$pool_bytes" -v ub="$used_bytes" -v ck="$check" -v csv="$csv" 'BEGIN {
+        -v pb="$pool_bytes" -v ub="$used_bytes" -v ck="$check" -v csv="$csv" -v em="${epoch_ms:-}" 'BEGIN {
         lost = ins - rec; if (lost < 0) lost = 0
         pct = ins > 0 ? 100 * lost / ins : 0
         rt = rtns == "" ? "-" : sprintf("%.2f", rtns / 1e6)
         printf "%-9s %8s %10d %10d %9d %7.2f %11s %14s %9.1f %9.1f %s\n", b, i, ins, rec, lost, pct, rms, rt, pb / 1048576, ub / 1048576, ck
         if (csv != "")
-            printf "%s,%s,%s,%s,%d,%d,%d,%.4f,%s,%s,%.0f,%.0f,%s\n", b, i, t, s, ins, rec, lost, pct, rms, (rt == "-" ? "" : rt), pb, ub, ck >> csv
+            printf "%s,%s,%s,%s,%d,%d,%d,%.4f,%s,%s,%.0f,%.0f,%s,%s\n", b, i, t, s, ins, rec, lost, pct, rms, (rt == "-" ? "" : rt), pb, ub, ck, em >> csv
     }'
     rm -f "$pool"
 }

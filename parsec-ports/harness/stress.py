@@ -18,11 +18,12 @@ THREADS = (1, 2, 4)
 PUT_RATIOS = (10, 50, 90)
 
 # Per structure: key range and operation count (full run, --quick run).  Long
-# enough that start-up and scheduling noise on a shared machine do not
-# dominate (~0.1 s natively), short enough for ~2 s per libpmemobj run; the
-# list walks half its length per operation, hence its small range.
+# enough that start-up (pool creation, the first epoch) and scheduling noise
+# do not dominate (~0.5 s natively for the B+tree), short enough for a few
+# seconds per libpmemobj run; the list walks half its length per operation,
+# hence its small range.
 SIZES = {
-    "bptree": {"full": ("100000", "1000000"), "quick": ("20000", "200000")},
+    "bptree": {"full": ("100000", "4000000"), "quick": ("20000", "200000")},
     "lclist": {"full": ("500", "100000"), "quick": ("200", "20000")},
 }
 

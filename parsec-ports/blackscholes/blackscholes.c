@@ -135,7 +135,7 @@ int main(int argc, char **argv)
 {
     wl_options opt = wl_parse_args(argc, argv, "blackscholes");
     long n_options = wl_scaled(&opt, 4096, 200000);
-    long iterations = opt.scale == 0 ? 10 : 60;
+    long iterations = opt.scale == 0 ? 10 : 180;
 
     bs_state *s = PM_RECOVER(sizeof(bs_state), "blackscholes.state");
     if (s != NULL && (s->n_options != n_options || s->iterations != iterations)) {

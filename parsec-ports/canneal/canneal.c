@@ -193,7 +193,7 @@ int main(int argc, char **argv)
     canneal_state *s = PM_ALLOC(sizeof *s, "canneal.state");
     s->grid_width = opt.scale == 0 ? 64 : 256;
     s->n_elements = (long)s->grid_width * (opt.scale == 0 ? 64 : 256L * opt.scale);
-    s->steps = opt.scale == 0 ? 8 : 40;
+    s->steps = opt.scale == 0 ? 8 : 140;
     s->moves_per_step = opt.scale == 0 ? 4000 : 60000L * opt.scale;
     s->start_temperature = 50.0;
     s->elements = PM_ALLOC((size_t)s->n_elements * sizeof *s->elements, "canneal.elements");

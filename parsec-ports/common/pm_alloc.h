@@ -35,6 +35,8 @@ static inline void *pm_alloc_or_die(size_t size, const char *name)
 #define PM_FREE(ptr) nvfree(ptr)
 /* The named object from the recovered heap, or NULL (fresh pool, clean exit). */
 #define PM_RECOVER(size, name) (crashed() ? nvrecover(NULL, (size), (name)) : NULL)
+/* The ported form resumes over its recovered input: it stays in the heap. */
+#define PM_INPUT_ALLOC(size, name) pm_alloc_or_die((size), (name))
 #define PM_PORTED 1
 
 #else
@@ -54,6 +56,31 @@ static inline void *pm_alloc_or_die(size_t size, const char *name)
 #define PM_FREE(ptr) free(ptr)
 #define PM_RECOVER(size, name) ((void)(size), (void)(name), (void *)NULL)
 #define PM_PORTED 0
+
+/*
+ * The input of a program whose original maps its input file (Phoenix's
+ * histogram, linear_regression, matrix_multiply, string_match and
+ * word_count mmap their files): anonymous mapped memory, filled by the
+ * generator, which stands in for the file.  Like the original's mapping it is
+ * not malloc memory, so under PMTHREADS_HEAP=malloc it is not persisted
+ * either -- a persistence runtime has no reason to copy a program's input
+ * file.  Zeroed; never freed (the process ends with it).
+ */
+#include <sys/mman.h>
+
+static inline void *pm_input_or_die(size_t size, const char *name)
+{
+    void *p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "out of memory mapping %zu bytes for %s\n", size,
+                name ? name : "(anonymous)");
+        exit(1);
+    }
+    return p;
+}
+
+#define PM_INPUT_ALLOC(size, name) pm_input_or_die((size), (name))
 
 #endif
 

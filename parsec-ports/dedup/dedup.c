@@ -389,7 +389,7 @@ int main(int argc, char **argv)
 {
     wl_options opt = wl_parse_args(argc, argv, "dedup");
     dedup_state *s = PM_ALLOC(sizeof *s, "dedup.state");
-    s->input_len = (size_t)wl_scaled(&opt, 2L << 20, 64L << 20);
+    s->input_len = (size_t)wl_scaled(&opt, 2L << 20, 80L << 20);
     s->input = PM_ALLOC(s->input_len, "dedup.input");
     generate_input(s);
     s->n_buckets = 1 << 16;

@@ -62,8 +62,8 @@ int main(int argc, char **argv)
     wl_options opt = wl_parse_args(argc, argv, "histogram");
     image_t *img = PM_ALLOC(sizeof *img, "histogram.image");
     img->width = 4096;
-    img->height = wl_scaled(&opt, 64, 2048);
-    img->pixels = PM_ALLOC((size_t)(img->width * img->height * 3), "histogram.pixels");
+    img->height = wl_scaled(&opt, 64, 6144);
+    img->pixels = PM_INPUT_ALLOC((size_t)(img->width * img->height * 3), "histogram.pixels");
     generate_image(img);
     wl_info(&opt, "histogram: %ld x %ld pixels", img->width, img->height);
 

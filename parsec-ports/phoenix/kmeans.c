@@ -104,7 +104,7 @@ static kmeans_state *create_state(long n_points, long k, long max_iterations)
 int main(int argc, char **argv)
 {
     wl_options opt = wl_parse_args(argc, argv, "kmeans");
-    long n_points = wl_scaled(&opt, 8192, 100000);
+    long n_points = wl_scaled(&opt, 8192, 300000);
     long k = opt.scale == 0 ? 16 : 64;
     long max_iterations = opt.scale == 0 ? 10 : 20;
 

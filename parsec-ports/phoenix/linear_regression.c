@@ -70,8 +70,8 @@ int main(int argc, char **argv)
 {
     wl_options opt = wl_parse_args(argc, argv, "linear_regression");
     input_t *in = PM_ALLOC(sizeof *in, "linear_regression.input");
-    in->n_points = wl_scaled(&opt, 1 << 18, 1L << 26);
-    in->points = PM_ALLOC((size_t)in->n_points * sizeof *in->points,
+    in->n_points = wl_scaled(&opt, 1 << 18, 3L << 26);
+    in->points = PM_INPUT_ALLOC((size_t)in->n_points * sizeof *in->points,
                           "linear_regression.points");
     generate_points(in);
     wl_info(&opt, "linear_regression: %ld points", in->n_points);

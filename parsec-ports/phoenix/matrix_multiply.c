@@ -56,10 +56,10 @@ int main(int argc, char **argv)
 {
     wl_options opt = wl_parse_args(argc, argv, "matrix_multiply");
     matrices_t *m = PM_ALLOC(sizeof *m, "matrix_multiply.matrices");
-    m->n = opt.scale == 0 ? 128 : 1024 * opt.scale;
+    m->n = opt.scale == 0 ? 128 : 1536 * opt.scale;
     size_t bytes = (size_t)(m->n * m->n) * sizeof(int32_t);
-    m->a = PM_ALLOC(bytes, "matrix_multiply.a");
-    m->b = PM_ALLOC(bytes, "matrix_multiply.b");
+    m->a = PM_INPUT_ALLOC(bytes, "matrix_multiply.a");
+    m->b = PM_INPUT_ALLOC(bytes, "matrix_multiply.b");
     m->c = PM_ALLOC(bytes, "matrix_multiply.c");
     fill_matrix(m->a, m->n, 0xAAAA);
     fill_matrix(m->b, m->n, 0xBBBB);

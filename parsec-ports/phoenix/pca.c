@@ -57,7 +57,7 @@ int main(int argc, char **argv)
 {
     wl_options opt = wl_parse_args(argc, argv, "pca");
     pca_state *s = PM_ALLOC(sizeof *s, "pca.state");
-    s->rows = opt.scale == 0 ? 64 : 512 * opt.scale;
+    s->rows = opt.scale == 0 ? 64 : 1024 * opt.scale;
     s->cols = opt.scale == 0 ? 512 : 2048;
     s->matrix = PM_ALLOC((size_t)(s->rows * s->cols) * sizeof *s->matrix, "pca.matrix");
     s->means = PM_ALLOC((size_t)s->rows * sizeof *s->means, "pca.means");

@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 {
     wl_options opt = wl_parse_args(argc, argv, "reverse_index");
     corpus_t *c = PM_ALLOC(sizeof *c, "reverse_index.corpus");
-    c->n_docs = wl_scaled(&opt, 200, 12000);
+    c->n_docs = wl_scaled(&opt, 200, 18000);
     c->docs = PM_ALLOC((size_t)c->n_docs * sizeof *c->docs, "reverse_index.docs");
     generate_corpus(c, 8192);
     wl_info(&opt, "reverse_index: %ld documents", c->n_docs);

@@ -107,9 +107,9 @@ static void generate_text(input_t *in, size_t cap)
 int main(int argc, char **argv)
 {
     wl_options opt = wl_parse_args(argc, argv, "string_match");
-    size_t cap = (size_t)wl_scaled(&opt, 1L << 20, 32L << 20);
+    size_t cap = (size_t)wl_scaled(&opt, 1L << 20, 80L << 20);
     input_t *in = PM_ALLOC(sizeof *in, "string_match.input");
-    in->text = PM_ALLOC(cap + 1, "string_match.text");
+    in->text = PM_INPUT_ALLOC(cap + 1, "string_match.text");
     generate_text(in, cap);
     for (int k = 0; k < N_KEYS; k++)
         in->key_digests[k] = digest(keys[k], strlen(keys[k]));

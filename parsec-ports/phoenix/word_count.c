@@ -128,7 +128,7 @@ static void merge_batch(wc_state *s, const mr_result *r)
 static wc_state *create_state(size_t text_cap, long batches)
 {
     wc_state *s = PM_ALLOC(sizeof *s, "word_count.state");
-    s->text = PM_ALLOC(text_cap + 1, "word_count.text");
+    s->text = PM_INPUT_ALLOC(text_cap + 1, "word_count.text");
     vocabulary_t vocab = vocabulary_make(VOCABULARY, 0x3C0417ull);
     prng_t rng = prng_seed(0x3C0418ull);
     size_t words;
@@ -156,7 +156,7 @@ static int by_count_then_word(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     wl_options opt = wl_parse_args(argc, argv, "word_count");
-    size_t text_cap = (size_t)wl_scaled(&opt, 1L << 20, 32L << 20);
+    size_t text_cap = (size_t)wl_scaled(&opt, 1L << 20, 52L << 20);
     long batches = 8;
 
     wc_state *s = PM_RECOVER(sizeof(wc_state), "word_count.state");

@@ -367,7 +367,7 @@ int main(int argc, char **argv)
     wl_options opt = wl_parse_args(argc, argv, "streamcluster");
     stream_state *s = PM_ALLOC(sizeof *s, "streamcluster.state");
     s->chunk_size = opt.scale == 0 ? 1024 : 8192;
-    s->n_chunks = opt.scale == 0 ? 2 : 5L * opt.scale;
+    s->n_chunks = opt.scale == 0 ? 2 : 6L * opt.scale;
     s->iterations = opt.scale == 0 ? 40 : 100;
     s->medians = PM_ALLOC((size_t)(s->n_chunks * MAX_SLOTS) * sizeof(point_t),
                           "streamcluster.medians");

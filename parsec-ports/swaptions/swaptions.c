@@ -162,7 +162,7 @@ int main(int argc, char **argv)
     wl_options opt = wl_parse_args(argc, argv, "swaptions");
     sw_state *s = PM_ALLOC(sizeof *s, "swaptions.state");
     s->n_swaptions = opt.scale == 0 ? 8 : 64;
-    s->trials = opt.scale == 0 ? 400 : 12000L * opt.scale;
+    s->trials = opt.scale == 0 ? 400 : 16000L * opt.scale;
     s->n_maturities = 40; /* quarterly over 10 years */
     s->dt = 0.25;
     s->swaptions = PM_ALLOC((size_t)s->n_swaptions * sizeof *s->swaptions, "swaptions.swaptions");

@@ -68,7 +68,7 @@ def slowdown_rows(summary: list) -> list:
 
 def stress_table(cells: list) -> list:
     lines = []
-    for structure, title in (("bptree", "B+tree (order 32, lock coupling)"),
+    for structure, title in (("bptree", "B+tree (order 32, lock-free descent, leaf locks)"),
                              ("lclist", "sorted list (hand-over-hand)")):
         mine = [c for c in cells if c.structure == structure]
         if not mine:

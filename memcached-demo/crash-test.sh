@@ -73,7 +73,7 @@ check_log() {
 	fi
 	if tail -n +"$from" "$LOG" | grep -q "dropped [1-9]"; then
 		note "FAIL: recovery found linked items with incomplete values:"
-		tail -n +"$from" "$LOG" | grep 'dropped' | sed 's/^/    /' >&2
+		tail -n +"$from" "$LOG" | grep "dropp" | sed "s/^/    /" >&2
 		fail=1
 	fi
 	tail -n +"$from" "$LOG" | grep 'relinked' | sed 's/^/  /'

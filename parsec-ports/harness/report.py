@@ -104,7 +104,7 @@ def recovery_table(rows: list) -> list:
              f"{'lost/ΔT':>7} {'epoch ms':>8} {'lost/ep':>7} {'recovery ms':>11} {'runtime ms':>10} "
              f"{'pool MiB':>9} {'used MiB':>9} check",
              "(lost/ΔT: the inserts lost, in intervals' worth of inserts at the run's mean rate;",
-             " epoch ms: the mean time between epochs the run achieved; lost/ep: the loss in those)"]
+             " epoch ms: the time between epochs the run achieved at the end; lost/ep: the loss in those)"]
     for r in rows:
         rt = r.get("rt_recovery_ms") or "-"
         lost_iv, epoch_ms, lost_ep = "-", r.get("epoch_ms") or "-", "-"

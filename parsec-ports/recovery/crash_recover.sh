@@ -23,10 +23,11 @@
 # recovery_ms = from just before exec of the restarted process until the tree
 # was verified; rt_recovery_ms = the runtime's own "recovery_ns" from
 # PMTHREADS_STATS; pool_MiB = pool file size; used_MiB = pages the pool really
-# occupies in /dev/shm; epoch_ms = the mean time between two epochs of the
-# killed run (its PMTHREADS_EPOCH_LOG): the interval actually achieved, longer
-# than the one asked for when an epoch's dirty pages take longer than that to
-# stage and persist.
+# occupies in /dev/shm; epoch_ms = the mean time between the last epochs (up
+# to 4 gaps) of the killed run (its PMTHREADS_EPOCH_LOG): the interval
+# actually achieved when the kill came, longer than the one asked for when an
+# epoch's dirty pages take longer than that to stage and persist (the tree,
+# and with it the pages an epoch dirties, grows during the run).
 set -eu
 
 build=
@@ -97,9 +98,11 @@ one_run() {
     check=$(value_of check "$dir/recover.out")
     [ -n "$check" ] || check="FAILED($(head -c 80 "$dir/recover.err" | tr '\n,' '  '))"
     rt_ns=$(grep -o '"recovery_ns": *[0-9]*' "$dir/stats.json" 2>/dev/null | grep -o '[0-9]*$' || true)
-    # mean gap between epochs, without the first (start-up) one
-    epoch_ms=$(awk -F, 'NR > 2 { n++; last = $1 } NR == 2 { first = $1 }
-        END { if (n > 0) printf "%.1f", (last - first) / n }' "$dir/epochs.csv" 2>/dev/null || true)
+    # mean of the last (up to 4) gaps between epochs
+    epoch_ms=$(awk -F, 'NR > 1 { t[NR] = $1; last = NR }
+        END { k = last - 4; if (k < 2) k = 2
+              if (last > k) printf "%.1f", (t[last] - t[k]) / (last - k) }' \
+        "$dir/epochs.csv" 2>/dev/null || true)
     pool_bytes=$(stat -c %s "$pool" 2>/dev/null || echo 0)
     used_bytes=$(( $(du -k "$pool" 2>/dev/null | cut -f1 || echo 0) * 1024 ))
 

@@ -1,6 +1,7 @@
 #include "epoch_log.h"
 
 #include "log.h"
+#include "prim/prim.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,21 +11,6 @@
 
 static int log_fd = -1;
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int epoch_log_open(const char *path)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -33,7 +19,7 @@ int epoch_log_open(const char *path)
 			      "writable file path or unset it", path);
 		return -1;
 	}
-	if (write_all(fd, EPOCH_LOG_HEADER, sizeof(EPOCH_LOG_HEADER) - 1) != 0) {
+	if (prim_write_all(fd, EPOCH_LOG_HEADER, sizeof(EPOCH_LOG_HEADER) - 1) != 0) {
 		err_set_errno(errno, "PMTHREADS_EPOCH_LOG: cannot write \"%s\"", path);
 		close(fd);
 		return -1;
@@ -59,7 +45,7 @@ void epoch_log_record(const struct epoch_record *r)
 			 (unsigned long long)(r->persist_ns / 1000));
 	if (n <= 0 || (size_t)n >= sizeof(line))
 		return;
-	if (write_all(log_fd, line, (size_t)n) != 0) {
+	if (prim_write_all(log_fd, line, (size_t)n) != 0) {
 		log_msg(LOG_WARN, "PMTHREADS_EPOCH_LOG: write failed (%s); the epoch log stops "
 			"here", strerror(errno));
 		epoch_log_close();

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 struct epoch_record {
-	uint64_t t_ns;			/* since the library was loaded */
+	uint64_t t_ns;			/* since the runtime started */
 	uint64_t epoch;			/* VER_d once this epoch is durable */
 	uint64_t pause_ns;		/* gate closed -> reopened */
 	uint64_t pages;			/* dirty pages persisted (0: empty epoch) */

@@ -1,6 +1,8 @@
 /* log -- messages and the per-thread last error.  See log.h. */
 #include "log.h"
 
+#include "prim/prim.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,15 +34,7 @@ static void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 	buf[len++] = '\n';
 	/* write(2) rather than stdio: callable from signal handlers and before
 	 * the C library's streams are usable. */
-	size_t off = 0;
-	while (off < len) {
-		ssize_t w = write(STDERR_FILENO, buf + off, len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			break;
-		off += (size_t)w;
-	}
+	(void)prim_write_all(STDERR_FILENO, buf, len);
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)

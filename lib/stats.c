@@ -117,18 +117,11 @@ int stats_write_json(const struct stats_report *r, const char *path)
 		err_set_errno(errno, "stats: cannot open %s", path);
 		return -1;
 	}
-	size_t done = 0;
-	while (done < o.len) {
-		ssize_t n = write(fd, o.buf + done, o.len - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			err_set_errno(errno, "stats: cannot write %s", path);
-			if (!to_stderr)
-				close(fd);
-			return -1;
-		}
-		done += (size_t)n;
+	if (prim_write_all(fd, o.buf, o.len) != 0) {
+		err_set_errno(errno, "stats: cannot write %s", path);
+		if (!to_stderr)
+			close(fd);
+		return -1;
 	}
 	if (!to_stderr)
 		close(fd);

@@ -21,6 +21,11 @@ uint64_t prim_now_ns(void);
 void prim_sleep_ns(uint64_t ns);
 pid_t prim_gettid(void);
 
+/* Write all len bytes to fd, retrying short writes and EINTR.  Returns 0, or
+ * -1 with errno set (a write that made no progress fails with EIO).  Uses
+ * write(2) only: callable from signal handlers. */
+int prim_write_all(int fd, const void *buf, size_t len);
+
 /* Wait while *addr == expected, at most timeout_ns (0: no bound).  Returns 0
  * when woken or the value changed, -1 with errno ETIMEDOUT on time-out. */
 int prim_futex_wait(atomic_uint *addr, unsigned expected, uint64_t timeout_ns);

@@ -28,6 +28,24 @@ void prim_sleep_ns(uint64_t ns)
 
 pid_t prim_gettid(void) { return (pid_t)syscall(SYS_gettid); }
 
+int prim_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = EIO;
+			return -1;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
 int prim_futex_wait(atomic_uint *addr, unsigned expected, uint64_t timeout_ns)
 {
 	struct timespec ts, *tsp = NULL;

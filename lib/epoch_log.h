@@ -23,13 +23,16 @@ struct epoch_record {
 	uint64_t pages;			/* dirty pages persisted (0: empty epoch) */
 	uint64_t bytes_dirty;		/* pages * page size */
 	uint64_t bytes_written;		/* bytes that differed and were written */
-	uint64_t stage_ns;		/* collect + copy, inside the pause */
-	uint64_t persist_ns;		/* stage_ns + NVM writes and fences */
+	uint64_t stage_ns;		/* collect + guard (or copy), inside the pause */
+	uint64_t persist_ns;		/* stage_ns + write-back: NVM writes and fences */
+	uint64_t period_ns;		/* achieved: since the previous epoch began */
+	uint64_t pages_saved;		/* copied before a write during the write-back */
 };
 
 /* The header line of the file: the names of the fields, in order. */
 #define EPOCH_LOG_HEADER \
-	"t_ms,epoch,pause_us,pages,bytes_dirty,bytes_written,stage_us,persist_us\n"
+	"t_ms,epoch,pause_us,pages,bytes_dirty,bytes_written,stage_us,persist_us,period_us," \
+	"pages_saved\n"
 
 /* Create (or truncate) path, mode 0644, and write the header.  Returns 0, or
  * -1 with err_get() naming PMTHREADS_EPOCH_LOG, the path and the reason. */

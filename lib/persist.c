@@ -85,8 +85,30 @@ static void publish(struct pool *p, uint64_t next)
 	nvm_fence(p->nvm);
 }
 
+static const void *shadow_page(void *ctx, size_t k, uint64_t page)
+{
+	(void)k;
+	const struct pool *p = ((const void **)ctx)[0];
+	const unsigned char *sh = ((const void **)ctx)[1];
+	return sh + page * p->page_size;
+}
+
+static void shadow_done(void *ctx, size_t k)
+{
+	(void)ctx;
+	(void)k;
+}
+
 void epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
 		   struct persist_stats *st)
+{
+	const void *ctx[2] = { p, shadow };
+	struct persist_source src = { shadow_page, shadow_done, (void *)ctx };
+	epoch_persist_from(p, &src, pages, n, st);
+}
+
+void epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
+			size_t n, struct persist_stats *st)
 {
 	if (n == 0)
 		return;
@@ -94,7 +116,6 @@ void epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, si
 		log_fatal("epoch_persist on %s, which was opened read-only", p->path);
 	if (!p->torn_invalidated)
 		pool_invalidate_torn(p);
-	const unsigned char *sh = shadow;
 	const uint64_t next = *p->ver_d + 1;
 	const uint64_t fences0 = p->nvm->stats.fences;
 	uint64_t persisted = 0;
@@ -120,7 +141,8 @@ void epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, si
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
 		int w = p->seq[i][0] == next ? 0 : 1;
-		lines += write_page(p, pool_copy(p, i, w), sh + i * p->page_size);
+		lines += write_page(p, pool_copy(p, i, w), src->begin(src->ctx, k, i));
+		src->end(src->ctx, k);
 	}
 	if (persist_fault_active != PERSIST_FAULT_SKIP_DATA_FENCE)
 		nvm_fence(p->nvm);

@@ -28,6 +28,18 @@ struct persist_stats {
 	uint64_t fences;
 };
 
+/* Where epoch_persist_from reads the image of each page.  begin returns the
+ * image of pages[k] (page_size bytes, line-aligned) and keeps it stable
+ * until end(ctx, k); each k is begun and ended once, in order, during the
+ * data phase (after the seq fence, before the data fence).  The epoch
+ * pipeline (epoch.c) uses it to read the live shadow page unless the
+ * program has since saved a copy of it (copy-before-write). */
+struct persist_source {
+	const void *(*begin)(void *ctx, size_t k, uint64_t page);
+	void (*end)(void *ctx, size_t k);
+	void *ctx;
+};
+
 /* Persist the given dirty pages (indices into the heap, any order, no
  * duplicates -- a duplicate is ignored) of the shadow image at shadow
  * (npages pages).  On return the image is durable and *p->ver_d was
@@ -37,6 +49,9 @@ struct persist_stats {
  * >= p->npages, or a read-only pool, aborts (a caller bug). */
 void epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
 		   struct persist_stats *st);
+/* The same, reading each page's image through src. */
+void epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
+			size_t n, struct persist_stats *st);
 
 /* Recover the consistent image into shadow (the heap range, zero-filled
  * fresh anonymous memory).  Returns the number of pages restored (pages

@@ -101,9 +101,17 @@ static struct {
 	uint64_t epochs, abandoned, syncs;
 	uint64_t pause_max, pause_total, abandoned_total;
 	uint64_t hist[PAUSE_BUCKETS];	/* see bucket_of / bucket_upper */
+	/* Achieved period: from one quiescent point's attempt start to the
+	 * next one's, same histogram. */
+	uint64_t periods, period_max, period_total;
+	uint64_t period_hist[PAUSE_BUCKETS];
+	/* Periodic epochs that could not start when due because the previous
+	 * epoch's after procedure (the write-back) was still running. */
+	uint64_t late, late_total;
 } stats;
 /* Written and read on the epoch thread only. */
-static uint64_t last_pause_ns;
+static uint64_t last_pause_ns, last_period_ns;
+static uint64_t last_epoch_start_ns;	/* attempt start of the previous epoch */
 
 /* ---- records ---- */
 
@@ -362,7 +370,16 @@ static bool attempt_epoch(void)
 			if (pause > stats.pause_max)
 				stats.pause_max = pause;
 			stats.hist[bucket_of(pause)]++;
+			last_period_ns = last_epoch_start_ns != 0 ? t0 - last_epoch_start_ns : 0;
+			if (last_period_ns != 0) {
+				stats.periods++;
+				stats.period_total += last_period_ns;
+				if (last_period_ns > stats.period_max)
+					stats.period_max = last_period_ns;
+				stats.period_hist[bucket_of(last_period_ns)]++;
+			}
 			prim_unlock(&stats_lock);
+			last_epoch_start_ns = t0;
 			last_pause_ns = pause;
 			/* On this thread, so the next quiescent point (which
 			 * this thread also runs) cannot start before it is
@@ -420,10 +437,26 @@ static void *epoch_main(void *unused)
 			continue;
 		}
 		uint64_t interval_ns = (uint64_t)atomic_load(&interval_ms) * 1000000ULL;
+		uint64_t started = now;
 		if (attempt_epoch()) {
 			backoff = 0;
 			not_before = 0;
-			next_due = prim_now_ns() + interval_ns;
+			/* Fixed rate: the next epoch is due one interval after
+			 * this one started (or was due), not after its write-back
+			 * ended -- else every epoch stretches the period by its
+			 * own persist time.  A sync epoch restarts the schedule. */
+			uint64_t base = !sync_pending && next_due <= started ? next_due : started;
+			next_due = base + interval_ns;
+			now = prim_now_ns();
+			if (now > next_due) {
+				/* The write-back overran the interval: a backlog.
+				 * Start the next epoch at once and say so. */
+				prim_lock(&stats_lock);
+				stats.late++;
+				stats.late_total += now - next_due;
+				prim_unlock(&stats_lock);
+				next_due = now;
+			}
 		} else {
 			/* Retry soon, then less often while the lock stays held:
 			 * every attempt stalls new FASEs for the bound. */
@@ -601,6 +634,11 @@ uint64_t quiesce_last_pause_ns(void)
 	return last_pause_ns;
 }
 
+uint64_t quiesce_last_period_ns(void)
+{
+	return last_period_ns;
+}
+
 void quiesce_get_stats(struct quiesce_stats *st)
 {
 	prim_lock(&stats_lock);
@@ -613,6 +651,12 @@ void quiesce_get_stats(struct quiesce_stats *st)
 	st->abandoned_ns_total = stats.abandoned_total;
 	st->pause_ns_p50 = percentile(stats.hist, stats.epochs, 50, stats.pause_max);
 	st->pause_ns_p99 = percentile(stats.hist, stats.epochs, 99, stats.pause_max);
+	st->period_ns_p50 = percentile(stats.period_hist, stats.periods, 50, stats.period_max);
+	st->period_ns_p99 = percentile(stats.period_hist, stats.periods, 99, stats.period_max);
+	st->period_ns_max = stats.period_max;
+	st->period_ns_mean = stats.periods != 0 ? stats.period_total / stats.periods : 0;
+	st->late_epochs = stats.late;
+	st->late_ns_total = stats.late_total;
 	prim_unlock(&stats_lock);
 	st->membarrier = !atomic_load(&quiesce_need_fence);
 	st->blocking_in_fase = atomic_load_explicit(&blocking_in_fase, memory_order_relaxed);

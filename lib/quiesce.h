@@ -151,7 +151,10 @@ static inline __attribute__((always_inline)) void fase_leave_fast(void)
  * (persisting the staged pages). */
 typedef void (*quiesce_epoch_fn)(void *arg);
 
-/* Start the epoch thread.  interval_ms: the period (> 0).  When the epoch
+/* Start the epoch thread.  interval_ms: the period (> 0), kept at a fixed
+ * rate: an epoch is due one interval after the previous one started, and
+ * when the after procedure overran that, the next epoch starts as soon as it
+ * returns (counted as late: a backlog).  When the epoch
  * thread already runs, this replaces the epoch procedure and the interval
  * instead (the preload layer starts the gate before any pool is opened;
  * runtime_init later installs the persisting procedure).  Returns 0 or -1
@@ -220,6 +223,14 @@ struct quiesce_stats {
 	uint64_t abandoned_ns_total;	/* gate closed in abandoned attempts */
 	uint64_t blocking_in_fase;	/* joins, barrier and semaphore waits
 					 * entered while holding a lock */
+	uint64_t period_ns_p50, period_ns_p99, period_ns_max, period_ns_mean;
+					/* achieved period: from one epoch's
+					 * start to the next one's (same
+					 * histogram as the pause) */
+	uint64_t late_epochs;		/* backlog: periodic epochs that began
+					 * after their due time because the
+					 * previous write-back was still running */
+	uint64_t late_ns_total;		/* how late, in all */
 	bool membarrier;		/* membarrier(2) in use (else fences) */
 };
 void quiesce_get_stats(struct quiesce_stats *st);
@@ -227,6 +238,9 @@ void quiesce_get_stats(struct quiesce_stats *st);
 /* The pause of the epoch whose after procedure is running (call it from
  * there: on the epoch thread, between one epoch and the next). */
 uint64_t quiesce_last_pause_ns(void);
+/* The achieved period that ended with that epoch: since the previous
+ * epoch's start (0 for the first).  Same calling rule. */
+uint64_t quiesce_last_period_ns(void);
 
 /* The calling thread is about to block in call (pthread_join,
  * pthread_barrier_wait, sem_wait, ...) while it holds a lock: no epoch can

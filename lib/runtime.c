@@ -1,7 +1,8 @@
-/* runtime -- start-up, shutdown and the epoch procedure.  See runtime.h. */
+/* runtime -- start-up, shutdown and fork.  See runtime.h. */
 #include "runtime.h"
 
 #include "checker.h"
+#include "epoch.h"
 #include "epoch_log.h"
 #include "heap.h"
 #include "log.h"
@@ -36,35 +37,11 @@ static void *heap_base;
 static size_t heap_len;
 static bool previous_run_crashed;
 static bool child_of_holder;	/* start-up failed: our parent holds the pool */
-static uint64_t *dirty_pages;	/* room for every page of the heap */
-static size_t dirty_capacity;
-
-/*
- * Staged persist.  At the quiescent point (gate closed) runtime_epoch only
- * collects the dirty pages and copies each into the staging area, at the
- * same offset as in the heap; the gate then reopens and runtime_epoch_after,
- * on the epoch thread, persists from the staging area, which nobody else
- * touches.  So the pause is collect + one DRAM copy, not the NVM writes.
- * The next quiescent point runs on the same thread only after the persist
- * returned, so staged pages are never overwritten while being persisted,
- * and dirty_pages / staged_* carry the epoch from one half to the other.
- * NULL staging (the reservation failed): persist inside the pause, as
- * before.
- */
-static unsigned char *staging;
-static size_t staged_n;		/* pages in dirty_pages waiting for the persist */
-static bool staged_final;	/* the staged epoch is shutdown's final one */
-static uint64_t staged_ns;	/* collect + copy time of the staged epoch */
-
-static struct runtime_counters counters;
-/* The epoch persist_staged accounted for, for the epoch log (epoch thread
- * only). */
-static struct epoch_record last_epoch;
-static uint64_t started_ns;	/* prim_now_ns() when start() began */
-/* Set once shutdown's final epoch (quiesce_in_final_epoch) is durable: only
- * then may the pool be marked clean.  A regular epoch that ran while
- * shutdown began does not count: writes after it would be lost. */
-static atomic_bool final_epoch_done;
+static struct epoch_pipeline *pipeline;
+/* The pipeline's counters as they stood when it was closed (the stats
+ * report is written after shutdown). */
+static struct epoch_counters closed_counters;
+static uint64_t recovered_pages, recovery_ns;
 
 enum runtime_state runtime_state(void) { return atomic_load(&state); }
 bool runtime_in_init(void) { return initialising_here; }
@@ -87,9 +64,24 @@ uint64_t runtime_durable_epoch(void)
 
 void runtime_get_counters(struct runtime_counters *out)
 {
-	/* Read at a quiescent point or at exit; torn reads of a counter being
-	 * updated by the epoch thread only make a statistic momentarily stale. */
-	*out = counters;
+	if (pipeline != NULL)
+		epoch_get_counters(pipeline, &out->epoch);
+	else
+		out->epoch = closed_counters;
+	out->recovered_pages = recovered_pages;
+	out->recovery_ns = recovery_ns;
+}
+
+static void close_pipeline(bool fork_child)
+{
+	if (pipeline == NULL)
+		return;
+	epoch_get_counters(pipeline, &closed_counters);
+	if (fork_child)
+		epoch_pipeline_abandon(pipeline);
+	else
+		epoch_pipeline_close(pipeline);
+	pipeline = NULL;
 }
 
 /* The program's identity recorded in a new pool: the executable's file name,
@@ -221,20 +213,11 @@ static int check_mode_setup(void)
 	return checker_init();
 }
 
-static void release_staging(void)
-{
-	if (staging != NULL)
-		prim_unmap(staging, heap_len);
-	staging = NULL;
-	staged_n = 0;
-}
-
 /* Bring the modules up in dependency order.  Recovery writes the shadow
  * before the tracker is attached, so restored pages are not counted as
  * dirty (they are already in the pool). */
 static int start(void)
 {
-	started_ns = prim_now_ns();
 	if (config_from_env(&cfg) != 0)
 		return -1;
 	log_set_level(cfg.verbose >= 2 ? LOG_DEBUG : cfg.verbose == 1 ? LOG_INFO : LOG_WARN);
@@ -270,31 +253,14 @@ static int start(void)
 
 	if (!pool->created) {
 		uint64_t t0 = prim_now_ns();
-		counters.recovered_pages = pool_recover(pool, heap_base);
-		counters.recovery_ns = prim_now_ns() - t0;
+		recovered_pages = pool_recover(pool, heap_base);
+		recovery_ns = prim_now_ns() - t0;
 		previous_run_crashed = !pool->was_clean;
 	}
 	pool_set_clean(pool, false);
 
-	dirty_capacity = (size_t)pool->npages;
-	dirty_pages = prim_map_any(dirty_capacity * sizeof(uint64_t));
-	if (dirty_pages == NULL) {
-		err_set("cannot allocate the dirty-page list for %zu pages", dirty_capacity);
-		goto fail_shadow;
-	}
-	/* Address space only (MAP_NORESERVE): a page costs memory once some
-	 * epoch stages it, and runtime_epoch_after hands it back lazily. */
-	staging = prim_map_any(heap_len);
-	if (staging != NULL)
-		/* A huge page would make staging one written page cost 2 MiB of
-		 * zeroing inside the pause. */
-		(void)madvise(staging, heap_len, MADV_NOHUGEPAGE);
-	else
-		log_msg(LOG_WARN, "cannot reserve %zu bytes for the staging area; epochs persist "
-			"with the application paused", heap_len);
-
 	if (tracker_open(&tracker, cfg.tracker, heap_base, heap_len) != 0)
-		goto fail_dirty;
+		goto fail_shadow;
 	/* Before heap_init: its writes happen inside a FASE and must pass. */
 	if (cfg.check)
 		tracker_set_write_hook(checker_on_write);
@@ -302,18 +268,19 @@ static int start(void)
 	if (heap_init(heap_base, heap_len, pool->created) != 0)
 		goto fail_tracker;
 
-	log_configuration();
-	if (quiesce_start_split(cfg.interval_ms, runtime_epoch, runtime_epoch_after, NULL) != 0)
+	if (epoch_pipeline_open(&pipeline, pool, tracker, heap_base, heap_high_water, NULL) != 0)
 		goto fail_tracker;
+	log_configuration();
+	if (quiesce_start_split(cfg.interval_ms, epoch_on_quiescent, epoch_on_reopened,
+				pipeline) != 0)
+		goto fail_pipeline;
 	return 0;
 
+fail_pipeline:
+	close_pipeline(false);
 fail_tracker:
 	tracker_close(tracker);
 	tracker = NULL;
-fail_dirty:
-	release_staging();
-	prim_unmap(dirty_pages, dirty_capacity * sizeof(uint64_t));
-	dirty_pages = NULL;
 fail_shadow:
 	shadow_release(heap_base, heap_len);
 	heap_base = NULL;
@@ -360,106 +327,6 @@ int runtime_init(void)
 	return -1;
 }
 
-/* Persist the epoch in dirty_pages[0..staged_n) from src (the staging area
- * or, without one, the heap itself) and account for it. */
-static void persist_staged(const void *src)
-{
-	size_t n = staged_n;
-	staged_n = 0;
-	last_epoch = (struct epoch_record){ .epoch = *pool->ver_d, .stage_ns = staged_ns,
-					    .persist_ns = staged_ns };
-	if (n == 0) {
-		counters.empty_epochs++;
-	} else {
-		uint64_t t0 = prim_now_ns();
-		struct persist_stats st = { 0 };
-		epoch_persist(pool, src, dirty_pages, n, &st);
-		uint64_t ns = staged_ns + (prim_now_ns() - t0);
-		counters.epochs++;
-		counters.pages += st.pages;
-		counters.lines_written += st.lines_written;
-		counters.bytes_written += st.bytes_written;
-		counters.bytes_compared += st.bytes_compared;
-		counters.fences += st.fences;
-		counters.persist_ns += ns;
-		counters.stage_ns += staged_ns;
-		last_epoch.epoch = *pool->ver_d;
-		last_epoch.pages = st.pages;
-		last_epoch.bytes_dirty = st.pages * pool->page_size;
-		last_epoch.bytes_written = st.bytes_written;
-		last_epoch.persist_ns = ns;
-	}
-	/* Only now, durable, may shutdown mark the pool clean. */
-	if (staged_final)
-		atomic_store(&final_epoch_done, true);
-}
-
-void runtime_epoch(void *arg)
-{
-	(void)arg;
-	if (tracker == NULL || pool == NULL)
-		return;
-	staged_final = quiesce_in_final_epoch();
-	uint64_t t0 = prim_now_ns();
-	/* Nothing above the heap's high-water mark is ever written, and
-	 * scanning a mostly unused pool costs ~1 ms per GiB with uffd. */
-	tracker_set_extent(tracker, heap_high_water());
-	size_t n = tracker_collect_dirty(tracker, dirty_pages, dirty_capacity);
-	if (staging != NULL) {
-		/* The pages come back ascending: copy runs of adjacent pages
-		 * with one memcpy each. */
-		const size_t ps = (size_t)pool->page_size;
-		const unsigned char *heap = heap_base;
-		for (size_t k = 0; k < n;) {
-			size_t j = k + 1;
-			while (j < n && dirty_pages[j] == dirty_pages[j - 1] + 1)
-				j++;
-			size_t off = (size_t)dirty_pages[k] * ps;
-			memcpy(staging + off, heap + off, (j - k) * ps);
-			k = j;
-		}
-	}
-	staged_n = n;
-	staged_ns = prim_now_ns() - t0;
-	if (staging == NULL)
-		persist_staged(heap_base);
-}
-
-static void log_epoch(void)
-{
-	last_epoch.t_ns = prim_now_ns() - started_ns;
-	last_epoch.pause_ns = quiesce_last_pause_ns();
-	epoch_log_record(&last_epoch);
-}
-
-void runtime_epoch_after(void *arg)
-{
-	(void)arg;
-	if (pool == NULL)
-		return;
-	if (staging == NULL) {
-		/* runtime_epoch persisted inside the pause. */
-		log_epoch();
-		return;
-	}
-	size_t n = staged_n;
-	persist_staged(staging);
-	log_epoch();
-	/* Give the staged pages back lazily: MADV_FREE costs no fault when the
-	 * next epoch stages the same page again before the kernel reclaimed
-	 * it (the common case: hot pages are dirty every epoch), yet the memory
-	 * is reclaimable under pressure.  Kernels without it (< 4.5) keep the
-	 * pages; an epoch never stages more than the heap's written pages. */
-	const size_t ps = (size_t)pool->page_size;
-	for (size_t k = 0; k < n;) {
-		size_t j = k + 1;
-		while (j < n && dirty_pages[j] == dirty_pages[j - 1] + 1)
-			j++;
-		(void)madvise(staging + (size_t)dirty_pages[k] * ps, (j - k) * ps, MADV_FREE);
-		k = j;
-	}
-}
-
 void runtime_shutdown(void)
 {
 	prim_lock(&init_lock);
@@ -471,18 +338,18 @@ void runtime_shutdown(void)
 	 * holding a lock past the bound it is abandoned, and the pool stays
 	 * marked as crashed so the next run recovers the last durable epoch. */
 	quiesce_stop(true);
-	if (atomic_load(&final_epoch_done))
+	if (epoch_final_done(pipeline))
 		pool_set_clean(pool, true);
 	else
 		log_msg(LOG_WARN, "no quiescent point could be reached at exit (a thread held a "
 			"lock); the next run recovers epoch %llu",
 			(unsigned long long)*pool->ver_d);
+	/* The epoch thread is joined: no batch is in flight, and nothing
+	 * writes the epoch log. */
+	close_pipeline(false);
 	stats_note_tracker(tracker->ops->name, &tracker->stats);
 	tracker_close(tracker);
 	tracker = NULL;
-	/* The epoch thread is joined: nothing reads the staging area now, and
-	 * nothing writes the epoch log. */
-	release_staging();
 	epoch_log_close();
 	if (cfg.check) {
 		struct checker_stats cs;
@@ -509,9 +376,9 @@ void runtime_atfork_child(void)
 		return;
 	quiesce_atfork_child();
 	epoch_log_close();
-	/* The child never persists; its copy of the staging area (possibly
-	 * half-persisted by the parent's epoch thread) is only memory. */
-	release_staging();
+	/* The child never persists; the batch the parent's epoch thread may be
+	 * writing back is the parent's. */
+	close_pipeline(true);
 	if (tracker != NULL) {
 		stats_note_tracker(tracker->ops->name, &tracker->stats);
 		tracker_close(tracker);

@@ -1,15 +1,16 @@
 /*
- * runtime -- start-up, shutdown and the epoch procedure.
+ * runtime -- start-up, shutdown and fork.
  *
  * Owns: the order in which the modules are brought up (config, pool, shadow,
- * recovery, tracker, heap, epoch thread) and down (final epoch, clean flag),
- * the epoch procedure handed to quiesce, and the counters of persisted work.
- * The functions of pmthreads.h are in api.c.
+ * recovery, tracker, heap, epoch pipeline, epoch thread) and down (final
+ * epoch, clean flag), and detaching a fork child.  The epoch itself is
+ * epoch.c's; the functions of pmthreads.h are in api.c.
  */
 #ifndef PMT_RUNTIME_H
 #define PMT_RUNTIME_H
 
 #include "config.h"
+#include "epoch.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -44,14 +45,6 @@ void runtime_shutdown(void);
  * is a private copy and is never persisted). */
 void runtime_atfork_child(void);
 
-/* One epoch, in two halves (quiesce_start_split).  runtime_epoch, at the
- * quiescent point: collect the dirty pages and copy them into the staging
- * area.  runtime_epoch_after, on the epoch thread once the gate is open
- * again: persist the staged copy (durable on return).  Without a staging
- * area runtime_epoch persists too and runtime_epoch_after is not used. */
-void runtime_epoch(void *arg);
-void runtime_epoch_after(void *arg);
-
 /* The heap range as mapped in this process, and (mapped - recorded). */
 void *runtime_heap_base(void);
 size_t runtime_heap_len(void);
@@ -62,16 +55,7 @@ bool runtime_crashed(void);
 uint64_t runtime_durable_epoch(void);
 
 struct runtime_counters {
-	uint64_t epochs;		/* epochs that persisted at least one page */
-	uint64_t empty_epochs;		/* quiescent points with nothing dirty */
-	uint64_t pages;			/* dirty pages persisted */
-	uint64_t lines_written;		/* 64-byte lines written to NVM */
-	uint64_t bytes_written;
-	uint64_t bytes_compared;	/* bytes diffed against the old copy */
-	uint64_t fences;
-	uint64_t persist_ns;		/* time spent in collect + stage + persist */
-	uint64_t stage_ns;		/* of which collect + copy to the staging
-					 * area, inside the pause */
+	struct epoch_counters epoch;	/* the epoch pipeline's (epoch.h) */
 	uint64_t recovered_pages;	/* pages restored at start-up */
 	uint64_t recovery_ns;
 };

@@ -24,6 +24,9 @@ void stats_note_tracker(const char *backend, const struct tracker_stats *st)
 	noted.pages_collected += st->pages_collected;
 	noted.overflows += st->overflows;
 	noted.scan_errors += st->scan_errors;
+	noted.batches_guarded += st->batches_guarded;
+	noted.guard_faults += st->guard_faults;
+	noted.guard_giveups += st->guard_giveups;
 	prim_unlock(&noted_lock);
 }
 
@@ -81,8 +84,8 @@ int stats_write_json(const struct stats_report *r, const char *path)
 	put_u(&o, "interval_ms", r->interval_ms, false);
 	put(&o, "  \"wall_s\": %.3f,\n", (double)r->wall_ns / 1e9);
 	put_u(&o, "epochs", r->quiesce.epochs, false);
-	put_u(&o, "epochs_persisted", r->runtime.epochs, false);
-	put_u(&o, "epochs_empty", r->runtime.empty_epochs, false);
+	put_u(&o, "epochs_persisted", r->runtime.epoch.epochs, false);
+	put_u(&o, "epochs_empty", r->runtime.epoch.empty_epochs, false);
 	put_u(&o, "abandoned", r->quiesce.abandoned, false);
 	put_u(&o, "syncs", r->quiesce.syncs, false);
 	put_u(&o, "pause_ns_p50", r->quiesce.pause_ns_p50, false);
@@ -92,20 +95,33 @@ int stats_write_json(const struct stats_report *r, const char *path)
 	put_u(&o, "abandoned_ns_total", r->quiesce.abandoned_ns_total, false);
 	put_u(&o, "blocking_in_fase", r->quiesce.blocking_in_fase, false);
 	put(&o, "  \"membarrier\": %s,\n", r->quiesce.membarrier ? "true" : "false");
-	put_u(&o, "pages_persisted", r->runtime.pages, false);
-	put_u(&o, "lines_written", r->runtime.lines_written, false);
-	put_u(&o, "bytes_written", r->runtime.bytes_written, false);
-	put_u(&o, "bytes_compared", r->runtime.bytes_compared, false);
-	put_u(&o, "fences", r->runtime.fences, false);
-	put_u(&o, "persist_ns", r->runtime.persist_ns, false);
-	put_u(&o, "stage_ns", r->runtime.stage_ns, false);
+	put_u(&o, "period_ns_p50", r->quiesce.period_ns_p50, false);
+	put_u(&o, "period_ns_p99", r->quiesce.period_ns_p99, false);
+	put_u(&o, "period_ns_max", r->quiesce.period_ns_max, false);
+	put_u(&o, "period_ns_mean", r->quiesce.period_ns_mean, false);
+	put_u(&o, "late_epochs", r->quiesce.late_epochs, false);
+	put_u(&o, "late_ns_total", r->quiesce.late_ns_total, false);
+	put_u(&o, "pages_persisted", r->runtime.epoch.pages, false);
+	put_u(&o, "lines_written", r->runtime.epoch.lines_written, false);
+	put_u(&o, "bytes_written", r->runtime.epoch.bytes_written, false);
+	put_u(&o, "bytes_compared", r->runtime.epoch.bytes_compared, false);
+	put_u(&o, "fences", r->runtime.epoch.fences, false);
+	put_u(&o, "persist_ns", r->runtime.epoch.persist_ns, false);
+	put_u(&o, "stage_ns", r->runtime.epoch.stage_ns, false);
+	put_u(&o, "pages_saved", r->runtime.epoch.pages_saved, false);
+	put_u(&o, "unguarded_epochs", r->runtime.epoch.unguarded_epochs, false);
+	put_u(&o, "slot_bytes_resident", r->runtime.epoch.slot_bytes_resident, false);
+	put_u(&o, "slot_shrinks", r->runtime.epoch.slot_shrinks, false);
 	put_u(&o, "recovered_pages", r->runtime.recovered_pages, false);
 	put_u(&o, "recovery_ns", r->runtime.recovery_ns, false);
 	put_u(&o, "tracker_faults", r->tracker_stats.faults, false);
 	put_u(&o, "tracker_collections", r->tracker_stats.collections, false);
 	put_u(&o, "tracker_pages", r->tracker_stats.pages_collected, false);
 	put_u(&o, "tracker_overflows", r->tracker_stats.overflows, false);
-	put_u(&o, "tracker_scan_errors", r->tracker_stats.scan_errors, true);
+	put_u(&o, "tracker_scan_errors", r->tracker_stats.scan_errors, false);
+	put_u(&o, "tracker_batches_guarded", r->tracker_stats.batches_guarded, false);
+	put_u(&o, "tracker_guard_faults", r->tracker_stats.guard_faults, false);
+	put_u(&o, "tracker_guard_giveups", r->tracker_stats.guard_giveups, true);
 	put(&o, "}\n");
 	if (o.overflow) {
 		err_set("stats: the report does not fit its buffer");

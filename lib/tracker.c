@@ -99,3 +99,21 @@ size_t tracker_collect_dirty(struct tracker *t, uint64_t *pages, size_t max)
 	t->stats.pages_collected += n;
 	return n;
 }
+
+int tracker_protect_batch(struct tracker *t, const uint64_t *pages, size_t n)
+{
+	if (t->ops->protect_batch == NULL)
+		return -1;
+	if (n == 0)
+		return 0;
+	int r = t->ops->protect_batch(t, pages, n);
+	if (r == 0)
+		t->stats.batches_guarded++;
+	return r;
+}
+
+void tracker_release_batch(struct tracker *t)
+{
+	if (t->ops->release_batch != NULL)
+		t->ops->release_batch(t);
+}

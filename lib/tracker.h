@@ -50,6 +50,9 @@ struct tracker_stats {
 	uint64_t overflows;	/* mprotect: VMA budget exceeded, range unprotected */
 	uint64_t scan_errors;	/* uffd: PAGEMAP_SCAN failed; the whole range was
 				 * reported dirty instead */
+	uint64_t batches_guarded;	/* protect_batch calls that succeeded */
+	uint64_t guard_faults;	/* writes that hit a guarded page (uffd) */
+	uint64_t guard_giveups;	/* guards released early (too many splits) */
 };
 
 struct tracker_ops {
@@ -63,6 +66,16 @@ struct tracker_ops {
 	 * a quiescent point.  If more than max pages are dirty, returns the
 	 * first max and leaves the rest dirty for the next call. */
 	size_t (*collect_dirty)(struct tracker *t, uint64_t *pages, size_t max);
+	/* Copy-before-write (epoch.c): make the pages just collected fault on
+	 * their next write, from any thread, until release_batch, so that the
+	 * copy-before-write hook (tracker_set_cow_hook) sees each such write
+	 * before it lands.  Called at the quiescent point right after
+	 * collect_dirty with what it returned.  Returns 0, or -1 when the
+	 * pages cannot be guarded (the caller copies them instead). */
+	int (*protect_batch)(struct tracker *t, const uint64_t *pages, size_t n);
+	/* End of the write-back: the guard of protect_batch is no longer
+	 * needed (pages stay tracked as before). */
+	void (*release_batch)(struct tracker *t);
 	/* Stop tracking; the range stays mapped and becomes plainly writable.
 	 * Safe in a fork child (acts on the child's own mappings only). */
 	void (*detach)(struct tracker *t);
@@ -123,6 +136,37 @@ void tracker_prefault(void *addr, size_t len);
  * backend never calls it: the kernel resolves its first writes unseen. */
 typedef void (*tracker_write_hook)(void *addr, void *ucontext);
 void tracker_set_write_hook(tracker_write_hook fn);
+
+/* Copy-before-write.  fn(lo, hi) is called before any page of [lo, hi) that
+ * protect_batch guarded becomes writable again: on the writing thread's
+ * write fault (in the SIGSEGV handler: fn must be async-signal-safe), in
+ * tracker_prefault before a system call writes there, and for the whole
+ * range before a backend gives up page protection.  fn saves whatever pages
+ * of the batch in flight are in [lo, hi) and returns; it may be called for
+ * pages outside any batch, and after the batch ended.  NULL turns it off. */
+typedef void (*tracker_cow_hook)(uintptr_t lo, uintptr_t hi);
+void tracker_set_cow_hook(tracker_cow_hook fn);
+/* ops->protect_batch / release_batch, counted in t->stats. */
+int tracker_protect_batch(struct tracker *t, const uint64_t *pages, size_t n);
+void tracker_release_batch(struct tracker *t);
+
+/* The uffd backend's batch guard (tracker_mprotect.c owns SIGSEGV):
+ * mprotect read-only a few ranges covering pages[0..n) (gaps between
+ * batch pages of up to TRACKER_GUARD_GAP pages are covered too, and wider
+ * ones until at most TRACKER_GUARD_RANGES ranges remain), so that every
+ * write there faults; the handler calls the cow hook for the page and makes
+ * it writable (the uffd write-protect bit still records the write).
+ * tracker_guard_register at attach installs the handler for the range;
+ * tracker_guard_unregister at detach.  */
+#define TRACKER_GUARD_GAP 64
+#define TRACKER_GUARD_RANGES 256
+/* Pages the guard makes writable one by one during a batch before it gives
+ * up and unprotects all its ranges at once (after saving every page). */
+#define TRACKER_GUARD_MAX_SPLITS 8192
+int tracker_guard_register(struct tracker *t);
+void tracker_guard_unregister(struct tracker *t);
+int tracker_guard_protect(struct tracker *t, const uint64_t *pages, size_t n);
+void tracker_guard_release(struct tracker *t);
 
 /* Signal chaining (mprotect backend): preload/'s sigaction and signal
  * wrappers forward here.  While an mprotect tracker is attached, our SIGSEGV

@@ -115,6 +115,22 @@ static void app_action_write_blocked(const struct sigaction *sa)
 
 /* ---- dirty bitmap ---- */
 
+static _Atomic(tracker_cow_hook) cow_hook;
+
+void tracker_set_cow_hook(tracker_cow_hook fn)
+{
+	atomic_store(&cow_hook, fn);
+}
+
+/* Pages of [lo, hi) are about to become writable: let the epoch save the
+ * ones its write-back still needs.  Async-signal-safe. */
+static void before_writable(uintptr_t lo, uintptr_t hi)
+{
+	tracker_cow_hook fn = atomic_load_explicit(&cow_hook, memory_order_acquire);
+	if (fn != NULL)
+		fn(lo, hi);
+}
+
 static bool page_dirty(const struct mp_impl *m, size_t i)
 {
 	return (atomic_load(&m->dirty[i / 64]) >> (i % 64)) & 1;
@@ -127,6 +143,7 @@ static void go_overflow(struct mp_impl *m)
 	/* Every page is marked before it is made writable, but from here on
 	 * writes are not seen at all: the next collection falls back to
 	 * pagemap. */
+	before_writable(m->lo, m->hi);
 	if (mprotect((void *)m->lo, m->hi - m->lo, PROT_READ | PROT_WRITE) != 0)
 		log_msg(LOG_ERR, "cannot unprotect the persistent heap after too many dirty "
 			"runs (errno %d)", errno);
@@ -188,6 +205,7 @@ void tracker_set_write_hook(tracker_write_hook fn)
 	atomic_store(&write_hook, fn);
 }
 
+
 /* A fault at address a: if it is a first write to a tracked page, record it
  * and let the write proceed.  Returns whether it was ours. */
 static bool handle_tracked_write(uintptr_t a, void *ucv)
@@ -207,9 +225,228 @@ static bool handle_tracked_write(uintptr_t a, void *ucv)
 		__atomic_fetch_add(&m->t->stats.faults, 1, __ATOMIC_RELAXED);
 		if (atomic_load(&m->overflow))
 			return true;	/* the whole range is writable already */
+		before_writable(m->lo + page * m->ps, m->lo + (page + 1) * m->ps);
 		return set_access(m, page, 1, true) == 0;
 	}
 	return false;
+}
+
+
+/* ---- the batch guard: copy-before-write for the uffd backend ----
+ *
+ * uffd's asynchronous write-protection resolves writes without telling
+ * anyone, so during an epoch's write-back the pages being persisted are
+ * also made read-only with mprotect: a write to one faults here, the cow
+ * hook saves the page, and the page alone becomes writable (its uffd bit
+ * still records the write for the next epoch).  A few covering ranges keep
+ * the pause's mprotect calls few; pages in the gaps just fault once. */
+
+static int install_handler(void);
+static void uninstall_handler(void);
+
+struct guard_range {
+	uintptr_t lo, hi;
+};
+
+struct guard {
+	struct tracker *t;
+	uintptr_t lo, hi;		/* the tracked range */
+	size_t ps;
+	atomic_bool armed;		/* ranges[] are read-only */
+	atomic_long splits;		/* pages made writable one by one */
+	size_t nranges;
+	struct guard_range ranges[TRACKER_GUARD_RANGES];
+};
+
+static _Atomic(struct guard *) guards[MAX_TRACKERS];
+/* A write fault in a guarded range while no guard is armed is normally a
+ * fault that raced with the release (the retry succeeds); the same address
+ * faulting twice in a row is the application's own. */
+static __thread uintptr_t guard_stale_addr;
+
+static struct guard *guard_of(const struct tracker *t)
+{
+	for (int i = 0; i < MAX_TRACKERS; i++) {
+		struct guard *g = atomic_load(&guards[i]);
+		if (g != NULL && g->t == t)
+			return g;
+	}
+	return NULL;
+}
+
+static void guard_unprotect_ranges(struct guard *g)
+{
+	for (size_t r = 0; r < g->nranges; r++)
+		if (mprotect((void *)g->ranges[r].lo, g->ranges[r].hi - g->ranges[r].lo,
+			     PROT_READ | PROT_WRITE) != 0)
+			log_msg(LOG_ERR, "cannot unprotect %#lx..%#lx after an epoch's write-back "
+				"(errno %d)", (unsigned long)g->ranges[r].lo,
+				(unsigned long)g->ranges[r].hi, errno);
+}
+
+/* Too many single-page splits (or one failed, say at vm.max_map_count):
+ * save every page of the batch and unprotect all ranges at once. */
+static void guard_give_up(struct guard *g)
+{
+	before_writable(g->lo, g->hi);
+	guard_unprotect_ranges(g);
+	if (atomic_exchange(&g->armed, false))
+		__atomic_fetch_add(&g->t->stats.guard_giveups, 1, __ATOMIC_RELAXED);
+}
+
+static bool handle_guarded_write(uintptr_t a)
+{
+	for (int i = 0; i < MAX_TRACKERS; i++) {
+		struct guard *g = atomic_load(&guards[i]);
+		if (g == NULL || a < g->lo || a >= g->hi)
+			continue;
+		uintptr_t pg = a & ~(uintptr_t)(g->ps - 1);
+		if (!atomic_load(&g->armed)) {
+			if (guard_stale_addr == a)
+				return false;
+			guard_stale_addr = a;
+			return true;
+		}
+		guard_stale_addr = 0;
+		before_writable(pg, pg + g->ps);
+		__atomic_fetch_add(&g->t->stats.guard_faults, 1, __ATOMIC_RELAXED);
+		if (atomic_fetch_add(&g->splits, 1) >= TRACKER_GUARD_MAX_SPLITS ||
+		    mprotect((void *)pg, g->ps, PROT_READ | PROT_WRITE) != 0)
+			guard_give_up(g);
+		return true;
+	}
+	return false;
+}
+
+/* A system call is about to write [a, e): save and unprotect its pages. */
+static void guard_prefault(uintptr_t a, uintptr_t e)
+{
+	for (int i = 0; i < MAX_TRACKERS; i++) {
+		struct guard *g = atomic_load(&guards[i]);
+		if (g == NULL || !atomic_load(&g->armed))
+			continue;
+		uintptr_t lo = a > g->lo ? a : g->lo;
+		uintptr_t hi = e < g->hi ? e : g->hi;
+		if (lo >= hi)
+			continue;
+		lo &= ~(uintptr_t)(g->ps - 1);
+		hi = (hi + g->ps - 1) & ~(uintptr_t)(g->ps - 1);
+		before_writable(lo, hi);
+		if (atomic_fetch_add(&g->splits, 1) >= TRACKER_GUARD_MAX_SPLITS ||
+		    mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE) != 0)
+			guard_give_up(g);
+	}
+}
+
+int tracker_guard_register(struct tracker *t)
+{
+	struct guard *g = prim_map_any(sizeof(*g));
+	if (g == NULL) {
+		err_set_errno(errno, "cannot allocate the write-back guard");
+		return -1;
+	}
+	g->t = t;
+	g->lo = (uintptr_t)t->base;
+	g->hi = g->lo + t->len;
+	g->ps = t->page_size;
+	prim_lock(&install_lock);
+	int slot = -1;
+	for (int i = 0; i < MAX_TRACKERS && slot < 0; i++)
+		if (atomic_load(&guards[i]) == NULL)
+			slot = i;
+	if (slot < 0 || (attached_count == 0 && install_handler() != 0)) {
+		prim_unlock(&install_lock);
+		err_set_errno(slot < 0 ? EMFILE : errno, "cannot install the write-back guard's "
+			      "SIGSEGV handler");
+		prim_unmap(g, sizeof(*g));
+		return -1;
+	}
+	attached_count++;
+	atomic_store(&guards[slot], g);
+	prim_unlock(&install_lock);
+	return 0;
+}
+
+void tracker_guard_unregister(struct tracker *t)
+{
+	prim_lock(&install_lock);
+	struct guard *g = NULL;
+	for (int i = 0; i < MAX_TRACKERS; i++) {
+		struct guard *c = atomic_load(&guards[i]);
+		if (c != NULL && c->t == t) {
+			g = c;
+			atomic_store(&guards[i], NULL);
+		}
+	}
+	if (g == NULL) {
+		prim_unlock(&install_lock);
+		return;
+	}
+	/* Also in a fork child, whose copy of the ranges is still read-only. */
+	if (atomic_load(&g->armed)) {
+		guard_unprotect_ranges(g);
+		atomic_store(&g->armed, false);
+	}
+	if (--attached_count == 0)
+		uninstall_handler();
+	prim_unlock(&install_lock);
+	while (atomic_load(&readers_inside) != 0)
+		sched_yield();
+	prim_unmap(g, sizeof(*g));
+}
+
+int tracker_guard_protect(struct tracker *t, const uint64_t *pages, size_t n)
+{
+	struct guard *g = guard_of(t);
+	if (g == NULL || n == 0)
+		return g == NULL ? -1 : 0;
+	/* The smallest gap width (from TRACKER_GUARD_GAP up) that leaves at
+	 * most TRACKER_GUARD_RANGES ranges.  A covered gap page costs ~20 ns
+	 * in mprotect, a range ~2 us, and a gap page written during the
+	 * write-back one fault. */
+	uint64_t gap = TRACKER_GUARD_GAP;
+	for (;;) {
+		size_t ranges = 1;
+		for (size_t k = 1; k < n; k++)
+			if (pages[k] - pages[k - 1] - 1 > gap)
+				ranges++;
+		if (ranges <= TRACKER_GUARD_RANGES)
+			break;
+		gap *= 2;
+	}
+	g->nranges = 0;
+	size_t first = 0;
+	for (size_t k = 1; k <= n; k++) {
+		if (k < n && pages[k] - pages[k - 1] - 1 <= gap)
+			continue;
+		g->ranges[g->nranges++] = (struct guard_range){
+			g->lo + pages[first] * g->ps, g->lo + (pages[k - 1] + 1) * g->ps };
+		first = k;
+	}
+	atomic_store(&g->splits, 0);
+	atomic_store(&g->armed, true);
+	for (size_t r = 0; r < g->nranges; r++) {
+		if (mprotect((void *)g->ranges[r].lo, g->ranges[r].hi - g->ranges[r].lo,
+			     PROT_READ) != 0) {
+			int e = errno;
+			g->nranges = r;
+			guard_unprotect_ranges(g);
+			g->nranges = 0;
+			atomic_store(&g->armed, false);
+			err_set_errno(e, "cannot write-protect the pages of an epoch's write-back");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void tracker_guard_release(struct tracker *t)
+{
+	struct guard *g = guard_of(t);
+	if (g == NULL || !atomic_load(&g->armed))
+		return;
+	guard_unprotect_ranges(g);
+	atomic_store(&g->armed, false);
 }
 
 static const char *signal_name(int sig)
@@ -273,8 +510,11 @@ static void on_sigsegv(int sig, siginfo_t *si, void *ucv)
 	bool ours = false;
 	atomic_fetch_add(&readers_inside, 1);
 	/* si_code > 0: raised by the kernel for this access, not sent. */
-	if (si->si_code > 0 && is_write_fault(ucv))
+	if (si->si_code > 0 && is_write_fault(ucv)) {
 		ours = handle_tracked_write((uintptr_t)si->si_addr, ucv);
+		if (!ours)
+			ours = handle_guarded_write((uintptr_t)si->si_addr);
+	}
 	atomic_fetch_sub(&readers_inside, 1);
 	if (!ours)
 		chain_to_application(sig, si, ucv);
@@ -351,9 +591,12 @@ void tracker_prefault(void *addr, size_t len)
 		/* Marked before made writable: a write from another thread in
 		 * between must not go unrecorded. */
 		mark_pages(m, first, count);
-		if (!atomic_load(&m->overflow))
+		if (!atomic_load(&m->overflow)) {
+			before_writable(m->lo + first * m->ps, m->lo + (first + count) * m->ps);
 			(void)set_access(m, first, count, true);
+		}
 	}
+	guard_prefault(a, e);
 	atomic_fetch_sub(&readers_inside, 1);
 }
 
@@ -586,9 +829,26 @@ static void mp_detach(struct tracker *t)
 	t->impl = NULL;
 }
 
+/* collect_dirty left every collected page read-only, and the fault path
+ * calls the cow hook before it unprotects one: nothing to add. */
+static int mp_protect_batch(struct tracker *t, const uint64_t *pages, size_t n)
+{
+	(void)pages;
+	(void)n;
+	struct mp_impl *m = t->impl;
+	return atomic_load(&m->overflow) ? -1 : 0;
+}
+
+static void mp_release_batch(struct tracker *t)
+{
+	(void)t;
+}
+
 const struct tracker_ops tracker_mprotect_ops = {
 	.name = "mprotect",
 	.attach = mp_attach,
 	.collect_dirty = mp_collect,
+	.protect_batch = mp_protect_batch,
+	.release_batch = mp_release_batch,
 	.detach = mp_detach,
 };

@@ -204,6 +204,10 @@ static int uffd_attach(struct tracker *t)
 		goto fail_unregister;
 	}
 	t->impl = u;
+	/* Without the guard, epochs copy their pages inside the pause. */
+	if (tracker_guard_register(t) != 0)
+		log_msg(LOG_INFO, "%s; epochs copy their pages while the program is paused",
+			err_get());
 	return 0;
 
 fail_unregister:
@@ -293,6 +297,7 @@ static void uffd_detach(struct tracker *t)
 	struct uffd_impl *u = t->impl;
 	if (u == NULL)
 		return;
+	tracker_guard_unregister(t);
 	/* In a fork child the descriptors still speak about the parent's
 	 * memory: only close them (the child's copy of the range was not
 	 * registered, since no UFFD_FEATURE_EVENT_FORK was asked for). */
@@ -311,5 +316,7 @@ const struct tracker_ops tracker_uffd_ops = {
 	.name = "uffd",
 	.attach = uffd_attach,
 	.collect_dirty = uffd_collect,
+	.protect_batch = tracker_guard_protect,
+	.release_batch = tracker_guard_release,
 	.detach = uffd_detach,
 };

@@ -26,15 +26,22 @@ void check_epoch_log(const std::string &log, const std::string &json)
 	std::istringstream in(slurp(log));
 	std::string line;
 	REQUIRE(std::getline(in, line));
-	CHECK(line == "t_ms,epoch,pause_us,pages,bytes_dirty,bytes_written,stage_us,persist_us");
+	CHECK(line == "t_ms,epoch,pause_us,pages,bytes_dirty,bytes_written,stage_us,persist_us,"
+		      "period_us,pages_saved");
 	unsigned long long lines = 0, pages = 0, written = 0, last_epoch = 0;
 	double last_t = -1;
 	while (std::getline(in, line)) {
 		INFO("epoch log line: " << line);
 		double t;
-		unsigned long long epoch, pause, pg, dirty, wr, stage, persist;
-		REQUIRE(std::sscanf(line.c_str(), "%lf,%llu,%llu,%llu,%llu,%llu,%llu,%llu", &t, &epoch,
-				    &pause, &pg, &dirty, &wr, &stage, &persist) == 8);
+		unsigned long long epoch, pause, pg, dirty, wr, stage, persist, period, saved;
+		REQUIRE(std::sscanf(line.c_str(), "%lf,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu", &t,
+				    &epoch, &pause, &pg, &dirty, &wr, &stage, &persist, &period,
+				    &saved) == 10);
+		CHECK(saved <= pg);
+		// The first epoch has no period; every later one began after the
+		// previous one.
+		if (lines > 0)
+			CHECK(period > 0);
 		CHECK(t >= last_t);
 		CHECK(epoch >= last_epoch); // an empty epoch does not advance VER_d
 		CHECK(dirty == pg * 4096);

@@ -38,6 +38,24 @@ void *prim_map_fixed(void *addr, size_t len);
 void *prim_map_any(size_t len);
 void prim_unmap(void *addr, size_t len);
 
+/* Give memory back to the system, keeping the range reserved (reads see
+ * zeros again).  Not for hot paths: it costs TLB shootdowns. */
+void prim_discard(void *addr, size_t len);
+
+/* One step of a spin-wait loop; prim_yield gives the processor away
+ * (async-signal-safe, unlike pthread calls). */
+static inline void prim_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+void prim_yield(void);
+
 /* A futex mutex, zero-initialised (PRIM_LOCK_INIT).  Not recursive. */
 typedef struct { atomic_uint state; } prim_lock_t;
 #define PRIM_LOCK_INIT { 0 }

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -88,6 +89,10 @@ void *prim_map_any(size_t len)
 }
 
 void prim_unmap(void *addr, size_t len) { munmap(addr, len); }
+
+void prim_discard(void *addr, size_t len) { (void)madvise(addr, len, MADV_DONTNEED); }
+
+void prim_yield(void) { sched_yield(); }
 
 /* Drepper's three-state futex mutex: 0 free, 1 locked, 2 locked with
  * waiters. */

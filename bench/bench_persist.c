@@ -9,6 +9,15 @@
  *              Baseline: memcpy of each whole dirty page to a mapping of a
  *              file beside the pool, then one pmem_persist (pmem) or
  *              pmem_msync (ordinary file) per page -- a fence per page.
+ *   pipeline   the real epoch pipeline (epoch.c) over a real tracked heap
+ *              of PIPELINE_HEAP_PAGES pages: N = 1 ... 10,000 dirty pages
+ *              spread over it (one line changed in each), epoch_pause then
+ *              epoch_writeback while a thread of the "program" keeps
+ *              writing a tenth of those pages (so copy-before-write is
+ *              exercised).  Per tracker, the guarded pipeline and the
+ *              copy-in-pause one alternate epoch by epoch in one run:
+ *              pause p50/p99 (what the program waits for beyond the gate),
+ *              write-back time, pages saved.
  *   recovery   pool_open + pool_recover of a pool of CAPACITY (default
  *              1 GiB) with 25 % of its pages written (every 4th page; half
  *              of them in two epochs, so both copies are live) and a sparse
@@ -18,7 +27,8 @@
  *              Baseline: memcpy of the same pages from the pool's mapping
  *              into fresh memory.
  *
- * Usage: bench_persist DIR [CAPACITY]
+ * Usage: bench_persist DIR [CAPACITY [SECTION...]]  (persist, pipeline,
+ * recovery; default all)
  *   DIR on /dev/shm with PMEM_IS_PMEM_FORCE=1 exercises the pmem path
  *   (cache-line flushes); DIR on an ordinary file system the msync path.
  *   The backend used is printed.  Scratch files are removed at exit.
@@ -26,13 +36,17 @@
  *   the pool and the naive baseline (a model of NVM write cost: DRAM
  *   standing in for pmem makes every written byte nearly free). */
 #include "config.h"
+#include "epoch.h"
 #include "log.h"
 #include "persist.h"
 #include "pool.h"
 #include "prim/prim.h"
+#include "tracker.h"
 
 #include <fcntl.h>
 #include <libpmem.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +54,7 @@
 
 #define PERSIST_POOL_PAGES 4096u	/* the largest dirty set */
 #define BENCH_SHADOW_BASE 0x500000000000ULL
+#define PIPELINE_HEAP_PAGES 40000u	/* 156 MiB: room to scatter 10,000 */
 
 static size_t page_size;
 static char dir[PATH_MAX];
@@ -232,6 +247,156 @@ static void bench_persist_epochs(void)
 	unlink(path);
 }
 
+/* ---- pipeline ---------------------------------------------------------- */
+
+struct rewriter {
+	unsigned char *heap;
+	const uint64_t *pages;	/* the dirty set */
+	unsigned n;
+	atomic_bool run;
+	atomic_bool stop;
+};
+
+/* The program running during the write-back: rewrites every tenth page of
+ * the dirty set, again and again, until told to stop. */
+static void *rewrite_main(void *arg)
+{
+	struct rewriter *w = arg;
+	unsigned round = 0;
+	while (!atomic_load(&w->stop)) {
+		if (!atomic_load(&w->run)) {
+			/* Asleep, like a thread waiting at the gate: a spinning
+			 * thread would turn every TLB flush of the collection
+			 * into an IPI to its core. */
+			prim_sleep_ns(20000);
+			continue;
+		}
+		for (unsigned k = round % 10; k < w->n && atomic_load(&w->run); k += 10)
+			w->heap[w->pages[k] * page_size + 64 + round % 64] = (unsigned char)round;
+		round++;
+	}
+	return NULL;
+}
+
+static uint64_t percentile99(uint64_t *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	unsigned i = (n * 99 + 99) / 100;
+	return v[i > 0 ? i - 1 : 0];
+}
+
+struct pipe_mode {
+	const char *name;
+	bool copy_in_pause;
+	uint64_t *pause, *wb;
+	uint64_t saved;
+};
+
+static void bench_pipeline_tracker(enum tracker_kind kind)
+{
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/bench_pipeline.pool", dir);
+	unlink(path);
+	struct pool *p = open_pool(path, (uint64_t)PIPELINE_HEAP_PAGES * page_size, true);
+	size_t len = (size_t)PIPELINE_HEAP_PAGES * page_size;
+	unsigned char *heap = shadow_reserve(p->shadow_base, len);
+	if (heap == NULL)
+		die("shadow_reserve");
+	struct tracker *t;
+	if (tracker_open(&t, kind, heap, len) != 0)
+		die("tracker_open");
+	/* The whole heap resident and persisted once, as in a program that
+	 * has been running for a while. */
+	fill_random(heap, len, 3);
+	struct epoch_pipeline *ep;
+	struct epoch_options first = { .copy_in_pause = true };
+	if (epoch_pipeline_open(&ep, p, t, heap, NULL, &first) != 0)
+		die("epoch_pipeline_open");
+	epoch_writeback(ep, epoch_pause(ep, false), NULL);
+	epoch_pipeline_close(ep);
+
+	const unsigned reps = 21;
+	printf("\npipeline, tracker %s, heap %u pages (%u MiB): %u epochs per mode and size, "
+	       "the modes alternating;\na thread rewrites a tenth of the dirty pages during each "
+	       "write-back\n\n", t->ops->name, PIPELINE_HEAP_PAGES, (unsigned)(len >> 20), reps);
+	printf("%6s | %-28s | %9s %9s | %10s %9s | %8s\n", "dirty", "mode", "pause", "pause",
+	       "write-back", "per page", "saved");
+	printf("%6s | %-28s | %9s %9s | %10s %9s | %8s\n", "pages", "", "p50", "p99", "p50", "",
+	       "/epoch");
+
+	struct pipe_mode modes[2] = { { "guarded (copy-before-write)", false, NULL, NULL, 0 },
+				      { "copy in pause (baseline)", true, NULL, NULL, 0 } };
+	static const unsigned counts[] = { 1, 64, 1000, 4096, 10000 };
+	uint64_t *pages = malloc(10000 * sizeof(*pages));
+	struct rewriter w = { .heap = heap };
+	pthread_t th;
+	pthread_create(&th, NULL, rewrite_main, &w);
+	for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+		unsigned n = counts[ci];
+		/* Spread evenly over the heap, ascending. */
+		for (unsigned k = 0; k < n; k++)
+			pages[k] = (uint64_t)k * PIPELINE_HEAP_PAGES / n;
+		w.pages = pages;
+		w.n = n;
+		for (int m = 0; m < 2; m++) {
+			modes[m].pause = calloc(reps, sizeof(uint64_t));
+			modes[m].wb = calloc(reps, sizeof(uint64_t));
+			modes[m].saved = 0;
+		}
+		for (unsigned r = 0; r < reps + 1; r++) {
+			for (int m = 0; m < 2; m++) {
+				struct epoch_options eo = { .copy_in_pause = modes[m].copy_in_pause };
+				if (epoch_pipeline_open(&ep, p, t, heap, NULL, &eo) != 0)
+					die("epoch_pipeline_open");
+				/* Settle whatever the rewriter left dirty. */
+				epoch_writeback(ep, epoch_pause(ep, false), NULL);
+				for (unsigned k = 0; k < n; k++)
+					heap[pages[k] * page_size + (r % 64) * NVM_LINE] ^= 0x5a;
+				uint64_t t0 = prim_now_ns();
+				struct epoch_batch *b = epoch_pause(ep, false);
+				uint64_t t1 = prim_now_ns();
+				atomic_store(&w.run, true);
+				struct epoch_result res;
+				epoch_writeback(ep, b, &res);
+				uint64_t t2 = prim_now_ns();
+				atomic_store(&w.run, false);
+				epoch_pipeline_close(ep);
+				if (r == 0)
+					continue;	/* warm-up */
+				modes[m].pause[r - 1] = t1 - t0;
+				modes[m].wb[r - 1] = t2 - t1;
+				modes[m].saved += res.pages_saved;
+			}
+		}
+		for (int m = 0; m < 2; m++) {
+			double wb = (double)median(modes[m].wb, reps) / 1e3;
+			double p50 = (double)median(modes[m].pause, reps) / 1e3;
+			double p99 = (double)percentile99(modes[m].pause, reps) / 1e3;
+			printf("%6u | %-28s | %7.1fus %7.1fus | %8.1fus %7.2fus | %8.1f\n", n,
+			       modes[m].name, p50, p99, wb, wb / n, (double)modes[m].saved / reps);
+			free(modes[m].pause);
+			free(modes[m].wb);
+		}
+	}
+	atomic_store(&w.stop, true);
+	pthread_join(th, NULL);
+	free(pages);
+	tracker_close(t);
+	shadow_release(heap, len);
+	pool_close(p);
+	unlink(path);
+}
+
+static void bench_pipeline(void)
+{
+	if (tracker_uffd_supported())
+		bench_pipeline_tracker(TRACKER_UFFD);
+	else
+		printf("\npipeline: uffd tracking unsupported here (%s)\n",
+		       tracker_uffd_unsupported_reason());
+	bench_pipeline_tracker(TRACKER_MPROTECT);
+}
+
 /* ---- recovery --------------------------------------------------------- */
 
 /* Write every stride-th page of a new pool of the given capacity with random
@@ -356,13 +521,22 @@ static void bench_recovery(uint64_t capacity)
 	unlink(path);
 }
 
+static bool has_arg(int argc, char **argv, const char *what)
+{
+	for (int a = 3; a < argc; a++)
+		if (strcmp(argv[a], what) == 0)
+			return true;
+	return false;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 2 || argc > 3 || argv[1][0] == '-') {
-		fprintf(stderr, "usage: bench_persist DIR [CAPACITY]\n"
+	if (argc < 2 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: bench_persist DIR [CAPACITY [SECTION...]]\n"
 				"  DIR: where the scratch pools go (/dev/shm with PMEM_IS_PMEM_FORCE=1 "
 				"for the pmem path,\n  an ordinary file system for the msync path); "
-				"CAPACITY: recovery pool size, default 1G\n");
+				"CAPACITY: recovery pool size, default 1G;\n  SECTION: persist, "
+				"pipeline, recovery (default: all)\n");
 		return 2;
 	}
 	snprintf(dir, sizeof(dir), "%s", argv[1]);
@@ -383,7 +557,19 @@ int main(int argc, char **argv)
 	printf("bench_persist: DIR %s, PMEM_IS_PMEM_FORCE=%s, emulated NVM write latency %u ns "
 	       "per line,\npage %zu bytes, line %d bytes\n",
 	       dir, force ? force : "(unset)", latency_ns, page_size, NVM_LINE);
-	bench_persist_epochs();
-	bench_recovery(capacity);
+	bool all = argc < 4;
+	for (int a = 3; a < argc; a++)
+		if (strcmp(argv[a], "persist") != 0 && strcmp(argv[a], "pipeline") != 0 &&
+		    strcmp(argv[a], "recovery") != 0) {
+			fprintf(stderr, "bench_persist: unknown section '%s' (persist, pipeline, "
+					"recovery)\n", argv[a]);
+			return 2;
+		}
+	if (all || has_arg(argc, argv, "persist"))
+		bench_persist_epochs();
+	if (all || has_arg(argc, argv, "pipeline"))
+		bench_pipeline();
+	if (all || has_arg(argc, argv, "recovery"))
+		bench_recovery(capacity);
 	return 0;
 }

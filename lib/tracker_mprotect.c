@@ -781,8 +781,12 @@ static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 			pages[n++] = i;
 			if (was_overflow)
 				continue;	/* the whole range is re-protected below */
-			if (run_len > 0 && run_start + run_len == i) {
-				run_len++;
+			/* Pages between collected ones that are not dirty are
+			 * read-only already: re-protecting a covering range
+			 * costs one call instead of one per run (each call
+			 * splits VMAs and flushes the TLB). */
+			if (run_len > 0 && i - (run_start + run_len) <= TRACKER_GUARD_GAP) {
+				run_len = i - run_start + 1;
 			} else {
 				if (run_len > 0)
 					make_read_only(m, run_start, run_len);

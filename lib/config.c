@@ -17,6 +17,8 @@ static const char *const nvm_names[] = { "auto", "pmem", "msync", "sim" };
 
 const char *config_heap_name(enum heap_mode m) { return heap_names[m]; }
 const char *config_tracker_name(enum tracker_kind t) { return tracker_names[t]; }
+static const char *const writeback_names[] = { "guarded", "paused" };
+const char *config_writeback_name(enum writeback_kind w) { return writeback_names[w]; }
 const char *config_nvm_name(enum nvm_kind n) { return nvm_names[n]; }
 
 /* The default pool is per program and per user, outside the current
@@ -170,6 +172,12 @@ int config_from_env(struct config *c)
 				 &choice) != 0)
 			return -1;
 		c->tracker = (enum tracker_kind)choice;
+	}
+	if ((v = getenv("PMTHREADS_WRITEBACK")) != NULL) {
+		if (parse_choice("PMTHREADS_WRITEBACK", v, writeback_names, 2, "guarded, paused",
+				 &choice) != 0)
+			return -1;
+		c->writeback = (enum writeback_kind)choice;
 	}
 	if ((v = getenv("PMTHREADS_NVM")) != NULL) {
 		/* "sim" is for tests, which select it through the API. */

@@ -16,6 +16,8 @@
 enum heap_mode { HEAP_NVMALLOC = 0, HEAP_MALLOC = 1 };
 enum tracker_kind { TRACKER_AUTO = 0, TRACKER_UFFD = 1, TRACKER_MPROTECT = 2 };
 enum nvm_kind { NVM_AUTO = 0, NVM_PMEM = 1, NVM_MSYNC = 2, NVM_SIM = 3 };
+/* Where an epoch's pages are read for the write-back (epoch.h). */
+enum writeback_kind { WRITEBACK_GUARDED = 0, WRITEBACK_PAUSED = 1 };
 
 #define CONFIG_DEFAULT_POOL_SIZE (1ULL << 30)	/* heap capacity, bytes */
 #define CONFIG_MIN_POOL_SIZE (1ULL << 20)
@@ -31,6 +33,7 @@ struct config {
 	enum heap_mode heap;		/* PMTHREADS_HEAP=nvmalloc|malloc */
 	enum tracker_kind tracker;	/* PMTHREADS_TRACKER=auto|uffd|mprotect */
 	enum nvm_kind nvm;		/* PMTHREADS_NVM=auto|pmem|msync */
+	enum writeback_kind writeback;	/* PMTHREADS_WRITEBACK=guarded|paused */
 	char stats_path[PATH_MAX];	/* PMTHREADS_STATS: "" off, "-" stderr */
 	char epoch_log_path[PATH_MAX];	/* PMTHREADS_EPOCH_LOG: "" off */
 	int verbose;			/* PMTHREADS_VERBOSE=0|1|2 */
@@ -53,5 +56,6 @@ int config_parse_size(const char *s, uint64_t *out);
 const char *config_heap_name(enum heap_mode m);
 const char *config_tracker_name(enum tracker_kind t);
 const char *config_nvm_name(enum nvm_kind n);
+const char *config_writeback_name(enum writeback_kind w);
 
 #endif

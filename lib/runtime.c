@@ -134,12 +134,12 @@ fail:
 static void log_configuration(void)
 {
 	log_msg(LOG_INFO, "pool %s%s, capacity %llu MiB, heap at %p (%s), interval %u ms, "
-		"tracker %s, nvm %s, heap mode %s%s",
+		"tracker %s, nvm %s, write-back %s, heap mode %s%s",
 		cfg.pool_path, cfg.pool_path_is_default ? " (default)" : "",
 		(unsigned long long)(heap_len >> 20), heap_base,
 		runtime_heap_offset() == 0 ? "as recorded" : "RELOCATED",
 		cfg.interval_ms, tracker->ops->name, pool->nvm->ops->name,
-		config_heap_name(cfg.heap),
+		config_writeback_name(cfg.writeback), config_heap_name(cfg.heap),
 		pool->created ? ", new pool" : (previous_run_crashed ? ", recovered after a crash"
 									  : ", reopened after a clean exit"));
 }
@@ -268,7 +268,8 @@ static int start(void)
 	if (heap_init(heap_base, heap_len, pool->created) != 0)
 		goto fail_tracker;
 
-	if (epoch_pipeline_open(&pipeline, pool, tracker, heap_base, heap_high_water, NULL) != 0)
+	struct epoch_options eo = { .copy_in_pause = cfg.writeback == WRITEBACK_PAUSED };
+	if (epoch_pipeline_open(&pipeline, pool, tracker, heap_base, heap_high_water, &eo) != 0)
 		goto fail_tracker;
 	log_configuration();
 	if (quiesce_start_split(cfg.interval_ms, epoch_on_quiescent, epoch_on_reopened,

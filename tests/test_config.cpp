@@ -13,7 +13,7 @@ extern "C" {
 namespace {
 const char *const all_vars[] = {
 	"PMTHREADS_POOL", "PMTHREADS_POOL_SIZE", "PMTHREADS_INTERVAL_MS", "PMTHREADS_HEAP",
-	"PMTHREADS_TRACKER", "PMTHREADS_NVM", "PMTHREADS_STATS", "PMTHREADS_EPOCH_LOG",
+	"PMTHREADS_TRACKER", "PMTHREADS_WRITEBACK", "PMTHREADS_NVM", "PMTHREADS_STATS", "PMTHREADS_EPOCH_LOG",
 	"PMTHREADS_VERBOSE",
 	"PMTHREADS_CHECK", "PMTHREADS_NVM_LATENCY_NS", "PMTHREADS_SHADOW_BASE",
 };
@@ -47,6 +47,7 @@ TEST_CASE("config reads every option", "[config]")
 	setenv("PMTHREADS_INTERVAL_MS", "10", 1);
 	setenv("PMTHREADS_HEAP", "malloc", 1);
 	setenv("PMTHREADS_TRACKER", "mprotect", 1);
+	setenv("PMTHREADS_WRITEBACK", "paused", 1);
 	setenv("PMTHREADS_STATS", "-", 1);
 	setenv("PMTHREADS_EPOCH_LOG", "/tmp/epochs.csv", 1);
 	setenv("PMTHREADS_VERBOSE", "1", 1);
@@ -58,6 +59,7 @@ TEST_CASE("config reads every option", "[config]")
 	CHECK(std::string(c.pool_path) == "/dev/shm/x.pool");
 	CHECK_FALSE(c.pool_path_is_default);
 	CHECK(c.pool_size == 64ULL << 20);
+	CHECK(c.writeback == WRITEBACK_PAUSED);
 	CHECK(c.interval_ms == 10);
 	CHECK(c.heap == HEAP_MALLOC);
 	CHECK(c.tracker == TRACKER_MPROTECT);
@@ -78,6 +80,7 @@ TEST_CASE("config rejects malformed values with a message naming them", "[config
 		{"PMTHREADS_INTERVAL_MS", "0"}, {"PMTHREADS_INTERVAL_MS", "-5"},
 		{"PMTHREADS_INTERVAL_MS", "10ms"}, {"PMTHREADS_INTERVAL_MS", ""},
 		{"PMTHREADS_HEAP", "tcmalloc"}, {"PMTHREADS_TRACKER", "UFFD"},
+		{"PMTHREADS_WRITEBACK", "copy"},
 		{"PMTHREADS_NVM", "sim"}, {"PMTHREADS_VERBOSE", "yes"},
 		{"PMTHREADS_CHECK", "2"}, {"PMTHREADS_SHADOW_BASE", "0x600000000001"},
 		{"PMTHREADS_POOL", ""},

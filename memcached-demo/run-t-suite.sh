@@ -14,7 +14,8 @@
 #   TRACKERS  PMTHREADS_TRACKER values, default "uffd mprotect" (native: one run)
 #   TEST_FILE names under t/ (e.g. restart.t 64bit.t); default: all
 #   -j        test files run in parallel (default 2)
-# The binaries come from fetch-and-build.sh (run here with -S; idempotent).
+# The binaries come from fetch-and-build.sh (run here, with -S for stock and
+# native; idempotent).
 # Output in OUT_DIR (default <build>/memcached-demo/t-suite-<date>):
 #   results.csv  mode,tracker,file,result,detail   (result: pass, fail, skip)
 #   summary.md   one row per file, one column per mode/tracker
@@ -62,7 +63,9 @@ for m in $MODES; do
 done
 
 MC=$PM_BUILD/memcached-demo
-"$DEMO_DIR/fetch-and-build.sh" -B "$PM_BUILD" -o "$MC" -S >/dev/null 2>"$MC/t-suite-build.log" ||
+stock_opt=""
+case " $MODES " in *" stock "*|*" native "*) stock_opt=-S ;; esac
+"$DEMO_DIR/fetch-and-build.sh" -B "$PM_BUILD" -o "$MC" $stock_opt >/dev/null 2>"$MC/t-suite-build.log" ||
 	{ cat "$MC/t-suite-build.log" >&2; die "fetch-and-build.sh failed"; }
 SRC=$(ls -d "$MC"/memcached-[0-9]*/ | head -n 1)
 SRC=${SRC%/}

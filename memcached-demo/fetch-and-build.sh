@@ -190,7 +190,7 @@ install_bin "$WORK/memcached" "$OUT/memcached-pmthreads"
 install_bin "$WORK/memcached-debug" "$OUT/memcached-pmthreads-debug"
 install_bin "$WORK/timedrun" "$OUT/timedrun"
 for b in memcached-pmthreads memcached-pmthreads-debug; do
-	ldd "$OUT/$b" | grep -q libpmthreads || die "$b is not linked with libpmthreads"
+	ldd "$OUT/$b" | grep libpmthreads >/dev/null || die "$b is not linked with libpmthreads"
 done
 note "built $OUT/memcached-pmthreads and $OUT/memcached-pmthreads-debug ($("$OUT/memcached-pmthreads" -V))"
 

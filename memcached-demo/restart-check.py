@@ -140,14 +140,20 @@ def main():
         items = {}
         sizes = [10, 100, 500, 2000, 10000, 100000]
         n = 110000   # enough small items to grow the hash table (power 16 -> 17)
+        batch = []
         for i in range(n):
             size = sizes[i % len(sizes)] if i < 600 else 10
             k = "k%d" % i
             v = value(i, size)
             f = rnd.randrange(1 << 32)
             ttl = 0 if i % 3 else 3600
-            assert c.set(k, v, f, ttl) == "STORED"
+            batch.append(b"set %s %d %d %d\r\n" % (k.encode(), f, ttl, len(v)) + v + b"\r\n")
             items[k] = (f, v, ttl)
+            if len(batch) == 100 or i == n - 1:   # pipelined, 100 at a time
+                c.s.sendall(b"".join(batch))
+                for _ in batch:
+                    assert c.line() == "STORED"
+                batch = []
         big = value(7, 2 * 1024 * 1024 - 4096)   # a chunked item
         r = c.set("big", big, 42, 0)
         if r.startswith("SERVER_ERROR"):   # -I 1m default: too large; use 900 KB

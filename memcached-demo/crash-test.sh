@@ -62,9 +62,11 @@ start() {
 	PMTHREADS_EPOCH_LOG=$TMP/epochs.$nstart.csv start_server "$LOG" "$PORT" "$BIN" "${ARGS[@]}"
 }
 
-# period_us N: the median epoch period of server N's last 10 epochs
-period_us() {
-	tail -n +2 "$TMP/epochs.$1.csv" 2>/dev/null | cut -d, -f9 | awk '$1 > 0' | tail -n 10 |
+# epoch_median N COLUMN: the median of a column of server N's last 10 epochs
+# (9: period_us, since the previous epoch began; 8: persist_us, pause and
+# write-back)
+epoch_median() {
+	tail -n +2 "$TMP/epochs.$1.csv" 2>/dev/null | cut -d, -f"$2" | awk '$1 > 0' | tail -n 10 |
 		sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print 0 }'
 }
 
@@ -86,7 +88,7 @@ loss_report() {
 	[ $x1000 -gt $worst_periods ] && worst_periods=$x1000
 	echo "  loss: $((acked - present)) of $acked acknowledged sets lost, the oldest acknowledged" \
 		"$((age_us / 1000)) ms before the kill = $(printf '%d.%02d' $((x1000 / 1000)) $(( (x1000 % 1000) / 10 )))" \
-		"achieved epoch periods ($((per / 1000)) ms)"
+		"achieved epoch periods ($((per / 1000)) ms; median pause + write-back of an epoch: $persist us)"
 }
 
 # verify_all: check every round so far against the running server.
@@ -131,11 +133,12 @@ for r in $(seq 1 "$ROUNDS"); do
 	while kill -0 "$loader" 2>/dev/null && [ "$(wc -l <"$TMP/ack.$r")" -lt "$target" ]; do
 		sleep 0.01
 	done
-	kill_ns=$(date +%s%N)
 	kill -9 "$MC_PID"
+	kill_ns=$(date +%s%N)   # after the kill: no set is acknowledged later
 	wait "$MC_PID" 2>/dev/null
 	wait "$loader"
-	per=$(period_us "$nstart")
+	per=$(epoch_median "$nstart" 9)
+	persist=$(epoch_median "$nstart" 8)
 	cutoff[$r]=$(( kill_ns - (PMTHREADS_INTERVAL_MS + MARGIN_MS) * 1000000 ))
 	echo "round $r: killed $(( (kill_ns - t0) / 1000000 )) ms into the load; $(cat "$TMP/load.$r")"
 	from=$(( $(wc -l <"$LOG") + 1 ))

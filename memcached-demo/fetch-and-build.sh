@@ -50,7 +50,7 @@ while getopts "B:o:fFSh" opt; do
 	f) FORCE=1 ;;
 	F) FETCH_ONLY=1 ;;
 	S) STOCK=1 ;;
-	h) sed -n '2,33p' "$0"; exit 0 ;;
+	h) sed -n '2,32p' "$0"; exit 0 ;;
 	*) die "usage: $0 [-B PMTHREADS_BUILD_DIR] [-o OUT_DIR] [-f] [-F] [-S]" ;;
 	esac
 done

@@ -49,7 +49,7 @@ while getopts "B:o:j:m:t:h" opt; do
 	j) JOBS=$OPTARG ;;
 	m) MODES=$OPTARG ;;
 	t) TRACKERS=$OPTARG ;;
-	h) sed -n '2,28p' "$0"; exit 0 ;;
+	h) sed -n '2,26p' "$0"; exit 0 ;;
 	*) die "usage: $0 [-B BUILD] [-o OUT] [-j JOBS] [-m MODES] [-t TRACKERS] [FILE...]" ;;
 	esac
 done

@@ -23,6 +23,7 @@ class Context:
     interval_ms: int = 100       # PMTHREADS_INTERVAL_MS
     only_workloads: tuple = ()   # empty: every built workload
     cells: tuple = ()            # stress (structure, threads, put); empty: the full grid
+    trackers: tuple = ("uffd", "mprotect")  # the pmthreads configurations to run
 
     def binary(self, *relative: str) -> Path | None:
         """The first of build/<relative> that is an executable file."""

@@ -4,6 +4,7 @@
     parsec-ports/harness/run.py [BUILD_DIR] [--repeats N] [--quick] [--out DIR]
                                 [--only workloads,stress,recovery] [--threads T]
                                 [--interval MS] [--workloads a,b] [--cells s:t:p,...]
+                                [--trackers uffd,mprotect]
 
 * workloads: every PARSEC/Phoenix executable that is built, natively and
   under LD_PRELOAD=libpmthreads.so PMTHREADS_HEAP=malloc with
@@ -62,6 +63,9 @@ def parse_args():
                    help="paired rounds per benchmark (default 5; --quick: 3)")
     p.add_argument("--quick", action="store_true",
                    help="3 rounds, the uffd tracker only, one stress cell, short recovery runs")
+    p.add_argument("--trackers", default=None,
+                   help="pmthreads write trackers to run, comma-separated (default uffd,mprotect; "
+                        "--quick: uffd)")
     p.add_argument("--interval", type=int, default=100, help="PMTHREADS_INTERVAL_MS (default 100)")
     p.add_argument("--workloads", default="",
                    help="comma-separated subset of the workloads (default: all built)")
@@ -95,6 +99,11 @@ def parse_args():
                 x.isdigit() for x in parts[1:]):
             p.error(f"--cells: {cell!r} is not STRUCTURE:THREADS:PUT (bptree or lclist)")
         args.cell_list.append((parts[0], int(parts[1]), int(parts[2])))
+    args.tracker_list = tuple(t.strip() for t in (args.trackers or (
+        "uffd" if args.quick else "uffd,mprotect")).split(",") if t.strip())
+    for t in args.tracker_list:
+        if t not in ("uffd", "mprotect"):
+            p.error(f"--trackers: unknown tracker {t!r} (uffd, mprotect)")
     args.workload_list = tuple(w.strip() for w in args.workloads.split(",") if w.strip())
     return args
 
@@ -130,7 +139,7 @@ def main() -> int:
         ctx = Context(build, library, pools, args.repeats, args.quick, args.threads,
                       args.timeout, args.pool_size, args.out.resolve(),
                       interval_ms=args.interval, only_workloads=args.workload_list,
-                      cells=tuple(args.cell_list))
+                      cells=tuple(args.cell_list), trackers=args.tracker_list)
         lines = []
         if "workloads" in args.sections:
             runs = workloads.run_workloads(ctx)

@@ -58,7 +58,7 @@ def binaries(ctx: Context, structure: str, force_preload: bool) -> dict:
         found[NATIVE.name] = (native, False)
     ported = ctx.binary(f"parsec-ports/stress/{structure}-ported")
     if ctx.library is not None:
-        for config in ((UFFD,) if ctx.quick else (UFFD, MPROTECT)):
+        for config in (c for c in (UFFD, MPROTECT) if c.tracker in ctx.trackers):
             if ported is not None and not force_preload:
                 found[config.name] = (ported, False)
             elif native is not None:

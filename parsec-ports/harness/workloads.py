@@ -43,7 +43,7 @@ class WorkloadRun:
 def configs_for(ctx: Context) -> list:
     configs = [NATIVE]
     if ctx.library is not None:
-        configs += [UFFD] if ctx.quick else [UFFD, MPROTECT]
+        configs += [c for c in (UFFD, MPROTECT) if c.tracker in ctx.trackers]
     else:
         note("libpmthreads.so not found: workloads run natively only")
     return configs

@@ -46,7 +46,7 @@ while getopts b:s:t:i:o:k opt; do
         i) intervals=$OPTARG ;;
         o) csv=$OPTARG ;;
         k) keep=yes ;;
-        *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+        *) sed -n '2,18p' "$0" >&2; exit 2 ;;
     esac
 done
 if [ -z "$build" ]; then

@@ -25,9 +25,10 @@ uint8_t heap_cls_of[HEAP_SMALL_MAX / 16 + 1];
  * are the most numerous, and density is worth more there than spacing.
  * From 64 B up every class is a whole number of 64-byte lines and its
  * blocks start on a line, so no block shares a line with a neighbour: a
- * lock-coupling list's 80-byte nodes each own their two lines (as with
- * glibc's or mimalloc's spacing), instead of one node's lock sharing a line
- * with the next node's, which every traversal writes.  The price is
+ * lock-coupling list's 80-byte nodes each own their two lines (as a native
+ * build's aligned_alloc of whole lines gives them), instead of one node's
+ * lock sharing a line with its neighbour block's lock, which another
+ * thread's traversal writes.  The price is
  * internal waste of at most 63 bytes per block up to 512 B (16- to 32-byte
  * steps wasted at most 31), and at most a fifth of the block above that,
  * as before. */

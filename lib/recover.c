@@ -44,6 +44,11 @@ uint64_t pool_invalidate_torn(struct pool *p)
 uint64_t pool_recover(struct pool *p, void *shadow)
 {
 	pool_invalidate_torn(p);
+	return pool_copy_image(p, shadow);
+}
+
+uint64_t pool_copy_image(const struct pool *p, void *shadow)
+{
 	unsigned char *sh = shadow;
 	uint64_t restored = 0;
 	for (uint64_t i = 0; i < p->npages; i++) {

@@ -112,8 +112,16 @@ int stats_write_json(const struct stats_report *r, const char *path)
 	put_u(&o, "unguarded_epochs", r->runtime.epoch.unguarded_epochs, false);
 	put_u(&o, "slot_bytes_resident", r->runtime.epoch.slot_bytes_resident, false);
 	put_u(&o, "slot_shrinks", r->runtime.epoch.slot_shrinks, false);
-	put_u(&o, "recovered_pages", r->runtime.recovered_pages, false);
-	put_u(&o, "recovery_ns", r->runtime.recovery_ns, false);
+	const struct restore_stats *rs = &r->runtime.restore;
+	put(&o, "  \"restore\": \"%s\",\n", rs->lazy ? "lazy" : "eager");
+	put_u(&o, "recovered_pages", rs->pages, false);
+	put_u(&o, "recovery_ns", rs->usable_ns, false);
+	put_u(&o, "restore_complete_ns", rs->complete_ns, false);
+	put_u(&o, "restored_eager", rs->eager_pages, false);
+	put_u(&o, "restored_on_fault", rs->fault_pages, false);
+	put_u(&o, "restored_background", rs->background_pages, false);
+	put_u(&o, "restored_finish", rs->finish_pages, false);
+	put_u(&o, "restore_zero_fills", rs->zero_pages, false);
 	put_u(&o, "tracker_faults", r->tracker_stats.faults, false);
 	put_u(&o, "tracker_collections", r->tracker_stats.collections, false);
 	put_u(&o, "tracker_pages", r->tracker_stats.pages_collected, false);

@@ -70,6 +70,8 @@ struct pm_scan_arg {
 struct uffd_impl {
 	int uffd;
 	int pagemap;
+	bool kernel_faults;	/* opened without UFFD_USER_MODE_ONLY */
+	size_t missing_len;	/* [base, base+missing_len) registered MISSING too */
 	pid_t owner;		/* both descriptors speak about this process */
 	/* After a failed scan, every page from here on is reported dirty
 	 * (SIZE_MAX: none pending). */
@@ -83,6 +85,27 @@ static int open_uffd(void)
 	 * when vm.unprivileged_userfaultfd is 0; in async mode kernel-mode
 	 * writes are resolved (and recorded) all the same. */
 	return (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+}
+
+/* For lazy restore (restore.c): a MISSING fault taken by the kernel itself
+ * (read() into a page not yet restored) waits for the restorer only on a
+ * descriptor that is not user-mode-only; a user-mode-only one fails such an
+ * access with EFAULT.  That needs privilege (root, CAP_SYS_PTRACE, or
+ * vm.unprivileged_userfaultfd=1); fall back to user-mode-only without. */
+static int open_uffd_kernel_faults(bool *kernel_faults)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	*kernel_faults = fd >= 0;
+	return fd >= 0 ? fd : open_uffd();
+}
+
+bool tracker_uffd_kernel_faults_possible(void)
+{
+	bool kernel_faults;
+	int fd = open_uffd_kernel_faults(&kernel_faults);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0 && kernel_faults;
 }
 
 /* 0 unknown, 1 supported, 2 not. */
@@ -171,7 +194,8 @@ static int uffd_attach(struct tracker *t)
 	u->owner = getpid();
 	u->all_dirty_from = SIZE_MAX;
 
-	u->uffd = open_uffd();
+	u->uffd = (t->open_flags & TRACKER_OPEN_MISSING) ? open_uffd_kernel_faults(&u->kernel_faults)
+							  : open_uffd();
 	if (u->uffd < 0) {
 		err_set_errno(errno, "userfaultfd failed (use PMTHREADS_TRACKER=mprotect)");
 		goto fail;
@@ -192,6 +216,11 @@ static int uffd_attach(struct tracker *t)
 			      "PMTHREADS_TRACKER=mprotect)", t->base, t->len);
 		goto fail;
 	}
+	/* The whole range, also with lazy restore: PAGEMAP_SCAN's fast path
+	 * (category and return mask PAGE_IS_WRITTEN) reports every pte that
+	 * is not write-protected as written -- a none pte in a populated page
+	 * table too -- so never-touched pages need their markers
+	 * (WP_UNPOPULATED).  Costs ~10 ms per GiB of capacity. */
 	if (wp_range(t, u, true) != 0) {
 		err_set_errno(errno, "cannot write-protect %p + %zu with userfaultfd", t->base,
 			      t->len);
@@ -310,6 +339,40 @@ static void uffd_detach(struct tracker *t)
 	close(u->uffd);
 	prim_unmap(u, sizeof(*u));
 	t->impl = NULL;
+}
+
+int tracker_uffd_register_missing(struct tracker *t, size_t len, bool *kernel_faults)
+{
+	if (t->ops != &tracker_uffd_ops || !(t->open_flags & TRACKER_OPEN_MISSING)) {
+		err_set("lazy restore needs the uffd write tracker opened with TRACKER_OPEN_MISSING "
+			"(this one is %s)", t->ops->name);
+		return -1;
+	}
+	struct uffd_impl *u = t->impl;
+	len = (len + t->page_size - 1) / t->page_size * t->page_size;
+	if (len > t->len)
+		len = t->len;
+	if (len == 0)
+		return u->uffd;
+	/* Same context as the write-protection: one VMA has one uffd.  The
+	 * part [base, base+len) becomes a VMA of its own (MISSING|WP); above
+	 * it the kernel keeps zero-filling first touches itself. */
+	struct uffdio_register reg = {
+		.range = { .start = (uintptr_t)t->base, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
+	};
+	if (ioctl(u->uffd, UFFDIO_REGISTER, &reg) != 0) {
+		err_set_errno(errno, "cannot register %p + %zu for userfaultfd missing-page faults",
+			      t->base, len);
+		return -1;
+	}
+	if (!(reg.ioctls & (1ULL << _UFFDIO_COPY))) {
+		err_set("userfaultfd offers no UFFDIO_COPY on the heap range");
+		return -1;
+	}
+	u->missing_len = len;
+	*kernel_faults = u->kernel_faults;
+	return u->uffd;
 }
 
 const struct tracker_ops tracker_uffd_ops = {

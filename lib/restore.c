@@ -25,6 +25,8 @@
 /* Pages the background pass restores between two looks for faults: a fault
  * waits at most this many page copies (a few tens of microseconds). */
 #define BACKGROUND_CHUNK 16
+/* Pages after a faulting one restored with it (counted as background). */
+#define FAULT_AROUND 15
 /* Fault messages read at once. */
 #define FAULT_BATCH 32
 
@@ -82,13 +84,8 @@ static int copy_page(struct restore *r, uint64_t page, const void *src, uint64_t
 		if (ioctl(r->uffd, UFFDIO_COPY, &cp) == 0)
 			return 0;
 		int e = errno;
-		if (e == EEXIST) {
-			/* Someone else restored it; a thread may still sleep on
-			 * a fault for it that we have read. */
-			struct uffdio_range rg = { .start = cp.dst, .len = r->page_size };
-			(void)ioctl(r->uffd, UFFDIO_WAKE, &rg);
-			return 1;
-		}
+		if (e == EEXIST)
+			return 1;	/* someone else restored it */
 		if (e == EAGAIN || e == EINTR)
 			continue;	/* the address space was changing (mmap, fork) */
 		if (e == ESRCH || e == ENOENT)
@@ -97,6 +94,13 @@ static int copy_page(struct restore *r, uint64_t page, const void *src, uint64_t
 			  "be restored (PMTHREADS_RESTORE=eager avoids userfaultfd)",
 			  (unsigned long long)page, strerror(e));
 	}
+}
+
+static void wake_page(struct restore *r, uint64_t page)
+{
+	struct uffdio_range rg = { .start = (uintptr_t)(r->base + page * r->page_size),
+				   .len = r->page_size };
+	(void)ioctl(r->uffd, UFFDIO_WAKE, &rg);
 }
 
 static void restore_page(struct restore *r, uint64_t page, enum who who)
@@ -118,6 +122,11 @@ static void restore_page(struct restore *r, uint64_t page, enum who who)
 		 * the pool: not write-protected, it counts as written. */
 		mode = 0;
 	}
+	/* A fault is woken by serve_faults once its neighbours are restored
+	 * too: waking at once lets the toucher preempt the restorer, and its
+	 * next touch waits for the restorer again. */
+	if (who == BY_FAULT)
+		mode |= UFFDIO_COPY_MODE_DONTWAKE;
 	int rc = copy_page(r, page, src, mode);
 	if (rc == 0 && pending) {
 		if (c < 0)
@@ -152,6 +161,14 @@ static bool serve_faults(struct restore *r)
 			if (a < (uintptr_t)r->base || page >= r->limit)
 				continue;
 			restore_page(r, page, BY_FAULT);
+			/* A program that reads a page usually reads its
+			 * neighbours next, each another round trip through
+			 * this thread unless restored before it wakes. */
+			for (uint64_t n = page + 1; n < r->limit && n <= page + FAULT_AROUND; n++)
+				if (atomic_load_explicit(&r->state[n], memory_order_relaxed) == 0 &&
+				    pool_valid_copy(r->pool, n) >= 0)
+					restore_page(r, n, BY_BACKGROUND);
+			wake_page(r, page);
 		}
 	}
 }
@@ -314,8 +331,9 @@ int restore_open(struct restore **out, struct tracker **tracker_out, struct pool
 	uint64_t t0 = prim_now_ns();
 	if (p->created) {
 		/* Nothing was ever persisted: the fresh range is the image. */
+		int rc = tracker_open(tracker_out, kind, shadow, len);
 		last_stats.complete_ns = last_stats.usable_ns = prim_now_ns() - t0;
-		return tracker_open(tracker_out, kind, shadow, len);
+		return rc;
 	}
 	/* First and durable, before any page is served from the pool and
 	 * before any epoch can reuse VER_d + 1. */
@@ -368,8 +386,10 @@ int restore_open(struct restore **out, struct tracker **tracker_out, struct pool
 	}
 	last_stats.pages = pages;
 	last_stats.eager_pages = pool_copy_image(p, shadow);
+	/* After the copy: the copy's writes must not count as dirty. */
+	int rc = tracker_open(tracker_out, kind, shadow, len);
 	last_stats.complete_ns = last_stats.usable_ns = prim_now_ns() - t0;
-	return tracker_open(tracker_out, kind, shadow, len);
+	return rc;
 }
 
 void restore_get_stats(const struct restore *r, struct restore_stats *out)

@@ -63,6 +63,9 @@ struct pm_scan_arg {
 
 #define NEEDED_FEATURES (UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED)
 
+/* Memory one last-level page table maps (x86-64, 4 KiB pages). */
+#define PAGE_TABLE_SPAN ((size_t)2 << 20)
+
 /* Regions fetched per PAGEMAP_SCAN call; a region is a run of written
  * pages, so one call usually covers a whole epoch. */
 #define REGION_BATCH 512
@@ -173,6 +176,15 @@ const char *tracker_uffd_unsupported_reason(void)
 	return support_reason;
 }
 
+static int wp_part(struct tracker *t, struct uffd_impl *u, size_t len, bool protect)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { .start = (uintptr_t)t->base, .len = len },
+		.mode = protect ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
+	};
+	return ioctl(u->uffd, UFFDIO_WRITEPROTECT, &wp);
+}
+
 static int wp_range(struct tracker *t, struct uffd_impl *u, bool protect)
 {
 	struct uffdio_writeprotect wp = {
@@ -216,12 +228,9 @@ static int uffd_attach(struct tracker *t)
 			      "PMTHREADS_TRACKER=mprotect)", t->base, t->len);
 		goto fail;
 	}
-	/* The whole range, also with lazy restore: PAGEMAP_SCAN's fast path
-	 * (category and return mask PAGE_IS_WRITTEN) reports every pte that
-	 * is not write-protected as written -- a none pte in a populated page
-	 * table too -- so never-touched pages need their markers
-	 * (WP_UNPOPULATED).  Costs ~10 ms per GiB of capacity. */
-	if (wp_range(t, u, true) != 0) {
+	/* Lazy restore (TRACKER_OPEN_MISSING) protects only the part it
+	 * registers (tracker_uffd_register_missing): see there. */
+	if (!(t->open_flags & TRACKER_OPEN_MISSING) && wp_range(t, u, true) != 0) {
 		err_set_errno(errno, "cannot write-protect %p + %zu with userfaultfd", t->base,
 			      t->len);
 		goto fail_unregister;
@@ -356,7 +365,20 @@ int tracker_uffd_register_missing(struct tracker *t, size_t len, bool *kernel_fa
 		return u->uffd;
 	/* Same context as the write-protection: one VMA has one uffd.  The
 	 * part [base, base+len) becomes a VMA of its own (MISSING|WP); above
-	 * it the kernel keeps zero-filling first touches itself. */
+	 * it the kernel keeps zero-filling first touches itself.
+	 *
+	 * Only this part is write-protected now: a page restored there
+	 * arrives protected (UFFDIO_COPY_MODE_WP), and one not yet restored
+	 * needs its marker (WP_UNPOPULATED), because PAGEMAP_SCAN's fast path
+	 * (category and return mask PAGE_IS_WRITTEN) reports every pte not
+	 * write-protected as written, a none pte in a populated page table
+	 * too (so the protection extends to the end of the last page table,
+	 * 2 MiB).  Above it nothing was ever persisted, and protecting the
+	 * whole capacity costs ~10 ms per GiB at start-up: there a page
+	 * first touched (even read) counts as written once, and so may an
+	 * untouched page below the scan extent (the heap's high-water mark)
+	 * in a page table another touch populated.  Such a page is zeros
+	 * like its copies in the pool, so its epoch writes only its seq. */
 	struct uffdio_register reg = {
 		.range = { .start = (uintptr_t)t->base, .len = len },
 		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
@@ -368,6 +390,14 @@ int tracker_uffd_register_missing(struct tracker *t, size_t len, bool *kernel_fa
 	}
 	if (!(reg.ioctls & (1ULL << _UFFDIO_COPY))) {
 		err_set("userfaultfd offers no UFFDIO_COPY on the heap range");
+		return -1;
+	}
+	size_t wp_len = (len + PAGE_TABLE_SPAN - 1) / PAGE_TABLE_SPAN * PAGE_TABLE_SPAN;
+	if (wp_len > t->len)
+		wp_len = t->len;
+	if (wp_part(t, u, wp_len, true) != 0) {
+		err_set_errno(errno, "cannot write-protect %p + %zu with userfaultfd", t->base,
+			      wp_len);
 		return -1;
 	}
 	u->missing_len = len;

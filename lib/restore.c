@@ -164,10 +164,10 @@ static bool serve_faults(struct restore *r)
 			/* A program that reads a page usually reads its
 			 * neighbours next, each another round trip through
 			 * this thread unless restored before it wakes. */
-			for (uint64_t n = page + 1; n < r->limit && n <= page + FAULT_AROUND; n++)
-				if (atomic_load_explicit(&r->state[n], memory_order_relaxed) == 0 &&
-				    pool_valid_copy(r->pool, n) >= 0)
-					restore_page(r, n, BY_BACKGROUND);
+			for (uint64_t nb = page + 1; nb < r->limit && nb <= page + FAULT_AROUND; nb++)
+				if (atomic_load_explicit(&r->state[nb], memory_order_relaxed) == 0 &&
+				    pool_valid_copy(r->pool, nb) >= 0)
+					restore_page(r, nb, BY_BACKGROUND);
 			wake_page(r, page);
 		}
 	}

@@ -10,8 +10,10 @@
  *          UFFDIO_COPY of the page's valid copy (pool_valid_copy) in
  *          write-protect mode, so a restored page counts as clean for the
  *          tracker (it is already in the pool) and the program's first write
- *          to it is tracked as usual; between faults the same thread restores
- *          the remaining pages in the background.  The heap is usable as soon
+ *          to it is tracked as usual; a fault brings the next FAULT_AROUND
+ *          pages along before the toucher is woken; between faults the same
+ *          thread restores the remaining pages in the background.  Pages
+ *          never persisted are zero-filled (write-protected) on first touch.  The heap is usable as soon
  *          as the registration is made: time to usable does not grow with
  *          the heap.
  *   eager  (mprotect tracker, PMTHREADS_RESTORE=eager, or uffd unavailable)

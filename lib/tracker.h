@@ -93,9 +93,12 @@ struct tracker {
 	void *impl;
 };
 
-/* tracker_open_flags: the uffd backend may later serve missing-page faults
- * for lazy restore (restore.h): open its descriptor so that faults taken by
- * the kernel wait for the restorer when the process may ask for that. */
+/* tracker_open_flags: the uffd backend will serve missing-page faults for
+ * lazy restore (restore.h): open its descriptor so that faults taken by the
+ * kernel wait for the restorer when the process may ask for that, and leave
+ * the write-protection of the range to tracker_uffd_register_missing (which
+ * protects only the part it registers; see there for what that means above
+ * it). */
 #define TRACKER_OPEN_MISSING 1u
 
 /* Create a tracker of the given kind over [base, base+len) (TRACKER_AUTO:

@@ -68,7 +68,8 @@ uint64_t pool_copy_image(const struct pool *p, void *shadow);
 void pool_read_page(const struct pool *p, uint64_t page, void *out);
 
 /* Durably mark every copy with seq > VER_d (left by an interrupted epoch) as
- * POOL_SEQ_INVALID: one flush per copy, one fence when any.  Must happen
+ * POOL_SEQ_INVALID: one flush per seq-table line holding any, one fence
+ * when any.  Must happen
  * before the next epoch reuses VER_d + 1, or that epoch would make the torn
  * copy valid again.  pool_recover and epoch_persist call it; idempotent.
  * Returns the number of copies invalidated; 0 on a read-only pool. */

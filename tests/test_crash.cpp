@@ -588,7 +588,11 @@ TEST_CASE("double crash: crash mid-epoch, recover, crash mid-epoch again", "[cra
 	epoch.dirty = &kDirty;
 	uint64_t total = count_primitives(pr, pr.base, epoch);
 	std::string first = pr.dir.file("first.pool");
-	const std::vector<uint64_t> dirty2 = { 1, 2, 4, 9, 13, 14 };
+	const std::vector<uint64_t> dirty2_all = { 1, 2, 4, 9, 13, 14 };
+	// After the third first crash the second epoch stays out of the first
+	// seq-table lines (pages 0-11, torn by the first): only recovery's own
+	// flushes make their invalidations durable before VER_d is reused.
+	const std::vector<uint64_t> dirty2_low = { 13, 14 };
 	uint64_t points = 0;
 	// First crashes: in the data phase (torn copies left), and between the
 	// VER_d flush and its fence with the line surviving (the epoch is kept).
@@ -603,7 +607,9 @@ TEST_CASE("double crash: crash mid-epoch, recover, crash mid-epoch again", "[cra
 	if (path > 0 && !lazy_supported())
 		continue;
 	lazy_recovery = path > 0;
-	for (auto [k1, m1] : firsts) {
+	for (size_t fi = 0; fi < firsts.size(); fi++) {
+		auto [k1, m1] = firsts[fi];
+		const std::vector<uint64_t> &dirty2 = fi == 2 ? dirty2_low : dirty2_all;
 		INFO("first crash after primitive " << k1 << " seed " << m1.seed << " path " << path);
 		pr.reset_work();
 		REQUIRE(WEXITSTATUS(run_child(pr.work, epoch, k1, m1).status) == NVM_SIM_CRASH_EXIT);

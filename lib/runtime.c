@@ -40,6 +40,7 @@ static bool previous_run_crashed;
 static bool child_of_holder;	/* start-up failed: our parent holds the pool */
 static struct epoch_pipeline *pipeline;
 static struct restore *restorer;	/* lazy restore in progress or serving */
+static uint64_t startup_ns;		/* runtime_init's start(), whole */
 /* The pipeline's counters as they stood when it was closed (the stats
  * report is written after shutdown). */
 static struct epoch_counters closed_counters;
@@ -70,6 +71,7 @@ void runtime_get_counters(struct runtime_counters *out)
 	else
 		out->epoch = closed_counters;
 	restore_get_stats(restorer, &out->restore);
+	out->startup_ns = startup_ns;
 }
 
 static void close_pipeline(bool fork_child)
@@ -309,7 +311,9 @@ int runtime_init(void)
 	if (s == RUNTIME_NONE) {
 		atomic_store(&state, RUNTIME_STARTING);
 		initialising_here = true;
+		uint64_t t0 = prim_now_ns();
 		int r = start();
+		startup_ns = prim_now_ns() - t0;
 		initialising_here = false;
 		if (r == 0) {
 			atomic_store_explicit(&state, RUNTIME_RUNNING, memory_order_release);

@@ -58,6 +58,8 @@ uint64_t runtime_durable_epoch(void);
 struct runtime_counters {
 	struct epoch_counters epoch;	/* the epoch pipeline's (epoch.h) */
 	struct restore_stats restore;	/* how the heap was restored (restore.h) */
+	uint64_t startup_ns;		/* runtime start-up, pool open to epoch
+					 * thread, recovery included */
 };
 void runtime_get_counters(struct runtime_counters *out);
 

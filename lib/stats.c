@@ -116,6 +116,7 @@ int stats_write_json(const struct stats_report *r, const char *path)
 	put(&o, "  \"restore\": \"%s\",\n", rs->lazy ? "lazy" : "eager");
 	put_u(&o, "recovered_pages", rs->pages, false);
 	put_u(&o, "recovery_ns", rs->usable_ns, false);
+	put_u(&o, "startup_ns", r->runtime.startup_ns, false);
 	put_u(&o, "restore_complete_ns", rs->complete_ns, false);
 	put_u(&o, "restored_eager", rs->eager_pages, false);
 	put_u(&o, "restored_on_fault", rs->fault_pages, false);

@@ -265,3 +265,8 @@ void checker_get_stats(struct checker_stats *out)
 	out->sites_reported = atomic_load_explicit(&n_reported, memory_order_relaxed);
 	out->sites_dropped = atomic_load_explicit(&n_dropped, memory_order_relaxed);
 }
+
+uint64_t checker_violations(void)
+{
+	return atomic_load(&n_unlocked);
+}

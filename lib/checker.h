@@ -84,5 +84,8 @@ struct checker_stats {
 	uint64_t sites_dropped;		/* new sites beyond CHECKER_MAX_SITES */
 };
 void checker_get_stats(struct checker_stats *out);
+/* Unlocked writes seen so far (PMTHREADS_CHECK=fail turns them into exit
+ * status 1). */
+uint64_t checker_violations(void);
 
 #endif

@@ -26,10 +26,16 @@ enum runtime_state {
 				 * the process that holds the pool */
 };
 
+/* The exit status of a process that PMTHREADS_STRICT=1 stops because it
+ * cannot run persistently (a configuration or pool error). */
+#define RUNTIME_STRICT_EXIT 1
+
 /* Initialise once (idempotent, thread-safe).  Returns 0 when the persistent
  * heap is usable (RUNNING, or DETACHED with a heap), -1 otherwise with
  * err_get() set; the reason was also printed once. */
 int runtime_init(void);
+/* With PMTHREADS_STRICT=1 runtime_init does not return on failure: it
+ * prints the reason and exits with RUNTIME_STRICT_EXIT. */
 enum runtime_state runtime_state(void);
 /* True on the thread currently running runtime_init (the malloc wrappers
  * serve this thread from a bootstrap arena then). */

@@ -6,6 +6,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,6 +47,44 @@ void stats_collect(struct stats_report *r, const struct config *cfg, uint64_t st
 	r->tracker = noted_backend != NULL ? noted_backend : "none";
 	r->tracker_stats = noted;
 	prim_unlock(&noted_lock);
+}
+
+/* Replace path with buf atomically: a reader (or a kill -9) sees the old
+ * report or the new one, never half of one. */
+static int replace_file(const char *path, const char *buf, size_t len)
+{
+	char tmp[PATH_MAX];
+	int n = snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+		err_set("PMTHREADS_STATS=\"%s\": the path is too long", path);
+		return -1;
+	}
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		/* Left by an earlier process with our pid that was killed
+		 * mid-write; only a regular file of ours is removed. */
+		struct stat st;
+		if (lstat(tmp, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid())
+			unlink(tmp);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
+	if (fd < 0) {
+		err_set_errno(errno, "PMTHREADS_STATS: cannot create %s", tmp);
+		return -1;
+	}
+	if (prim_write_all(fd, buf, len) != 0) {
+		err_set_errno(errno, "PMTHREADS_STATS: cannot write %s", tmp);
+		close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	close(fd);
+	if (rename(tmp, path) != 0) {
+		err_set_errno(errno, "PMTHREADS_STATS: cannot rename %s to %s", tmp, path);
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
 }
 
 /* Appending formatter over a fixed buffer: the report is written at exit,
@@ -127,19 +168,59 @@ int stats_write_json(const struct stats_report *r, const char *path)
 		err_set("stats: the report does not fit its buffer");
 		return -1;
 	}
-	bool to_stderr = strcmp(path, "-") == 0;
-	int fd = to_stderr ? STDERR_FILENO : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		err_set_errno(errno, "stats: cannot open %s", path);
-		return -1;
+	if (strcmp(path, "-") == 0) {
+		if (prim_write_all(STDERR_FILENO, o.buf, o.len) != 0) {
+			err_set_errno(errno, "stats: cannot write the report to standard error");
+			return -1;
+		}
+		return 0;
 	}
-	if (prim_write_all(fd, o.buf, o.len) != 0) {
-		err_set_errno(errno, "stats: cannot write %s", path);
-		if (!to_stderr)
-			close(fd);
-		return -1;
-	}
-	if (!to_stderr)
-		close(fd);
-	return 0;
+	return replace_file(path, o.buf, o.len);
+}
+
+/* ---- the report's life in a process ---- */
+
+static _Atomic uint64_t started_ns;	/* 0: this process writes no report */
+static uint64_t last_periodic_ns;	/* epoch thread only */
+static prim_lock_t write_lock = PRIM_LOCK_INIT;	/* one writer of the file at a time */
+
+void stats_start(uint64_t start_ns) { atomic_store(&started_ns, start_ns); }
+void stats_disable(void) { atomic_store(&started_ns, 0); }
+
+static int write_now(void)
+{
+	const struct config *cfg = config_get();
+	uint64_t t0 = atomic_load(&started_ns);
+	if (t0 == 0 || cfg->stats_path[0] == '\0')
+		return 0;
+	static struct stats_report r;	/* under write_lock */
+	stats_collect(&r, cfg, t0);
+	return stats_write_json(&r, cfg->stats_path);
+}
+
+int stats_write_final(void)
+{
+	prim_lock(&write_lock);
+	int rc = write_now();
+	/* Nothing after the final report: a periodic write still pending on
+	 * the epoch thread must not replace it with older figures. */
+	atomic_store(&started_ns, 0);
+	prim_unlock(&write_lock);
+	return rc;
+}
+
+void stats_periodic(void)
+{
+	const struct config *cfg = config_get();
+	if (cfg->stats_path[0] == '\0' || strcmp(cfg->stats_path, "-") == 0)
+		return;
+	uint64_t now = prim_now_ns();
+	if (now - last_periodic_ns < STATS_PERIOD_NS)
+		return;
+	last_periodic_ns = now;
+	if (!prim_trylock(&write_lock))
+		return;	/* the final report is being written */
+	if (write_now() != 0)
+		log_msg(LOG_WARN, "%s; the statistics file is not updated", err_get());
+	prim_unlock(&write_lock);
 }

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * lifecycle -- an ordinary pthread program (never linked with pmthreads) for
+ * test_cli: what happens around the program rather than inside it.
+ *
+ *   lifecycle exec N     allocate 1 MiB under a lock, then exec itself with
+ *                        N-1 (prints "done" at 0)
+ *   lifecycle child      print the LD_PRELOAD a child started by system() sees
+ *   lifecycle spin S     lock, allocate, write, unlock for S seconds
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+
+static char *locked_alloc(size_t n)
+{
+	pthread_mutex_lock(&m);
+	char *p = malloc(n);
+	if (p != NULL)
+		memset(p, 0x5a, n);
+	pthread_mutex_unlock(&m);
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 3 && strcmp(argv[1], "exec") == 0) {
+		int n = atoi(argv[2]);
+		if (locked_alloc(1 << 20) == NULL)
+			return 3;
+		if (n <= 0) {
+			puts("done");
+			return 0;
+		}
+		char next[16];
+		snprintf(next, sizeof(next), "%d", n - 1);
+		execl("/proc/self/exe", argv[0], "exec", next, (char *)NULL);
+		perror("execl");
+		return 4;
+	}
+	if (argc >= 2 && strcmp(argv[1], "child") == 0) {
+		fflush(stdout);
+		return system("printf 'child LD_PRELOAD=[%s]\\n' \"$LD_PRELOAD\"") == 0 ? 0 : 5;
+	}
+	if (argc >= 3 && strcmp(argv[1], "spin") == 0) {
+		time_t end = time(NULL) + atoi(argv[2]);
+		while (time(NULL) < end) {
+			char *p = locked_alloc(4096);
+			pthread_mutex_lock(&m);
+			free(p);
+			pthread_mutex_unlock(&m);
+		}
+		return 0;
+	}
+	fprintf(stderr, "usage: lifecycle exec N | child | spin SECONDS\n");
+	return 2;
+}

@@ -459,14 +459,6 @@ void runtime_shutdown(void)
 	tracker_close(tracker);
 	tracker = NULL;
 	epoch_log_close();
-	if (cfg.check) {
-		struct checker_stats cs;
-		checker_get_stats(&cs);
-		log_msg(LOG_INFO, "FASE checker: %llu first writes checked, %llu outside any "
-			"lock, %llu call sites reported", (unsigned long long)cs.writes_checked,
-			(unsigned long long)cs.unlocked_writes,
-			(unsigned long long)cs.sites_reported);
-	}
 	/* The heap stays mapped: other threads and later destructors may still
 	 * use memory from it; it is simply no longer persisted. */
 	atomic_store(&state, RUNTIME_DETACHED);

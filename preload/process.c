@@ -60,6 +60,8 @@ static void at_exit(void)
 	quiesce_stop(false);
 	if (stats_write_final() != 0)
 		log_msg(LOG_ERR, "%s", err_get());
+	if (cfg->check != CHECK_OFF)
+		checker_print_summary();
 	if (cfg->check == CHECK_FAIL && checker_violations() != 0) {
 		/* The last handler to run (registered first); the C library
 		 * flushes stdio only after it, so do that here. */

@@ -289,3 +289,41 @@ TEST_CASE("statistics and epoch log are not written through a symlink", "[cli]")
 	REQUIRE(lstat(link.c_str(), &lst) == 0);
 	CHECK(S_ISREG(lst.st_mode));
 }
+
+TEST_CASE("--check=fail: file:line in the summary, and exit status 1", "[cli]")
+{
+	setup s;
+	std::string unlocked = env_or_fail("PMT_PROGS") + "/prog_unlocked";
+	for (const char *mode : { "--check", "--check=fail" }) {
+		run_result r = run({ s.tool, "run", "--heap", "malloc", mode, "--", unlocked },
+				   s.env());
+		INFO(mode << ": " << r.describe());
+		bool fail = std::string(mode) == "--check=fail";
+		CHECK(r.status == (fail ? 1 : 0));
+		CHECK(r.out.find("sum ") == 0);	// stdout flushed before the exit
+		CHECK(r.err.find("site 1: ") != std::string::npos);
+		// tests/progs are built with -g: the summary names the line
+		CHECK(r.err.find("in store_without_lock at ") != std::string::npos);
+		CHECK(r.err.find("unlocked.c:") != std::string::npos);
+	}
+	// No violation: --check=fail leaves the status alone.
+	run_result clean = run({ s.tool, "run", "--heap", "malloc", "--check=fail", "--", s.prog,
+				 "spin", "0" }, s.env());
+	CHECK(clean.status == 0);
+}
+
+TEST_CASE("a pool size that differs from the existing pool's is reported", "[cli]")
+{
+	setup s;
+	std::vector<std::string> argv = { s.tool, "run", "--heap", "malloc", "--pool-size", "64M",
+					  "--", s.prog, "spin", "0" };
+	run_result first = run(argv, s.env());
+	REQUIRE(first.status == 0);
+	CHECK(first.err.find("is ignored") == std::string::npos);
+	argv[5] = "128M";
+	run_result second = run(argv, s.env());
+	INFO(second.describe());
+	CHECK(second.status == 0);
+	CHECK(second.err.find("PMTHREADS_POOL_SIZE=128 MiB is ignored") != std::string::npos);
+	CHECK(second.err.find("holds 64 MiB") != std::string::npos);
+}

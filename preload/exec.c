@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * exec -- the preload's place in LD_PRELOAD, and the exec family.
  *
@@ -43,6 +44,10 @@ extern char **environ;
 /* The LD_PRELOAD entry that loaded this library ("" when it was linked, not
  * preloaded). */
 static char own_entry[PATH_MAX];
+/* The process the constructor ran in.  A vfork() child shares our memory,
+ * runtime state included, and runs no atfork handler: it must not shut down
+ * the parent's runtime on its way to exec. */
+static pid_t start_pid;
 
 static bool is_separator(char c) { return c == ' ' || c == ':'; }
 
@@ -109,6 +114,7 @@ static void find_own_entry(void)
 
 void preload_env_init(const struct config *c, bool is_target)
 {
+	start_pid = getpid();
 	find_own_entry();
 	if (!is_target)
 		return;	/* a wrapper: the target further down needs the entry */
@@ -215,10 +221,12 @@ static int exec_as_target(exec_fn fn, const char *file, bool search, char *const
 	bool runnable = found && access(resolved, X_OK) == 0;
 	bool next_is_target = runnable && target_is_path(resolved);
 	const struct config *c = config_get();
-	if (runnable && runtime_state() == RUNTIME_RUNNING) {
+	bool released = false;
+	if (runnable && getpid() == start_pid && runtime_state() == RUNTIME_RUNNING) {
 		log_msg(LOG_INFO, "exec of %s: releasing the pool %s (final epoch)", resolved,
 			c->pool_path);
 		runtime_shutdown();
+		released = true;
 	}
 	size_t map_len;
 	char **env = exec_env(envp, next_is_target || c->follow_children, &map_len);
@@ -226,7 +234,7 @@ static int exec_as_target(exec_fn fn, const char *file, bool search, char *const
 	int e = errno;
 	if (map_len != 0)
 		prim_unmap(env, map_len);
-	if (runnable && runtime_state() == RUNTIME_DETACHED)
+	if (released)
 		log_msg(LOG_WARN, "exec of %s failed (%s); this process is no longer persisted "
 			"(its pool was released for the new image)", resolved, strerror(e));
 	errno = e;

@@ -231,7 +231,7 @@ TEST_CASE("the statistics file holds the last figures after kill -9", "[cli]")
 	}
 	// Two periodic writes at least (one per second).
 	long long epochs = -1;
-	for (int i = 0; i < 100 && epochs < 20; i++) {
+	for (int i = 0; i < 300 && epochs < 20; i++) {	// up to 30 s on a loaded machine
 		usleep(100000);
 		epochs = json_number(slurp(json), "epochs");
 	}
@@ -326,4 +326,40 @@ TEST_CASE("a pool size that differs from the existing pool's is reported", "[cli
 	CHECK(second.status == 0);
 	CHECK(second.err.find("PMTHREADS_POOL_SIZE=128 MiB is ignored") != std::string::npos);
 	CHECK(second.err.find("holds 64 MiB") != std::string::npos);
+}
+
+TEST_CASE("malloc mode after a crash: told that an unnamed heap cannot come back", "[cli]")
+{
+	setup s;
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		dup2(null, 2);
+		setenv("PMTHREADS_LIBRARY", s.lib.c_str(), 1);
+		setenv("XDG_DATA_HOME", s.dir.path.c_str(), 1);
+		execl(s.tool.c_str(), s.tool.c_str(), "run", "--heap", "malloc", "--interval", "10",
+		      "--", s.prog.c_str(), "spin", "30", (char *)nullptr);
+		_exit(127);
+	}
+	std::string pool = s.pool_dir() + "/prog_lifecycle.pool";
+	// Until an epoch has made the 256 KiB it holds durable.
+	for (int i = 0; i < 400; i++) {	// up to 20 s on a loaded machine
+		usleep(50000);
+		run_result c = run({ s.recover, "check", pool }, {});
+		if (c.out.find(" bytes in use") != std::string::npos &&
+		    bytes_in_use(s, pool) >= (256 << 10))
+			break;
+	}
+	kill(pid, SIGKILL);
+	int st;
+	waitpid(pid, &st, 0);
+	run_result r = run({ s.tool, "run", "--heap", "malloc", "--", s.prog, "spin", "0" }, s.env());
+	INFO(r.describe());
+	CHECK(r.status == 0);
+	CHECK(r.err.find("previous run of this program crashed") != std::string::npos);
+	CHECK(r.err.find("nvrecover") != std::string::npos);
+	// this run's 256 KiB, not the crashed run's too
+	CHECK(bytes_in_use(s, pool) < (400 << 10));
 }

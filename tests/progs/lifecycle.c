@@ -6,7 +6,7 @@
  *   lifecycle exec N     allocate 1 MiB under a lock, then exec itself with
  *                        N-1 (prints "done" at 0)
  *   lifecycle child      print the LD_PRELOAD a child started by system() sees
- *   lifecycle spin S     lock, allocate, write, unlock for S seconds
+ *   lifecycle spin S     hold 256 KiB; lock, allocate, write, unlock for S seconds
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -49,13 +49,16 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 3 && strcmp(argv[1], "spin") == 0) {
 		time_t end = time(NULL) + atoi(argv[2]);
+		char *keep = locked_alloc(256 << 10);	/* in use all the run long */
+		if (keep == NULL)
+			return 3;
 		while (time(NULL) < end) {
 			char *p = locked_alloc(4096);
 			pthread_mutex_lock(&m);
 			free(p);
 			pthread_mutex_unlock(&m);
 		}
-		return 0;
+		return keep[0] == 0x5a ? 0 : 6;
 	}
 	fprintf(stderr, "usage: lifecycle exec N | child | spin SECONDS\n");
 	return 2;

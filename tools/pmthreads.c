@@ -56,8 +56,6 @@ static void print_help(FILE *f)
 		fprintf(f, "  %-24s %s\n  %-24s   %s, default %s\n", left, o->help, "", o->env,
 			o->def);
 	}
-	fprintf(f, "  %-24s %s\n", "--program PATH",
-		"the executable that owns the pool (default: COMMAND's program)");
 	fprintf(f, "  %-24s %s\n", "-h, --help", "this text");
 	fprintf(f, "  %-24s %s\n", "-V, --version", "the version");
 	fprintf(f, "\nExit status: COMMAND's; 2 for a bad option or variable, 126 when COMMAND\n"

@@ -73,6 +73,7 @@ void runtime_get_counters(struct runtime_counters *out)
 		out->epoch = closed_counters;
 	out->recovered_pages = recovered_pages;
 	out->recovery_ns = recovery_ns;
+	out->heap_reset_bytes = reset_heap_bytes;
 }
 
 static void close_pipeline(bool fork_child)

@@ -64,6 +64,7 @@ struct runtime_counters {
 	struct epoch_counters epoch;	/* the epoch pipeline's (epoch.h) */
 	uint64_t recovered_pages;	/* pages restored at start-up */
 	uint64_t recovery_ns;
+	uint64_t heap_reset_bytes;	/* malloc mode: an unreachable heap emptied */
 };
 void runtime_get_counters(struct runtime_counters *out);
 

@@ -155,6 +155,7 @@ int stats_write_json(const struct stats_report *r, const char *path)
 	put_u(&o, "slot_shrinks", r->runtime.epoch.slot_shrinks, false);
 	put_u(&o, "recovered_pages", r->runtime.recovered_pages, false);
 	put_u(&o, "recovery_ns", r->runtime.recovery_ns, false);
+	put_u(&o, "heap_reset_bytes", r->runtime.heap_reset_bytes, false);
 	put_u(&o, "tracker_faults", r->tracker_stats.faults, false);
 	put_u(&o, "tracker_collections", r->tracker_stats.collections, false);
 	put_u(&o, "tracker_pages", r->tracker_stats.pages_collected, false);

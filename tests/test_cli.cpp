@@ -352,10 +352,12 @@ TEST_CASE("malloc mode after a crash: told that an unnamed heap cannot come back
 	kill(pid, SIGKILL);
 	int st;
 	waitpid(pid, &st, 0);
-	run_result r = run({ s.tool, "run", "--heap", "malloc", "--", s.prog, "spin", "0" }, s.env());
+	run_result r = run({ s.tool, "run", "--heap", "malloc", "--stats", json, "--", s.prog, "spin",
+			     "0" }, s.env());
 	INFO(r.describe());
 	CHECK(r.status == 0);
 	CHECK(r.err.find("previous run of this program crashed") != std::string::npos);
+	CHECK(json_number(slurp(json), "heap_reset_bytes") >= (256 << 10));
 	CHECK(r.err.find("nvrecover") != std::string::npos);
 	// this run's 256 KiB, not the crashed run's too
 	CHECK(bytes_in_use(s, pool) < (400 << 10));

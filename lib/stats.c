@@ -49,6 +49,36 @@ void stats_collect(struct stats_report *r, const struct config *cfg, uint64_t st
 	prim_unlock(&noted_lock);
 }
 
+/* PMTHREADS_STATS=-: the standard error the program started with, kept in a
+ * descriptor of our own so that a program that closes (or redirects) fd 2
+ * does not lose the report or receive it in one of its files.  A descriptor
+ * is used only while it still refers to that same file. */
+static int saved_stderr = -1;
+static struct stat saved_stderr_st;
+
+static void save_stderr(void)
+{
+	if (fstat(STDERR_FILENO, &saved_stderr_st) != 0)
+		return;
+	saved_stderr = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+}
+
+static bool is_saved_file(int fd)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == saved_stderr_st.st_dev &&
+	       st.st_ino == saved_stderr_st.st_ino;
+}
+
+static int stderr_fd(void)
+{
+	if (is_saved_file(saved_stderr))
+		return saved_stderr;
+	if (saved_stderr < 0 || is_saved_file(STDERR_FILENO))
+		return STDERR_FILENO;
+	return -1;
+}
+
 /* Replace path with buf atomically: a reader (or a kill -9) sees the old
  * report or the new one, never half of one. */
 static int replace_file(const char *path, const char *buf, size_t len)
@@ -170,7 +200,13 @@ int stats_write_json(const struct stats_report *r, const char *path)
 		return -1;
 	}
 	if (strcmp(path, "-") == 0) {
-		if (prim_write_all(STDERR_FILENO, o.buf, o.len) != 0) {
+		int fd = stderr_fd();
+		if (fd < 0) {
+			err_set("stats: standard error is closed or replaced; the report is lost "
+				"(set PMTHREADS_STATS to a file)");
+			return -1;
+		}
+		if (prim_write_all(fd, o.buf, o.len) != 0) {
 			err_set_errno(errno, "stats: cannot write the report to standard error");
 			return -1;
 		}
@@ -185,7 +221,12 @@ static _Atomic uint64_t started_ns;	/* 0: this process writes no report */
 static uint64_t last_periodic_ns;	/* epoch thread only */
 static prim_lock_t write_lock = PRIM_LOCK_INIT;	/* one writer of the file at a time */
 
-void stats_start(uint64_t start_ns) { atomic_store(&started_ns, start_ns); }
+void stats_start(uint64_t start_ns)
+{
+	if (strcmp(config_get()->stats_path, "-") == 0)
+		save_stderr();
+	atomic_store(&started_ns, start_ns);
+}
 void stats_disable(void) { atomic_store(&started_ns, 0); }
 
 static int write_now(void)

@@ -362,3 +362,14 @@ TEST_CASE("malloc mode after a crash: told that an unnamed heap cannot come back
 	// this run's 256 KiB, not the crashed run's too
 	CHECK(bytes_in_use(s, pool) < (400 << 10));
 }
+
+TEST_CASE("--stats -: the report reaches stderr even when the program closed it", "[cli]")
+{
+	setup s;
+	run_result r = run({ s.tool, "run", "--heap", "malloc", "--stats", "-", "--", s.prog,
+			     "closeerr" }, s.env());
+	INFO(r.describe());
+	CHECK(r.status == 0);
+	CHECK(json_number(r.err, "epochs") >= 0);
+	CHECK(r.err.find("\"heap_mode\": \"malloc\"") != std::string::npos);
+}

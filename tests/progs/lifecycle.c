@@ -6,6 +6,7 @@
  *   lifecycle exec N     allocate 1 MiB under a lock, then exec itself with
  *                        N-1 (prints "done" at 0)
  *   lifecycle child      print the LD_PRELOAD a child started by system() sees
+ *   lifecycle closeerr   allocate under a lock, close standard error, exit
  *   lifecycle spin S     hold 256 KiB; lock, allocate, write, unlock for S seconds
  */
 #include <pthread.h>
@@ -47,6 +48,12 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		return system("printf 'child LD_PRELOAD=[%s]\\n' \"$LD_PRELOAD\"") == 0 ? 0 : 5;
 	}
+	if (argc >= 2 && strcmp(argv[1], "closeerr") == 0) {
+		if (locked_alloc(100) == NULL)
+			return 3;
+		close(2);
+		return 0;
+	}
 	if (argc >= 3 && strcmp(argv[1], "spin") == 0) {
 		time_t end = time(NULL) + atoi(argv[2]);
 		char *keep = locked_alloc(256 << 10);	/* in use all the run long */
@@ -60,6 +67,6 @@ int main(int argc, char **argv)
 		}
 		return keep[0] == 0x5a ? 0 : 6;
 	}
-	fprintf(stderr, "usage: lifecycle exec N | child | spin SECONDS\n");
+	fprintf(stderr, "usage: lifecycle exec N | child | closeerr | spin SECONDS\n");
 	return 2;
 }

@@ -373,3 +373,38 @@ TEST_CASE("--stats -: the report reaches stderr even when the program closed it"
 	CHECK(json_number(r.err, "epochs") >= 0);
 	CHECK(r.err.find("\"heap_mode\": \"malloc\"") != std::string::npos);
 }
+
+TEST_CASE("the /tmp fallback pool directory is used only if it is ours with mode 0700", "[cli]")
+{
+	// Needs root to run the program as another user (nobody), whose
+	// fallback directory no other test touches; skipped otherwise.
+	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0) {
+		WARN("not root or no setpriv: skipped");
+		return;
+	}
+	setup s;
+	REQUIRE(chmod(s.dir.path.c_str(), 0755) == 0);
+	std::string dir = "/tmp/pmthreads-65534";
+	(void)!system(("rm -rf " + dir).c_str());
+	REQUIRE(mkdir(dir.c_str(), 0777) == 0);	// made by root: not nobody's
+	REQUIRE(chmod(dir.c_str(), 0777) == 0);
+	std::vector<std::string> argv = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+					  "--clear-groups", "/usr/bin/env", "-u", "HOME", "-u",
+					  "XDG_DATA_HOME", s.tool, "run", "--heap", "malloc",
+					  "--strict", "--", s.prog, "spin", "0" };
+	std::map<std::string, std::string> env = { { "PMTHREADS_LIBRARY", s.lib } };
+	run_result bad = run(argv, env);
+	INFO(bad.describe());
+	CHECK(bad.status == 1);
+	CHECK(bad.err.find("is not a directory of yours with mode 0700") != std::string::npos);
+	// nobody's own directory, 0700: accepted
+	REQUIRE(rmdir(dir.c_str()) == 0);
+	run_result good = run(argv, env);
+	INFO(good.describe());
+	CHECK(good.status == 0);
+	struct stat st;
+	REQUIRE(stat(dir.c_str(), &st) == 0);
+	CHECK(st.st_uid == 65534);
+	CHECK((st.st_mode & 0777) == 0700);
+	(void)!system(("rm -rf " + dir).c_str());
+}

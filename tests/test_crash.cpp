@@ -10,7 +10,7 @@
 //     store and the new one once its fence had completed;
 //   - every copy that carries a valid seq s holds exactly the image of epoch
 //     s (what the seq fence guarantees), and pool_check finds nothing.
-// The sweep covers every k over several seeds; PMT_CRASH_SEEDS raises
+// The sweep covers every k over several seeds; PMTHREADS_CRASH_SEEDS raises
 // the number of random seeds (default 6, plus "all lines old" and "all lines
 // new").  Deliberately broken persist orders (persist_set_fault) must be
 // caught by the same sweep.
@@ -37,7 +37,7 @@ struct sim_mode {
 std::vector<sim_mode> sim_modes()
 {
 	unsigned n = 6;
-	if (const char *e = getenv("PMT_CRASH_SEEDS"))
+	if (const char *e = getenv("PMTHREADS_CRASH_SEEDS"))
 		n = (unsigned)strtoul(e, nullptr, 10);
 	std::vector<sim_mode> v{ { 0, NVM_SIM_KEEP_OLD }, { 0, NVM_SIM_KEEP_NEW } };
 	for (unsigned i = 1; i <= n; i++)

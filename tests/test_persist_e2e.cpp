@@ -11,7 +11,7 @@
 //
 // Paths from meson: PMT_PS (linked with libpmthreads), PMT_PS_PLAIN (built
 // without the link, run under LD_PRELOAD=PMT_LIB with PMTHREADS_HEAP=malloc),
-// PMT_RECOVER_TOOL.
+// PMTHREADS_RECOVER_TOOL.
 #include "pool_test_util.h"
 #include "subprocess.hpp"
 
@@ -63,7 +63,7 @@ struct scenario {
 	// consistent.  Returns the heap's bytes in use.
 	uint64_t check_pool()
 	{
-		run_result r = run(env_or_fail("PMT_RECOVER_TOOL"), { "check", pool }, true);
+		run_result r = run(env_or_fail("PMTHREADS_RECOVER_TOOL"), { "check", pool }, true);
 		INFO(r.describe());
 		REQUIRE(r.exited_ok());
 		REQUIRE(r.err.empty());

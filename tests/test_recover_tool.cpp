@@ -1,6 +1,6 @@
 // Tests for pmthreads-recover: pools are made here through the pool API and
 // the built tool runs as a subprocess (its path comes from the environment,
-// PMT_RECOVER_TOOL, set by meson).  Every command must leave the pool
+// PMTHREADS_RECOVER_TOOL, set by meson).  Every command must leave the pool
 // byte-identical.
 #include "pool_test_util.h"
 #include "subprocess.hpp"
@@ -23,8 +23,8 @@ using subprocess::run_result;
 
 const char *tool_path()
 {
-	const char *t = getenv("PMT_RECOVER_TOOL");
-	INFO("PMT_RECOVER_TOOL must name the built pmthreads-recover (meson test sets it)");
+	const char *t = getenv("PMTHREADS_RECOVER_TOOL");
+	INFO("PMTHREADS_RECOVER_TOOL must name the built pmthreads-recover (meson test sets it)");
 	REQUIRE(t != nullptr);
 	REQUIRE(access(t, X_OK) == 0);
 	return t;

@@ -326,8 +326,27 @@ static int run(int argc, char **argv)
 	setenv("PMTHREADS_PROGRAM", target, 1);
 
 	const char *library = getenv("PMTHREADS_LIBRARY");
-	if (library == NULL || library[0] == '\0')
+	char in_build_tree[PATH_MAX];
+	if (library == NULL || library[0] == '\0') {
 		library = PMT_LIBRARY;
+		/* Not installed yet: the library built beside this tool
+		 * (build/tools/pmthreads -> build/preload/). */
+		char self[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (access(library, R_OK) != 0 && n > 0) {
+			self[n] = '\0';
+			char *slash = strrchr(self, '/');
+			if (slash != NULL) {
+				*slash = '\0';
+				int m = snprintf(in_build_tree, sizeof(in_build_tree),
+						 "%.*s/../preload/libpmthreads.so", PATH_MAX - 64,
+						 self);
+				if (m > 0 && (size_t)m < sizeof(in_build_tree) &&
+				    access(in_build_tree, R_OK) == 0)
+					library = in_build_tree;
+			}
+		}
+	}
 	if (access(library, R_OK) != 0) {
 		fprintf(stderr, "pmthreads: the library %s cannot be read (%s); set "
 			"PMTHREADS_LIBRARY to libpmthreads.so\n", library, strerror(errno));

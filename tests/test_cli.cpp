@@ -226,12 +226,12 @@ TEST_CASE("the statistics file holds the last figures after kill -9", "[cli]")
 		setenv("PMTHREADS_LIBRARY", s.lib.c_str(), 1);
 		setenv("XDG_DATA_HOME", s.dir.path.c_str(), 1);
 		execl(s.tool.c_str(), s.tool.c_str(), "run", "--heap", "malloc", "--interval", "20",
-		      "--stats", json.c_str(), "--", s.prog.c_str(), "spin", "30", (char *)nullptr);
+		      "--stats", json.c_str(), "--", s.prog.c_str(), "spin", "120", (char *)nullptr);
 		_exit(127);
 	}
 	// Two periodic writes at least (one per second).
 	long long epochs = -1;
-	for (int i = 0; i < 300 && epochs < 20; i++) {	// up to 30 s on a loaded machine
+	for (int i = 0; i < 600 && epochs < 20; i++) {	// up to 60 s on a loaded machine
 		usleep(100000);
 		epochs = json_number(slurp(json), "epochs");
 	}
@@ -341,15 +341,18 @@ TEST_CASE("malloc mode after a crash: told that an unnamed heap cannot come back
 		setenv("PMTHREADS_LIBRARY", s.lib.c_str(), 1);
 		setenv("XDG_DATA_HOME", s.dir.path.c_str(), 1);
 		execl(s.tool.c_str(), s.tool.c_str(), "run", "--heap", "malloc", "--interval", "10",
-		      "--stats", json.c_str(), "--", s.prog.c_str(), "spin", "30", (char *)nullptr);
+		      "--stats", json.c_str(), "--", s.prog.c_str(), "spin", "120", (char *)nullptr);
 		_exit(127);
 	}
 	std::string pool = s.pool_dir() + "/prog_lifecycle.pool";
 	// Until epochs have made the 256 KiB it holds durable (the pool cannot
 	// be read while the program holds it; the statistics can).
-	for (int i = 0; i < 300 && json_number(slurp(json), "epochs_persisted") < 3; i++)
-		usleep(100000);	// up to 30 s on a loaded machine
+	for (int i = 0; i < 600 && json_number(slurp(json), "epochs_persisted") < 3; i++)
+		usleep(100000);	// up to 60 s on a loaded machine
+	std::string before = slurp(json);
 	kill(pid, SIGKILL);
+	INFO("statistics before the kill:\n" << before);
+	REQUIRE(json_number(before, "epochs_persisted") >= 3);
 	int st;
 	waitpid(pid, &st, 0);
 	run_result r = run({ s.tool, "run", "--heap", "malloc", "--stats", json, "--", s.prog, "spin",

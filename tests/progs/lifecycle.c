@@ -17,6 +17,9 @@
 #include <unistd.h>
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+/* Where blocks are published, so that the compiler cannot drop a
+ * malloc/memset/free sequence whose result is never read. */
+static char *volatile sink;
 
 static char *locked_alloc(size_t n)
 {
@@ -24,6 +27,7 @@ static char *locked_alloc(size_t n)
 	char *p = malloc(n);
 	if (p != NULL)
 		memset(p, 0x5a, n);
+	sink = p;
 	pthread_mutex_unlock(&m);
 	return p;
 }

@@ -3,8 +3,10 @@
 #define UNW_LOCAL_ONLY
 #include "checker.h"
 
+#include "config.h"
 #include "log.h"
 #include "quiesce.h"
+#include "symbolize.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -26,6 +28,18 @@
  * faulting at the same site at once cannot both win. */
 static _Atomic uint64_t sites[TABLE_SLOTS];
 static atomic_uint sites_used;
+
+/* What the summary at exit lists: per reported site (in the order they were
+ * first seen) its backtrace, and per table slot the writes counted there. */
+struct site_record {
+	uintptr_t ips[CHECKER_MAX_FRAMES];
+	int n;
+	void *addr;
+	size_t slot;
+};
+static struct site_record records[CHECKER_MAX_SITES];
+static atomic_uint n_records;
+static _Atomic uint64_t slot_writes[TABLE_SLOTS];
 
 static atomic_bool initialised;
 /* The C library's mapped span (see site_key). */
@@ -124,11 +138,14 @@ static uint64_t site_key(const uintptr_t *ips, int n)
 	return k != 0 ? k : 1;
 }
 
-/* Whether the site is new (and now remembered).  Lock-free, no allocation. */
-static bool first_time(uint64_t key)
+/* Whether the site is new (and now remembered); *slot: its table slot, or
+ * TABLE_SLOTS when the table is full.  Lock-free, no allocation. */
+static bool first_time(uint64_t key, size_t *slot)
 {
 	size_t i = (size_t)(mix(key) % TABLE_SLOTS);
+	*slot = TABLE_SLOTS;
 	for (size_t probes = 0; probes < TABLE_SLOTS; probes++, i = (i + 1) % TABLE_SLOTS) {
+		*slot = i;
 		uint64_t cur = atomic_load_explicit(&sites[i], memory_order_acquire);
 		if (cur == key)
 			return false;
@@ -145,6 +162,7 @@ static bool first_time(uint64_t key)
 		if (expected == key)
 			return false;	/* another thread took this site just now */
 	}
+	*slot = TABLE_SLOTS;
 	if (atomic_fetch_add(&n_dropped, 1) == 0)
 		log_msg(LOG_WARN, "the FASE checker has seen %d distinct sites of unlocked "
 			"writes; further new sites are not reported", CHECKER_MAX_SITES);
@@ -218,10 +236,20 @@ void checker_on_write(void *addr, void *ucontext)
 	atomic_fetch_add_explicit(&n_unlocked, 1, memory_order_relaxed);
 	uintptr_t ips[CHECKER_MAX_FRAMES];
 	int n = walk(ucontext, ips, CHECKER_MAX_FRAMES);
-	if (n > 0 && first_time(site_key(ips, n))) {
+	size_t slot;
+	if (n > 0 && first_time(site_key(ips, n), &slot)) {
 		atomic_fetch_add_explicit(&n_reported, 1, memory_order_relaxed);
+		unsigned r = atomic_fetch_add(&n_records, 1);
+		if (r < CHECKER_MAX_SITES) {
+			memcpy(records[r].ips, ips, sizeof(ips[0]) * (size_t)n);
+			records[r].n = n;
+			records[r].addr = addr;
+			records[r].slot = slot;
+		}
 		report(addr, ucontext, n);
 	}
+	if (n > 0 && slot < TABLE_SLOTS)
+		atomic_fetch_add_explicit(&slot_writes[slot], 1, memory_order_relaxed);
 	in_hook = false;
 }
 
@@ -264,4 +292,62 @@ void checker_get_stats(struct checker_stats *out)
 	out->unlocked_writes = atomic_load_explicit(&n_unlocked, memory_order_relaxed);
 	out->sites_reported = atomic_load_explicit(&n_reported, memory_order_relaxed);
 	out->sites_dropped = atomic_load_explicit(&n_dropped, memory_order_relaxed);
+}
+
+uint64_t checker_violations(void)
+{
+	return atomic_load(&n_unlocked);
+}
+
+/* Frames of the runtime itself (the preload's lock wrappers, the signal
+ * path) say nothing to the user. */
+static bool own_frame(const struct symbol *sym)
+{
+	return strstr(sym->object, "libpmthreads") != NULL;
+}
+
+void checker_print_summary(void)
+{
+	if (!atomic_load(&initialised))
+		return;
+	struct checker_stats cs;
+	checker_get_stats(&cs);
+	bool fail = config_get()->check == CHECK_FAIL;
+	enum log_level level = cs.unlocked_writes != 0 ? LOG_WARN : LOG_INFO;
+	log_msg(level, "FASE checker: %llu first writes checked, %llu outside any lock, %llu call "
+		"sites reported%s", (unsigned long long)cs.writes_checked,
+		(unsigned long long)cs.unlocked_writes, (unsigned long long)cs.sites_reported,
+		cs.unlocked_writes != 0 && fail ? "; exit status 1 (PMTHREADS_CHECK=fail)" : "");
+	if (cs.unlocked_writes == 0 || log_get_level() < LOG_WARN)
+		return;
+	bool lines = symbolize_open();
+	unsigned n = atomic_load(&n_records);
+	if (n > CHECKER_MAX_SITES)
+		n = CHECKER_MAX_SITES;
+	bool any_line = false;
+	for (unsigned r = 0; r < n; r++) {
+		const struct site_record *rec = &records[r];
+		log_msg(LOG_WARN, "  site %u: %llu unlocked first writes (the first to %p):", r + 1,
+			(unsigned long long)atomic_load(&slot_writes[rec->slot]), rec->addr);
+		int shown = 0;
+		for (int i = 0; i < rec->n && shown < 4; i++) {
+			struct symbol sym;
+			symbolize(rec->ips[i], i > 0, &sym);
+			if (own_frame(&sym))
+				continue;
+			if (sym.line > 0) {
+				any_line = true;
+				log_msg(LOG_WARN, "    %s %s at %s:%d", shown == 0 ? "in" : "from",
+					sym.function, sym.file, sym.line);
+			} else {
+				log_msg(LOG_WARN, "    %s %s (%s)", shown == 0 ? "in" : "from",
+					sym.function, sym.object);
+			}
+			shown++;
+		}
+	}
+	if (!any_line)
+		log_msg(LOG_WARN, "  (file:line needs %s and a program built with -g)",
+			lines ? "debug information" : "libdw (Debian: libdw1)");
+	symbolize_close();
 }

@@ -12,7 +12,12 @@
  * needs the mprotect tracker: with uffd the kernel resolves first writes
  * itself and nobody learns which thread wrote.  runtime.c forces mprotect
  * when check mode is on (with a warning when uffd was asked for explicitly)
- * and shortens the epoch interval to at most CHECKER_INTERVAL_MS.
+ * and config.c shortens the epoch interval to CONFIG_CHECK_INTERVAL_MS.
+ *
+ * At exit checker_print_summary lists every site again with the number of
+ * unlocked first writes seen there and file:line where debug information is
+ * present; PMTHREADS_CHECK=fail then makes the exit status 1 (preload/
+ * process.c).
  *
  * What a report looks like (one per call site, however often it runs):
  *   pmthreads: warning: write to the persistent heap at 0x6000001230 outside
@@ -53,10 +58,6 @@
 
 #include <stdint.h>
 
-/* Check mode's epoch interval ceiling, ms: pages are re-protected at every
- * quiescent point, so a shorter interval lets more writes fault. */
-#define CHECKER_INTERVAL_MS 10
-
 /* Distinct call sites remembered; beyond it further new sites are counted
  * but not reported (one warning says so). */
 #define CHECKER_MAX_SITES 4096
@@ -84,5 +85,13 @@ struct checker_stats {
 	uint64_t sites_dropped;		/* new sites beyond CHECKER_MAX_SITES */
 };
 void checker_get_stats(struct checker_stats *out);
+/* Unlocked writes seen so far (PMTHREADS_CHECK=fail turns them into exit
+ * status 1). */
+uint64_t checker_violations(void);
+
+/* At exit, outside any signal handler: one line of totals, and when there
+ * were unlocked writes each reported site again with its write count and
+ * file:line (lib/symbolize.h).  Allocates. */
+void checker_print_summary(void);
 
 #endif

@@ -1,16 +1,26 @@
 /*
  * config -- every environment option of the runtime, parsed in one place.
  *
- * Owns: the names, defaults, ranges and parsing of PMTHREADS_* variables.
- * Parsing never allocates (it may run inside the malloc wrapper during
- * bootstrap) and a malformed value is an error naming the variable, the value
- * and what is accepted -- never a silent default, never a crash.
+ * Owns: the option table (name, `pmthreads run` flag, default, accepted
+ * values, one line of help) and the one parse of the PMTHREADS_* variables
+ * into one struct config per process (config_get).  The preload, the
+ * runtime, the statistics and the `pmthreads` command all read that struct
+ * or that table; `pmthreads --help` is printed from the table and a test
+ * checks that pmthreads(7) and the README name every entry.
+ *
+ * Rules: numbers are decimal with an optional size suffix (no octal, no
+ * hex except for an address); a malformed value or a PMTHREADS_* variable
+ * that is not in the table is an error naming the variable and the fix,
+ * never a silent default; the environment is read with secure_getenv, so a
+ * set-user-ID program ignores it.  Parsing never allocates (it may run
+ * inside the malloc wrapper during bootstrap).
  */
 #ifndef PMT_CONFIG_H
 #define PMT_CONFIG_H
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum heap_mode { HEAP_NVMALLOC = 0, HEAP_MALLOC = 1 };
@@ -20,40 +30,95 @@ enum nvm_kind { NVM_AUTO = 0, NVM_PMEM = 1, NVM_MSYNC = 2, NVM_SIM = 3 };
 enum writeback_kind { WRITEBACK_GUARDED = 0, WRITEBACK_PAUSED = 1 };
 /* How a reopened pool's image reaches the heap (restore.h). */
 enum restore_policy { RESTORE_AUTO = 0, RESTORE_EAGER = 1, RESTORE_LAZY = 2 };
+/* PMTHREADS_CHECK: off, report unlocked writes, report and exit non-zero. */
+enum check_mode { CHECK_OFF = 0, CHECK_REPORT = 1, CHECK_FAIL = 2 };
 
 #define CONFIG_DEFAULT_POOL_SIZE (1ULL << 30)	/* heap capacity, bytes */
 #define CONFIG_MIN_POOL_SIZE (1ULL << 20)
 #define CONFIG_MAX_POOL_SIZE (1ULL << 40)
 #define CONFIG_DEFAULT_INTERVAL_MS 100
 #define CONFIG_DEFAULT_SHADOW_BASE 0x600000000000ULL
+/* Check mode's epoch interval ceiling, ms: pages are re-protected at every
+ * quiescent point, so a shorter interval lets more first writes fault. */
+#define CONFIG_CHECK_INTERVAL_MS 10
 
 struct config {
 	char pool_path[PATH_MAX];	/* PMTHREADS_POOL, or the default path */
 	bool pool_path_is_default;
+	bool pool_dir_is_tmp;		/* the default is the /tmp fallback */
 	uint64_t pool_size;		/* PMTHREADS_POOL_SIZE: heap capacity */
-	unsigned interval_ms;		/* PMTHREADS_INTERVAL_MS */
+	bool pool_size_given;		/* set explicitly (compared with a pool's) */
+	unsigned interval_ms;		/* PMTHREADS_INTERVAL_MS (check mode: <= 10) */
+	unsigned interval_ms_asked;	/* as given, before check mode */
 	enum heap_mode heap;		/* PMTHREADS_HEAP=nvmalloc|malloc */
-	enum tracker_kind tracker;	/* PMTHREADS_TRACKER=auto|uffd|mprotect */
+	enum tracker_kind tracker;	/* PMTHREADS_TRACKER (check mode: mprotect) */
+	enum tracker_kind tracker_asked;	/* as given, before check mode */
 	enum nvm_kind nvm;		/* PMTHREADS_NVM=auto|pmem|msync */
 	enum writeback_kind writeback;	/* PMTHREADS_WRITEBACK=guarded|paused */
 	enum restore_policy restore;	/* PMTHREADS_RESTORE=auto|eager|lazy */
 	char stats_path[PATH_MAX];	/* PMTHREADS_STATS: "" off, "-" stderr */
 	char epoch_log_path[PATH_MAX];	/* PMTHREADS_EPOCH_LOG: "" off */
-	int verbose;			/* PMTHREADS_VERBOSE=0|1|2 */
-	bool check;			/* PMTHREADS_CHECK=0|1: FASE checker */
+	unsigned verbose;		/* PMTHREADS_VERBOSE=0|1|2 */
+	enum check_mode check;		/* PMTHREADS_CHECK=0|1|fail */
 	unsigned nvm_latency_ns;	/* PMTHREADS_NVM_LATENCY_NS, per line */
 	uint64_t shadow_base;		/* PMTHREADS_SHADOW_BASE (new pools) */
+	bool strict;			/* PMTHREADS_STRICT=1: errors exit */
+	char program[PATH_MAX];		/* PMTHREADS_PROGRAM: the target, "" any */
+	bool follow_children;		/* PMTHREADS_FOLLOW_CHILDREN=1 */
 };
 
-/* Fill *c from the environment.  Returns 0, or -1 with err_get() naming the
- * variable, its value and the accepted values. */
+/* One option.  kind says how `value` text becomes the field at `offset`. */
+enum config_kind {
+	CONFIG_PATH,	/* char[PATH_MAX]; "" = unset (where allowed) */
+	CONFIG_SIZE,	/* uint64_t; decimal with K/M/G/T suffix */
+	CONFIG_UINT,	/* unsigned; decimal, min..max */
+	CONFIG_ADDR,	/* uint64_t; decimal or 0x hex, 2 MiB aligned */
+	CONFIG_CHOICE,	/* an enum: the index of the value in choices */
+	CONFIG_BOOL,	/* bool; 0 or 1 */
+	CONFIG_TOOL,	/* read by the pmthreads command only */
+};
+
+struct config_option {
+	const char *env;		/* PMTHREADS_... */
+	const char *flag;		/* `pmthreads run` long option, or NULL */
+	const char *metavar;		/* its argument ("MS"), NULL: a switch */
+	bool optional_arg;		/* --flag alone, or --flag=VALUE */
+	const char *flag_value;		/* what a switch (or --flag alone) sets */
+	const char *def;		/* the default, as text for --help */
+	const char *help;		/* one line */
+	enum config_kind kind;
+	const char *const *choices;	/* CONFIG_CHOICE: accepted values */
+	unsigned n_choices;
+	unsigned long long min, max;	/* CONFIG_UINT / CONFIG_SIZE / CONFIG_ADDR */
+	size_t offset;			/* in struct config; (size_t)-1 none */
+};
+
+/* The table, in the order --help lists it. */
+const struct config_option *config_options(size_t *count);
+/* The entry for a variable name, or NULL. */
+const struct config_option *config_option_by_env(const char *env);
+
+/* The process's configuration, parsed from the environment on the first
+ * call (thread-safe) and never again.  When the environment is malformed:
+ * the defaults, and config_error() returns the message (else NULL). */
+const struct config *config_get(void);
+const char *config_error(void);
+
+/* Fill *c from the environment (every PMTHREADS_* variable must be in the
+ * table).  Returns 0, or -1 with err_get() naming the variable, its value
+ * and what is accepted.  Check mode's adjustments are applied. */
 int config_from_env(struct config *c);
+
+/* Set one option from its text value into *c (the `pmthreads` command
+ * validates its flags with this).  Returns 0 or -1 with err_get() set. */
+int config_set(struct config *c, const struct config_option *o, const char *value);
 
 /* The defaults, with the default pool path for this program. */
 void config_defaults(struct config *c);
 
-/* Parse a size with an optional K/M/G/T suffix (powers of 1024).  Returns 0
- * or -1 when s is not such a number or overflows. */
+/* Parse a decimal size with an optional K/M/G/T suffix (powers of 1024,
+ * "KiB"/"KB" accepted).  Returns 0 or -1 when s is not such a number or
+ * overflows. */
 int config_parse_size(const char *s, uint64_t *out);
 
 const char *config_heap_name(enum heap_mode m);

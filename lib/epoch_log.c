@@ -1,3 +1,4 @@
+/* epoch_log -- PMTHREADS_EPOCH_LOG, one CSV line per epoch.  See epoch_log.h. */
 #include "epoch_log.h"
 
 #include "log.h"
@@ -13,10 +14,13 @@ static int log_fd = -1;
 
 int epoch_log_open(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* O_NOFOLLOW: a symlink planted at the path must not make us
+	 * truncate the file it points to. */
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		err_set_errno(errno, "PMTHREADS_EPOCH_LOG: cannot create \"%s\"; set it to a "
-			      "writable file path or unset it", path);
+		err_set_errno(errno, "PMTHREADS_EPOCH_LOG: cannot create \"%s\"%s; set it to a "
+			      "writable file path or unset it", path,
+			      errno == ELOOP ? " (it is a symbolic link)" : "");
 		return -1;
 	}
 	if (prim_write_all(fd, EPOCH_LOG_HEADER, sizeof(EPOCH_LOG_HEADER) - 1) != 0) {

@@ -12,6 +12,7 @@
 #include "quiesce.h"
 #include "restore.h"
 #include "stats.h"
+#include "target.h"
 #include "tracker.h"
 
 #include <errno.h>
@@ -38,12 +39,14 @@ static void *heap_base;
 static size_t heap_len;
 static bool previous_run_crashed;
 static bool child_of_holder;	/* start-up failed: our parent holds the pool */
+static bool not_target;		/* start-up refused: not PMTHREADS_PROGRAM */
 static struct epoch_pipeline *pipeline;
 static struct restore *restorer;	/* lazy restore in progress or serving */
 static uint64_t startup_ns;		/* runtime_init's start(), whole */
 /* The pipeline's counters as they stood when it was closed (the stats
  * report is written after shutdown). */
 static struct epoch_counters closed_counters;
+static uint64_t reset_heap_bytes;	/* malloc mode: unreachable heap emptied */
 
 enum runtime_state runtime_state(void) { return atomic_load(&state); }
 bool runtime_in_init(void) { return initialising_here; }
@@ -72,6 +75,7 @@ void runtime_get_counters(struct runtime_counters *out)
 		out->epoch = closed_counters;
 	restore_get_stats(restorer, &out->restore);
 	out->startup_ns = startup_ns;
+	out->heap_reset_bytes = reset_heap_bytes;
 }
 
 static void close_pipeline(bool fork_child)
@@ -106,6 +110,26 @@ static void program_identity(char *out, size_t len)
 	out[n_base] = '\0';
 }
 
+/* The /tmp fallback directory is shared ground: another user may have made
+ * /tmp/pmthreads-<uid> first, to read or replace our pools.  Use it only when
+ * it is a real directory of ours that nobody else can enter. */
+static int check_private_dir(const char *dir)
+{
+	struct stat st;
+	if (lstat(dir, &st) != 0) {
+		err_set_errno(errno, "cannot inspect the pool directory %s", dir);
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 07777) != 0700) {
+		err_set("the default pool directory %s is not a directory of yours with mode "
+			"0700 (owner uid %u, mode %04o): it is not safe to keep pools there; set "
+			"PMTHREADS_POOL (or HOME) to a path of your own", dir, (unsigned)st.st_uid,
+			(unsigned)(st.st_mode & 07777));
+		return -1;
+	}
+	return 0;
+}
+
 /* Create the parent directories of the default pool path (mode 0700): the
  * default must work without any configuration. */
 static int make_parent_dirs(const char *path)
@@ -126,6 +150,8 @@ static int make_parent_dirs(const char *path)
 	}
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		goto fail;
+	if (cfg.pool_dir_is_tmp)
+		return check_private_dir(dir);
 	return 0;
 fail:
 	err_set_errno(errno, "cannot create the directory %s for the default pool; set "
@@ -194,25 +220,87 @@ static int open_pool(void)
 	return pool_open(&pool, &o);
 }
 
-/* PMTHREADS_CHECK=1 (checker.h): the checker sees writes only through the
- * mprotect tracker's fault path, and only first writes per epoch fault, so
- * check mode forces that tracker and a short interval. */
+/* PMTHREADS_CHECK (checker.h): config.c has already switched to the mprotect
+ * tracker and the short interval; say so when that overrides a request. */
 static int check_mode_setup(void)
 {
-	if (!cfg.check)
+	if (cfg.check == CHECK_OFF)
 		return 0;
-	if (cfg.tracker == TRACKER_UFFD)
+	if (cfg.tracker_asked == TRACKER_UFFD)
 		log_msg(LOG_WARN, "PMTHREADS_CHECK=1 needs the mprotect write tracker (with uffd "
 			"the kernel resolves first writes without saying which thread made "
 			"them); using mprotect instead of the requested uffd");
-	cfg.tracker = TRACKER_MPROTECT;
-	if (cfg.interval_ms > CHECKER_INTERVAL_MS) {
-		log_msg(LOG_INFO, "PMTHREADS_CHECK=1: epoch interval %u ms instead of %u ms, so "
+	if (cfg.interval_ms != cfg.interval_ms_asked)
+		log_msg(LOG_INFO, "PMTHREADS_CHECK: epoch interval %u ms instead of %u ms, so "
 			"that pages are re-protected (and writes checked) more often",
-			CHECKER_INTERVAL_MS, cfg.interval_ms);
-		cfg.interval_ms = CHECKER_INTERVAL_MS;
-	}
+			cfg.interval_ms, cfg.interval_ms_asked);
 	return checker_init();
+}
+
+/* PMTHREADS_POOL_SIZE sizes a new pool only: an existing pool keeps its
+ * capacity, and a size given explicitly that differs is worth a word. */
+static void check_pool_size(void)
+{
+	uint64_t capacity = pool->npages * pool->page_size;
+	if (pool->created || !cfg.pool_size_given || capacity == cfg.pool_size)
+		return;
+	log_msg(LOG_WARN, "PMTHREADS_POOL_SIZE=%llu MiB is ignored: the existing pool %s holds "
+		"%llu MiB (the size applies to a new pool; remove the pool with "
+		"pmthreads-recover rm to start over with the new size)",
+		(unsigned long long)(cfg.pool_size >> 20), cfg.pool_path,
+		(unsigned long long)(capacity >> 20));
+}
+
+static void count_name(const char *name, void *p, size_t size, void *arg)
+{
+	(void)name, (void)p, (void)size;
+	(*(size_t *)arg)++;
+}
+
+/* PMTHREADS_HEAP=malloc: a heap in which the previous run named no object
+ * (nvmalloc(size, name)) holds nothing a restarted program can find -- an
+ * unmodified program keeps its roots in globals and on stacks, which are not
+ * persisted.  Keeping it would only grow the pool with every run and every
+ * exec.  It is emptied instead, and after a crash the program is told that
+ * its state cannot come back.  The old pages are zeroed through the tracker
+ * (the allocator relies on never-used pages being zero, and the zeroes must
+ * reach the pool). */
+static int reset_unreachable_heap(void)
+{
+	if (cfg.heap != HEAP_MALLOC)
+		return 0;
+	size_t names = 0;
+	heap_name_foreach(count_name, &names);
+	if (names != 0)
+		return 0;
+	struct heap_stats hs;
+	heap_get_stats(&hs);
+	if (hs.bytes_in_use == 0)
+		return 0;
+	size_t used = heap_high_water();
+	if (used > heap_len)
+		used = heap_len;
+	if (previous_run_crashed)
+		log_msg(LOG_WARN, "the previous run of this program crashed, but its heap (%llu "
+			"KiB in use) names no object, so a restarted program cannot find any of "
+			"it: starting with an empty heap.  To get state back after a crash, "
+			"allocate its root with nvmalloc(size, \"name\") and find it with "
+			"nvrecover (see pmthreads(7))", (unsigned long long)(hs.bytes_in_use >> 10));
+	else
+		log_msg(LOG_INFO, "the previous run's heap (%llu KiB in use) names no object: "
+			"starting with an empty heap", (unsigned long long)(hs.bytes_in_use >> 10));
+	reset_heap_bytes = hs.bytes_in_use;
+	fase_enter();	/* one failure-atomic step, and no checker report */
+	memset(heap_base, 0, used);
+	fase_leave();
+	return heap_init(heap_base, heap_len, true);
+}
+
+/* The epoch thread, after each epoch's write-back. */
+static void after_epoch(void *arg)
+{
+	epoch_on_reopened(arg);
+	stats_periodic();	/* figures that survive a kill -9 */
 }
 
 /* Bring the modules up in dependency order.  Recovery writes the shadow
@@ -220,8 +308,19 @@ static int check_mode_setup(void)
  * dirty (they are already in the pool). */
 static int start(void)
 {
-	if (config_from_env(&cfg) != 0)
+	cfg = *config_get();
+	if (config_error() != NULL) {
+		err_set("%s", config_error());
 		return -1;
+	}
+	if (!target_is_self()) {
+		/* A wrapper or child that is not the program pmthreads run was
+		 * asked to run: it never touches a pool. */
+		err_set("this process is not %s (PMTHREADS_PROGRAM), which owns the pool; it "
+			"runs without persistence", cfg.program);
+		not_target = true;
+		return -1;
+	}
 	log_set_level(cfg.verbose >= 2 ? LOG_DEBUG : cfg.verbose == 1 ? LOG_INFO : LOG_WARN);
 
 	if (check_mode_setup() != 0)
@@ -244,6 +343,7 @@ static int start(void)
 	if (cfg.epoch_log_path[0] != '\0' && epoch_log_open(cfg.epoch_log_path) != 0)
 		goto fail_pool;
 
+	check_pool_size();
 	heap_len = (size_t)(pool->npages * pool->page_size);
 	heap_base = shadow_reserve(pool->shadow_base, heap_len);
 	if (heap_base == NULL)
@@ -268,13 +368,14 @@ static int start(void)
 
 	if (heap_init(heap_base, heap_len, pool->created) != 0)
 		goto fail_tracker;
+	if (!pool->created && reset_unreachable_heap() != 0)
+		goto fail_tracker;
 
 	struct epoch_options eo = { .copy_in_pause = cfg.writeback == WRITEBACK_PAUSED };
 	if (epoch_pipeline_open(&pipeline, pool, tracker, heap_base, heap_high_water, &eo) != 0)
 		goto fail_tracker;
 	log_configuration();
-	if (quiesce_start_split(cfg.interval_ms, epoch_on_quiescent, epoch_on_reopened,
-				pipeline) != 0)
+	if (quiesce_start_split(cfg.interval_ms, epoch_on_quiescent, after_epoch, pipeline) != 0)
 		goto fail_pipeline;
 	return 0;
 
@@ -320,7 +421,7 @@ int runtime_init(void)
 			atexit(runtime_shutdown);
 		} else {
 			snprintf(init_error, sizeof(init_error), "%s", err_get());
-			if (!child_of_holder)
+			if (!child_of_holder && !not_target)
 				log_msg(LOG_ERR, "%s", init_error);
 			atomic_store_explicit(&state, RUNTIME_FAILED, memory_order_release);
 		}
@@ -329,6 +430,13 @@ int runtime_init(void)
 	prim_unlock(&init_lock);
 	if (s == RUNTIME_RUNNING || (s == RUNTIME_DETACHED && heap_base != NULL))
 		return 0;
+	if (s == RUNTIME_FAILED && cfg.strict && !child_of_holder && !not_target) {
+		/* PMTHREADS_STRICT=1: fail closed rather than run unpersisted.
+		 * After the lock is released: exit runs runtime_shutdown. */
+		log_msg(LOG_ERR, "PMTHREADS_STRICT=1: exiting (status %d) instead of running "
+			"without persistence", RUNTIME_STRICT_EXIT);
+		exit(RUNTIME_STRICT_EXIT);
+	}
 	err_set("%s", s == RUNTIME_FAILED ? init_error : "the pmthreads runtime has shut down");
 	return -1;
 }
@@ -361,14 +469,6 @@ void runtime_shutdown(void)
 	tracker_close(tracker);
 	tracker = NULL;
 	epoch_log_close();
-	if (cfg.check) {
-		struct checker_stats cs;
-		checker_get_stats(&cs);
-		log_msg(LOG_INFO, "FASE checker: %llu first writes checked, %llu outside any "
-			"lock, %llu call sites reported", (unsigned long long)cs.writes_checked,
-			(unsigned long long)cs.unlocked_writes,
-			(unsigned long long)cs.sites_reported);
-	}
 	/* The heap stays mapped: other threads and later destructors may still
 	 * use memory from it; it is simply no longer persisted. */
 	atomic_store(&state, RUNTIME_DETACHED);

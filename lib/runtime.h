@@ -27,10 +27,16 @@ enum runtime_state {
 				 * the process that holds the pool */
 };
 
+/* The exit status of a process that PMTHREADS_STRICT=1 stops because it
+ * cannot run persistently (a configuration or pool error). */
+#define RUNTIME_STRICT_EXIT 1
+
 /* Initialise once (idempotent, thread-safe).  Returns 0 when the persistent
  * heap is usable (RUNNING, or DETACHED with a heap), -1 otherwise with
  * err_get() set; the reason was also printed once. */
 int runtime_init(void);
+/* With PMTHREADS_STRICT=1 runtime_init does not return on failure: it
+ * prints the reason and exits with RUNTIME_STRICT_EXIT. */
 enum runtime_state runtime_state(void);
 /* True on the thread currently running runtime_init (the malloc wrappers
  * serve this thread from a bootstrap arena then). */
@@ -60,6 +66,7 @@ struct runtime_counters {
 	struct restore_stats restore;	/* how the heap was restored (restore.h) */
 	uint64_t startup_ns;		/* runtime start-up, pool open to epoch
 					 * thread, recovery included */
+	uint64_t heap_reset_bytes;	/* malloc mode: an unreachable heap emptied */
 };
 void runtime_get_counters(struct runtime_counters *out);
 

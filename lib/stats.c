@@ -6,6 +6,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,6 +47,74 @@ void stats_collect(struct stats_report *r, const struct config *cfg, uint64_t st
 	r->tracker = noted_backend != NULL ? noted_backend : "none";
 	r->tracker_stats = noted;
 	prim_unlock(&noted_lock);
+}
+
+/* PMTHREADS_STATS=-: the standard error the program started with, kept in a
+ * descriptor of our own so that a program that closes (or redirects) fd 2
+ * does not lose the report or receive it in one of its files.  A descriptor
+ * is used only while it still refers to that same file. */
+static int saved_stderr = -1;
+static struct stat saved_stderr_st;
+
+static void save_stderr(void)
+{
+	if (fstat(STDERR_FILENO, &saved_stderr_st) != 0)
+		return;
+	saved_stderr = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+}
+
+static bool is_saved_file(int fd)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == saved_stderr_st.st_dev &&
+	       st.st_ino == saved_stderr_st.st_ino;
+}
+
+static int stderr_fd(void)
+{
+	if (is_saved_file(saved_stderr))
+		return saved_stderr;
+	if (saved_stderr < 0 || is_saved_file(STDERR_FILENO))
+		return STDERR_FILENO;
+	return -1;
+}
+
+/* Replace path with buf atomically: a reader (or a kill -9) sees the old
+ * report or the new one, never half of one. */
+static int replace_file(const char *path, const char *buf, size_t len)
+{
+	char tmp[PATH_MAX];
+	int n = snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+		err_set("PMTHREADS_STATS=\"%s\": the path is too long", path);
+		return -1;
+	}
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		/* Left by an earlier process with our pid that was killed
+		 * mid-write; only a regular file of ours is removed. */
+		struct stat st;
+		if (lstat(tmp, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid())
+			unlink(tmp);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
+	if (fd < 0) {
+		err_set_errno(errno, "PMTHREADS_STATS: cannot create %s", tmp);
+		return -1;
+	}
+	if (prim_write_all(fd, buf, len) != 0) {
+		err_set_errno(errno, "PMTHREADS_STATS: cannot write %s", tmp);
+		close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	close(fd);
+	if (rename(tmp, path) != 0) {
+		err_set_errno(errno, "PMTHREADS_STATS: cannot rename %s to %s", tmp, path);
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
 }
 
 /* Appending formatter over a fixed buffer: the report is written at exit,
@@ -123,6 +194,7 @@ int stats_write_json(const struct stats_report *r, const char *path)
 	put_u(&o, "restored_background", rs->background_pages, false);
 	put_u(&o, "restored_finish", rs->finish_pages, false);
 	put_u(&o, "restore_zero_fills", rs->zero_pages, false);
+	put_u(&o, "heap_reset_bytes", r->runtime.heap_reset_bytes, false);
 	put_u(&o, "tracker_faults", r->tracker_stats.faults, false);
 	put_u(&o, "tracker_collections", r->tracker_stats.collections, false);
 	put_u(&o, "tracker_pages", r->tracker_stats.pages_collected, false);
@@ -136,19 +208,70 @@ int stats_write_json(const struct stats_report *r, const char *path)
 		err_set("stats: the report does not fit its buffer");
 		return -1;
 	}
-	bool to_stderr = strcmp(path, "-") == 0;
-	int fd = to_stderr ? STDERR_FILENO : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		err_set_errno(errno, "stats: cannot open %s", path);
-		return -1;
+	if (strcmp(path, "-") == 0) {
+		int fd = stderr_fd();
+		if (fd < 0) {
+			err_set("stats: standard error is closed or replaced; the report is lost "
+				"(set PMTHREADS_STATS to a file)");
+			return -1;
+		}
+		if (prim_write_all(fd, o.buf, o.len) != 0) {
+			err_set_errno(errno, "stats: cannot write the report to standard error");
+			return -1;
+		}
+		return 0;
 	}
-	if (prim_write_all(fd, o.buf, o.len) != 0) {
-		err_set_errno(errno, "stats: cannot write %s", path);
-		if (!to_stderr)
-			close(fd);
-		return -1;
-	}
-	if (!to_stderr)
-		close(fd);
-	return 0;
+	return replace_file(path, o.buf, o.len);
+}
+
+/* ---- the report's life in a process ---- */
+
+static _Atomic uint64_t started_ns;	/* 0: this process writes no report */
+static uint64_t last_periodic_ns;	/* epoch thread only */
+static prim_lock_t write_lock = PRIM_LOCK_INIT;	/* one writer of the file at a time */
+
+void stats_start(uint64_t start_ns)
+{
+	if (strcmp(config_get()->stats_path, "-") == 0)
+		save_stderr();
+	atomic_store(&started_ns, start_ns);
+}
+void stats_disable(void) { atomic_store(&started_ns, 0); }
+
+static int write_now(void)
+{
+	const struct config *cfg = config_get();
+	uint64_t t0 = atomic_load(&started_ns);
+	if (t0 == 0 || cfg->stats_path[0] == '\0')
+		return 0;
+	static struct stats_report r;	/* under write_lock */
+	stats_collect(&r, cfg, t0);
+	return stats_write_json(&r, cfg->stats_path);
+}
+
+int stats_write_final(void)
+{
+	prim_lock(&write_lock);
+	int rc = write_now();
+	/* Nothing after the final report: a periodic write still pending on
+	 * the epoch thread must not replace it with older figures. */
+	atomic_store(&started_ns, 0);
+	prim_unlock(&write_lock);
+	return rc;
+}
+
+void stats_periodic(void)
+{
+	const struct config *cfg = config_get();
+	if (cfg->stats_path[0] == '\0' || strcmp(cfg->stats_path, "-") == 0)
+		return;
+	uint64_t now = prim_now_ns();
+	if (now - last_periodic_ns < STATS_PERIOD_NS)
+		return;
+	last_periodic_ns = now;
+	if (!prim_trylock(&write_lock))
+		return;	/* the final report is being written */
+	if (write_now() != 0)
+		log_msg(LOG_WARN, "%s; the statistics file is not updated", err_get());
+	prim_unlock(&write_lock);
 }

@@ -2,7 +2,11 @@
  * stats -- the statistics report written at exit (PMTHREADS_STATS).
  *
  * Owns: gathering the counters of quiesce, the runtime and the tracker into
- * one report, and writing it as one JSON object.  The tracker is closed
+ * one report, and writing it as one JSON object -- at exit, and every
+ * second from the epoch thread, so that the last figures survive a kill -9.
+ * A file is replaced atomically (written beside it, then renamed over it;
+ * created 0600 with O_NOFOLLOW|O_EXCL, so a symlink planted at either name
+ * is never followed).  The tracker is closed
  * before the report is written (at shutdown, or in a fork child), so the
  * runtime hands its counters over with stats_note_tracker when it closes it.
  */
@@ -37,8 +41,21 @@ void stats_note_tracker(const char *backend, const struct tracker_stats *st);
  * configuration. */
 void stats_collect(struct stats_report *r, const struct config *cfg, uint64_t start_ns);
 
+/* The process that will write the report (the target) records when the
+ * library was loaded; without this call nothing is written. */
+void stats_start(uint64_t start_ns);
+/* A fork child: its counters would overwrite the parent's report. */
+void stats_disable(void);
+/* Collect and write the report to PMTHREADS_STATS now (at exit).  Returns 0
+ * (also when there is nothing to write) or -1 with err_get() set. */
+int stats_write_final(void);
+/* From the epoch thread after each epoch: rewrite the file when a second has
+ * passed since the last write (not for "-": stderr gets the report once). */
+void stats_periodic(void);
+#define STATS_PERIOD_NS 1000000000ULL
+
 /* Write r as one JSON object to path ("-": standard error), replacing the
- * file.  Returns 0 or -1 with err_get() set.  Does not allocate. */
+ * file atomically.  Returns 0 or -1 with err_get() set.  Does not allocate. */
 int stats_write_json(const struct stats_report *r, const char *path);
 
 #endif

@@ -2,7 +2,8 @@
  * preload -- what the files of the interposition layer share.
  *
  * Owns: the process-wide facts the wrappers consult: whether malloc is
- * served from the persistent heap, and the configuration read at load time.
+ * served from the persistent heap, and the configuration read at load time
+ * (lib/config.c's one struct).
  */
 #ifndef PMT_PRELOAD_H
 #define PMT_PRELOAD_H
@@ -14,6 +15,11 @@
 /* The configuration the library was loaded with (defaults until the
  * constructor has run). */
 const struct config *preload_config(void);
+
+/* Find the LD_PRELOAD entry that loaded the library; in the target, take
+ * it out of LD_PRELOAD so that children do not inherit it (unless
+ * PMTHREADS_FOLLOW_CHILDREN=1).  See exec.c.  Called by the constructor. */
+void preload_env_init(const struct config *c, bool is_target);
 
 /* PMTHREADS_HEAP=malloc and the constructor has asked for the heap: malloc
  * and friends go to the persistent heap once it is ready. */

@@ -1,22 +1,29 @@
 /*
  * process -- the library's start, the process's exit, fork.
  *
- * Load: read the configuration, hand quiesce the real pthread_create/join
- * (its epoch thread must not pass through our wrappers), open the gate's
- * epoch thread, and in malloc mode bring the runtime up at once.  In
- * nvmalloc mode the runtime starts at the first nvmalloc; until then epochs
- * are plain quiescent points with nothing to persist (no pool is opened by a
- * program that never calls nvmalloc).
+ * Load: take the configuration (lib/config.c parses it once), decide whether
+ * this process is the target (lib/target.h; a wrapper or a child that is
+ * not stays inert and never opens a pool), hand quiesce the real
+ * pthread_create/join (its epoch thread must not pass through our
+ * wrappers), start the epoch thread, and in malloc mode bring the runtime up
+ * at once.  In nvmalloc mode the runtime starts at the first nvmalloc; until
+ * then epochs are plain quiescent points with nothing to persist, and a
+ * program that does not use the API at all is told once that nothing of it
+ * is persisted.  PMTHREADS_STRICT=1 turns a configuration error (and every
+ * start-up failure, see runtime.h) into an exit.
  *
  * Exit: a clean exit (return from main, exit(), the last thread's
  * pthread_exit) persists a final epoch and marks the pool clean
  * (runtime_shutdown), then writes the statistics.  The handler is registered
  * from the constructor, so it runs after every atexit handler and static
  * destructor the program registered later, which may still use the heap.
+ * With PMTHREADS_CHECK=fail and unlocked writes found, the exit status
+ * becomes 1.
  *
  * Fork: the child is a private copy that is never persisted; it detaches
  * from the parent's pool and has no epoch thread.
  */
+#include "checker.h"
 #include "config.h"
 #include "export.h"
 #include "log.h"
@@ -26,71 +33,157 @@
 #include "real.h"
 #include "runtime.h"
 #include "stats.h"
+#include "target.h"
 
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-static struct config cfg;
-static bool cfg_read;
-static uint64_t load_ns;
+extern char *program_invocation_name;
 
 const struct config *preload_config(void)
 {
-	if (!cfg_read)
-		config_defaults(&cfg);
-	return &cfg;
-}
-
-static void write_stats(void)
-{
-	if (cfg.stats_path[0] == '\0')
-		return;
-	struct stats_report r;
-	stats_collect(&r, &cfg, load_ns);
-	if (stats_write_json(&r, cfg.stats_path) != 0)
-		log_msg(LOG_ERR, "%s", err_get());
+	return config_get();
 }
 
 static void at_exit(void)
 {
+	const struct config *cfg = config_get();
 	runtime_shutdown();
 	/* Without a pool (nvmalloc mode, no nvmalloc call) the runtime did
 	 * not own the epoch thread. */
 	quiesce_stop(false);
-	write_stats();
+	if (stats_write_final() != 0)
+		log_msg(LOG_ERR, "%s", err_get());
+	if (cfg->check != CHECK_OFF)
+		checker_print_summary();
+	if (cfg->check == CHECK_FAIL && checker_violations() != 0) {
+		/* The last handler to run (registered first); the C library
+		 * flushes stdio only after it, so do that here. */
+		fflush(NULL);
+		_exit(1);
+	}
 }
 
 static void atfork_child(void)
 {
 	/* The child's counters would overwrite the parent's report. */
-	cfg.stats_path[0] = '\0';
+	stats_disable();
 	runtime_atfork_child();
 	quiesce_atfork_child();
 }
 
+/* ---- does the program use the API? ---- */
+
+static const char *const api_names[] = { "nvmalloc", "nvrecover", "nvfree", "pmthreads_sync",
+					 "pmthreads_durable_epoch" };
+
+/* Whether the dynamic string table of one loaded object names a function
+ * of pmthreads.h: a program that calls the API (linked, or through weak
+ * references as examples/bank.c does) has the name there. */
+static int names_api(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	const void *own_base = arg;
+	if ((const void *)info->dlpi_addr == own_base)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
+			continue;
+		const ElfW(Dyn) *d = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+		uintptr_t strtab = 0;
+		size_t strsz = 0;
+		for (; d->d_tag != DT_NULL; d++) {
+			if (d->d_tag == DT_STRTAB)
+				strtab = d->d_un.d_ptr;
+			else if (d->d_tag == DT_STRSZ)
+				strsz = d->d_un.d_val;
+		}
+		if (strtab == 0 || strsz == 0)
+			return 0;
+		/* The loader relocates d_ptr in most objects, not in all
+		 * (the vDSO). */
+		if (strtab < info->dlpi_addr)
+			strtab += info->dlpi_addr;
+		const char *s = (const char *)strtab;
+		for (size_t k = 0; k < sizeof(api_names) / sizeof(api_names[0]); k++) {
+			size_t n = strlen(api_names[k]);
+			for (const char *p = s; p + n < s + strsz;) {
+				const char *hit = memmem(p, (size_t)(s + strsz - p), api_names[k], n + 1);
+				if (hit == NULL)
+					break;
+				if (hit == s || hit[-1] == '\0')
+					return 1;
+				p = hit + 1;
+			}
+		}
+		return 0;
+	}
+	return 0;
+}
+
+static bool program_uses_api(void)
+{
+	Dl_info own;
+	if (dladdr((void *)program_uses_api, &own) == 0)
+		return true;	/* cannot tell: say nothing */
+	return dl_iterate_phdr(names_api, own.dli_fbase) != 0;
+}
+
+static void strict_exit(void)
+{
+	log_msg(LOG_ERR, "PMTHREADS_STRICT=1: exiting (status %d) instead of running "
+		"without persistence", RUNTIME_STRICT_EXIT);
+	exit(RUNTIME_STRICT_EXIT);
+}
+
 __attribute__((constructor(101))) static void preload_start(void)
 {
-	load_ns = prim_now_ns();
+	uint64_t load_ns = prim_now_ns();
 	real_resolve();
-	if (config_from_env(&cfg) != 0) {
-		/* A malformed variable is reported and the program runs on,
-		 * unpersisted and unchanged. */
-		log_msg(LOG_ERR, "%s; running without persistence", err_get());
-		config_defaults(&cfg);
-		cfg_read = true;
+	const struct config *cfg = config_get();
+	if (config_error() != NULL) {
+		log_msg(LOG_ERR, "%s", config_error());
+		if (cfg->strict)
+			strict_exit();
+		/* The program runs on, unpersisted and unchanged. */
+		log_msg(LOG_ERR, "running without persistence (PMTHREADS_STRICT=1 makes this "
+			"an exit)");
 		return;
 	}
-	cfg_read = true;
-	log_set_level(cfg.verbose >= 2 ? LOG_DEBUG : cfg.verbose == 1 ? LOG_INFO : LOG_WARN);
+	log_set_level(cfg->verbose >= 2 ? LOG_DEBUG : cfg->verbose == 1 ? LOG_INFO : LOG_WARN);
+	bool is_target = target_is_self();
+	preload_env_init(cfg, is_target);
+	if (!is_target) {
+		/* A wrapper on the way to the target, or a child of it: the
+		 * wrappers forward, nothing is persisted, nothing is said. */
+		log_msg(LOG_DEBUG, "%s is not %s (PMTHREADS_PROGRAM): not persisted",
+			program_invocation_name, cfg->program);
+		return;
+	}
+	stats_start(load_ns);
 	quiesce_set_thread_functions(real_fn.create, real_fn.join);
 	pthread_atfork(NULL, NULL, atfork_child);
-	if (cfg.heap == HEAP_MALLOC) {
+	if (cfg->heap == HEAP_MALLOC) {
 		preload_malloc_init();
 		preload_malloc_mode = true;
-		/* On failure runtime_init has said why; malloc stays glibc's. */
+		/* On failure runtime_init has said why (with PMTHREADS_STRICT=1
+		 * it exits); malloc stays glibc's. */
 		(void)runtime_init();
+	} else if (!program_uses_api()) {
+		log_msg(LOG_WARN, "%s does not call the pmthreads API (nvmalloc, nvrecover), so "
+			"with PMTHREADS_HEAP=nvmalloc nothing of it is persisted; run it with "
+			"`pmthreads run --heap malloc` to keep its whole heap in a pool (see "
+			"pmthreads(7) for what a restart gets back)", program_invocation_name);
+		if (cfg->strict)
+			strict_exit();
 	}
-	if (!quiesce_running() && quiesce_start(cfg.interval_ms, NULL, NULL) != 0)
+	if (!quiesce_running() && quiesce_start(cfg->interval_ms, NULL, NULL) != 0)
 		log_msg(LOG_ERR, "%s", err_get());
 	atexit(at_exit);
 }

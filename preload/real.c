@@ -39,6 +39,8 @@ void real_resolve(void)
 		prim_unlock(&resolve_lock);
 		return;
 	}
+	NEXT(execve, "execve");
+	NEXT(execvpe, "execvpe");
 	NEXT(mutex_lock, "pthread_mutex_lock");
 	NEXT(mutex_trylock, "pthread_mutex_trylock");
 	NEXT(mutex_timedlock, "pthread_mutex_timedlock");

@@ -98,6 +98,9 @@ struct real_fns {
 	char *(*getcwd)(char *, size_t);
 	DIR *(*opendir)(const char *);
 	DIR *(*fdopendir)(int);
+	/* exec (exec.c) */
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
 	/* malloc_usable_size of glibc's blocks */
 	size_t (*malloc_usable_size)(void *);
 };

@@ -16,6 +16,8 @@ const char *const all_vars[] = {
 	"PMTHREADS_TRACKER", "PMTHREADS_WRITEBACK", "PMTHREADS_NVM", "PMTHREADS_STATS", "PMTHREADS_EPOCH_LOG",
 	"PMTHREADS_VERBOSE",
 	"PMTHREADS_CHECK", "PMTHREADS_NVM_LATENCY_NS", "PMTHREADS_SHADOW_BASE",
+	"PMTHREADS_STRICT", "PMTHREADS_PROGRAM", "PMTHREADS_FOLLOW_CHILDREN",
+	"PMTHREADS_INTERVALMS",
 };
 
 struct clean_env {
@@ -107,4 +109,82 @@ TEST_CASE("config_parse_size accepts suffixes", "[config]")
 	CHECK(config_parse_size("", &v) == -1);
 	CHECK(config_parse_size("G", &v) == -1);
 	CHECK(config_parse_size("1GG", &v) == -1);
+}
+
+TEST_CASE("config numbers are decimal: 010 is ten, not eight", "[config]")
+{
+	clean_env env;
+	setenv("PMTHREADS_INTERVAL_MS", "010", 1);
+	setenv("PMTHREADS_NVM_LATENCY_NS", "0x10", 1);
+	struct config c;
+	REQUIRE(config_from_env(&c) == -1);	// hex is not a number here
+	CHECK(std::string(err_get()).find("PMTHREADS_NVM_LATENCY_NS") != std::string::npos);
+	unsetenv("PMTHREADS_NVM_LATENCY_NS");
+	REQUIRE(config_from_env(&c) == 0);
+	CHECK(c.interval_ms == 10);
+	setenv("PMTHREADS_POOL_SIZE", "010M", 1);
+	REQUIRE(config_from_env(&c) == 0);
+	CHECK(c.pool_size == 10ULL << 20);
+	CHECK(c.pool_size_given);
+	// an address may be hex, and only with 0x
+	setenv("PMTHREADS_SHADOW_BASE", "0x500000000000", 1);
+	REQUIRE(config_from_env(&c) == 0);
+	CHECK(c.shadow_base == 0x500000000000ULL);
+}
+
+TEST_CASE("config refuses an unknown PMTHREADS_* variable and suggests the name", "[config]")
+{
+	clean_env env;
+	setenv("PMTHREADS_INTERVALMS", "5", 1);
+	struct config c;
+	REQUIRE(config_from_env(&c) == -1);
+	std::string msg = err_get();
+	CHECK(msg.find("PMTHREADS_INTERVALMS is not a pmthreads variable") != std::string::npos);
+	CHECK(msg.find("did you mean PMTHREADS_INTERVAL_MS?") != std::string::npos);
+}
+
+TEST_CASE("config: check mode's tracker and interval are applied in the one struct", "[config]")
+{
+	clean_env env;
+	setenv("PMTHREADS_CHECK", "fail", 1);
+	setenv("PMTHREADS_TRACKER", "uffd", 1);
+	struct config c;
+	REQUIRE(config_from_env(&c) == 0);
+	CHECK(c.check == CHECK_FAIL);
+	CHECK(c.tracker == TRACKER_MPROTECT);
+	CHECK(c.tracker_asked == TRACKER_UFFD);
+	CHECK(c.interval_ms == CONFIG_CHECK_INTERVAL_MS);
+	CHECK(c.interval_ms_asked == 100);
+}
+
+TEST_CASE("config table: every entry is documented in pmthreads(7) and the README", "[config]")
+{
+	const char *src = getenv("PMT_SOURCE_ROOT");
+	REQUIRE(src != nullptr);
+	std::string man, readme;
+	for (auto [path, out] : { std::pair<std::string, std::string *>{ std::string(src) + "/man/pmthreads.7", &man },
+				  { std::string(src) + "/README.md", &readme } }) {
+		FILE *f = fopen(path.c_str(), "r");
+		INFO(path);
+		REQUIRE(f != nullptr);
+		char buf[4096];
+		size_t n;
+		while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+			out->append(buf, n);
+		fclose(f);
+	}
+	size_t n;
+	const config_option *opts = config_options(&n);
+	for (size_t i = 0; i < n; i++) {
+		INFO(opts[i].env);
+		// groff escapes the underscore-free names unchanged
+		CHECK(man.find(opts[i].env) != std::string::npos);
+		CHECK(readme.find(opts[i].env) != std::string::npos);
+		if (opts[i].flag != nullptr) {
+			std::string flag;	// roff: every hyphen escaped
+			for (const char *c = opts[i].flag; *c != '\0'; c++)
+				flag += *c == '-' ? std::string("\\-") : std::string(1, *c);
+			CHECK(man.find(flag) != std::string::npos);
+		}
+	}
 }

@@ -1,4 +1,5 @@
 /* api -- the functions of pmthreads.h, over runtime, heap and quiesce. */
+#include "config.h"
 #include "export.h"
 #include "heap.h"
 #include "log.h"
@@ -94,3 +95,20 @@ PMT_EXPORT ptrdiff_t pmthreads_heap_offset(void)
 }
 
 PMT_EXPORT const char *pmthreads_errormsg(void) { return err_get(); }
+
+PMT_EXPORT int pmthreads_set_pool(const char *path, size_t capacity)
+{
+	err_clear();
+	if (runtime_state() != RUNTIME_NONE) {
+		err_set("pmthreads_set_pool: the runtime has already %s; call it before the "
+			"first nvmalloc or nvrecover", runtime_state() == RUNTIME_FAILED
+			? "failed to start" : "started");
+		errno = EBUSY;
+		return -1;
+	}
+	if (config_set_pool(path, capacity) != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}

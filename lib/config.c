@@ -454,3 +454,23 @@ const char *config_error(void)
 	config_get();
 	return parse_error[0] != '\0' ? parse_error : NULL;
 }
+
+int config_set_pool(const char *path, uint64_t size)
+{
+	config_get();
+	struct config c;
+	prim_lock(&once_lock);
+	c = the_config;
+	int r = 0;
+	if (path != NULL)
+		r = config_set(&c, config_option_by_env("PMTHREADS_POOL"), path);
+	if (r == 0 && size != 0) {
+		char text[32];
+		snprintf(text, sizeof(text), "%llu", (unsigned long long)size);
+		r = config_set(&c, config_option_by_env("PMTHREADS_POOL_SIZE"), text);
+	}
+	if (r == 0)
+		the_config = c;
+	prim_unlock(&once_lock);
+	return r;
+}

@@ -104,6 +104,12 @@ const struct config_option *config_option_by_env(const char *env);
 const struct config *config_get(void);
 const char *config_error(void);
 
+/* The program's own choice of pool (pmthreads_set_pool): path (NULL: keep)
+ * and the capacity of a new pool (0: keep), validated as the variables are.
+ * Only meaningful before the runtime starts; the caller checks that.
+ * Returns 0 or -1 with err_get() set, changing nothing. */
+int config_set_pool(const char *path, uint64_t size);
+
 /* Fill *c from the environment (every PMTHREADS_* variable must be in the
  * table).  Returns 0, or -1 with err_get() naming the variable, its value
  * and what is accepted.  Check mode's adjustments are applied. */

@@ -96,6 +96,19 @@ uint64_t pmthreads_durable_epoch(void);
 ptrdiff_t pmthreads_heap_offset(void);
 
 /*
+ * pmthreads_set_pool -- choose the pool file (path; NULL keeps the configured
+ * one) and the heap capacity of a pool created by this run (capacity in bytes;
+ * 0 keeps it), from the program itself, e.g. from its own command line.  It
+ * overrides PMTHREADS_POOL / PMTHREADS_POOL_SIZE and must be called before the
+ * runtime starts (before the first nvmalloc, nvrecover or other call that
+ * opens the pool; with PMTHREADS_HEAP=malloc the runtime starts at load, so
+ * it cannot be used there).  Returns 0, or -1 with errno EBUSY when the
+ * runtime has already started (or failed to), EINVAL for a path or capacity
+ * that the variables would not accept (pmthreads_errormsg() says why).
+ */
+int pmthreads_set_pool(const char *path, size_t capacity);
+
+/*
  * pmthreads_errormsg -- a message describing the last error of the calling
  * thread's pmthreads call, or "" when there was none.
  */

@@ -203,8 +203,12 @@ int main(int argc, char **argv)
 			uint64_t done = bank->transfers;
 			pthread_mutex_unlock(&ledger_lock);
 			uint64_t durable = pmthreads_durable_epoch();
+			/* The time after the count: the count was reached by then. */
+			struct timespec read_at;
+			clock_gettime(CLOCK_MONOTONIC, &read_at);
 			printf("progress %lld %" PRIu64 " %" PRIu64 "\n",
-			       (long long)now.tv_sec * 1000000000LL + now.tv_nsec, done, durable);
+			       (long long)read_at.tv_sec * 1000000000LL + read_at.tv_nsec, done,
+			       durable);
 			fflush(stdout);
 		}
 	} while (now.tv_sec < end.tv_sec ||

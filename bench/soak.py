@@ -530,6 +530,25 @@ class MemcachedStream(Stream):
                 time.sleep(0.005)
         return None
 
+    def why_not_up(self, rnd):
+        """What to say when the server did not accept connections: its exit
+        status, or (still running: a hang) every thread's stack, saved next to
+        the log."""
+        rc = self.proc.poll()
+        tail = self.log_since().strip()[-400:]
+        if rc is not None:
+            return f"round {rnd}: the server exited with status {rc} before listening: {tail}"
+        dump = os.path.join(self.dir, f"hang-round{rnd}.txt")
+        try:
+            with open(dump, "w") as f:
+                subprocess.run(["gdb", "-p", str(self.proc.pid), "-batch", "-ex",
+                                "thread apply all bt"], stdout=f, stderr=subprocess.STDOUT,
+                               timeout=120)
+        except (OSError, subprocess.SubprocessError) as ex:
+            dump = f"(no stacks: {ex})"
+        return (f"round {rnd}: the server runs but did not accept a connection within 30 s "
+                f"(a hang; stacks in {dump}); its log: {tail}")
+
     def log_since(self):
         with open(self.log_path, "rb") as f:
             f.seek(self.log_from)
@@ -613,7 +632,7 @@ class MemcachedStream(Stream):
                 timer.join()
             if self.killed_at is None:
                 s.errors += 1
-                s.note("server did not come up: " + self.log_since().strip()[-300:])
+                s.note(self.why_not_up(rnd))
             else:
                 s.kills += 1  # killed in start-up; the earlier kill is still unchecked
             self.kill()
@@ -621,7 +640,8 @@ class MemcachedStream(Stream):
         try:
             if self.pending is not None:
                 first_missing, required_missing = self.verify(conn, self.log_since(),
-                                                              recent_only=rnd % 10 != 0)
+                                                              recent_only=not self.args.mc_verify_all
+                                                              and rnd % 10 != 0)
                 p = self.pending
                 self.pending = None
                 s.checked += 1
@@ -679,7 +699,7 @@ class MemcachedStream(Stream):
         conn = self.wait_up(self.t_exec + int(30e9))
         if not conn:
             self.stats.errors += 1
-            self.stats.note("server did not come up for the final check")
+            self.stats.note("final check: " + self.why_not_up(self.round_no))
             self.kill()
             self.pending = None
             self.acks = {}
@@ -820,6 +840,9 @@ def main():
     ap.add_argument("--memcached", default=None)
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--json", default=None, help="also write the summary rows here")
+    ap.add_argument("--mc-verify-all", action="store_true",
+                    help="memcached: check every round since the reset after every restart "
+                         "(default: the last 3 rounds, all of them every 10th round)")
     ap.add_argument("--workdir", default=None)
     args = ap.parse_args()
 

@@ -648,7 +648,10 @@ class MemcachedStream(Stream):
                 if required_missing:
                     s.durable_lost += 1
                     s.note(f"DURABLE WORK LOST: {required_missing} sets acknowledged before "
-                           f"the last complete epoch began are missing")
+                           f"the last complete epoch began are missing (round {rnd}); this "
+                           f"restart's log: " + " / ".join(
+                               l.strip() for l in self.log_since().splitlines()
+                               if "relinked" in l or "reusing" in l))
                 if p["had_acks"]:
                     lost = 0.0 if first_missing is None else \
                         max(0.0, (p["t_kill"] - first_missing) / 1e6)

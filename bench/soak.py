@@ -465,6 +465,17 @@ class McConn:
         self.s.sendall(b"set %s 0 0 %d\r\n%s\r\n" % (key, len(value), value))
         return self._line() == b"STORED"
 
+    def stats(self):
+        self.s.sendall(b"stats\r\n")
+        st = {}
+        while True:
+            line = self._line()
+            if line == b"END":
+                return st
+            f = line.split()
+            if len(f) >= 3:
+                st[f[1].decode()] = f[2].decode()
+
     def get_many(self, keys):
         self.s.sendall(b"get " + b" ".join(keys) + b"\r\n")
         found = {}
@@ -651,7 +662,12 @@ class MemcachedStream(Stream):
                            f"the last complete epoch began are missing (round {rnd}); this "
                            f"restart's log: " + " / ".join(
                                l.strip() for l in self.log_since().splitlines()
-                               if "relinked" in l or "reusing" in l))
+                               if "relinked" in l or "reusing" in l)
+                           + "; stats: " + " ".join(
+                               f"{k}={v}" for k, v in conn.stats().items()
+                               if k in ("curr_items", "evictions", "reclaimed", "expired_unfetched",
+                                        "evicted_unfetched", "slab_reassign_rescues",
+                                        "slabs_moved", "limit_maxbytes", "bytes")))
                 if p["had_acks"]:
                     lost = 0.0 if first_missing is None else \
                         max(0.0, (p["t_kill"] - first_missing) / 1e6)

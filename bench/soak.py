@@ -549,6 +549,12 @@ class MemcachedStream(Stream):
         tail = self.log_since().strip()[-400:]
         if rc is not None:
             return f"round {rnd}: the server exited with status {rc} before listening: {tail}"
+        return (f"round {rnd}: the server runs but did not accept a connection within 30 s "
+                f"(a hang; stacks in {self.dump_stacks(rnd)}); its log: {tail}")
+
+    def dump_stacks(self, rnd):
+        """Every thread's stack of the running server, into the stream's
+        directory; returns the file name."""
         dump = os.path.join(self.dir, f"hang-round{rnd}.txt")
         try:
             with open(dump, "w") as f:
@@ -557,8 +563,7 @@ class MemcachedStream(Stream):
                                timeout=120)
         except (OSError, subprocess.SubprocessError) as ex:
             dump = f"(no stacks: {ex})"
-        return (f"round {rnd}: the server runs but did not accept a connection within 30 s "
-                f"(a hang; stacks in {dump}); its log: {tail}")
+        return dump
 
     def log_since(self):
         with open(self.log_path, "rb") as f:
@@ -677,7 +682,12 @@ class MemcachedStream(Stream):
                         s.lost_intervals.append(lost / p["achieved"])
         except (OSError, ConnectionError) as ex:
             if self.killed_at is None:
-                raise
+                # not our kill: the server stopped answering the check
+                s.errors += 1
+                alive = self.proc.poll() is None
+                s.note(f"round {rnd}: the check failed with {ex!r}; the server "
+                       + (f"hangs (stacks in {self.dump_stacks(rnd)})" if alive else
+                          f"exited with status {self.proc.poll()}"))
             if timer is not None:
                 timer.join()
             conn.close()

@@ -89,8 +89,10 @@ def epoch_facts(rows, t_exec_ns):
         last = rows[-1]
         snap_ms = last["t_ms"] - (last["persist_us"] - last["stage_us"] + last["pause_us"]) / 1000.0
         cutoff = t_exec_ns + int(snap_ms * 1e6)
+        # two periods at least: a run killed in its first epochs has no
+        # period to speak of (and the first ones after start-up are short)
         periods = [r["period_us"] / 1000.0 for r in rows[-4:] if r["period_us"] > 0]
-        if periods:
+        if len(periods) >= 2:
             achieved = statistics.median(periods)
     return cutoff, achieved
 
@@ -837,11 +839,14 @@ def self_test():
     with open(log, "w") as f:
         f.write("t_ms,epoch,pause_us,pages,bytes_dirty,bytes_written,stage_us,persist_us,"
                 "period_us,pages_saved\n100.000,1,1000,1,4096,64,500,2500,50000,0\n"
-                "150.000,2,1000,1,4096,64,500,2500,40000,0\n151.0,3,1")
+                "150.000,2,1000,1,4096,64,500,2500,40000,0\n"
+                "200.000,3,1000,1,4096,64,500,2500,50000,0\n201.0,4,1")
     cutoff, achieved = epoch_facts(read_epoch_log(log), 0)
     expect("epoch log: cutoff = last epoch's pause start, cut line ignored",
-           cutoff == int((150.0 - 3.0) * 1e6))
-    expect("epoch log: achieved period = median of the last periods", achieved == 45.0)
+           cutoff == int((200.0 - 3.0) * 1e6))
+    expect("epoch log: achieved period = median of the last periods", achieved == 50.0)
+    rows = read_epoch_log(log)[:1]
+    expect("epoch log: one period is not enough", epoch_facts(rows, 0)[1] is None)
     # memcached bookkeeping: round 2's last keys were lost in its own kill
     # (allowed: after that kill's cutoff); rounds 3-6 were killed in
     # start-up, so the check of round 7 is the first to see round 2
@@ -991,7 +996,11 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(rows=rows, interval_ms=args.interval_ms, nvm=args.nvm,
-                           seconds=time.monotonic() - t0), f, indent=1)
+                           seconds=time.monotonic() - t0,
+                           streams=[dict(program=s.stats.program, tracker=s.stats.tracker,
+                                         lost_ms=s.stats.lost_ms,
+                                         lost_intervals=s.stats.lost_intervals,
+                                         notes=s.stats.notes) for s in streams]), f)
     if not args.workdir:
         import shutil
         shutil.rmtree(workdir, ignore_errors=True)

@@ -12,9 +12,13 @@
  * references to the preloaded library.
  *
  * usage: bank [-t THREADS] [-s SECONDS] [-n ACCOUNTS] [--check] [--progress]
+ *             [--tick-us US]
  *   --check     only recover and verify, then exit (status 0: consistent).
- *   --progress  every 10 ms print "progress <CLOCK_MONOTONIC ns> <transfers>"
- *               (for crash tests: what was committed by when).
+ *   --progress  every 10 ms (--tick-us: every US microseconds) print
+ *               "progress <CLOCK_MONOTONIC ns> <transfers> <durable epoch>"
+ *               (for crash tests: what was committed by when, and the
+ *               durable epoch read just after the count, which tells when
+ *               that count became durable: see pmthreads_durable_epoch).
  */
 #include <pmthreads.h>
 
@@ -23,6 +27,7 @@
 #pragma weak nvrecover
 #pragma weak crashed
 #pragma weak pmthreads_errormsg
+#pragma weak pmthreads_durable_epoch
 #endif
 
 #include <inttypes.h>
@@ -117,6 +122,7 @@ int main(int argc, char **argv)
 	int threads = 2, seconds = 2;
 	uint64_t naccounts = 1000;
 	int check_only = 0, progress = 0;
+	long tick_us = 10000;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-t") == 0 && i + 1 < argc)
 			threads = atoi(argv[++i]);
@@ -128,14 +134,17 @@ int main(int argc, char **argv)
 			check_only = 1;
 		else if (strcmp(argv[i], "--progress") == 0)
 			progress = 1;
+		else if (strcmp(argv[i], "--tick-us") == 0 && i + 1 < argc)
+			tick_us = atol(argv[++i]);
 		else {
-			fprintf(stderr, "usage: %s [-t THREADS] [-s SECONDS] [-n ACCOUNTS] [--check] [--progress]\n",
+			fprintf(stderr, "usage: %s [-t THREADS] [-s SECONDS] [-n ACCOUNTS] [--check] [--progress] [--tick-us US]\n",
 				argv[0]);
 			return 2;
 		}
 	}
-	if (threads < 1 || threads > 256 || naccounts < 2) {
-		fprintf(stderr, "bank: bad arguments\n");
+	if (threads < 1 || threads > 256 || naccounts < 2 || tick_us < 100 || tick_us > 1000000) {
+		fprintf(stderr, "bank: bad arguments: -t takes 1..256 threads, -n at least 2 "
+			"accounts, --tick-us 100..1000000\n");
 		return 2;
 	}
 
@@ -186,15 +195,20 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &end);
 	end.tv_sec += seconds;
 	do {
-		struct timespec tick = { 0, 10 * 1000 * 1000 };
+		struct timespec tick = { tick_us / 1000000, tick_us % 1000000 * 1000 };
 		nanosleep(&tick, NULL);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (progress) {
 			pthread_mutex_lock(&ledger_lock);
 			uint64_t done = bank->transfers;
 			pthread_mutex_unlock(&ledger_lock);
-			printf("progress %lld %" PRIu64 "\n",
-			       (long long)now.tv_sec * 1000000000LL + now.tv_nsec, done);
+			uint64_t durable = pmthreads_durable_epoch();
+			/* The time after the count: the count was reached by then. */
+			struct timespec read_at;
+			clock_gettime(CLOCK_MONOTONIC, &read_at);
+			printf("progress %lld %" PRIu64 " %" PRIu64 "\n",
+			       (long long)read_at.tv_sec * 1000000000LL + read_at.tv_nsec, done,
+			       durable);
 			fflush(stdout);
 		}
 	} while (now.tv_sec < end.tv_sec ||

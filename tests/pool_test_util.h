@@ -49,6 +49,15 @@ struct scratch_dir {
 
 inline size_t page_size() { return (size_t)sysconf(_SC_PAGESIZE); }
 
+// The tests' shadow address; PMTHREADS_SHADOW_BASE moves it, as it moves the
+// runtime's: a ThreadSanitizer build needs one inside TSan's application
+// memory (tests/meson.build, the tsan suite).
+inline uint64_t test_shadow_base()
+{
+	const char *v = getenv("PMTHREADS_SHADOW_BASE");
+	return v != nullptr && *v != '\0' ? strtoull(v, nullptr, 0) : 0x500000000000ULL;
+}
+
 // o.path points into path: it must outlive the options (hence no temporaries).
 inline pool_open_options options(std::string &&path, uint64_t npages = 16,
 				 const char *creator = "pooltest") = delete;
@@ -58,7 +67,7 @@ inline pool_open_options options(const std::string &path, uint64_t npages = 16,
 	pool_open_options o{};
 	o.path = path.c_str();
 	o.capacity = npages * page_size();
-	o.shadow_base = 0x500000000000ULL;
+	o.shadow_base = test_shadow_base();
 	o.creator = creator;
 	o.create = true;
 	o.read_only = false;

@@ -5,12 +5,18 @@
  *
  *   bptree_crash [-t THREADS] [-d MS] [-P POOL]     insert until killed (or MS)
  *   bptree_crash -r [-P POOL]                       recover, verify, report
+ *   bptree_crash -c [-t THREADS] [-d MS] [-P POOL]  recover, verify, report,
+ *                                                   then insert on (the soak)
  *
  * Insert mode: every thread inserts distinct keys as fast as it can and
  * counts an insert as acknowledged once bpt_put has returned.  The main thread
  * prints `inserted=<acknowledged so far>` every 10 ms and flushes, so that
  * after a kill -9 the last line says how many inserts the program had
- * acknowledged when it died.
+ * acknowledged when it died.  The pmthreads build adds `t_ns=` (CLOCK_MONOTONIC)
+ * and `durable=` (pmthreads_durable_epoch() read just after the count): a
+ * count is durable once a later line shows a larger durable epoch than the one
+ * read after the count was taken (two larger when the write-back of an epoch
+ * overlaps the next one).
  *
  * Thread t's i-th insert stores value (t << 40 | i) under key mix(value).  The
  * mix is a bijection, so keys never collide, and from a recovered value we know
@@ -22,6 +28,11 @@
  * time from STRESS_T0_NS (CLOCK_REALTIME nanoseconds, set by the launching
  * script just before exec) -- or from main() when it is unset -- until the
  * structure was verified.
+ *
+ * Continue mode (-c) is recover mode followed by insert mode on the same tree:
+ * each thread goes on from the end of its surviving prefix, so the tree keeps
+ * the prefix property across any number of kills (bench/soak.sh).  A pool
+ * without a tree (killed before the first epoch) starts a new one.
  */
 #include "bptree.h"
 #include "pstore.h"
@@ -36,6 +47,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef PSTORE_PMTHREADS
+#include <pmthreads.h>
+#endif
+
 #define MAX_THREADS 64
 #define SEQ_BITS 40
 #define SEQ_MASK ((1ull << SEQ_BITS) - 1)
@@ -44,6 +59,7 @@
 typedef struct inserter {
     pthread_t tid;
     uint64_t id;
+    uint64_t first_seq; /* where this thread starts (continue mode) */
     _Atomic uint64_t acknowledged;
     char pad[48]; /* one counter per cache line */
 } inserter;
@@ -62,7 +78,7 @@ static uint64_t realtime_ns(void)
 static void *insert_loop(void *arg)
 {
     inserter *me = arg;
-    for (uint64_t seq = 0; seq <= SEQ_MASK && !atomic_load_explicit(&stop_now, memory_order_relaxed);
+    for (uint64_t seq = me->first_seq; seq <= SEQ_MASK && !atomic_load_explicit(&stop_now, memory_order_relaxed);
          seq++) {
         uint64_t value = me->id << SEQ_BITS | seq;
         bpt_put(tree, stress_mix(value), value);
@@ -79,13 +95,31 @@ static uint64_t acknowledged_total(int threads)
     return sum;
 }
 
-static int run_inserts(int threads, long duration_ms)
+static void print_inserted(int threads, const char *extra)
 {
-    if (bpt_is_initialised(tree)) {
-        fprintf(stderr, "bptree_crash: the pool already holds a tree; use a fresh pool\n");
+    uint64_t n = acknowledged_total(threads);
+#ifdef PSTORE_PMTHREADS
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    printf("inserted=%" PRIu64 " t_ns=%lld durable=%" PRIu64 "%s\n", n,
+           (long long)now.tv_sec * 1000000000LL + now.tv_nsec, pmthreads_durable_epoch(), extra);
+#else
+    printf("inserted=%" PRIu64 "%s\n", n, extra);
+#endif
+    fflush(stdout);
+}
+
+/* resume: the tree holds earlier inserts (continue mode); otherwise the pool
+ * must be fresh. */
+static int run_inserts(int threads, long duration_ms, bool resume)
+{
+    if (!resume && bpt_is_initialised(tree)) {
+        fprintf(stderr, "bptree_crash: the pool already holds a tree; use a fresh pool "
+                        "(or -c to go on inserting into it)\n");
         return 1;
     }
-    bpt_init(tree);
+    if (!bpt_is_initialised(tree))
+        bpt_init(tree);
     printf("backend=%s threads=%d\n", pstore_backend(), threads);
     fflush(stdout);
     for (int i = 0; i < threads; i++) {
@@ -100,8 +134,7 @@ static int run_inserts(int threads, long duration_ms)
     for (;;) {
         struct timespec tick = {0, REPORT_EVERY_NS};
         nanosleep(&tick, NULL);
-        printf("inserted=%" PRIu64 "\n", acknowledged_total(threads));
-        fflush(stdout);
+        print_inserted(threads, "");
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         long elapsed_ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
@@ -111,7 +144,7 @@ static int run_inserts(int threads, long duration_ms)
     atomic_store(&stop_now, true);
     for (int i = 0; i < threads; i++)
         pthread_join(inserters[i].tid, NULL);
-    printf("inserted=%" PRIu64 " finished=yes\n", acknowledged_total(threads));
+    print_inserted(threads, " finished=yes");
     return 0;
 }
 
@@ -137,16 +170,21 @@ static void survey_one(uint64_t key, uint64_t value, void *ctx)
         s->max_seq[thread] = seq;
 }
 
-static int recover(uint64_t t0_ns)
+static survey s;
+
+static int recover(uint64_t t0_ns, bool resume)
 {
     char why[256] = "";
-    bpt_report report;
+    bpt_report report = {0};
     if (!bpt_is_initialised(tree)) {
+        if (resume) {
+            printf("recovered=0 check=ok no tree yet\n");
+            return 0;
+        }
         printf("recovered=0 check=FAILED no tree in the pool\n");
         return 1;
     }
     bool ok = bpt_check(tree, &report, why, sizeof why);
-    static survey s;
     bool prefix = true;
     if (ok) {
         bpt_foreach(tree, survey_one, &s);
@@ -165,6 +203,7 @@ static int recover(uint64_t t0_ns)
     printf("recovered=%" PRIu64 " height=%" PRIu64 " nodes=%" PRIu64 " check=%s%s%s\n",
            report.keys, report.height, report.nodes, ok ? "ok" : "FAILED", ok ? "" : " ", why);
     printf("recovery_ms=%.3f\n", ms);
+    fflush(stdout);
     return ok ? 0 : 1;
 }
 
@@ -177,17 +216,18 @@ int main(int argc, char **argv)
 
     int threads = 2;
     long duration_ms = 0;
-    bool recover_mode = false;
+    bool recover_mode = false, continue_mode = false;
     const char *pool = NULL;
     int c;
-    while ((c = getopt(argc, argv, "t:d:P:r")) != -1) {
+    while ((c = getopt(argc, argv, "t:d:P:rc")) != -1) {
         switch (c) {
         case 't': threads = atoi(optarg); break;
         case 'd': duration_ms = atol(optarg); break;
         case 'P': pool = optarg; break;
         case 'r': recover_mode = true; break;
+        case 'c': continue_mode = true; break;
         default:
-            fprintf(stderr, "usage: %s [-t THREADS] [-d MS] [-P POOL] | -r [-P POOL]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-c] [-t THREADS] [-d MS] [-P POOL] | -r [-P POOL]\n", argv[0]);
             return 2;
         }
     }
@@ -202,7 +242,23 @@ int main(int argc, char **argv)
     }
 
     tree = pstore_open(pool, "recovery.bptree", sizeof(bpt_tree));
-    int rc = recover_mode ? recover(t0_ns) : run_inserts(threads, duration_ms);
+    int rc;
+    if (recover_mode) {
+        rc = recover(t0_ns, false);
+    } else if (continue_mode) {
+        rc = recover(t0_ns, true);
+        if (rc == 0) {
+            for (int t = 0; t < threads; t++) {
+                inserters[t].first_seq = s.count[t];
+                atomic_store(&inserters[t].acknowledged, s.count[t]);
+            }
+            /* A thread beyond -t from an earlier run keeps its prefix; it
+             * just does not grow. */
+            rc = run_inserts(threads, duration_ms, true);
+        }
+    } else {
+        rc = run_inserts(threads, duration_ms, false);
+    }
     pstore_close();
     return rc;
 }

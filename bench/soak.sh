@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# soak.sh -- the long kill -9 soak: examples/bank, the persistent B+tree
+# (parsec-ports/recovery/bptree_crash -c) and memcached-pmthreads, each under
+# both trackers (uffd, mprotect), killed with SIGKILL at random moments
+# (start-up, recovery and steady state) and checked after every recovery:
+#   torn FASEs        bank: money conserved and ledger == accounts' counters;
+#                     B+tree: structure check, keys match values, each
+#                     thread's survivors a prefix; memcached: no wrong value,
+#                     no incomplete item dropped by recovery.  Must be 0.
+#   durable work lost anything acknowledged before the last epoch that
+#                     completed before the kill (its PMTHREADS_EPOCH_LOG line)
+#                     is there; bank and B+tree also by the durable epoch
+#                     (pmthreads_durable_epoch advanced by 2).  Must be 0.
+#   lost work         per crash, in ms and in achieved epoch periods (the
+#                     killed run's last period_us values): p50/p99/max.
+# Pools on /dev/shm with PMEM_IS_PMEM_FORCE=1 (--nvm msync --pool-dir DIR for
+# a disk file with msync).  Bounded: stops after --kills in total (split
+# evenly over the streams) or --seconds / --deadline HH:MM (UTC), whichever
+# comes first; runs at nice 19 (SOAK_NICE to change).
+#
+#   bench/soak.sh [--build DIR] [--kills N] [--seconds S] [--deadline HH:MM]
+#                 [--programs bank,bptree,memcached] [--trackers uffd,mprotect]
+#                 [--interval-ms 50] [--kill-min-ms 10] [--kill-max-ms 500]
+#                 [--jobs 2] [--reset-every 40] [--json OUT] [--workdir DIR]
+#                 [--self-test]
+# memcached-pmthreads must be built first:
+#   memcached-demo/fetch-and-build.sh -B BUILD_DIR
+# (or --programs bank,bptree).  Prints a Markdown table; exit status 0 when no
+# torn FASE, no durable loss and no error was found, 1 otherwise, 2 bad usage.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+command -v python3 >/dev/null || { echo "soak.sh: python3 not found (apt-get install python3)" >&2; exit 2; }
+exec nice -n "${SOAK_NICE:-19}" python3 "$here/soak.py" "$@"

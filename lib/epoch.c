@@ -332,16 +332,24 @@ static void populate_pool(struct epoch_pipeline *ep, const struct epoch_batch *b
 	if (want > ep->capacity)
 		want = ep->capacity;
 	/* Copies 0 and 1 of a page are adjacent: one contiguous range. */
-	size_t len = 2 * (want - ep->populated) * ep->ps;
-	if (prim_populate_write(pool_copy(ep->pool, ep->populated, 0), len) != 0) {
-		/* EINVAL: a kernel before 5.14.  Anything else (the file
-		 * system full, say) surfaces, as before, when the write-back
-		 * stores there.  Either way: stop trying. */
-		ep->populate = false;
-		return;
+	/* In steps of EPOCH_POPULATE_STEP pages: each holds the process's
+	 * mmap lock, which stalls the program's own page faults and
+	 * mprotects meanwhile. */
+	while (ep->populated < want) {
+		size_t n = want - ep->populated;
+		if (n > EPOCH_POPULATE_STEP)
+			n = EPOCH_POPULATE_STEP;
+		size_t len = 2 * n * ep->ps;
+		if (prim_populate_write(pool_copy(ep->pool, ep->populated, 0), len) != 0) {
+			/* EINVAL: a kernel before 5.14.  Anything else (the
+			 * file system full, say) surfaces, as before, when
+			 * the write-back stores there.  Either way: stop. */
+			ep->populate = false;
+			return;
+		}
+		ep->counters.pool_bytes_populated += len;
+		ep->populated += n;
 	}
-	ep->counters.pool_bytes_populated += len;
-	ep->populated = want;
 }
 
 void epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct epoch_result *res)

@@ -52,6 +52,8 @@
 #define EPOCH_SHRINK_EPOCHS 64
 /* Heap pages per step of pool population (both copies: 16 MiB of pool). */
 #define EPOCH_POPULATE_CHUNK 2048
+/* Heap pages per madvise of that population (both copies: 1 MiB). */
+#define EPOCH_POPULATE_STEP 128
 
 enum epoch_page_state { EP_PENDING = 0, EP_WRITING, EP_SAVING, EP_SAVED, EP_DONE };
 

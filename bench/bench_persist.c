@@ -305,6 +305,7 @@ struct pipe_mode {
 	bool copy_in_pause;
 	uint64_t *pause, *wb;
 	uint64_t saved;
+	uint64_t guard_faults;	/* writes that hit the guard (uffd) */
 };
 
 static void bench_pipeline_tracker(enum tracker_kind kind)
@@ -334,10 +335,10 @@ static void bench_pipeline_tracker(enum tracker_kind kind)
 	printf("\npipeline, tracker %s, heap %u pages (%u MiB): %u epochs per mode and size, "
 	       "the modes alternating;\na thread rewrites a tenth of the dirty pages during each "
 	       "write-back\n\n", t->ops->name, PIPELINE_HEAP_PAGES, (unsigned)(len >> 20), reps);
-	printf("%6s | %-28s | %9s %9s | %10s %9s | %8s\n", "dirty", "mode", "pause", "pause",
-	       "write-back", "per page", "saved");
-	printf("%6s | %-28s | %9s %9s | %10s %9s | %8s\n", "pages", "", "p50", "p99", "p50", "",
-	       "/epoch");
+	printf("%6s | %-28s | %9s %9s | %10s %9s | %8s %8s\n", "dirty", "mode", "pause", "pause",
+	       "write-back", "per page", "saved", "guard");
+	printf("%6s | %-28s | %9s %9s | %10s %9s | %8s %8s\n", "pages", "", "p50", "p99", "p50", "",
+	       "/epoch", "faults/e");
 
 	struct pipe_mode modes[2] = { { "guarded (copy-before-write)", false, NULL, NULL, 0 },
 				      { "copy in pause (baseline)", true, NULL, NULL, 0 } };
@@ -357,6 +358,7 @@ static void bench_pipeline_tracker(enum tracker_kind kind)
 			modes[m].pause = calloc(reps, sizeof(uint64_t));
 			modes[m].wb = calloc(reps, sizeof(uint64_t));
 			modes[m].saved = 0;
+			modes[m].guard_faults = 0;
 		}
 		for (unsigned r = 0; r < reps + 1; r++) {
 			for (int m = 0; m < 2; m++) {
@@ -370,6 +372,7 @@ static void bench_pipeline_tracker(enum tracker_kind kind)
 				uint64_t t0 = prim_now_ns();
 				struct epoch_batch *b = epoch_pause(ep, false);
 				uint64_t t1 = prim_now_ns();
+				uint64_t f0 = t->stats.guard_faults;
 				atomic_store(&w.run, true);
 				struct epoch_result res;
 				epoch_writeback(ep, b, &res);
@@ -381,14 +384,16 @@ static void bench_pipeline_tracker(enum tracker_kind kind)
 				modes[m].pause[r - 1] = t1 - t0;
 				modes[m].wb[r - 1] = t2 - t1;
 				modes[m].saved += res.pages_saved;
+				modes[m].guard_faults += t->stats.guard_faults - f0;
 			}
 		}
 		for (int m = 0; m < 2; m++) {
 			double wb = (double)median(modes[m].wb, reps) / 1e3;
 			double p50 = (double)median(modes[m].pause, reps) / 1e3;
 			double p99 = (double)percentile99(modes[m].pause, reps) / 1e3;
-			printf("%6u | %-28s | %7.1fus %7.1fus | %8.1fus %7.2fus | %8.1f\n", n,
-			       modes[m].name, p50, p99, wb, wb / n, (double)modes[m].saved / reps);
+			printf("%6u | %-28s | %7.1fus %7.1fus | %8.1fus %7.2fus | %8.1f %8.1f\n", n,
+			       modes[m].name, p50, p99, wb, wb / n, (double)modes[m].saved / reps,
+			       (double)modes[m].guard_faults / reps);
 			free(modes[m].pause);
 			free(modes[m].wb);
 		}

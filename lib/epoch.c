@@ -34,6 +34,12 @@ struct epoch_pipeline {
 	size_t recent_max;
 	unsigned low_epochs;
 
+	/* Pool pages [0, populated) have both copies allocated and mapped
+	 * (populate_pool); populate is cleared when the NVM kind gains
+	 * nothing from it or the kernel refuses. */
+	size_t populated;
+	bool populate;
+
 	struct epoch_counters counters;
 	uint64_t started_ns;		/* for the epoch log's clock */
 	atomic_bool final_done;
@@ -200,6 +206,10 @@ int epoch_pipeline_open(struct epoch_pipeline **out, struct pool *pool, struct t
 	}
 	/* A huge page would make the first save of one page zero 2 MiB. */
 	(void)madvise(ep->slots, ep->capacity * ep->ps, MADV_NOHUGEPAGE);
+	/* Only for memory-like pools (tmpfs or DAX under libpmem): on an
+	 * ordinary file, populating for write would dirty page-cache pages
+	 * that msync then writes whether the epoch changed them or not. */
+	ep->populate = strcmp(pool->nvm->ops->name, "pmem") == 0;
 	tracker_set_cow_hook(save_range);
 	*out = ep;
 	return 0;
@@ -303,6 +313,45 @@ static void account_slots(struct epoch_pipeline *ep, size_t used)
 	ep->counters.slot_bytes_resident = (uint64_t)ep->slots_resident * ep->ps;
 }
 
+/* The write-back's first store to a pool page (each copy of each heap page)
+ * would take a page fault that allocates and zeroes it: on a pool on tmpfs
+ * that was most of the write-back of a growing heap.  Instead, once per
+ * EPOCH_POPULATE_CHUNK pages of heap growth, populate both copies of the
+ * pages up to the heap's high-water mark with one madvise, on the epoch
+ * thread with the gate open. */
+static void populate_pool(struct epoch_pipeline *ep, const struct epoch_batch *b)
+{
+	if (!ep->populate)
+		return;
+	size_t want = ep->extent_fn != NULL ? (ep->extent_fn() + ep->ps - 1) / ep->ps : 0;
+	if (b->n != 0 && b->pages[b->n - 1] + 1 > want)
+		want = (size_t)b->pages[b->n - 1] + 1;
+	if (want <= ep->populated)
+		return;
+	want = (want + EPOCH_POPULATE_CHUNK - 1) / EPOCH_POPULATE_CHUNK * EPOCH_POPULATE_CHUNK;
+	if (want > ep->capacity)
+		want = ep->capacity;
+	/* Copies 0 and 1 of a page are adjacent: one contiguous range. */
+	/* In steps of EPOCH_POPULATE_STEP pages: each holds the process's
+	 * mmap lock, which stalls the program's own page faults and
+	 * mprotects meanwhile. */
+	while (ep->populated < want) {
+		size_t n = want - ep->populated;
+		if (n > EPOCH_POPULATE_STEP)
+			n = EPOCH_POPULATE_STEP;
+		size_t len = 2 * n * ep->ps;
+		if (prim_populate_write(pool_copy(ep->pool, ep->populated, 0), len) != 0) {
+			/* EINVAL: a kernel before 5.14.  Anything else (the
+			 * file system full, say) surfaces, as before, when
+			 * the write-back stores there.  Either way: stop. */
+			ep->populate = false;
+			return;
+		}
+		ep->counters.pool_bytes_populated += len;
+		ep->populated += n;
+	}
+}
+
 void epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct epoch_result *res)
 {
 	uint64_t t0 = prim_now_ns();
@@ -313,6 +362,7 @@ void epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct ep
 	} else {
 		struct persist_stats st = { 0 };
 		struct persist_source src = { writeback_begin, writeback_end, ep };
+		populate_pool(ep, b);
 		epoch_persist_from(p, &src, b->pages, b->n, &st);
 		ep->counters.epochs++;
 		ep->counters.pages += st.pages;

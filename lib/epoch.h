@@ -33,6 +33,11 @@
  * the bottom, so those in use are always the low ones; they stay faulted in
  * from epoch to epoch and are given back only after EPOCH_SHRINK_EPOCHS
  * epochs in a row used less than a quarter of them.
+ *
+ * Pool pages: on a pmem-kind pool (tmpfs or DAX) the write-back's first
+ * store to a pool page faults to allocate it; the epoch thread populates
+ * both copies of the heap's pages up to its high-water mark ahead of the
+ * write-back instead, in chunks, outside the pause (populate_pool).
  */
 #ifndef PMT_EPOCH_H
 #define PMT_EPOCH_H
@@ -45,6 +50,10 @@
 #include <stdint.h>
 
 #define EPOCH_SHRINK_EPOCHS 64
+/* Heap pages per step of pool population (both copies: 16 MiB of pool). */
+#define EPOCH_POPULATE_CHUNK 2048
+/* Heap pages per madvise of that population (both copies: 1 MiB). */
+#define EPOCH_POPULATE_STEP 128
 
 enum epoch_page_state { EP_PENDING = 0, EP_WRITING, EP_SAVING, EP_SAVED, EP_DONE };
 
@@ -76,6 +85,8 @@ struct epoch_counters {
 	uint64_t unguarded_epochs;	/* epochs that copied inside the pause */
 	uint64_t slot_bytes_resident;	/* slot memory currently faulted in */
 	uint64_t slot_shrinks;		/* times slot memory was given back */
+	uint64_t pool_bytes_populated;	/* pool pages allocated ahead of the
+					 * write-back (pmem kind only) */
 };
 
 /* What one epoch did, for the epoch log. */

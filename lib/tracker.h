@@ -177,11 +177,14 @@ void tracker_release_batch(struct tracker *t);
  * batch pages of up to TRACKER_GUARD_GAP pages are covered too, and wider
  * ones until at most TRACKER_GUARD_RANGES ranges remain), so that every
  * write there faults; the handler calls the cow hook for the page and makes
- * it writable (the uffd write-protect bit still records the write).
+ * it writable (the uffd write-protect bit still records the write) --
+ * with the rest of its aligned block of TRACKER_GUARD_FAULT_AROUND pages
+ * inside the same range, saved first and unprotected by the same mprotect.
  * tracker_guard_register at attach installs the handler for the range;
  * tracker_guard_unregister at detach.  */
 #define TRACKER_GUARD_GAP 64
 #define TRACKER_GUARD_RANGES 256
+#define TRACKER_GUARD_FAULT_AROUND 16
 /* Pages the guard makes writable one by one during a batch before it gives
  * up and unprotects all its ranges at once (after saving every page). */
 #define TRACKER_GUARD_MAX_SPLITS 8192

@@ -237,8 +237,9 @@ static bool handle_tracked_write(uintptr_t a, void *ucv)
  * uffd's asynchronous write-protection resolves writes without telling
  * anyone, so during an epoch's write-back the pages being persisted are
  * also made read-only with mprotect: a write to one faults here, the cow
- * hook saves the page, and the page alone becomes writable (its uffd bit
- * still records the write for the next epoch).  A few covering ranges keep
+ * hook saves the page and its neighbours (guard_cluster), and they become
+ * writable with one mprotect (their uffd bits still record which of them
+ * are written, for the next epoch).  A few covering ranges keep
  * the pause's mprotect calls few; pages in the gaps just fault once. */
 
 static int install_handler(void);
@@ -300,6 +301,34 @@ static void guard_give_up(struct guard *g)
 		__atomic_fetch_add(&g->t->stats.guard_giveups, 1, __ATOMIC_RELAXED);
 }
 
+/* Fault-around: the aligned block of TRACKER_GUARD_FAULT_AROUND pages
+ * holding page pg, clipped to the guarded range that holds pg (the page
+ * alone when none does: a fault racing a re-arm).  Programs that write one
+ * page of a batch mostly write its neighbours too, so saving them now costs
+ * a few page copies where each of their own write faults would cost a
+ * signal and an mprotect that splits a VMA. */
+static void guard_cluster(const struct guard *g, uintptr_t pg, uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = pg;
+	*hi = pg + g->ps;
+	size_t a = 0, z = g->nranges;	/* ranges ascend: the last with lo <= pg */
+	while (a < z) {
+		size_t m = a + (z - a) / 2;
+		if (g->ranges[m].lo <= pg)
+			a = m + 1;
+		else
+			z = m;
+	}
+	if (a == 0 || pg >= g->ranges[a - 1].hi)
+		return;
+	const struct guard_range *r = &g->ranges[a - 1];
+	uintptr_t block = (uintptr_t)TRACKER_GUARD_FAULT_AROUND * g->ps;
+	uintptr_t b_lo = pg - (pg - g->lo) % block;
+	uintptr_t b_hi = b_lo + block;
+	*lo = b_lo > r->lo ? b_lo : r->lo;
+	*hi = b_hi < r->hi ? b_hi : r->hi;
+}
+
 static bool handle_guarded_write(uintptr_t a)
 {
 	for (int i = 0; i < MAX_TRACKERS; i++) {
@@ -316,10 +345,14 @@ static bool handle_guarded_write(uintptr_t a)
 			return true;
 		}
 		guard_stale_addr = 0;
-		before_writable(pg, pg + g->ps);
+		uintptr_t lo, hi;
+		guard_cluster(g, pg, &lo, &hi);
+		/* Saved before writable: once the mprotect returns, another
+		 * thread may write any page of the cluster without a fault. */
+		before_writable(lo, hi);
 		__atomic_fetch_add(&g->t->stats.guard_faults, 1, __ATOMIC_RELAXED);
 		if (atomic_fetch_add(&g->splits, 1) >= TRACKER_GUARD_MAX_SPLITS ||
-		    mprotect((void *)pg, g->ps, PROT_READ | PROT_WRITE) != 0)
+		    mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE) != 0)
 			guard_give_up(g);
 		return true;
 	}

@@ -42,6 +42,13 @@ void prim_unmap(void *addr, size_t len);
  * zeros again).  Not for hot paths: it costs TLB shootdowns. */
 void prim_discard(void *addr, size_t len);
 
+/* Allocate and map the pages of [addr, addr+len) writable now, without a
+ * fault per page later (madvise MADV_POPULATE_WRITE, Linux >= 5.14).  For
+ * a shared file mapping on tmpfs or DAX this allocates the file's pages;
+ * on an ordinary file it would dirty the page cache, so do not use it
+ * there.  Returns 0, or -1 with errno set (EINVAL: the kernel lacks it). */
+int prim_populate_write(void *addr, size_t len);
+
 /* One step of a spin-wait loop; prim_yield gives the processor away
  * (async-signal-safe, unlike pthread calls). */
 static inline void prim_cpu_relax(void)

@@ -92,6 +92,20 @@ void prim_unmap(void *addr, size_t len) { munmap(addr, len); }
 
 void prim_discard(void *addr, size_t len) { (void)madvise(addr, len, MADV_DONTNEED); }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23	/* Linux 5.14 uapi value, for older headers */
+#endif
+
+int prim_populate_write(void *addr, size_t len)
+{
+	/* EINTR: a signal arrived part-way; what is populated stays so. */
+	for (;;) {
+		int r = madvise(addr, len, MADV_POPULATE_WRITE);
+		if (r == 0 || errno != EINTR)
+			return r;
+	}
+}
+
 void prim_yield(void) { sched_yield(); }
 
 /* Drepper's three-state futex mutex: 0 free, 1 locked, 2 locked with

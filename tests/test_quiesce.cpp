@@ -124,7 +124,12 @@ TEST_CASE("epochs happen only when no thread is inside a FASE", "[quiesce]")
 			}
 			quiesce_thread_exit();
 		});
+	// At least 400 ms and ten epochs under load; on a loaded machine the
+	// epochs need more wall time, so wait for them (bounded) rather than
+	// judge a fixed window.
 	std::this_thread::sleep_for(std::chrono::milliseconds(400));
+	for (int waited = 0; s.callbacks < 10 && waited < 100; waited++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
 	stop = true;
 	for (auto &t : ts)
 		t.join();

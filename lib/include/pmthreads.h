@@ -81,8 +81,12 @@ int pmthreads_sync(void);
 
 /*
  * pmthreads_durable_epoch -- the number of the last durable epoch (VER_d).
- * A value read after a write completed that is greater than the value read
- * before it acknowledges that the write is durable (DudeTM-style).
+ * A write that completed before a call returned E is durable once a later
+ * call returns E + 2 or more (DudeTM-style acknowledgement).  E + 1 is not
+ * enough: epoch E + 1 may have reached its quiescent point before the write
+ * and still be writing back (the write-back runs after the threads resume),
+ * so only epoch E + 2 is sure to include the write.  pmthreads_sync() waits
+ * for durability instead.
  */
 uint64_t pmthreads_durable_epoch(void);
 

@@ -186,6 +186,9 @@ struct heap_rt {
 	uint32_t *pagemap;
 	uint64_t secret;
 	uint64_t gen;		/* bumped by each heap_init: invalidates thread caches' TLS */
+	int (*reserve)(void *ctx, uint64_t pages);	/* heap_set_reserve */
+	void *reserve_ctx;
+	uint64_t reserved;	/* pages the hook has made safe */
 };
 extern struct heap_rt heap_rt;
 
@@ -212,8 +215,6 @@ uint64_t heap_pages_free_large(uint64_t pg);
 bool heap_pages_resize(uint64_t pg, uint64_t n, uint64_t newn);
 /* Format the page allocator's fields of a new heap. */
 void heap_pages_format(void);
-/* heap_check's walk of the free-extent tree: 0, or -1 + err_set. */
-int heap_pages_check(uint64_t *pages, uint64_t *count);
 
 /* ---- size classes and thread caches (heap_class.c) ------------------- */
 /* The calling thread's slot, claiming one on first use (slot 0, the shared
@@ -256,7 +257,15 @@ size_t heap_usable_internal(const void *p);
 
 /* ---- name table (heap_names.c) --------------------------------------- */
 void heap_names_format(void);
-/* heap_check's walk of both chain kinds: 0, or -1 + err_set. */
-int heap_names_check(uint64_t *count);
+
+/* ---- validation (heap_check.c) ---------------------------------------- */
+/* heap_init's check of a heap being adopted (the range must be set up in
+ * heap_rt): 0, or -1 with err_get() naming the first problem.  report, when
+ * not NULL, gets every problem. */
+int heap_validate(void (*report)(const char *msg, void *arg), void *arg);
+/* A structure read from the heap failed a check on the allocation path:
+ * says which and where, then stops the process (log_fatal) -- continuing
+ * would spread the damage.  The pool keeps its last durable epoch. */
+__attribute__((noreturn, format(printf, 1, 2))) void heap_corrupt(const char *fmt, ...);
 
 #endif

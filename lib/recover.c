@@ -22,7 +22,7 @@ uint64_t pool_invalidate_torn(struct pool *p)
 	}
 	const uint64_t v = *p->ver_d;
 	uint64_t count = 0;
-	for (uint64_t i = 0; i < p->npages; i++) {
+	for (uint64_t i = 0; i < p->seq_pages; i++) {
 		for (int c = 0; c < 2; c++) {
 			uint64_t s = p->seq[i][c];
 			if (s != POOL_SEQ_INVALID && s > v) {
@@ -46,7 +46,7 @@ uint64_t pool_recover(struct pool *p, void *shadow)
 	pool_invalidate_torn(p);
 	unsigned char *sh = shadow;
 	uint64_t restored = 0;
-	for (uint64_t i = 0; i < p->npages; i++) {
+	for (uint64_t i = 0; i < p->seq_pages; i++) {
 		int c = pool_valid_copy(p, i);
 		if (c < 0)
 			continue;

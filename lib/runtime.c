@@ -192,6 +192,18 @@ static int open_pool(void)
 	return pool_open(&pool, &o);
 }
 
+/* The heap's growth hook: disk space for its new pages before it uses them
+ * (a full file system is an allocation failure, not a SIGBUS). */
+static int reserve_heap_pages(void *ctx, uint64_t pages)
+{
+	static _Atomic bool told;
+	if (pool_reserve(ctx, pages) == 0)
+		return 0;
+	if (!atomic_exchange(&told, true))
+		log_msg(LOG_ERR, "%s", err_get());
+	return -1;
+}
+
 /* PMTHREADS_CHECK=1 (checker.h): the checker sees writes only through the
  * mprotect tracker's fault path, and only first writes per epoch fault, so
  * check mode forces that tracker and a short interval. */
@@ -257,7 +269,6 @@ static int start(void)
 		recovery_ns = prim_now_ns() - t0;
 		previous_run_crashed = !pool->was_clean;
 	}
-	pool_set_clean(pool, false);
 
 	if (tracker_open(&tracker, cfg.tracker, heap_base, heap_len) != 0)
 		goto fail_shadow;
@@ -265,8 +276,13 @@ static int start(void)
 	if (cfg.check)
 		tracker_set_write_hook(checker_on_write);
 
-	if (heap_init(heap_base, heap_len, pool->created) != 0)
+	/* Only a pool that never made an epoch durable holds no heap yet; any
+	 * other is adopted or refused, never formatted again. */
+	heap_set_reserve(reserve_heap_pages, pool);
+	if (heap_init(heap_base, heap_len, pool->created || *pool->ver_d == 0) != 0)
 		goto fail_tracker;
+	/* The first write to the pool: it passed every check. */
+	pool_set_clean(pool, false);
 
 	struct epoch_options eo = { .copy_in_pause = cfg.writeback == WRITEBACK_PAUSED };
 	if (epoch_pipeline_open(&pipeline, pool, tracker, heap_base, heap_high_water, &eo) != 0)

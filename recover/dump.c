@@ -83,7 +83,7 @@ static int write_image(const struct pool *p, int fd, const char *out, uint64_t n
 		return -1;
 	}
 	int rc = 0;
-	for (uint64_t i = 0; i < npages && rc == 0; i++) {
+	for (uint64_t i = 0; i < npages && i < p->seq_pages && rc == 0; i++) {
 		if (pool_valid_copy(p, i) < 0)
 			continue;
 		pool_read_page(p, i, buf);

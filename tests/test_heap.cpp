@@ -116,9 +116,18 @@ TEST_CASE("heap_init checks the range and the header it finds", "[heap]")
 	void *base = map_range(len);
 	REQUIRE(base != nullptr);
 
-	SECTION("all-zero header: formatted fresh")
+	SECTION("all-zero header, not fresh: refused, never formatted over")
 	{
-		REQUIRE(heap_init(base, len, false) == 0);
+		// Formatting here would wipe a heap whose page 0 was lost.
+		REQUIRE(heap_init(base, len, false) == -1);
+		REQUIRE(std::string(err_get()).find("all zeros") != std::string::npos);
+		REQUIRE_FALSE(heap_ready());
+		std::vector<unsigned char> zero(1u << 20, 0);
+		REQUIRE(memcmp(base, zero.data(), zero.size()) == 0);
+	}
+	SECTION("fresh: formatted")
+	{
+		REQUIRE(heap_init(base, len, true) == 0);
 		void *p = heap_malloc(100);
 		REQUIRE(p != nullptr);
 		REQUIRE(heap_contains(p));

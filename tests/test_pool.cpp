@@ -199,7 +199,15 @@ TEST_CASE("damaged pools are refused and left untouched", "[pool]")
 		uint32_t v = POOL_FORMAT_VERSION + 1;
 		patch_file(path, 8, &v, sizeof(v)); // just after the magic
 		std::string msg = refused(o);
-		CHECK(contains(msg, "format version 2"));
+		CHECK(contains(msg, "format version " + std::to_string(POOL_FORMAT_VERSION + 1)));
+	}
+	SECTION("format version 1 (before checksummed version records)")
+	{
+		uint32_t v = 1;
+		patch_file(path, 8, &v, sizeof(v));
+		std::string msg = refused(o);
+		CHECK(contains(msg, "format version 1"));
+		CHECK(contains(msg, "remove the file"));
 	}
 	SECTION("a checksum mismatch")
 	{
@@ -226,11 +234,14 @@ TEST_CASE("damaged pools are refused and left untouched", "[pool]")
 		REQUIRE(truncate(path.c_str(), st.st_size + 4096) == 0);
 		CHECK(contains(refused(o), "larger than its header"));
 	}
-	SECTION("a corrupt VER_d")
+	SECTION("both version records corrupt")
 	{
-		uint64_t bad = POOL_SEQ_INVALID;
-		patch_file(path, 1024, &bad, sizeof(bad)); // the mutable line
-		CHECK(contains(refused(o), "corrupt version record"));
+		uint64_t bad = 7;
+		patch_file(path, 1024 + 8, &bad, sizeof(bad)); // VER_d of record 0
+		patch_file(path, 1088 + 8, &bad, sizeof(bad)); // ... and of record 1
+		std::string msg = refused(o);
+		CHECK(contains(msg, "no valid version record"));
+		CHECK(contains(msg, "offsets 1024 and 1088"));
 	}
 }
 

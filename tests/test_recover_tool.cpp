@@ -621,7 +621,7 @@ TEST_CASE("recover tool: check reports an image whose heap a program would refus
 	run_result r = run_on_pool(path, { "check", path });
 	INFO(r.out << r.err);
 	CHECK(r.status == 1);
-	CHECK(contains(r.out, "problem: the image does not hold a valid heap"));
+	CHECK(contains(r.out, "problem: heap: heap header (heap offset 0): no pmthreads heap there"));
 	r = run_on_pool(path, { "info", "--json", path });
 	CHECK(r.status == 0);
 	CHECK(parse_json(r.out)["heap"] == "invalid");

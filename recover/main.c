@@ -1,6 +1,5 @@
 /*
- * pmthreads-recover -- command dispatch, the tool's --help and --version,
- * and the error/usage printing every command shares.
+ * pmthreads-recover -- command dispatch, the tool's --help and --version.
  */
 #include "tool.h"
 
@@ -33,37 +32,6 @@ static const char tool_help[] =
 	"The pool is opened read-only and is never written.  A pool held by a\n"
 	"running program cannot be inspected until that program exits.\n"
 	"Exit status: 0 success, 1 a problem with the pool or the output, 2 usage.\n";
-
-void tool_error(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, TOOL_NAME ": error: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-int tool_usage_error(const char *usage, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, TOOL_NAME ": ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	fprintf(stderr, "%sTry '" TOOL_NAME " --help' for more information.\n", usage);
-	return TOOL_USAGE;
-}
-
-int tool_bad_option(const char *usage, const char *cmd, char **argv)
-{
-	/* optopt is the character of an unknown short option and 0 for an
-	 * unknown long one, whose text getopt has just stepped over. */
-	if (optopt != 0)
-		return tool_usage_error(usage, "%s: unknown option '-%c'", cmd, optopt);
-	return tool_usage_error(usage, "%s: unknown option '%s'", cmd, argv[optind - 1]);
-}
 
 struct command {
 	const char *name;

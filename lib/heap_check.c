@@ -104,7 +104,21 @@ static size_t meta_pages_for(uint64_t npages)
 	return (hdr + map) >> HEAP_PAGE_SHIFT;
 }
 
-/* Fields the rest of the walk relies on; -1 when it cannot go on. */
+static bool name_root_ok(void)
+{
+	const struct heap_hdr *h = H();
+	uint64_t nb = h->name_nbuckets, count = atomic_load(&h->name_count);
+	uint64_t used = h->hwm - h->data_start;
+	if (h->name_buckets == 0)
+		return nb == 0 && count == 0;
+	return h->name_buckets >= h->data_start && h->name_buckets < h->hwm && nb >= 256 &&
+	       (nb & (nb - 1)) == 0 && nb <= (used << HEAP_PAGE_SHIFT) / 16 &&
+	       count <= (used << HEAP_PAGE_SHIFT) / 16;
+}
+
+/* The header's fields.  -1 when the layout itself is wrong and nothing else
+ * can be checked; other problems are reported and the walks that follow
+ * check again what they rely on. */
 static int check_header(struct hc *c)
 {
 	const struct heap_hdr *h = H();
@@ -134,7 +148,6 @@ static int check_header(struct hc *c)
 			(unsigned long long)h->hwm, (unsigned long long)npages);
 		return -1;
 	}
-	int rc = 0;
 	uint64_t used = h->hwm - h->data_start;
 	if (h->free_pages > used || h->large_pages > used || h->free_extents > h->free_pages ||
 	    (h->free_root == 0) != (h->free_extents == 0) ||
@@ -144,35 +157,21 @@ static int check_header(struct hc *c)
 			(unsigned long long)h->free_pages, (unsigned long long)h->free_extents,
 			(unsigned long long)h->free_root, (unsigned long long)h->large_pages,
 			(unsigned long long)used);
-		rc = -1;
 	}
-	if ((h->secret & 1) == 0) {
+	if ((h->secret & 1) == 0)
 		problem(c, "heap header (heap offset 0): the block-tag secret is corrupt");
-		rc = -1;
-	}
-	uint64_t nb = h->name_nbuckets, count = atomic_load(&h->name_count);
-	if (h->name_buckets == 0 ? nb != 0 || count != 0
-				 : h->name_buckets < h->data_start || h->name_buckets >= h->hwm ||
-					   nb < 256 || (nb & (nb - 1)) != 0 ||
-					   nb > (used << HEAP_PAGE_SHIFT) / 16 ||
-					   count > (used << HEAP_PAGE_SHIFT) / 16) {
+	if (!name_root_ok())
 		problem(c, "heap header (heap offset 0): the name table's root is corrupt (bucket "
 			"run at page %llu, %llu buckets, %llu names)",
-			(unsigned long long)h->name_buckets, (unsigned long long)nb,
-			(unsigned long long)count);
-		rc = -1;
-	}
+			(unsigned long long)h->name_buckets, (unsigned long long)h->name_nbuckets,
+			(unsigned long long)atomic_load(&h->name_count));
 	for (unsigned i = 0; i <= HEAP_NSLOTS; i++)
-		if (h->slots[i].run_pages > HEAP_RUN_CACHE_PAGES) {
+		if (h->slots[i].run_pages > HEAP_RUN_CACHE_PAGES)
 			problem(c, "heap header: cache slot %u claims %u cached run pages (at most %u)",
 				i, h->slots[i].run_pages, HEAP_RUN_CACHE_PAGES);
-			rc = -1;
-		}
-	if (atomic_load(&h->meta_bytes) < 0) {
+	if (atomic_load(&h->meta_bytes) < 0)
 		problem(c, "heap header: the metadata byte counter is negative");
-		rc = -1;
-	}
-	return rc;
+	return 0;
 }
 
 /* ---- the page map ---------------------------------------------------------- */
@@ -472,8 +471,8 @@ static void check_names(struct hc *c, uint64_t *count, bool check_objects)
 	const struct heap_hdr *h = H();
 	uint64_t by_name = 0, by_obj = 0, limit = atomic_load(&h->name_count);
 	*count = limit;
-	if (h->name_buckets == 0)
-		return;	/* check_header matched the count */
+	if (h->name_buckets == 0 || !name_root_ok())
+		return;	/* check_header reported a bad root */
 	uint64_t run = h->name_buckets << HEAP_PAGE_SHIFT, nb = h->name_nbuckets;
 	uint32_t e = heap_rt.pagemap[h->name_buckets];
 	if (pm_kind(e) != PM_LARGE || ((uint64_t)pm_len(e) << HEAP_PAGE_SHIFT) < 2 * nb * sizeof(uint64_t)) {

@@ -810,6 +810,49 @@ fail:
 	return -1;
 }
 
+int pool_remove(const char *path)
+{
+	err_clear();
+	int fd = -1;
+	int rc = open_existing(path, false, &fd);
+	if (rc > 0)
+		err_set("%s does not exist", path);
+	if (rc != 0)
+		return -1;
+	char magic[8];
+	struct stat st;
+	if (pread(fd, magic, sizeof(magic), 0) != (ssize_t)sizeof(magic) ||
+	    memcmp(magic, POOL_MAGIC, sizeof(magic)) != 0) {
+		err_set("%s is not a pmthreads pool (no pool header); it was not removed", path);
+		close(fd);
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || lock_fd(fd, false) != 0) {
+		if (errno == EAGAIN || errno == EACCES)
+			set_locked_error(fd, path, &st);
+		else
+			err_set_errno(errno, "cannot lock pool %s", path);
+		char why[600];
+		snprintf(why, sizeof(why), "%s", err_get());
+		err_set("%s; it was not removed", why);
+		close(fd);
+		return -1;
+	}
+	struct stat now;
+	if (lstat(path, &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+		err_set("pool %s was replaced while being removed; nothing was removed", path);
+		close(fd);
+		return -1;
+	}
+	if (unlink(path) != 0) {
+		err_set_errno(errno, "cannot remove pool %s", path);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 void pool_close(struct pool *p)
 {
 	if (p == NULL)

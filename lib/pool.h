@@ -122,6 +122,12 @@ int pool_open(struct pool **out, const struct pool_open_options *o);
  * process's pid (0 when unknown); meaningless after other failures. */
 pid_t pool_last_lock_holder(void);
 
+/* Remove the pool file at path, refusing (-1, err_get() says why, nothing
+ * removed) a symbolic link, a file that is not a pool (no pool magic) and a
+ * pool in use (locked by another opener: the message names its pid when
+ * known).  The exclusive lock is held while the name is removed. */
+int pool_remove(const char *path);
+
 /* Unmap and unlock; does not persist anything (see runtime shutdown).
  * NULL is ignored. */
 void pool_close(struct pool *p);

@@ -29,6 +29,9 @@ enum tool_exit { TOOL_OK = 0, TOOL_PROBLEM = 1, TOOL_USAGE = 2 };
 int cmd_info(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_list(int argc, char **argv);	/* manage.c */
+int cmd_rm(int argc, char **argv);
+int cmd_create(int argc, char **argv);
 
 /* "pmthreads-recover: error: ..." on stderr (main.c). */
 void tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -19,7 +19,7 @@ enum nvm_kind { NVM_AUTO = 0, NVM_PMEM = 1, NVM_MSYNC = 2, NVM_SIM = 3 };
 /* Where an epoch's pages are read for the write-back (epoch.h). */
 enum writeback_kind { WRITEBACK_GUARDED = 0, WRITEBACK_PAUSED = 1 };
 
-#define CONFIG_DEFAULT_POOL_SIZE (1ULL << 30)	/* heap capacity, bytes */
+#define CONFIG_DEFAULT_POOL_SIZE (8ULL << 30)	/* heap capacity, bytes: address space, the pool is sparse */
 #define CONFIG_MIN_POOL_SIZE (1ULL << 20)
 #define CONFIG_MAX_POOL_SIZE (1ULL << 40)
 #define CONFIG_DEFAULT_INTERVAL_MS 100

@@ -124,10 +124,13 @@ int heap_init(void *base, size_t len, bool fresh)
 			adopt();
 	}
 	if (rc == 0 && heap_rt.reserve != NULL) {
-		if (heap_rt.reserve(heap_rt.reserve_ctx, heap_rt.hdr->hwm) != 0)
+		/* the header pages, then the data in use and its page map */
+		uint64_t hdr_pages = (uint64_t)((char *)heap_rt.pagemap - heap_rt.base) >> HEAP_PAGE_SHIFT;
+		heap_rt.reserved = heap_rt.hdr->data_start;
+		if (heap_rt.reserve(heap_rt.reserve_ctx, 0, hdr_pages) != 0 ||
+		    !heap_reserve_to(heap_rt.hdr->hwm > heap_rt.hdr->data_start ? heap_rt.hdr->hwm
+									: heap_rt.hdr->data_start + 1))
 			rc = -1;
-		else
-			heap_rt.reserved = heap_rt.hdr->hwm;
 	}
 	if (rc == 0)
 		heap_rt.secret = heap_rt.hdr->secret;
@@ -160,7 +163,7 @@ unsigned heap_check_image(void *base, size_t len, struct heap_check_report *rep,
 	return n;
 }
 
-void heap_set_reserve(int (*reserve)(void *ctx, uint64_t pages), void *ctx)
+void heap_set_reserve(int (*reserve)(void *ctx, uint64_t first, uint64_t end), void *ctx)
 {
 	heap_rt.reserve = reserve;
 	heap_rt.reserve_ctx = ctx;
@@ -235,11 +238,34 @@ static void *small_alloc(unsigned c, bool user)
 	return p;
 }
 
+/* Out of capacity: say so, with a capacity that would have fitted (a
+ * power of two, so that a new pool made with it has room to grow).  A
+ * refused disk reservation has said why already. */
+void heap_report_full(size_t size)
+{
+	errno = ENOMEM;
+	if (heap_reserve_refused())
+		return;
+	uint64_t used = heap_rt.hdr != NULL ? heap_rt.hdr->hwm << HEAP_PAGE_SHIFT : 0;
+	uint64_t fit = 1ULL << 20;
+	while (fit < heap_rt.len + (uint64_t)size && fit < (1ULL << 40))
+		fit <<= 1;
+	const char *unit = fit >= (1ULL << 30) ? "G" : "M";
+	unsigned long long fit_units = fit >> (fit >= (1ULL << 30) ? 30 : 20);
+	err_set("the persistent heap is full: %zu bytes requested, %llu MiB of its %llu MiB in "
+		"use; a pool of PMTHREADS_POOL_SIZE=%llu%s would fit it (set it for a new pool: "
+		"an existing pool keeps its size)", size, (unsigned long long)(used >> 20),
+		(unsigned long long)(heap_rt.len >> 20), fit_units, unit);
+	static _Atomic bool told;
+	if (!atomic_exchange(&told, true))
+		log_msg(LOG_ERR, "%s", err_get());
+}
+
 static void *large_alloc(size_t size, size_t align, bool *fresh)
 {
 	uint64_t n = (size + HEAP_PAGE - 1) >> HEAP_PAGE_SHIFT;
 	if (size > heap_rt.len) {
-		errno = ENOMEM;
+		heap_report_full(size);
 		return NULL;
 	}
 	if (align <= HEAP_PAGE) {
@@ -264,7 +290,7 @@ static void *large_alloc(size_t size, size_t align, bool *fresh)
 		pg = heap_pages_alloc(n, align, HEAP_RUN_LARGE, fresh);
 	}
 	if (pg == 0) {
-		errno = ENOMEM;
+		heap_report_full(size);
 		return NULL;
 	}
 	struct heap_slot *s = heap_slot_claim();

@@ -121,11 +121,14 @@ unsigned heap_check_image(void *base, size_t len, struct heap_check_report *rep,
 			  void (*report)(const char *msg, void *arg), void *arg);
 
 /* Called before the heap first uses pages above its high-water mark:
- * reserve(ctx, pages) makes pages [0, pages) of the range safe to use (the
- * runtime gets them disk space in the pool), or returns -1 with err_get()
- * set, and the allocation fails with ENOMEM.  NULL: no hook.  Set before
- * heap_init (which reserves up to the high-water mark it finds). */
-void heap_set_reserve(int (*reserve)(void *ctx, uint64_t pages), void *ctx);
+ * reserve(ctx, first, end) makes pages [first, end) of the range safe to
+ * use (the runtime gets them disk space in the pool), or returns -1 with
+ * err_get() set, and the allocation fails with ENOMEM.  Only pages the heap
+ * may write are asked for: its header, the page-map pages that cover the
+ * pages in use, the data pages in use, the latter in chunks of a quarter of
+ * the heap in use (1 MiB at least).  NULL: no hook.  Set before heap_init
+ * (which reserves what the heap it finds uses). */
+void heap_set_reserve(int (*reserve)(void *ctx, uint64_t first, uint64_t end), void *ctx);
 
 /* When the allocator finds a corrupt structure while running (a span's free
  * list read for the first time), it calls fn(message) and then stops the

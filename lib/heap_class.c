@@ -263,7 +263,7 @@ void *heap_class_refill(struct heap_slot *s, unsigned c)
 		heap_slot_flush_all(s);
 		heap_class_release_empty();
 	}
-	errno = ENOMEM;
+	heap_report_full(heap_cls[c].size);
 	return NULL;
 }
 

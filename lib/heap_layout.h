@@ -186,9 +186,9 @@ struct heap_rt {
 	uint32_t *pagemap;
 	uint64_t secret;
 	uint64_t gen;		/* bumped by each heap_init: invalidates thread caches' TLS */
-	int (*reserve)(void *ctx, uint64_t pages);	/* heap_set_reserve */
+	int (*reserve)(void *ctx, uint64_t first, uint64_t end);	/* heap_set_reserve */
 	void *reserve_ctx;
-	uint64_t reserved;	/* pages the hook has made safe */
+	uint64_t reserved;	/* data pages below this have been made safe */
 };
 extern struct heap_rt heap_rt;
 
@@ -197,6 +197,15 @@ static inline uint64_t heap_off(const void *p) { return (uint64_t)((const char *
 static inline uint64_t heap_tag(uint64_t off) { return off ^ heap_rt.secret; }
 
 /* ---- page runs (heap_page.c) ----------------------------------------- */
+/* Ask the reservation hook for what pages [data_start, new_hwm) need (see
+ * heap_set_reserve); false when refused.  Under the page lock, or alone. */
+bool heap_reserve_to(uint64_t new_hwm);
+/* Whether the calling thread's last growth was refused by the hook (and
+ * forget it). */
+bool heap_reserve_refused(void);
+/* No room for size bytes: ENOMEM, and unless the hook refused, err_set with
+ * the capacity that would fit (logged once per process). */
+void heap_report_full(size_t size);
 #define HEAP_RUN_LARGE 0xffu	/* cls argument: a large run, not a span */
 /* Hand out n pages aligned to align bytes (a power of two; 0 or <= a page:
  * no constraint), tagging them in the page map as a large run or as a span

@@ -179,15 +179,45 @@ static void tag_run(uint64_t pg, uint64_t n, unsigned cls)
 
 /* The high-water mark may move to new_hwm: the reservation hook (the pool's
  * disk space) covers it.  Called with the page lock held. */
-static bool may_grow_to(uint64_t new_hwm)
+static bool reserve_data(uint64_t from, uint64_t to)
+{
+	/* the page-map pages holding the entries of [from, to) too */
+	uint64_t map0 = ((uint64_t)((char *)heap_rt.pagemap - heap_rt.base) >> HEAP_PAGE_SHIFT);
+	uint64_t per = HEAP_PAGE / sizeof(uint32_t);
+	return heap_rt.reserve(heap_rt.reserve_ctx, map0 + from / per, map0 + (to - 1) / per + 1) == 0 &&
+	       heap_rt.reserve(heap_rt.reserve_ctx, from, to) == 0;
+}
+
+static _Thread_local bool reserve_refused;
+
+bool heap_reserve_refused(void)
+{
+	bool r = reserve_refused;
+	reserve_refused = false;
+	return r;
+}
+
+bool heap_reserve_to(uint64_t new_hwm)
 {
 	if (new_hwm <= heap_rt.reserved || heap_rt.reserve == NULL)
 		return true;
-	if (heap_rt.reserve(heap_rt.reserve_ctx, new_hwm) != 0)
-		return false;
-	heap_rt.reserved = new_hwm;
+	uint64_t from = heap_rt.reserved, used = from - heap_rt.hdr->data_start;
+	uint64_t chunk = used / 4 > 256 ? used / 4 : 256;
+	uint64_t want = from + chunk > new_hwm ? from + chunk : new_hwm;
+	if (want > heap_rt.hdr->npages)
+		want = heap_rt.hdr->npages;
+	if (!reserve_data(from, want)) {
+		if (want == new_hwm || !reserve_data(from, new_hwm)) {
+			reserve_refused = true;
+			return false;
+		}
+		want = new_hwm;
+	}
+	heap_rt.reserved = want;
 	return true;
 }
+
+static bool may_grow_to(uint64_t new_hwm) { return heap_reserve_to(new_hwm); }
 
 /* n pages, no alignment; 0 when there is no room. */
 static uint64_t take_locked(struct heap_hdr *h, uint64_t n, bool *fresh)

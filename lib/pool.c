@@ -919,37 +919,21 @@ static int reserve_range(struct pool *p, uint64_t from, uint64_t to)
 	return allocate_range(p->fd, p->data_off + 2 * from * ps, 2 * (to - from) * ps);
 }
 
-int pool_reserve(struct pool *p, uint64_t pages)
+int pool_reserve(struct pool *p, uint64_t first, uint64_t end)
 {
-	if (pages > p->npages)
-		pages = p->npages;
-	if (pages <= p->reserved_pages || p->read_only)
+	if (end > p->npages)
+		end = p->npages;
+	if (first >= end || p->read_only)
 		return 0;
-	/* Grow by a quarter at least (1 MiB of heap at least): fallocate
-	 * stays rare while the heap grows page by page. */
-	uint64_t chunk = p->reserved_pages / 4, min_chunk = (1u << 20) / p->page_size;
-	if (chunk < min_chunk)
-		chunk = min_chunk;
-	uint64_t want = p->reserved_pages + chunk;
-	if (want < pages)
-		want = pages;
-	if (want > p->npages)
-		want = p->npages;
-	if (reserve_range(p, p->reserved_pages, want) != 0) {
-		if (want > pages && reserve_range(p, p->reserved_pages, pages) == 0) {
-			want = pages;
-		} else {
-			err_set_errno(errno, "pool %s: no disk space for %llu more bytes of heap "
-				      "(its file system is full); the allocation failed and "
-				      "nothing was lost: free space on that file system",
-				      p->path,
-				      (unsigned long long)((pages - p->reserved_pages) * p->page_size));
-			return -1;
-		}
+	if (reserve_range(p, first, end) != 0) {
+		err_set_errno(errno, "pool %s: no disk space for %llu more bytes of heap (its "
+			      "file system is full); the allocation failed and nothing was lost: "
+			      "free space on that file system", p->path,
+			      (unsigned long long)((end - first) * p->page_size));
+		return -1;
 	}
-	p->reserved_pages = want;
-	if (p->seq_pages < want)
-		p->seq_pages = want;
+	if (p->seq_pages < end)
+		p->seq_pages = end;
 	return 0;
 }
 

@@ -83,7 +83,6 @@ struct pool {
 	 * table's holes, found with SEEK_DATA at open); scans stop there, so a
 	 * large sparse pool costs start-up time in proportion to its use. */
 	uint64_t seq_pages;
-	uint64_t reserved_pages;	/* pages [0, this) have disk space */
 };
 
 struct pool_open_options {
@@ -147,12 +146,12 @@ void pool_set_clean(struct pool *p, bool clean);
  * fence (the third fence of an epoch).  *p->ver_d reads ver_d afterwards. */
 void pool_publish(struct pool *p, uint64_t ver_d);
 
-/* Make sure heap pages [0, pages) have disk space for both copies and their
- * seq entries (fallocate; grown in chunks, so most calls do nothing).  0, or
- * -1 with err_get() set (ENOSPC: the file system is full; nothing was
- * changed, the heap must not use those pages).  Callers serialise (the
+/* Make sure heap pages [first, end) have disk space for both copies and
+ * their seq entries (fallocate; the heap asks in chunks, so this is rare).
+ * 0, or -1 with err_get() set (ENOSPC: the file system is full; the heap
+ * must not use those pages, nothing else changed).  Callers serialise (the
  * heap calls it under its page lock); it may run while an epoch persists. */
-int pool_reserve(struct pool *p, uint64_t pages);
+int pool_reserve(struct pool *p, uint64_t first, uint64_t end);
 
 /* Verify every invariant (header, checksum, version records, seq table vs
  * VER_d).  Returns the number of problems found, each reported through

@@ -194,10 +194,10 @@ static int open_pool(void)
 
 /* The heap's growth hook: disk space for its new pages before it uses them
  * (a full file system is an allocation failure, not a SIGBUS). */
-static int reserve_heap_pages(void *ctx, uint64_t pages)
+static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 {
 	static _Atomic bool told;
-	if (pool_reserve(ctx, pages) == 0)
+	if (pool_reserve(ctx, first, end) == 0)
 		return 0;
 	if (!atomic_exchange(&told, true))
 		log_msg(LOG_ERR, "%s", err_get());

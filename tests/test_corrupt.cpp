@@ -140,8 +140,8 @@ TEST_CASE("corrupt pools: each structure is refused by name, the file untouched"
 	}
 	SECTION("both version records")
 	{
-		patch(v, 1024 + 8, (uint64_t)3);
-		patch(v, 1088 + 8, (uint64_t)3);
+		patch(v, 1024 + 8, (uint64_t)0x7fff);
+		patch(v, 1088 + 8, (uint64_t)0x7fff);
 		expect_refused(v, b.addrs, "no valid version record", "version records (offsets 1024 and 1088)");
 	}
 	SECTION("heap header magic")

@@ -884,3 +884,20 @@ TEST_CASE("recovery: the image adopted at another address works", "[heap][recove
 	require_consistent();
 	munmap(other, len);
 }
+
+TEST_CASE("a full heap says which pool size would fit the request", "[heap]")
+{
+	const size_t len = 2u << 20;
+	void *base = map_range(len);
+	REQUIRE(base != nullptr);
+	REQUIRE(heap_init(base, len, true) == 0);
+	err_clear();
+	errno = 0;
+	CHECK(heap_malloc(3u << 20) == nullptr);
+	CHECK(errno == ENOMEM);
+	std::string msg = err_get();
+	INFO(msg);
+	CHECK(msg.find("the persistent heap is full") != std::string::npos);
+	CHECK(msg.find("PMTHREADS_POOL_SIZE=8M") != std::string::npos);
+	munmap(base, len);
+}

@@ -580,7 +580,7 @@ TEST_CASE("the seq table's holes are not scanned: a large pool opens in time ~ i
 	auto o = options(path, (64ULL << 30) / page_size());	// 64 GiB, 256 MiB of seq table
 	pool *p = open_or_fail(o);
 	pool_set_clean(p, false);
-	CHECK(pool_reserve(p, 300) == 0);
+	CHECK(pool_reserve(p, 0, 300) == 0);
 	shadow_buf sh(4 * page_size());
 	uint64_t pages[] = { 0, 2 };
 	sh.mem[0] = 1;

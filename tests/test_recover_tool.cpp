@@ -259,7 +259,7 @@ TEST_CASE("recover tool: usage errors exit 2, --help exits 0", "[recover-tool]")
 
 	r = run_tool({ "--help" });
 	CHECK(r.status == 0);
-	for (const char *word : { "info", "check", "dump", "--json", "never written" })
+	for (const char *word : { "info", "check", "dump", "list", "rm", "create", "--json", "never write" })
 		CHECK(contains(r.out, word));
 	r = run_tool({ "help", "nosuch" });
 	CHECK(r.status == 2);

@@ -7,7 +7,10 @@
  *
  * Input: a pool file in "line" form, so that a 2 MiB sparse pool is a few
  * KiB of input and mutations land on its content, not on zeros:
- *   u32 file size in KiB (little-endian; clamped to 16 MiB)
+ *   u32 file size in KiB (little-endian; clamped to 16 MiB); its top bit
+ *       set: recompute the header's and version records' checksums after
+ *       the records are applied (pool_reseal), so that mutations of the
+ *       header are judged by their content, not just by their checksum
  *   then records of u32 line index (64-byte lines) + 64 bytes
  * fuzz/pool2seed.py turns a real pool into this form; fuzz/run.sh makes the
  * seed corpus from real programs' pools and runs the fuzzer.
@@ -24,6 +27,7 @@
 #include "log.h"
 
 #include <fcntl.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -78,7 +82,8 @@ static int write_pool(const uint8_t *data, size_t size)
 {
 	if (size < 4)
 		return -1;
-	uint64_t bytes = (uint64_t)le32(data) * 1024;
+	bool reseal = (le32(data) & 0x80000000u) != 0;
+	uint64_t bytes = (uint64_t)(le32(data) & 0x7fffffffu) * 1024;
 	if (bytes > MAX_FILE)
 		bytes = MAX_FILE;
 	unlink(pool_path);
@@ -93,6 +98,12 @@ static int write_pool(const uint8_t *data, size_t size)
 		uint64_t off = (uint64_t)le32(data + i) * LINE;
 		if (off + LINE <= bytes && pwrite(fd, data + i + 4, LINE, (off_t)off) != LINE)
 			break;
+	}
+	unsigned char head[POOL_RESEAL_BYTES];
+	if (reseal && pread(fd, head, sizeof(head), 0) == (ssize_t)sizeof(head)) {
+		pool_reseal(head, sizeof(head));
+		if (pwrite(fd, head, sizeof(head), 0) != (ssize_t)sizeof(head))
+			abort();
 	}
 	close(fd);
 	return 0;

@@ -51,7 +51,9 @@ if [ -z "$(ls -A "$seeds")" ]; then
 		wait "$pid" 2>/dev/null || true
 	done
 	for p in "$tmp"/*.pool; do
-		[ -s "$p" ] && python3 "$root/fuzz/pool2seed.py" "$p" "$seeds/$(basename "$p" .pool)"
+		[ -s "$p" ] || continue
+		python3 "$root/fuzz/pool2seed.py" "$p" "$seeds/$(basename "$p" .pool)"
+		python3 "$root/fuzz/pool2seed.py" --reseal "$p" "$seeds/$(basename "$p" .pool)-reseal"
 	done
 fi
 

@@ -957,6 +957,23 @@ int pool_valid_copy(const struct pool *p, uint64_t page)
 	return p->seq[page][c] == 0 ? -1 : c;
 }
 
+void pool_reseal(unsigned char *head, size_t len)
+{
+	_Static_assert(POOL_HEADER_READ == POOL_RESEAL_BYTES, "POOL_RESEAL_BYTES is stale");
+	if (len < POOL_HEADER_READ)
+		return;
+	struct pool_header h;
+	memcpy(&h, head, sizeof(h));
+	h.checksum = header_checksum(&h);
+	memcpy(head, &h, sizeof(h));
+	for (int slot = 0; slot < 2; slot++) {
+		struct ver_record r;
+		memcpy(&r, head + POOL_REC_OFF(slot), sizeof(r));
+		r.check = record_checksum(&r, slot, h.uuid);
+		memcpy(head + POOL_REC_OFF(slot), &r, sizeof(r));
+	}
+}
+
 /* ---- checks ---- */
 
 #define CHECK_DETAILS 64

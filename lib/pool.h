@@ -174,6 +174,13 @@ void pool_summarize(const struct pool *p, struct pool_summary *s);
  * was never persisted (its image is zeros).  Pure; works read-only. */
 int pool_valid_copy(const struct pool *p, uint64_t page);
 
+/* Tests and the fuzzer: recompute the checksums of the header and both
+ * version records in a copy of a pool's first len bytes (at least
+ * POOL_RESEAL_BYTES), so that a deliberately altered header is judged by its
+ * content, not refused for its checksum.  Never used on a pool in use. */
+#define POOL_RESEAL_BYTES 1216
+void pool_reseal(unsigned char *head, size_t len);
+
 /* File offset of page i's seq entry for copy c (for messages). */
 static inline uint64_t pool_seq_offset(const struct pool *p, uint64_t page, int c)
 {

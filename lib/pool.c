@@ -13,12 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
+#include <uuid/uuid.h>
 #include <xxhash.h>
 
 /* On-media header, at offset 0.  Everything up to and including checksum is
@@ -227,20 +227,13 @@ static void set_locked_error(int fd, const char *path, const struct stat *st)
 
 /* ---- creation ---- */
 
+/* A random (version 4) UUID from libuuid. */
 static int fill_uuid(uint8_t uuid[16])
 {
-	size_t got = 0;
-	while (got < 16) {
-		ssize_t r = getrandom(uuid + got, 16 - got, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -1;
-		got += (size_t)r;
-	}
-	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);	/* RFC 4122 version 4 */
-	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
-	return 0;
+	uuid_t u;
+	uuid_generate_random(u);
+	memcpy(uuid, u, 16);
+	return uuid_is_null(u) ? -1 : 0;
 }
 
 static int write_all(int fd, const void *buf, size_t len, off_t off)

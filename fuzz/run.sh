@@ -57,6 +57,10 @@ if [ -z "$(ls -A "$seeds")" ]; then
 	done
 fi
 
+# A UBSan report must stop the run like an ASan one (UBSan alone would print
+# it and go on, unseen with the target's stderr closed).
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 start=$(date +%s)
 status=0
 nice -n 19 "$fb/fuzz/fuzz_pool" -max_total_time="$secs" -max_len=65536 -timeout=20 \

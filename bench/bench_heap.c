@@ -7,7 +7,10 @@
  * allocates a replacement of a pre-drawn size (writing its first byte), so
  * the allocator sees a steady state with reuse rather than a pure bump.
  * Prints pairs (one free + one allocation) per second and the ratio
- * heap / glibc (higher is better for the heap).  Best of three runs.
+ * heap / glibc (higher is better for the heap): glibc and heap runs
+ * alternate (ROUNDS pairs, which one goes first alternating too), the rates
+ * are medians and the ratio is the median of the per-pair ratios, with the
+ * smallest and largest.
  * Every heap operation includes its fase_enter/fase_leave (quiesce.c); no
  * epoch thread runs, so this is the allocator's cost, not persistence's.
  *
@@ -88,31 +91,40 @@ static void *run(void *arg)
 	return NULL;
 }
 
-/* pairs per second over all threads, best of three */
-static double measure(const struct mix *m, bool use_heap, unsigned nthreads, unsigned long pairs)
+/* pairs per second over all threads, one run */
+static double measure(const struct mix *m, bool use_heap, unsigned nthreads, unsigned long pairs,
+		      unsigned rep)
 {
-	double best = 0;
-	for (int rep = 0; rep < 3; rep++) {
-		pthread_t t[2];
-		struct job jobs[2];
-		pthread_barrier_t start;
-		pthread_barrier_init(&start, NULL, nthreads);
-		for (unsigned i = 0; i < nthreads; i++) {
-			jobs[i] = (struct job){ m, use_heap, pairs, 17u + i * 7u + (unsigned)rep, &start, 0 };
-			pthread_create(&t[i], NULL, run, &jobs[i]);
-		}
-		uint64_t ns = 0;
-		for (unsigned i = 0; i < nthreads; i++) {
-			pthread_join(t[i], NULL);
-			if (jobs[i].ns > ns)
-				ns = jobs[i].ns;
-		}
-		pthread_barrier_destroy(&start);
-		double rate = (double)pairs * nthreads / ((double)ns / 1e9);
-		if (rate > best)
-			best = rate;
+	pthread_t t[2];
+	struct job jobs[2];
+	pthread_barrier_t start;
+	pthread_barrier_init(&start, NULL, nthreads);
+	for (unsigned i = 0; i < nthreads; i++) {
+		jobs[i] = (struct job){ m, use_heap, pairs, 17u + i * 7u + rep, &start, 0 };
+		pthread_create(&t[i], NULL, run, &jobs[i]);
 	}
-	return best;
+	uint64_t ns = 0;
+	for (unsigned i = 0; i < nthreads; i++) {
+		pthread_join(t[i], NULL);
+		if (jobs[i].ns > ns)
+			ns = jobs[i].ns;
+	}
+	pthread_barrier_destroy(&start);
+	return (double)pairs * nthreads / ((double)ns / 1e9);
+}
+
+#define ROUNDS 5
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int main(int argc, char **argv)
@@ -123,14 +135,27 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_heap: cannot set up a %llu-byte heap\n", HEAP_LEN);
 		return 1;
 	}
-	printf("%-12s %7s %16s %16s %8s\n", "sizes", "threads", "glibc pairs/s", "heap pairs/s",
-	       "heap/glibc");
+	printf("%u paired rounds (glibc and heap alternating); medians, ratio = median of the "
+	       "per-round ratios [min-max]\n", ROUNDS);
+	printf("%-12s %7s %16s %16s %8s %11s\n", "sizes", "threads", "glibc pairs/s", "heap pairs/s",
+	       "heap/glibc", "range");
 	for (size_t i = 0; i < sizeof(mixes) / sizeof(mixes[0]); i++) {
 		for (unsigned nt = 1; nt <= 2; nt++) {
 			unsigned long pairs = kpairs * 1000 / mixes[i].scale;
-			double g = measure(&mixes[i], false, nt, pairs);
-			double h = measure(&mixes[i], true, nt, pairs);
-			printf("%-12s %7u %16.3e %16.3e %8.2f\n", mixes[i].name, nt, g, h, h / g);
+			double g[ROUNDS], h[ROUNDS], ratio[ROUNDS];
+			for (unsigned r = 0; r < ROUNDS; r++) {
+				if (r % 2 == 0) {
+					g[r] = measure(&mixes[i], false, nt, pairs, r);
+					h[r] = measure(&mixes[i], true, nt, pairs, r);
+				} else {
+					h[r] = measure(&mixes[i], true, nt, pairs, r);
+					g[r] = measure(&mixes[i], false, nt, pairs, r);
+				}
+				ratio[r] = h[r] / g[r];
+			}
+			double rm = median(ratio, ROUNDS);
+			printf("%-12s %7u %16.3e %16.3e %8.2f %5.2f-%.2f\n", mixes[i].name, nt,
+			       median(g, ROUNDS), median(h, ROUNDS), rm, ratio[0], ratio[ROUNDS - 1]);
 			fflush(stdout);
 		}
 	}

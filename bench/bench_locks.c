@@ -4,17 +4,25 @@
  * Two workloads, each run as a child process of this program in four
  * configurations measured in the same run: native; LD_PRELOAD with
  * interception only (nvmalloc mode: locks counted, the gate and epochs
- * running, no pool); and full persistence (PMTHREADS_HEAP=malloc) with each
- * tracker.  Prints each configuration's time as a ratio to native (best of
- * --runs runs).  The program itself is never linked with pmthreads.
+ * running, nothing persisted: the program never calls nvmalloc); and full
+ * persistence (PMTHREADS_HEAP=malloc) with each tracker.  A round runs every
+ * configuration once, back to back, starting one configuration further along
+ * each round (so no configuration always runs first while the load on the
+ * machine drifts); the time is the child's own, from its first
+ * pthread_create to its last join (no exec, no runtime start-up, no final
+ * persist).  Prints per configuration the median time and the median over
+ * rounds of the paired ratio time / native time of the same round, with the
+ * smallest and largest of those ratios.  The program itself is never linked
+ * with pmthreads.
  *
  *   locks: threads increment counters in malloc'd memory under a few shared
  *          mutexes (short critical sections, high lock rate)
  *   hash:  a chained hash table with a mutex per bucket; threads insert,
  *          look up and delete malloc'd nodes
  *
- * usage: bench_locks --lib PATH/libpmthreads.so [--threads N] [--ms N]
- *        [--interval MS] [--runs N] [--pool-dir DIR]
+ * usage: bench_locks --lib PATH/libpmthreads.so [--threads N] [--interval MS]
+ *        [--runs N] [--pool-dir DIR]
+ *   --runs N  paired rounds (default 5)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -171,12 +179,28 @@ static uint64_t run_child(const char *self, const char *workload, int threads, c
 	return strtoull(buf, NULL, 10);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Median of n values (sorts v). */
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#define NCONFS (sizeof(confs) / sizeof(confs[0]))
+#define MAX_RUNS 101
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "--child") == 0)
 		return run_workload(argv[2], atoi(argv[3]));
 	const char *lib = NULL, *interval = "100", *pool_dir = "/dev/shm";
-	int threads = 2, runs = 3;
+	int threads = 2, runs = 5;
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 < argc && strcmp(argv[i], "--lib") == 0)
 			lib = argv[++i];
@@ -194,8 +218,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (lib == NULL || threads < 1 || threads > 64 || runs < 1) {
-		fprintf(stderr, "%s: --lib is required; 1..64 threads; runs >= 1\n", argv[0]);
+	if (lib == NULL || threads < 1 || threads > 64 || runs < 1 || runs > MAX_RUNS) {
+		fprintf(stderr, "%s: --lib is required; 1..64 threads; 1..%d runs\n", argv[0],
+			MAX_RUNS);
 		return 2;
 	}
 	char self[4096];
@@ -203,28 +228,46 @@ int main(int argc, char **argv)
 	if (n <= 0)
 		return 1;
 	self[n] = '\0';
-	printf("bench_locks: %d threads, interval %s ms, best of %d runs; time / native\n",
-	       threads, interval, runs);
+	printf("bench_locks: %d threads, interval %s ms, %d paired rounds (configurations "
+	       "interleaved, order rotating); median time, median of the per-round ratios to "
+	       "native [min-max]\n", threads, interval, runs);
 	const char *workloads[] = { "locks", "hash" };
+	int status = 0;
 	for (int w = 0; w < 2; w++) {
-		uint64_t base = 0;
-		for (size_t c = 0; c < sizeof(confs) / sizeof(confs[0]); c++) {
-			uint64_t best = 0;
-			for (int r = 0; r < runs; r++) {
-				uint64_t t = run_child(self, workloads[w], threads, &confs[c], lib,
-						       interval, pool_dir);
-				if (t != 0 && (best == 0 || t < best))
-					best = t;
+		static uint64_t t[NCONFS][MAX_RUNS];
+		for (int r = 0; r < runs; r++)
+			for (size_t k = 0; k < NCONFS; k++) {
+				size_t c = (k + (size_t)r) % NCONFS;
+				t[c][r] = run_child(self, workloads[w], threads, &confs[c], lib, interval,
+						    pool_dir);
 			}
-			if (c == 0)
-				base = best;
-			if (best == 0)
-				printf("  %-6s %-22s failed\n", workloads[w], confs[c].name);
-			else
-				printf("  %-6s %-22s %8.1f ms  %5.2fx\n", workloads[w], confs[c].name,
-				       (double)best / 1e6, base ? (double)best / (double)base : 0.0);
+		for (size_t c = 0; c < NCONFS; c++) {
+			double times[MAX_RUNS], ratios[MAX_RUNS];
+			int nt = 0, nr = 0;
+			for (int r = 0; r < runs; r++) {
+				if (t[c][r] == 0)
+					continue;
+				times[nt++] = (double)t[c][r];
+				if (t[0][r] != 0)
+					ratios[nr++] = (double)t[c][r] / (double)t[0][r];
+			}
+			if (nt < runs) {
+				printf("  %-6s %-22s %d of %d runs failed\n", workloads[w], confs[c].name,
+				       runs - nt, runs);
+				status = 1;
+			}
+			if (nt == 0)
+				continue;
+			double med = median(times, nt) / 1e6;
+			if (c == 0 || nr == 0) {
+				printf("  %-6s %-22s %8.1f ms\n", workloads[w], confs[c].name, med);
+			} else {
+				double rmed = median(ratios, nr);
+				printf("  %-6s %-22s %8.1f ms  %5.2fx [%.2f-%.2f] %d pairs\n", workloads[w],
+				       confs[c].name, med, rmed, ratios[0], ratios[nr - 1], nr);
+			}
 			fflush(stdout);
 		}
 	}
-	return 0;
+	return status;
 }

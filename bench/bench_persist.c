@@ -26,9 +26,18 @@
  *              an ordinary file; no effect on tmpfs), then again warm.
  *              Baseline: memcpy of the same pages from the pool's mapping
  *              into fresh memory.
+ *   restore    restore.h's two paths as the runtime takes them, for heaps
+ *              of 100 MiB and 1 GiB in use (every page persisted): eager
+ *              copy / lazy / lazy without the background pass, interleaved
+ *              round by round, medians of RESTORE_ROUNDS: time to a usable
+ *              heap (restore_open: invalidation, scan, tracker attach, and
+ *              the copy or the userfaultfd registration), the time to read
+ *              one byte of every page afterwards, and for lazy the time
+ *              until the background pass completed (the pool is open
+ *              already; the recovery section times pool_open).
  *
  * Usage: bench_persist DIR [CAPACITY [SECTION...]]  (persist, pipeline,
- * recovery; default all)
+ * recovery, restore; default all)
  *   DIR on /dev/shm with PMEM_IS_PMEM_FORCE=1 exercises the pmem path
  *   (cache-line flushes); DIR on an ordinary file system the msync path.
  *   The backend used is printed.  Scratch files are removed at exit.
@@ -41,6 +50,7 @@
 #include "persist.h"
 #include "pool.h"
 #include "prim/prim.h"
+#include "restore.h"
 #include "tracker.h"
 
 #include <fcntl.h>
@@ -206,6 +216,8 @@ static void bench_persist_epochs(void)
 		unsigned n = dirty_counts[d];
 		unsigned reps = n == 1 ? 301 : n == 64 ? 101 : 15;
 		uint64_t *t = malloc(reps * sizeof(*t)), *tn = malloc(reps * sizeof(*tn));
+		/* naive / epoch of the same rep, x1000: the speedup of a pair */
+		uint64_t *sp = malloc(reps * sizeof(*sp));
 		for (size_t c = 0; c < sizeof(changes) / sizeof(changes[0]); c++) {
 			struct persist_stats total;
 			memset(&total, 0, sizeof(total));
@@ -224,6 +236,7 @@ static void bench_persist_epochs(void)
 					continue;
 				t[r - 2] = dt;
 				tn[r - 2] = dn;
+				sp[r - 2] = dt ? dn * 1000 / dt : 0;
 				total.fences += st.fences;
 				total.bytes_written += st.bytes_written;
 			}
@@ -234,10 +247,12 @@ static void bench_persist_epochs(void)
 			       "%6.1fx\n",
 			       n, changes[c].name, epoch_us, epoch_us / n, (double)total.fences / reps,
 			       written, (unsigned long long)changed_bytes, written / (double)changed_bytes,
-			       naive_us / n, n, (unsigned long long)n * page_size, naive_us / epoch_us);
+			       naive_us / n, n, (unsigned long long)n * page_size,
+			       (double)median(sp, reps) / 1000);
 		}
 		free(t);
 		free(tn);
+		free(sp);
 	}
 	pmem_unmap(naive, naive_len);
 	unlink(naive_path);
@@ -521,6 +536,88 @@ static void bench_recovery(uint64_t capacity)
 	unlink(path);
 }
 
+#define RESTORE_ROUNDS 5
+
+enum restore_kind { R_EAGER, R_LAZY, R_LAZY_NOBG, R_KINDS };
+static const char *const restore_kind_names[R_KINDS] = { "eager copy", "lazy",
+							 "lazy, no bg pass" };
+
+/* One start-up of the given kind: usable, touch-all and completion times. */
+static void restore_once(const char *path, uint64_t capacity, enum restore_kind kind,
+			 uint64_t *usable, uint64_t *touch, uint64_t *complete)
+{
+	struct pool *p = open_pool(path, capacity, false);
+	size_t len = (size_t)(p->npages * page_size);
+	unsigned char *heap = shadow_reserve(0, len);
+	if (heap == NULL)
+		die("shadow memory");
+	struct restore_options o = { .policy = kind == R_EAGER ? RESTORE_EAGER : RESTORE_LAZY,
+				     .no_background = kind == R_LAZY_NOBG };
+	struct restore *r;
+	struct tracker *t;
+	uint64_t t0 = prim_now_ns();
+	if (restore_open(&r, &t, p, heap, len, TRACKER_UFFD, &o) != 0)
+		die("restore_open");
+	uint64_t t1 = prim_now_ns();
+	volatile unsigned char sink = 0;
+	for (size_t off = 0; off < len; off += page_size)
+		sink += heap[off];
+	(void)sink;
+	uint64_t t2 = prim_now_ns();
+	struct restore_stats st;
+	restore_get_stats(r, &st);
+	while (kind == R_LAZY && st.complete_ns == 0) {
+		prim_sleep_ns(100000);
+		restore_get_stats(r, &st);
+	}
+	*usable = t1 - t0;
+	*touch = t2 - t1;
+	*complete = kind == R_EAGER ? *usable : st.complete_ns;
+	restore_close(r);
+	tracker_close(t);
+	shadow_release(heap, len);
+	pool_close(p);
+}
+
+static void bench_restore(void)
+{
+	if (!tracker_uffd_supported()) {
+		printf("\nrestore: uffd unsupported here (%s)\n", tracker_uffd_unsupported_reason());
+		return;
+	}
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/bench_restore.pool", dir);
+	printf("\nrestore: time to a usable heap (restore_open, pool already open) and to read "
+	       "one byte of\nevery page afterwards; every page of the heap persisted; medians of "
+	       "%d interleaved rounds\n\n", RESTORE_ROUNDS);
+	printf("%-9s %-17s | %10s %11s | %10s %11s | %10s\n", "in use", "path", "usable",
+	       "per 100MB", "touch all", "per 100MB", "complete");
+	static const uint64_t sizes[] = { 100ULL << 20, 1ULL << 30 };
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		uint64_t written;
+		populate(path, sizes[s], 1, &written);
+		uint64_t usable[R_KINDS][RESTORE_ROUNDS], touch[R_KINDS][RESTORE_ROUNDS],
+			complete[R_KINDS][RESTORE_ROUNDS];
+		for (int round = 0; round < RESTORE_ROUNDS; round++)
+			for (int k = 0; k < R_KINDS; k++) {
+				int kk = (k + round) % R_KINDS;	/* rotate the order */
+				restore_once(path, sizes[s], (enum restore_kind)kk,
+					     &usable[kk][round], &touch[kk][round],
+					     &complete[kk][round]);
+			}
+		double per100 = 100e6 / (double)(written * page_size);
+		for (int k = 0; k < R_KINDS; k++) {
+			double u = (double)median(usable[k], RESTORE_ROUNDS) / 1e6;
+			double tt = (double)median(touch[k], RESTORE_ROUNDS) / 1e6;
+			double c = (double)median(complete[k], RESTORE_ROUNDS) / 1e6;
+			printf("%6lluMiB %-17s | %8.2fms %9.2fms | %8.2fms %9.2fms | %8.1fms\n",
+			       (unsigned long long)(written * page_size >> 20), restore_kind_names[k],
+			       u, u * per100, tt, tt * per100, k == R_LAZY_NOBG ? 0.0 : c);
+		}
+	}
+	unlink(path);
+}
+
 static bool has_arg(int argc, char **argv, const char *what)
 {
 	for (int a = 3; a < argc; a++)
@@ -536,12 +633,12 @@ int main(int argc, char **argv)
 				"  DIR: where the scratch pools go (/dev/shm with PMEM_IS_PMEM_FORCE=1 "
 				"for the pmem path,\n  an ordinary file system for the msync path); "
 				"CAPACITY: recovery pool size, default 1G;\n  SECTION: persist, "
-				"pipeline, recovery (default: all)\n");
+				"pipeline, recovery, restore (default: all)\n");
 		return 2;
 	}
 	snprintf(dir, sizeof(dir), "%s", argv[1]);
 	uint64_t capacity = 1ULL << 30;
-	if (argc == 3 && (config_parse_size(argv[2], &capacity) != 0 || capacity < (1ULL << 20))) {
+	if (argc >= 3 && (config_parse_size(argv[2], &capacity) != 0 || capacity < (1ULL << 20))) {
 		fprintf(stderr, "bench_persist: CAPACITY '%s' is not a size of at least 1M "
 				"(K/M/G suffixes)\n", argv[2]);
 		return 2;
@@ -560,9 +657,9 @@ int main(int argc, char **argv)
 	bool all = argc < 4;
 	for (int a = 3; a < argc; a++)
 		if (strcmp(argv[a], "persist") != 0 && strcmp(argv[a], "pipeline") != 0 &&
-		    strcmp(argv[a], "recovery") != 0) {
+		    strcmp(argv[a], "recovery") != 0 && strcmp(argv[a], "restore") != 0) {
 			fprintf(stderr, "bench_persist: unknown section '%s' (persist, pipeline, "
-					"recovery)\n", argv[a]);
+					"recovery, restore)\n", argv[a]);
 			return 2;
 		}
 	if (all || has_arg(argc, argv, "persist"))
@@ -571,5 +668,7 @@ int main(int argc, char **argv)
 		bench_pipeline();
 	if (all || has_arg(argc, argv, "recovery"))
 		bench_recovery(capacity);
+	if (all || has_arg(argc, argv, "restore"))
+		bench_restore();
 	return 0;
 }

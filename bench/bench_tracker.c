@@ -10,7 +10,11 @@
  *                 4th page)
  *
  * The tracked range is 1 GiB, the default heap size.  Each figure is the
- * median of several epochs.  Usage: bench_tracker [epochs] */
+ * median of several epochs.  Plain memory and the backends are measured in
+ * ROUNDS rounds, in an order that rotates from round to round (so a burst of
+ * load on the machine does not fall on one of them only); values are the
+ * medians over rounds, ratios the medians of the per-round ratios.
+ * Usage: bench_tracker [epochs [rounds]] */
 #include "log.h"
 #include "prim/prim.h"
 #include "tracker.h"
@@ -164,12 +168,78 @@ static void run_backend(enum tracker_kind kind, struct backend_result *r)
 	r->ran = true;
 }
 
+struct round {
+	double plain_populated, plain_fresh;
+	struct backend_result res[2];
+};
+
+#define MAX_ROUNDS 15
+
+/* Median over the rounds of f(round), skipping rounds where it is < 0. */
+static double over_rounds(const struct round *rs, unsigned n, double (*f)(const struct round *, int, int),
+			  int a, int b)
+{
+	double v[MAX_ROUNDS];
+	unsigned k = 0;
+	for (unsigned i = 0; i < n; i++) {
+		double x = f(&rs[i], a, b);
+		if (x >= 0)
+			v[k++] = x;
+	}
+	return k ? median(v, k) : -1;
+}
+
+static double f_populated(const struct round *r, int b, int unused)
+{
+	(void)unused;
+	return b < 0 ? r->plain_populated : r->res[b].ran ? r->res[b].populated_ns : -1;
+}
+
+static double f_fresh(const struct round *r, int b, int unused)
+{
+	(void)unused;
+	return b < 0 ? r->plain_fresh : r->res[b].ran ? r->res[b].fresh_ns : -1;
+}
+
+static double f_populated_x(const struct round *r, int b, int unused)
+{
+	(void)unused;
+	return r->res[b].ran ? r->res[b].populated_ns / r->plain_populated : -1;
+}
+
+static double f_fresh_x(const struct round *r, int b, int unused)
+{
+	(void)unused;
+	return r->res[b].ran ? r->res[b].fresh_ns / r->plain_fresh : -1;
+}
+
+static double f_mp_over_uffd(const struct round *r, int unused, int unused2)
+{
+	(void)unused;
+	(void)unused2;
+	return r->res[0].ran && r->res[1].ran ? r->res[1].populated_ns / r->res[0].populated_ns : -1;
+}
+
+/* collect: a = stride index * 5 + size index, b = backend; b = 2: mp/uffd */
+static double f_collect(const struct round *r, int a, int b)
+{
+	int s = a / 5, i = a % 5;
+	if (b == 2)
+		return r->res[0].ran && r->res[1].ran
+			       ? r->res[1].collect_ns[s][i] / r->res[0].collect_ns[s][i]
+			       : -1;
+	return r->res[b].ran ? r->res[b].collect_ns[s][i] : -1;
+}
+
 int main(int argc, char **argv)
 {
+	unsigned rounds = 3;
 	if (argc > 1)
 		epochs = (unsigned)atoi(argv[1]);
-	if (epochs < 1 || epochs > 64) {
-		fprintf(stderr, "usage: bench_tracker [epochs 1..64]\n");
+	if (argc > 2)
+		rounds = (unsigned)atoi(argv[2]);
+	if (epochs < 1 || epochs > 64 || rounds < 1 || rounds > MAX_ROUNDS) {
+		fprintf(stderr, "usage: bench_tracker [epochs 1..64 [rounds 1..%d]]\n", MAX_ROUNDS);
 		return 2;
 	}
 	page_size = (size_t)sysconf(_SC_PAGESIZE);
@@ -178,40 +248,61 @@ int main(int argc, char **argv)
 	if (dirty_buf == NULL)
 		return 1;
 
-	printf("bench_tracker: range %llu MiB, %u epochs per figure (median), uffd %s%s\n",
-	       RANGE_BYTES >> 20, epochs,
+	printf("bench_tracker: range %llu MiB, %u epochs per figure (median), %u rounds "
+	       "(order rotating; medians over rounds), uffd %s%s\n",
+	       RANGE_BYTES >> 20, epochs, rounds,
 	       tracker_uffd_supported() ? "supported" : "unsupported: ",
 	       tracker_uffd_unsupported_reason());
 
-	/* Plain memory: the baseline. */
-	double plain_populated, plain_fresh;
-	unsigned char *plain = shadow_reserve(0, RANGE_BYTES);
-	if (plain == NULL) {
-		fprintf(stderr, "bench_tracker: %s\n", err_get());
-		return 1;
+	static struct round rs[MAX_ROUNDS];
+	memset(rs, 0, sizeof(rs));
+	for (unsigned r = 0; r < rounds; r++) {
+		for (unsigned k = 0; k < 3; k++) {
+			switch ((k + r) % 3) {
+			case 0: {	/* plain memory: the baseline */
+				unsigned char *plain = shadow_reserve(0, RANGE_BYTES);
+				if (plain == NULL) {
+					fprintf(stderr, "bench_tracker: %s\n", err_get());
+					return 1;
+				}
+				first_write_cost(NULL, plain, &rs[r].plain_populated,
+						 &rs[r].plain_fresh);
+				shadow_release(plain, RANGE_BYTES);
+				break;
+			}
+			case 1:
+				run_backend(TRACKER_UFFD, &rs[r].res[0]);
+				break;
+			default:
+				run_backend(TRACKER_MPROTECT, &rs[r].res[1]);
+				break;
+			}
+		}
 	}
-	first_write_cost(NULL, plain, &plain_populated, &plain_fresh);
-	shadow_release(plain, RANGE_BYTES);
 	double floor_ns = minor_fault_floor();
-
-	struct backend_result res[2];
-	memset(res, 0, sizeof(res));
-	run_backend(TRACKER_UFFD, &res[0]);
-	run_backend(TRACKER_MPROTECT, &res[1]);
+	const char *names[2] = { config_tracker_name(TRACKER_UFFD),
+				 config_tracker_name(TRACKER_MPROTECT) };
+	bool ran[2] = { false, false };
+	for (unsigned r = 0; r < rounds; r++)
+		for (int b = 0; b < 2; b++)
+			ran[b] |= rs[r].res[b].ran;
 
 	printf("\nfirst write to a page in an epoch (%d pages, ns/page; x = ratio to plain)\n",
 	       WRITE_PAGES);
 	printf("  %-9s %10s %8s   %14s %8s\n", "", "populated", "x", "never-touched", "x");
-	printf("  %-9s %10.0f %8s   %14.0f %8s\n", "plain", plain_populated, "1.0", plain_fresh,
-	       "1.0");
+	printf("  %-9s %10.0f %8s   %14.0f %8s\n", "plain", over_rounds(rs, rounds, f_populated, -1, 0),
+	       "1.0", over_rounds(rs, rounds, f_fresh, -1, 0), "1.0");
 	printf("  %-9s %10.0f   (a read of a never-touched page: the floor for any fault)\n",
 	       "minor", floor_ns);
 	for (int b = 0; b < 2; b++)
-		if (res[b].ran)
-			printf("  %-9s %10.0f %8.1f   %14.0f %8.1f\n", res[b].name,
-			       res[b].populated_ns, res[b].populated_ns / plain_populated,
-			       res[b].fresh_ns, res[b].fresh_ns / plain_fresh);
+		if (ran[b])
+			printf("  %-9s %10.0f %8.1f   %14.0f %8.1f\n", names[b],
+			       over_rounds(rs, rounds, f_populated, b, 0),
+			       over_rounds(rs, rounds, f_populated_x, b, 0),
+			       over_rounds(rs, rounds, f_fresh, b, 0),
+			       over_rounds(rs, rounds, f_fresh_x, b, 0));
 
+	bool overflowed = false;
 	for (int s = 0; s < 2; s++) {
 		printf("\ncollection with N dirty pages, %s (us per call)\n",
 		       strides[s] == 1 ? "contiguous" : "scattered: every 4th page");
@@ -220,29 +311,36 @@ int main(int argc, char **argv)
 			printf(" %10zu", collect_sizes[i]);
 		printf("\n");
 		for (int b = 0; b < 2; b++) {
-			if (!res[b].ran)
+			if (!ran[b])
 				continue;
-			printf("  %-9s", res[b].name);
-			for (int i = 0; i < 5; i++)
-				printf(" %9.1f%s", res[b].collect_ns[s][i] / 1000,
-				       res[b].overflows[s][i] ? "*" : " ");
+			printf("  %-9s", names[b]);
+			for (int i = 0; i < 5; i++) {
+				bool ov = false;
+				for (unsigned r = 0; r < rounds; r++)
+					ov |= rs[r].res[b].overflows[s][i] != 0;
+				overflowed |= ov;
+				printf(" %9.1f%s", over_rounds(rs, rounds, f_collect, s * 5 + i, b) / 1000,
+				       ov ? "*" : " ");
+			}
 			printf("\n");
 		}
-		if (res[0].ran && res[1].ran) {
+		if (ran[0] && ran[1]) {
 			printf("  %-9s", "mp/uffd");
 			for (int i = 0; i < 5; i++)
-				printf(" %9.1fx", res[1].collect_ns[s][i] / res[0].collect_ns[s][i]);
+				printf(" %9.1fx", over_rounds(rs, rounds, f_collect, s * 5 + i, 2));
 			printf("\n");
 		}
 	}
-	printf("  (* = over the mprotect run budget of %d: range unprotected, pagemap read)\n",
-	       TRACKER_MPROTECT_MAX_RUNS);
+	if (overflowed)
+		printf("  (* = over the mprotect run budget of %d: range unprotected, pagemap read)\n",
+		       TRACKER_MPROTECT_MAX_RUNS);
 
-	if (res[0].ran && res[1].ran) {
-		double u = res[0].populated_ns, m = res[1].populated_ns;
+	if (ran[0] && ran[1]) {
+		double u = over_rounds(rs, rounds, f_populated, 0, 0);
+		double x = over_rounds(rs, rounds, f_mp_over_uffd, 0, 0);
 		printf("\ntargets: uffd first write %.2f us (<= 1.5: %s); mprotect/uffd %.1fx "
-		       "(>= 4: %s)\n", u / 1000, u <= 1500 ? "met" : "MISSED", m / u,
-		       m / u >= 4 ? "met" : "MISSED");
+		       "(>= 4: %s)\n", u / 1000, u <= 1500 ? "met" : "MISSED", x,
+		       x >= 4 ? "met" : "MISSED");
 	}
 	free(dirty_buf);
 	return 0;

@@ -3,8 +3,8 @@
 # form of the `kill` test): every round checks the invariants and that at most
 # about one interval of work was lost, and the summary prints how much work a
 # crash lost (p50/p90/max, in ms of the program's progress).
-#   bench/kill_loop.sh [BUILD_DIR] [ROUNDS]
+#   bench/kill_loop.sh [BUILD_DIR] [ROUNDS]   (BUILD_DIR: build/ beside bench/ by default)
 set -euo pipefail
-build=${1:-build}
+build=${1:-$(cd "$(dirname "$0")/.." && pwd)/build}
 rounds=${2:-100}
 PMT_KILL_ROUNDS=$rounds PMT_BANK="$build/examples/bank" "$build/tests/test_kill"

@@ -20,6 +20,8 @@ const char *config_tracker_name(enum tracker_kind t) { return tracker_names[t]; 
 static const char *const writeback_names[] = { "guarded", "paused" };
 const char *config_writeback_name(enum writeback_kind w) { return writeback_names[w]; }
 const char *config_nvm_name(enum nvm_kind n) { return nvm_names[n]; }
+static const char *const restore_names[] = { "auto", "eager", "lazy" };
+const char *config_restore_name(enum restore_policy r) { return restore_names[r]; }
 
 /* The default pool is per program and per user, outside the current
  * directory, on ordinary storage so that it is really durable:
@@ -178,6 +180,12 @@ int config_from_env(struct config *c)
 				 &choice) != 0)
 			return -1;
 		c->writeback = (enum writeback_kind)choice;
+	}
+	if ((v = getenv("PMTHREADS_RESTORE")) != NULL) {
+		if (parse_choice("PMTHREADS_RESTORE", v, restore_names, 3, "auto, eager, lazy",
+				 &choice) != 0)
+			return -1;
+		c->restore = (enum restore_policy)choice;
 	}
 	if ((v = getenv("PMTHREADS_NVM")) != NULL) {
 		/* "sim" is for tests, which select it through the API. */

@@ -18,6 +18,8 @@ enum tracker_kind { TRACKER_AUTO = 0, TRACKER_UFFD = 1, TRACKER_MPROTECT = 2 };
 enum nvm_kind { NVM_AUTO = 0, NVM_PMEM = 1, NVM_MSYNC = 2, NVM_SIM = 3 };
 /* Where an epoch's pages are read for the write-back (epoch.h). */
 enum writeback_kind { WRITEBACK_GUARDED = 0, WRITEBACK_PAUSED = 1 };
+/* How a reopened pool's image reaches the heap (restore.h). */
+enum restore_policy { RESTORE_AUTO = 0, RESTORE_EAGER = 1, RESTORE_LAZY = 2 };
 
 #define CONFIG_DEFAULT_POOL_SIZE (8ULL << 30)	/* heap capacity, bytes: address space, the pool is sparse */
 #define CONFIG_MIN_POOL_SIZE (1ULL << 20)
@@ -34,6 +36,7 @@ struct config {
 	enum tracker_kind tracker;	/* PMTHREADS_TRACKER=auto|uffd|mprotect */
 	enum nvm_kind nvm;		/* PMTHREADS_NVM=auto|pmem|msync */
 	enum writeback_kind writeback;	/* PMTHREADS_WRITEBACK=guarded|paused */
+	enum restore_policy restore;	/* PMTHREADS_RESTORE=auto|eager|lazy */
 	char stats_path[PATH_MAX];	/* PMTHREADS_STATS: "" off, "-" stderr */
 	char epoch_log_path[PATH_MAX];	/* PMTHREADS_EPOCH_LOG: "" off */
 	int verbose;			/* PMTHREADS_VERBOSE=0|1|2 */
@@ -57,5 +60,6 @@ const char *config_heap_name(enum heap_mode m);
 const char *config_tracker_name(enum tracker_kind t);
 const char *config_nvm_name(enum nvm_kind n);
 const char *config_writeback_name(enum writeback_kind w);
+const char *config_restore_name(enum restore_policy r);
 
 #endif

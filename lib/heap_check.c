@@ -132,9 +132,11 @@ static int check_header(struct hc *c)
 	if (h->version != HEAP_VERSION || h->nclasses != HEAP_NCLASSES ||
 	    h->nslots != HEAP_NSLOTS || h->page_size != HEAP_PAGE) {
 		problem(c, "heap header (heap offset 0): format version %u (%u classes, %u slots, "
-			"%u-byte pages) is not this build's version %u (%u, %u, %zu)", h->version,
-			h->nclasses, h->nslots, h->page_size, HEAP_VERSION, HEAP_NCLASSES,
-			HEAP_NSLOTS, HEAP_PAGE);
+			"%u-byte pages) is not this build's version %u (%u, %u, %zu); it was not "
+			"reformatted: open it with the pmthreads that wrote it (heap version %u), or "
+			"start a new pool (another PMTHREADS_POOL path)", h->version, h->nclasses,
+			h->nslots, h->page_size, HEAP_VERSION, HEAP_NCLASSES, HEAP_NSLOTS, HEAP_PAGE,
+			h->version);
 		return -1;
 	}
 	if (h->capacity != heap_rt.len || h->npages != npages) {

@@ -21,9 +21,20 @@
 struct heap_class_info heap_cls[HEAP_NCLASSES];
 uint8_t heap_cls_of[HEAP_SMALL_MAX / 16 + 1];
 
+/* Below a cache line the classes are dense (16-byte steps): small objects
+ * are the most numerous, and density is worth more there than spacing.
+ * From 64 B up every class is a whole number of 64-byte lines and its
+ * blocks start on a line, so no block shares a line with a neighbour: a
+ * lock-coupling list's 80-byte nodes each own their two lines (as a native
+ * build's aligned_alloc of whole lines gives them), instead of one node's
+ * lock sharing a line with its neighbour block's lock, which another
+ * thread's traversal writes.  The price is
+ * internal waste of at most 63 bytes per block up to 512 B (16- to 32-byte
+ * steps wasted at most 31), and at most a fifth of the block above that,
+ * as before. */
 static const uint32_t class_sizes[HEAP_NCLASSES] = {
-	16, 32, 48, 64, 80, 96, 112, 128,
-	160, 192, 224, 256, 320, 384, 448, 512,
+	16, 32, 48,
+	64, 128, 192, 256, 320, 384, 448, 512,
 	640, 768, 896, 1024, 1280, 1536, 1792, 2048,
 	2560, 3072, 3584,
 };
@@ -48,6 +59,9 @@ void heap_classes_init(void)
 		ci->align = s & -s;
 		ci->first = ci->align > sizeof(struct heap_span) ? ci->align
 								 : (uint32_t)sizeof(struct heap_span);
+		/* line-sized classes: block 0, and so every block, on a line */
+		if (s >= HEAP_LINE)
+			ci->first = (ci->first + HEAP_LINE - 1) & ~(HEAP_LINE - 1);
 		uint32_t bytes = ci->first + SPAN_MIN_BLOCKS * s;
 		ci->span_pages = (bytes + (uint32_t)HEAP_PAGE - 1) >> HEAP_PAGE_SHIFT;
 		if (ci->span_pages < SPAN_MIN_PAGES)

@@ -32,9 +32,12 @@
 #define HEAP_PAGE_SHIFT 12
 #define HEAP_PAGE ((size_t)1 << HEAP_PAGE_SHIFT)
 #define HEAP_MAGIC 0x3150414548544d50ULL /* "PMTHEAP1" little-endian */
-#define HEAP_VERSION 1u
+/* 2: size classes from 64 B up are whole cache lines (heap_class.c); a
+ * version-1 heap's spans would be carved with the wrong block sizes. */
+#define HEAP_VERSION 2u
 
-#define HEAP_NCLASSES 27
+#define HEAP_NCLASSES 22
+#define HEAP_LINE 64u		/* classes from a line up are whole lines */
 #define HEAP_SMALL_MAX 3584u	/* larger requests are page runs */
 #define HEAP_NSLOTS 64		/* owned thread caches; slot 0 is the shared one */
 #define HEAP_RUN_BINS 32	/* owned slots cache freed runs of 1..32 pages */

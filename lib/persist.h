@@ -10,7 +10,8 @@
  * pool_recover undoes a torn epoch: copies with seq > VER_d are invalidated
  * durably before anything else, then for each page the valid copy with the
  * larger seq is copied into the shadow range.  It is idempotent: a crash
- * during recovery is followed by the same recovery.
+ * during recovery is followed by the same recovery.  The runtime does not
+ * copy up front when it can avoid it: restore.h restores pages lazily.
  */
 #ifndef PMT_PERSIST_H
 #define PMT_PERSIST_H
@@ -58,13 +59,17 @@ void epoch_persist_from(struct pool *p, const struct persist_source *src, const 
  * never persisted are zeros and are not touched).  On a read-only pool the
  * torn copies are skipped rather than invalidated, so nothing is written. */
 uint64_t pool_recover(struct pool *p, void *shadow);
+/* pool_recover without the invalidation (which must have happened): the
+ * eager path of restore.h. */
+uint64_t pool_copy_image(const struct pool *p, void *shadow);
 
 /* Write the consistent image of page i into out (page_size bytes) without
  * modifying the pool (for pmthreads-recover dump). */
 void pool_read_page(const struct pool *p, uint64_t page, void *out);
 
 /* Durably mark every copy with seq > VER_d (left by an interrupted epoch) as
- * POOL_SEQ_INVALID: one flush per copy, one fence when any.  Must happen
+ * POOL_SEQ_INVALID: one flush per seq-table line holding any, one fence
+ * when any.  Must happen
  * before the next epoch reuses VER_d + 1, or that epoch would make the torn
  * copy valid again.  pool_recover and epoch_persist call it; idempotent.
  * Returns the number of copies invalidated; 0 on a read-only pool. */

@@ -480,6 +480,9 @@ void quiesce_set_thread_functions(quiesce_create_fn create, quiesce_join_fn join
 	join_fn = join != NULL ? join : pthread_join;
 }
 
+quiesce_create_fn quiesce_thread_create_fn(void) { return create_fn; }
+quiesce_join_fn quiesce_thread_join_fn(void) { return join_fn; }
+
 int quiesce_start(unsigned ms, quiesce_epoch_fn fn, void *arg)
 {
 	return quiesce_start_split(ms, fn, NULL, arg);

@@ -22,16 +22,24 @@ uint64_t pool_invalidate_torn(struct pool *p)
 	}
 	const uint64_t v = *p->ver_d;
 	uint64_t count = 0;
+	/* One flush per line of the seq table (four pages' pairs), not per
+	 * copy: an interrupted epoch leaves runs of torn copies. */
+	uintptr_t line = 0;
 	for (uint64_t i = 0; i < p->seq_pages; i++) {
 		for (int c = 0; c < 2; c++) {
 			uint64_t s = p->seq[i][c];
 			if (s != POOL_SEQ_INVALID && s > v) {
 				p->seq[i][c] = POOL_SEQ_INVALID;
-				nvm_flush(p->nvm, &p->seq[i][c], sizeof(uint64_t));
+				uintptr_t l = (uintptr_t)&p->seq[i][c] & ~(uintptr_t)(NVM_LINE - 1);
+				if (l != line && line != 0)
+					nvm_flush(p->nvm, (const void *)line, NVM_LINE);
+				line = l;
 				count++;
 			}
 		}
 	}
+	if (line != 0)
+		nvm_flush(p->nvm, (const void *)line, NVM_LINE);
 	if (count != 0)
 		nvm_fence(p->nvm);
 	p->torn_invalidated = true;
@@ -44,6 +52,11 @@ uint64_t pool_invalidate_torn(struct pool *p)
 uint64_t pool_recover(struct pool *p, void *shadow)
 {
 	pool_invalidate_torn(p);
+	return pool_copy_image(p, shadow);
+}
+
+uint64_t pool_copy_image(const struct pool *p, void *shadow)
+{
 	unsigned char *sh = shadow;
 	uint64_t restored = 0;
 	for (uint64_t i = 0; i < p->seq_pages; i++) {

@@ -10,6 +10,7 @@
 #include "pool.h"
 #include "prim/prim.h"
 #include "quiesce.h"
+#include "restore.h"
 #include "stats.h"
 #include "tracker.h"
 
@@ -38,10 +39,11 @@ static size_t heap_len;
 static bool previous_run_crashed;
 static bool child_of_holder;	/* start-up failed: our parent holds the pool */
 static struct epoch_pipeline *pipeline;
+static struct restore *restorer;	/* lazy restore in progress or serving */
+static uint64_t startup_ns;		/* runtime_init's start(), whole */
 /* The pipeline's counters as they stood when it was closed (the stats
  * report is written after shutdown). */
 static struct epoch_counters closed_counters;
-static uint64_t recovered_pages, recovery_ns;
 
 enum runtime_state runtime_state(void) { return atomic_load(&state); }
 bool runtime_in_init(void) { return initialising_here; }
@@ -68,8 +70,8 @@ void runtime_get_counters(struct runtime_counters *out)
 		epoch_get_counters(pipeline, &out->epoch);
 	else
 		out->epoch = closed_counters;
-	out->recovered_pages = recovered_pages;
-	out->recovery_ns = recovery_ns;
+	restore_get_stats(restorer, &out->restore);
+	out->startup_ns = startup_ns;
 }
 
 static void close_pipeline(bool fork_child)
@@ -263,15 +265,14 @@ static int start(void)
 			"restored at %p and pointers stored in it are off by "
 			"pmthreads_heap_offset()", (unsigned long long)pool->shadow_base, heap_base);
 
-	if (!pool->created) {
-		uint64_t t0 = prim_now_ns();
-		recovered_pages = pool_recover(pool, heap_base);
-		recovery_ns = prim_now_ns() - t0;
-		previous_run_crashed = !pool->was_clean;
-	}
-
-	if (tracker_open(&tracker, cfg.tracker, heap_base, heap_len) != 0)
+	/* Torn copies are invalidated first and durably, then the heap is
+	 * served from the pool: lazily on first touch through the tracker's
+	 * userfaultfd (restored pages count as clean, later writes as
+	 * written), or copied before the tracker attaches. */
+	struct restore_options ro = { .policy = cfg.restore };
+	if (restore_open(&restorer, &tracker, pool, heap_base, heap_len, cfg.tracker, &ro) != 0)
 		goto fail_shadow;
+	previous_run_crashed = !pool->created && !pool->was_clean;
 	/* Before heap_init: its writes happen inside a FASE and must pass. */
 	if (cfg.check)
 		tracker_set_write_hook(checker_on_write);
@@ -296,6 +297,8 @@ static int start(void)
 fail_pipeline:
 	close_pipeline(false);
 fail_tracker:
+	restore_close(restorer);
+	restorer = NULL;
 	tracker_close(tracker);
 	tracker = NULL;
 fail_shadow:
@@ -324,7 +327,9 @@ int runtime_init(void)
 	if (s == RUNTIME_NONE) {
 		atomic_store(&state, RUNTIME_STARTING);
 		initialising_here = true;
+		uint64_t t0 = prim_now_ns();
 		int r = start();
+		startup_ns = prim_now_ns() - t0;
 		initialising_here = false;
 		if (r == 0) {
 			atomic_store_explicit(&state, RUNTIME_RUNNING, memory_order_release);
@@ -364,6 +369,10 @@ void runtime_shutdown(void)
 	/* The epoch thread is joined: no batch is in flight, and nothing
 	 * writes the epoch log. */
 	close_pipeline(false);
+	/* The heap stays usable after shutdown: every page must be there
+	 * before the tracker's userfaultfd goes. */
+	restore_close(restorer);
+	restorer = NULL;
 	stats_note_tracker(tracker->ops->name, &tracker->stats);
 	tracker_close(tracker);
 	tracker = NULL;
@@ -396,6 +405,10 @@ void runtime_atfork_child(void)
 	/* The child never persists; the batch the parent's epoch thread may be
 	 * writing back is the parent's. */
 	close_pipeline(true);
+	/* Completed in the parent before fork (restore.c's atfork handler);
+	 * the restorer thread is the parent's. */
+	restore_abandon(restorer);
+	restorer = NULL;
 	if (tracker != NULL) {
 		stats_note_tracker(tracker->ops->name, &tracker->stats);
 		tracker_close(tracker);

@@ -2,7 +2,7 @@
  * runtime -- start-up, shutdown and fork.
  *
  * Owns: the order in which the modules are brought up (config, pool, shadow,
- * recovery, tracker, heap, epoch pipeline, epoch thread) and down (final
+ * restore + tracker (restore.h), heap, epoch pipeline, epoch thread) and down (final
  * epoch, clean flag), and detaching a fork child.  The epoch itself is
  * epoch.c's; the functions of pmthreads.h are in api.c.
  */
@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "epoch.h"
+#include "restore.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -56,8 +57,9 @@ uint64_t runtime_durable_epoch(void);
 
 struct runtime_counters {
 	struct epoch_counters epoch;	/* the epoch pipeline's (epoch.h) */
-	uint64_t recovered_pages;	/* pages restored at start-up */
-	uint64_t recovery_ns;
+	struct restore_stats restore;	/* how the heap was restored (restore.h) */
+	uint64_t startup_ns;		/* runtime start-up, pool open to epoch
+					 * thread, recovery included */
 };
 void runtime_get_counters(struct runtime_counters *out);
 

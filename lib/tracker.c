@@ -32,6 +32,12 @@ static const struct tracker_ops *choose(enum tracker_kind kind)
 
 int tracker_open(struct tracker **out, enum tracker_kind kind, void *base, size_t len)
 {
+	return tracker_open_flags(out, kind, base, len, 0);
+}
+
+int tracker_open_flags(struct tracker **out, enum tracker_kind kind, void *base, size_t len,
+		       unsigned flags)
+{
 	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
 	*out = NULL;
 	if (base == NULL || len == 0 || (uintptr_t)base % ps != 0 || len % ps != 0) {
@@ -55,6 +61,7 @@ int tracker_open(struct tracker **out, enum tracker_kind kind, void *base, size_
 	t->len = len;
 	t->extent = len;
 	t->page_size = ps;
+	t->open_flags = flags;
 
 	/* Base pages only: a transparent huge page would make both backends
 	 * report 512 pages for one write.  Failure (THP not configured) is

@@ -88,9 +88,18 @@ struct tracker {
 	size_t extent;		/* collections look at [base, base+extent) only;
 				 * see tracker_set_extent */
 	size_t page_size;
+	unsigned open_flags;	/* TRACKER_OPEN_* */
 	struct tracker_stats stats;
 	void *impl;
 };
+
+/* tracker_open_flags: the uffd backend will serve missing-page faults for
+ * lazy restore (restore.h): open its descriptor so that faults taken by the
+ * kernel wait for the restorer when the process may ask for that, and leave
+ * the write-protection of the range to tracker_uffd_register_missing (which
+ * protects only the part it registers; see there for what that means above
+ * it). */
+#define TRACKER_OPEN_MISSING 1u
 
 /* Create a tracker of the given kind over [base, base+len) (TRACKER_AUTO:
  * uffd when the kernel supports it, else mprotect) and attach it.  base and
@@ -99,6 +108,19 @@ struct tracker {
  * support is an error naming what is missing.  Returns 0 or -1 with err_get()
  * set. */
 int tracker_open(struct tracker **out, enum tracker_kind kind, void *base, size_t len);
+int tracker_open_flags(struct tracker **out, enum tracker_kind kind, void *base, size_t len,
+		       unsigned flags);
+/* Lazy restore (restore.c) shares the uffd tracker's descriptor, as a range
+ * has only one userfaultfd context: register [base, base+len) of a tracker
+ * opened with TRACKER_OPEN_MISSING for missing-page faults as well (the
+ * write-protection stays as it is).  Returns the descriptor (owned by the
+ * tracker, closed by tracker_close) and sets *kernel_faults when faults the
+ * kernel takes wait for a UFFDIO_COPY instead of failing with EFAULT; -1
+ * with err_get() set when the tracker is not such a uffd tracker. */
+int tracker_uffd_register_missing(struct tracker *t, size_t len, bool *kernel_faults);
+/* Whether this process may open a userfaultfd whose kernel-mode faults wait
+ * (see tracker_uffd_register_missing). */
+bool tracker_uffd_kernel_faults_possible(void);
 /* Detach and free.  NULL is a no-op. */
 void tracker_close(struct tracker *t);
 /* ops->collect_dirty, counted in t->stats. */

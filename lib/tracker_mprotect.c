@@ -254,6 +254,7 @@ struct guard {
 	size_t ps;
 	atomic_bool armed;		/* ranges[] are read-only */
 	atomic_long splits;		/* pages made writable one by one */
+	atomic_ulong releases;		/* times the ranges were made writable again */
 	size_t nranges;
 	struct guard_range ranges[TRACKER_GUARD_RANGES];
 };
@@ -261,8 +262,12 @@ struct guard {
 static _Atomic(struct guard *) guards[MAX_TRACKERS];
 /* A write fault in a guarded range while no guard is armed is normally a
  * fault that raced with the release (the retry succeeds); the same address
- * faulting twice in a row is the application's own. */
+ * faulting twice with no release in between is the application's own.  (A
+ * thread whose first write after each pause hits the same hot word, and
+ * whose signal is delivered only after the short write-back's release, races
+ * at that address epoch after epoch: the release count tells those apart.) */
 static __thread uintptr_t guard_stale_addr;
+static __thread unsigned long guard_stale_releases;
 
 static struct guard *guard_of(const struct tracker *t)
 {
@@ -290,6 +295,7 @@ static void guard_give_up(struct guard *g)
 {
 	before_writable(g->lo, g->hi);
 	guard_unprotect_ranges(g);
+	atomic_fetch_add(&g->releases, 1);
 	if (atomic_exchange(&g->armed, false))
 		__atomic_fetch_add(&g->t->stats.guard_giveups, 1, __ATOMIC_RELAXED);
 }
@@ -302,9 +308,11 @@ static bool handle_guarded_write(uintptr_t a)
 			continue;
 		uintptr_t pg = a & ~(uintptr_t)(g->ps - 1);
 		if (!atomic_load(&g->armed)) {
-			if (guard_stale_addr == a)
+			unsigned long rel = atomic_load(&g->releases);
+			if (guard_stale_addr == a && guard_stale_releases == rel)
 				return false;
 			guard_stale_addr = a;
+			guard_stale_releases = rel;
 			return true;
 		}
 		guard_stale_addr = 0;
@@ -446,6 +454,7 @@ void tracker_guard_release(struct tracker *t)
 	if (g == NULL || !atomic_load(&g->armed))
 		return;
 	guard_unprotect_ranges(g);
+	atomic_fetch_add(&g->releases, 1);
 	atomic_store(&g->armed, false);
 }
 

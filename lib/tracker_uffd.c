@@ -63,6 +63,9 @@ struct pm_scan_arg {
 
 #define NEEDED_FEATURES (UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED)
 
+/* Memory one last-level page table maps (x86-64, 4 KiB pages). */
+#define PAGE_TABLE_SPAN ((size_t)2 << 20)
+
 /* Regions fetched per PAGEMAP_SCAN call; a region is a run of written
  * pages, so one call usually covers a whole epoch. */
 #define REGION_BATCH 512
@@ -70,6 +73,8 @@ struct pm_scan_arg {
 struct uffd_impl {
 	int uffd;
 	int pagemap;
+	bool kernel_faults;	/* opened without UFFD_USER_MODE_ONLY */
+	size_t missing_len;	/* [base, base+missing_len) registered MISSING too */
 	pid_t owner;		/* both descriptors speak about this process */
 	/* After a failed scan, every page from here on is reported dirty
 	 * (SIZE_MAX: none pending). */
@@ -83,6 +88,27 @@ static int open_uffd(void)
 	 * when vm.unprivileged_userfaultfd is 0; in async mode kernel-mode
 	 * writes are resolved (and recorded) all the same. */
 	return (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+}
+
+/* For lazy restore (restore.c): a MISSING fault taken by the kernel itself
+ * (read() into a page not yet restored) waits for the restorer only on a
+ * descriptor that is not user-mode-only; a user-mode-only one fails such an
+ * access with EFAULT.  That needs privilege (root, CAP_SYS_PTRACE, or
+ * vm.unprivileged_userfaultfd=1); fall back to user-mode-only without. */
+static int open_uffd_kernel_faults(bool *kernel_faults)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	*kernel_faults = fd >= 0;
+	return fd >= 0 ? fd : open_uffd();
+}
+
+bool tracker_uffd_kernel_faults_possible(void)
+{
+	bool kernel_faults;
+	int fd = open_uffd_kernel_faults(&kernel_faults);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0 && kernel_faults;
 }
 
 /* 0 unknown, 1 supported, 2 not. */
@@ -150,6 +176,15 @@ const char *tracker_uffd_unsupported_reason(void)
 	return support_reason;
 }
 
+static int wp_part(struct tracker *t, struct uffd_impl *u, size_t len, bool protect)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { .start = (uintptr_t)t->base, .len = len },
+		.mode = protect ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
+	};
+	return ioctl(u->uffd, UFFDIO_WRITEPROTECT, &wp);
+}
+
 static int wp_range(struct tracker *t, struct uffd_impl *u, bool protect)
 {
 	struct uffdio_writeprotect wp = {
@@ -171,7 +206,8 @@ static int uffd_attach(struct tracker *t)
 	u->owner = getpid();
 	u->all_dirty_from = SIZE_MAX;
 
-	u->uffd = open_uffd();
+	u->uffd = (t->open_flags & TRACKER_OPEN_MISSING) ? open_uffd_kernel_faults(&u->kernel_faults)
+							  : open_uffd();
 	if (u->uffd < 0) {
 		err_set_errno(errno, "userfaultfd failed (use PMTHREADS_TRACKER=mprotect)");
 		goto fail;
@@ -192,7 +228,9 @@ static int uffd_attach(struct tracker *t)
 			      "PMTHREADS_TRACKER=mprotect)", t->base, t->len);
 		goto fail;
 	}
-	if (wp_range(t, u, true) != 0) {
+	/* Lazy restore (TRACKER_OPEN_MISSING) protects only the part it
+	 * registers (tracker_uffd_register_missing): see there. */
+	if (!(t->open_flags & TRACKER_OPEN_MISSING) && wp_range(t, u, true) != 0) {
 		err_set_errno(errno, "cannot write-protect %p + %zu with userfaultfd", t->base,
 			      t->len);
 		goto fail_unregister;
@@ -310,6 +348,61 @@ static void uffd_detach(struct tracker *t)
 	close(u->uffd);
 	prim_unmap(u, sizeof(*u));
 	t->impl = NULL;
+}
+
+int tracker_uffd_register_missing(struct tracker *t, size_t len, bool *kernel_faults)
+{
+	if (t->ops != &tracker_uffd_ops || !(t->open_flags & TRACKER_OPEN_MISSING)) {
+		err_set("lazy restore needs the uffd write tracker opened with TRACKER_OPEN_MISSING "
+			"(this one is %s)", t->ops->name);
+		return -1;
+	}
+	struct uffd_impl *u = t->impl;
+	len = (len + t->page_size - 1) / t->page_size * t->page_size;
+	if (len > t->len)
+		len = t->len;
+	if (len == 0)
+		return u->uffd;
+	/* Same context as the write-protection: one VMA has one uffd.  The
+	 * part [base, base+len) becomes a VMA of its own (MISSING|WP); above
+	 * it the kernel keeps zero-filling first touches itself.
+	 *
+	 * Only this part is write-protected now: a page restored there
+	 * arrives protected (UFFDIO_COPY_MODE_WP), and one not yet restored
+	 * needs its marker (WP_UNPOPULATED), because PAGEMAP_SCAN's fast path
+	 * (category and return mask PAGE_IS_WRITTEN) reports every pte not
+	 * write-protected as written, a none pte in a populated page table
+	 * too (so the protection extends to the end of the last page table,
+	 * 2 MiB).  Above it nothing was ever persisted, and protecting the
+	 * whole capacity costs ~10 ms per GiB at start-up: there a page
+	 * first touched (even read) counts as written once, and so may an
+	 * untouched page below the scan extent (the heap's high-water mark)
+	 * in a page table another touch populated.  Such a page is zeros
+	 * like its copies in the pool, so its epoch writes only its seq. */
+	struct uffdio_register reg = {
+		.range = { .start = (uintptr_t)t->base, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
+	};
+	if (ioctl(u->uffd, UFFDIO_REGISTER, &reg) != 0) {
+		err_set_errno(errno, "cannot register %p + %zu for userfaultfd missing-page faults",
+			      t->base, len);
+		return -1;
+	}
+	if (!(reg.ioctls & (1ULL << _UFFDIO_COPY))) {
+		err_set("userfaultfd offers no UFFDIO_COPY on the heap range");
+		return -1;
+	}
+	size_t wp_len = (len + PAGE_TABLE_SPAN - 1) / PAGE_TABLE_SPAN * PAGE_TABLE_SPAN;
+	if (wp_len > t->len)
+		wp_len = t->len;
+	if (wp_part(t, u, wp_len, true) != 0) {
+		err_set_errno(errno, "cannot write-protect %p + %zu with userfaultfd", t->base,
+			      wp_len);
+		return -1;
+	}
+	u->missing_len = len;
+	*kernel_faults = u->kernel_faults;
+	return u->uffd;
 }
 
 const struct tracker_ops tracker_uffd_ops = {

@@ -1,23 +1,35 @@
 #!/usr/bin/env bash
 # fetch-and-build.sh -- build memcached-pmthreads: Debian 12's memcached source
-# package with memcached-pmthreads.patch, linked with libpmthreads.
+# package with memcached-pmthreads.patch, linked with libpmthreads.  The meson
+# option -Dmemcached (memcached-demo/meson.build) runs it: -F at configure time,
+# the build as a target of `meson compile`.
 #
-# usage: fetch-and-build.sh [-B PMTHREADS_BUILD_DIR] [-o OUT_DIR] [-f]
+# usage: fetch-and-build.sh [-B PMTHREADS_BUILD_DIR] [-o OUT_DIR] [-f] [-F] [-S]
 #   -B DIR  the pmthreads Meson build directory to link against
 #           (-I<src>/lib/include -L<DIR>/preload -lpmthreads, rpath to it);
 #           default: pkg-config pmthreads if installed, else <src>/build
-#   -o DIR  where to fetch, build and put the binary
+#   -o DIR  where to fetch, build and put the binaries
 #           (default: <pmthreads build dir>/memcached-demo)
 #   -f      rebuild from a fresh copy of the source even if up to date
-# Result: OUT_DIR/memcached-pmthreads.  Run it again to rebuild after a
+#   -F      only fetch the source package (and check the build dependencies)
+#   -S      also build memcached-stock-debug: the same source without the
+#           patch, not linked with pmthreads (run-t-suite.sh runs it under
+#           LD_PRELOAD)
+# Result: OUT_DIR/memcached-pmthreads (Debian's configuration) and
+# OUT_DIR/memcached-pmthreads-debug (memcached's debug build: the one its test
+# suite runs; accepts -o relaxed_privileges and the debugtime command), and
+# OUT_DIR/timedrun (the suite's helper).  The unpacked source with memcached's
+# t/ suite is OUT_DIR/memcached-<version>.  Run it again to rebuild after a
 # change of the patch or of libpmthreads (idempotent).  Exit status: 0 built,
-# 1 error, 3 the source package could not be fetched (apt-get failed).
+# 1 error, 3 the source package could not be fetched (apt-get failed), 4 build
+# dependencies missing.
 #
 # The source comes from the machine's own apt sources: the deb entries of
 # /etc/apt/sources.list{,.d/*} are copied as deb-src entries into a private apt
 # state under OUT_DIR (the system's apt configuration is not touched, no root
 # needed for the fetch).  Build dependencies: build-essential, pkg-config,
-# libevent-dev, libsasl2-dev, libssl-dev, dpkg-dev (for dpkg-source).
+# libevent-dev, libsasl2-dev, libssl-dev (optional: TLS), dpkg-dev (for
+# dpkg-source).
 set -euo pipefail
 DEMO_DIR=$(cd "$(dirname "$0")" && pwd)
 SRC_DIR=$(cd "$DEMO_DIR/.." && pwd)
@@ -29,18 +41,24 @@ note() { echo "fetch-and-build.sh: $*" >&2; }
 PM_BUILD=""
 OUT=""
 FORCE=0
-while getopts "B:o:fh" opt; do
+FETCH_ONLY=0
+STOCK=0
+while getopts "B:o:fFSh" opt; do
 	case $opt in
 	B) PM_BUILD=$OPTARG ;;
 	o) OUT=$OPTARG ;;
 	f) FORCE=1 ;;
-	h) sed -n '2,20p' "$0"; exit 0 ;;
-	*) die "usage: $0 [-B PMTHREADS_BUILD_DIR] [-o OUT_DIR] [-f]" ;;
+	F) FETCH_ONLY=1 ;;
+	S) STOCK=1 ;;
+	h) sed -n '2,32p' "$0"; exit 0 ;;
+	*) die "usage: $0 [-B PMTHREADS_BUILD_DIR] [-o OUT_DIR] [-f] [-F] [-S]" ;;
 	esac
 done
 
 # --- how to link libpmthreads ---
-if [ -n "$PM_BUILD" ]; then
+if [ $FETCH_ONLY = 1 ] && [ -n "$OUT" ]; then
+	PM_CFLAGS="" PM_LIBS="" PM_LIBFILE=""    # not needed to fetch
+elif [ -n "$PM_BUILD" ]; then
 	PM_BUILD=$(cd "$PM_BUILD" && pwd) || die "no such directory: $PM_BUILD"
 	[ -f "$PM_BUILD/preload/libpmthreads.so" ] ||
 		die "$PM_BUILD/preload/libpmthreads.so not found: build pmthreads first (meson compile -C $PM_BUILD)"
@@ -77,10 +95,15 @@ done
 for p in libevent libsasl2; do
 	pkg-config --exists "$p" 2>/dev/null || missing="$missing $p(-dev)"
 done
-[ -z "$missing" ] || die "missing:$missing
+if [ -n "$missing" ]; then
+	note "error: missing:$missing
   install: apt-get install build-essential dpkg-dev pkg-config libevent-dev libsasl2-dev libssl-dev"
+	exit 4
+fi
 # Debian builds with TLS; without libssl-dev the demo is built without it.
-CONFIGURE_OPTS=(--enable-sasl)
+# --disable-coverage: the debug build would write gcov files into the tree at
+# every exit
+CONFIGURE_OPTS=(--enable-sasl --disable-coverage)
 if pkg-config --exists openssl 2>/dev/null; then
 	CONFIGURE_OPTS+=(--enable-tls)
 else
@@ -134,6 +157,7 @@ orig=$(ls -d "$OUT"/memcached-[0-9]*/ 2>/dev/null | grep -v -- '-pmthreads/$' | 
 [ -n "$orig" ] && [ -f "$orig/memcached.c" ] || die "unpacked source not found in $OUT"
 orig=${orig%/}
 note "source: $orig"
+[ $FETCH_ONLY = 0 ] || exit 0
 
 # --- patched copy, configured with Debian's options (--enable-sasl --enable-tls) ---
 WORK=$OUT/memcached-pmthreads-src
@@ -149,18 +173,43 @@ if [ $FORCE = 1 ] || [ ! -f "$WORK/.pmthreads-stamp" ] || [ "$(cat "$WORK/.pmthr
 		die "configure failed, see $OUT/configure.log"
 	echo "$stamp" >"$WORK/.pmthreads-stamp"
 fi
+# relink when libpmthreads changed (make does not know about it)
+for b in memcached memcached-debug; do
+	if [ "$PM_LIBFILE" -nt "$WORK/$b" ]; then rm -f "$WORK/$b"; fi
+done
 note "make"
-if ! make -C "$WORK" -j"${JOBS:-2}" memcached >"$OUT/make.log" 2>&1; then
+if ! make -C "$WORK" -j"${JOBS:-2}" memcached memcached-debug timedrun >"$OUT/make.log" 2>&1; then
 	grep -q "undefined reference to .\(nv\|pmthreads_\|crashed\)" "$OUT/make.log" &&
 		note "$PM_LIBFILE does not export the pmthreads.h API (yet?)"
 	die "build failed, see $OUT/make.log"
 fi
-# relink when libpmthreads changed (make does not know about it)
-if [ "$PM_LIBFILE" -nt "$WORK/memcached" ]; then
-	rm -f "$WORK/memcached"
-	make -C "$WORK" memcached >>"$OUT/make.log" 2>&1 || die "link failed, see $OUT/make.log"
+install_bin() {   # install_bin FROM TO: replace TO atomically
+	cp -f "$1" "$2.tmp" && mv -f "$2.tmp" "$2"
+}
+install_bin "$WORK/memcached" "$OUT/memcached-pmthreads"
+install_bin "$WORK/memcached-debug" "$OUT/memcached-pmthreads-debug"
+install_bin "$WORK/timedrun" "$OUT/timedrun"
+for b in memcached-pmthreads memcached-pmthreads-debug; do
+	ldd "$OUT/$b" | grep libpmthreads >/dev/null || die "$b is not linked with libpmthreads"
+done
+note "built $OUT/memcached-pmthreads and $OUT/memcached-pmthreads-debug ($("$OUT/memcached-pmthreads" -V))"
+
+# --- the unpatched debug build, for the t/ suite under LD_PRELOAD ---
+if [ $STOCK = 1 ]; then
+	SWORK=$OUT/memcached-stock-src
+	sstamp="${CONFIGURE_OPTS[*]}"
+	if [ $FORCE = 1 ] || [ ! -f "$SWORK/.stock-stamp" ] || [ "$(cat "$SWORK/.stock-stamp")" != "$sstamp" ]; then
+		rm -rf "$SWORK"
+		cp -a "$orig" "$SWORK"
+		note "configure (stock)"
+		(cd "$SWORK" && ./configure "${CONFIGURE_OPTS[@]}" >"$OUT/configure-stock.log" 2>&1) ||
+			die "configure failed, see $OUT/configure-stock.log"
+		echo "$sstamp" >"$SWORK/.stock-stamp"
+	fi
+	note "make (stock)"
+	make -C "$SWORK" -j"${JOBS:-2}" memcached-debug >"$OUT/make-stock.log" 2>&1 ||
+		die "build failed, see $OUT/make-stock.log"
+	install_bin "$SWORK/memcached-debug" "$OUT/memcached-stock-debug"
+	note "built $OUT/memcached-stock-debug"
 fi
-cp -f "$WORK/memcached" "$OUT/memcached-pmthreads.tmp" && mv -f "$OUT/memcached-pmthreads.tmp" "$OUT/memcached-pmthreads"
-ldd "$OUT/memcached-pmthreads" | grep -q libpmthreads || die "memcached-pmthreads is not linked with libpmthreads"
-note "built $OUT/memcached-pmthreads ($("$OUT/memcached-pmthreads" -V))"
 echo "$OUT/memcached-pmthreads"

@@ -9,7 +9,9 @@
  *   mc_client verify HOST PORT ROUND N VMIN VMAX ACKLOG CUTOFF_NS
  *       get every key of the round: a key acknowledged before CUTOFF_NS must
  *       be there with its value; any key that is there must have its value.
- *       Prints counts; exit 0 when both hold, 1 otherwise.
+ *       Prints counts, the ack time of the oldest acknowledged key that is
+ *       missing (0: none) and of the newest acknowledgement; exit 0 when both
+ *       hold, 1 otherwise.
  *   mc_client bench  HOST PORT CONNS SECONDS KEYS VSIZE SET_PERCENT
  *       closed-loop load: CONNS threads with one connection each, random keys
  *       of KEYS (prefilled first), values of VSIZE bytes, SET_PERCENT % sets,
@@ -246,6 +248,7 @@ static int cmd_verify(char **a)
 	struct conn *c = malloc(sizeof(*c));
 	unsigned long required = 0, missing = 0, wrong = 0, present = 0, unacked_present = 0;
 	unsigned long acked_total = 0, recent_missing = 0;
+	uint64_t oldest_lost = 0, last_ack = 0;
 	unsigned long i, idx;
 	uint64_t t;
 
@@ -313,10 +316,16 @@ static int cmd_verify(char **a)
 		} else if (!seen[i]) {
 			recent_missing++;
 		}
+		if (!seen[i] && (oldest_lost == 0 || ack[i] < oldest_lost))
+			oldest_lost = ack[i];
+		if (ack[i] > last_ack)
+			last_ack = ack[i];
 	}
 	printf("round=%u acked=%lu required=%lu present=%lu missing_required=%lu wrong=%lu "
-	       "present_unacked=%lu lost_within_window=%lu\n",
-	       round, acked_total, required, present, missing, wrong, unacked_present, recent_missing);
+	       "present_unacked=%lu lost_within_window=%lu oldest_lost_ack_ns=%" PRIu64
+	       " last_ack_ns=%" PRIu64 "\n",
+	       round, acked_total, required, present, missing, wrong, unacked_present, recent_missing,
+	       oldest_lost, last_ack);
 	return (missing == 0 && wrong == 0) ? 0 : 1;
 }
 

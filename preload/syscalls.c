@@ -29,6 +29,7 @@
 #include "heap.h"
 #include "preload.h"
 #include "real.h"
+#include "restore.h"
 #include "tracker.h"
 
 #include <dirent.h>
@@ -50,6 +51,9 @@ static inline bool prefault(void *buf, size_t len)
 {
 	if (!heap_contains(buf) || len == 0)
 		return false;
+	/* Lazy restore first: with a user-mode-only userfaultfd the kernel's
+	 * own access to a page not yet restored fails with EFAULT. */
+	restore_prefault(buf, len);
 	tracker_prefault(buf, len);
 	return true;
 }

@@ -16,7 +16,13 @@
 // caught by the same sweep.
 #include "pool_test_util.h"
 
+extern "C" {
+#include "restore.h"
+#include "tracker.h"
+}
+
 #include <map>
+#include <set>
 #include <random>
 #include <sstream>
 
@@ -115,7 +121,58 @@ struct child_work {
 	const image *persist = nullptr;	// then persist this image ...
 	const std::vector<uint64_t> *dirty = nullptr; // ... these pages of it
 	persist_fault fault = PERSIST_FAULT_NONE;
+	// The runtime's path instead: restore_open (invalidation, then lazy
+	// restore through the uffd tracker; implies recover), the program
+	// writes the dirty pages (each restored on its first touch), the
+	// tracker collects them, the epoch persists them while the other
+	// pages are still waiting for their restore.
+	bool lazy = false;
+	bool background = false;	// with the background pass racing the epoch
+	const image *expect = nullptr;	// lazy, no persist: the image to find
 };
+
+bool lazy_supported()
+{
+	static bool warned;
+	if (tracker_uffd_supported())
+		return true;
+	if (!warned)
+		WARN("uffd tracker unsupported (" << tracker_uffd_unsupported_reason()
+						  << "): lazy restore sweeps skipped");
+	warned = true;
+	return false;
+}
+
+// The child's lazy path (see child_work); exits 12-15 on a mismatch.
+void lazy_child(pool *p, const child_work &w)
+{
+	const size_t ps = page_size(), len = kPages * ps;
+	auto *heap = static_cast<unsigned char *>(shadow_reserve(0, len));
+	restore *r = nullptr;
+	tracker *t = nullptr;
+	restore_options ro{};
+	ro.policy = RESTORE_LAZY;
+	ro.no_background = !w.background;
+	if (heap == nullptr || restore_open(&r, &t, p, heap, len, TRACKER_UFFD, &ro) != 0 || r == nullptr)
+		_exit(12);
+	if (w.persist) {
+		for (uint64_t pg : *w.dirty)
+			memcpy(heap + pg * ps, w.persist->data() + pg * ps, ps);
+		std::vector<uint64_t> got(kPages);
+		got.resize(tracker_collect_dirty(t, got.data(), got.size()));
+		// Exact: restored pages are clean, written ones dirty.
+		if (std::set<uint64_t>(got.begin(), got.end()) !=
+		    std::set<uint64_t>(w.dirty->begin(), w.dirty->end()))
+			_exit(13);
+		epoch_persist(p, heap, got.data(), got.size(), nullptr);
+		if (memcmp(heap, w.persist->data(), len) != 0)
+			_exit(14);
+	} else if (w.expect && memcmp(heap, w.expect->data(), len) != 0) {
+		_exit(15);
+	}
+	restore_close(r);
+	tracker_close(t);
+}
 
 struct child_result {
 	int status;
@@ -141,11 +198,13 @@ child_result run_child(const std::string &path, const child_work &w, uint64_t cr
 		pool *p = nullptr;
 		if (pool_open(&p, &o) != 0)
 			_exit(10);
-		if (w.recover) {
+		if (w.lazy)
+			lazy_child(p, w);
+		else if (w.recover) {
 			shadow_buf scratch(kPages * page_size());
 			pool_recover(p, scratch.mem);
 		}
-		if (w.persist)
+		if (w.persist && !w.lazy)
 			epoch_persist(p, w.persist->data(), w.dirty->data(), w.dirty->size(), nullptr);
 		uint64_t prims = nvm_sim_primitives(p->nvm);
 		if (write(fds[1], &prims, sizeof(prims)) != (ssize_t)sizeof(prims))
@@ -177,7 +236,9 @@ struct outcome {
 	image heap;
 };
 
-// Open path normally, recover, and compare against images.
+// Open path normally, recover (lazily when lazy_recovery), and compare
+// against images.
+bool lazy_recovery = false;
 outcome check_recovery(const std::string &path, const image_map &images)
 {
 	outcome out;
@@ -192,9 +253,30 @@ outcome check_recovery(const std::string &path, const image_map &images)
 	if (unsigned n = pool_check(p, nullptr, nullptr))
 		why << "pool_check before recovery: " << n << " problems; ";
 	out.ver_d = *p->ver_d;
-	shadow_buf sh(kPages * page_size());
-	pool_recover(p, sh.mem);
-	out.heap = sh.bytes();
+	if (lazy_recovery) {
+		// The runtime's way: restore_open, every page restored on its
+		// first touch (the background pass is off).
+		const size_t len = kPages * page_size();
+		auto *heap = static_cast<unsigned char *>(shadow_reserve(0, len));
+		REQUIRE(heap != nullptr);
+		restore *r = nullptr;
+		tracker *t = nullptr;
+		restore_options ro{};
+		ro.policy = RESTORE_LAZY;
+		ro.no_background = true;
+		REQUIRE(restore_open(&r, &t, p, heap, len, TRACKER_UFFD, &ro) == 0);
+		out.heap.assign(heap, heap + len);
+		std::vector<uint64_t> d(kPages);
+		if (tracker_collect_dirty(t, d.data(), d.size()) != 0)
+			why << "lazily restored pages count as dirty; ";
+		restore_close(r);
+		tracker_close(t);
+		shadow_release(heap, len);
+	} else {
+		shadow_buf sh(kPages * page_size());
+		pool_recover(p, sh.mem);
+		out.heap = sh.bytes();
+	}
 	auto it = images.find(out.ver_d);
 	if (it == images.end()) {
 		why << "VER_d " << out.ver_d << " names no epoch; ";
@@ -386,6 +468,36 @@ TEST_CASE("crash at every point of a multi-page epoch recovers the old or the ne
 			     << sim_modes().size() << " seeds), new image after " << r.new_image);
 }
 
+TEST_CASE("lazy restore: crash at every point of an epoch persisted while pages wait for "
+	  "their restore", "[crash][sweep][lazy]")
+{
+	if (!lazy_supported())
+		return;
+	prepared pr;
+	image_map images = pr.images;
+	image next = next_image(images[pr.ver()], kDirty, 5);
+	images[pr.ver() + 1] = next;
+	for (bool background : { false, true }) {
+		INFO("background pass " << background);
+		child_work w;
+		w.lazy = true;
+		w.background = background;
+		w.persist = &next;
+		w.dirty = &kDirty;
+		uint64_t total = count_primitives(pr, pr.base, w);
+		lazy_recovery = true;
+		sweep_result r = sweep(pr, w, images, pr.ver(), pr.ver() + 1, total, true,
+				       [&] { pr.reset_work(); });
+		lazy_recovery = false;
+		INFO(first_problems(r));
+		CHECK(r.problems.empty());
+		CHECK(r.crash_points == total * sim_modes().size());
+		CHECK(r.new_image > 0);
+		WARN("lazy epoch sweep: " << r.crash_points << " crash points, background "
+					  << background);
+	}
+}
+
 namespace {
 
 uint64_t durable_ver(const std::string &path)
@@ -437,8 +549,12 @@ TEST_CASE("a crash during recovery is followed by the same recovery", "[crash][r
 	uint64_t total = count_primitives(pr, pr.base, epoch);
 	std::string torn = pr.dir.file("torn.pool");
 	uint64_t points = 0;
+	for (bool lazy : { false, true }) {
+	if (lazy && !lazy_supported())
+		continue;
+	lazy_recovery = lazy;
 	for (uint64_t k1 : data_phase_points(total)) {
-		INFO("first crash after primitive " << k1);
+		INFO("first crash after primitive " << k1 << (lazy ? ", lazy restore" : ""));
 		pr.reset_work();
 		child_result c1 = run_child(pr.work, epoch, k1, { 0, NVM_SIM_KEEP_OLD });
 		REQUIRE(WEXITSTATUS(c1.status) == NVM_SIM_CRASH_EXIT);
@@ -448,6 +564,8 @@ TEST_CASE("a crash during recovery is followed by the same recovery", "[crash][r
 		REQUIRE(torn_and_different(torn, next) + torn_and_different(torn, images[v1]) > 0);
 		child_work rec;
 		rec.recover = true;
+		rec.lazy = lazy;
+		rec.expect = &images[v1];
 		uint64_t rtotal = count_primitives(pr, torn, rec);
 		REQUIRE(rtotal >= 2); // invalidations + one fence
 		sweep_result r = sweep(pr, rec, images, v1, v1, rtotal, false,
@@ -456,7 +574,9 @@ TEST_CASE("a crash during recovery is followed by the same recovery", "[crash][r
 		CHECK(r.problems.empty());
 		points += r.crash_points;
 	}
-	WARN("recovery sweep: " << points << " crash points");
+	}
+	lazy_recovery = false;
+	WARN("recovery sweep (copying and lazy restore): " << points << " crash points");
 }
 
 TEST_CASE("double crash: crash mid-epoch, recover, crash mid-epoch again", "[crash][double]")
@@ -468,7 +588,11 @@ TEST_CASE("double crash: crash mid-epoch, recover, crash mid-epoch again", "[cra
 	epoch.dirty = &kDirty;
 	uint64_t total = count_primitives(pr, pr.base, epoch);
 	std::string first = pr.dir.file("first.pool");
-	const std::vector<uint64_t> dirty2 = { 1, 2, 4, 9, 13, 14 };
+	const std::vector<uint64_t> dirty2_all = { 1, 2, 4, 9, 13, 14 };
+	// After the third first crash the second epoch stays out of the first
+	// seq-table lines (pages 0-11, torn by the first): only recovery's own
+	// flushes make their invalidations durable before VER_d is reused.
+	const std::vector<uint64_t> dirty2_low = { 13, 14 };
 	uint64_t points = 0;
 	// First crashes: in the data phase (torn copies left), and between the
 	// VER_d flush and its fence with the line surviving (the epoch is kept).
@@ -477,8 +601,16 @@ TEST_CASE("double crash: crash mid-epoch, recover, crash mid-epoch again", "[cra
 		{ d[0], { 0, NVM_SIM_KEEP_OLD } }, { d[1], { 3, NVM_SIM_RANDOM } },
 		{ d[2], { 0, NVM_SIM_KEEP_OLD } }, { total - 1, { 0, NVM_SIM_KEEP_NEW } },
 	};
-	for (auto [k1, m1] : firsts) {
-		INFO("first crash after primitive " << k1 << " seed " << m1.seed);
+	// Copying recovery, then the runtime's path: lazy restore with the
+	// epoch racing the background pass or not, recovered lazily again.
+	for (int path = 0; path < 3; path++) {
+	if (path > 0 && !lazy_supported())
+		continue;
+	lazy_recovery = path > 0;
+	for (size_t fi = 0; fi < firsts.size(); fi++) {
+		auto [k1, m1] = firsts[fi];
+		const std::vector<uint64_t> &dirty2 = fi == 2 ? dirty2_low : dirty2_all;
+		INFO("first crash after primitive " << k1 << " seed " << m1.seed << " path " << path);
 		pr.reset_work();
 		REQUIRE(WEXITSTATUS(run_child(pr.work, epoch, k1, m1).status) == NVM_SIM_CRASH_EXIT);
 		copy_file(pr.work, first);
@@ -498,6 +630,8 @@ TEST_CASE("double crash: crash mid-epoch, recover, crash mid-epoch again", "[cra
 		w.recover = true;
 		w.persist = &second;
 		w.dirty = &dirty2;
+		w.lazy = path > 0;
+		w.background = path == 2;
 		uint64_t total2 = count_primitives(pr, first, w);
 		sweep_result r = sweep(pr, w, images, v1, v1 + 1, total2, true,
 				       [&] { copy_file(first, pr.work); });
@@ -506,7 +640,10 @@ TEST_CASE("double crash: crash mid-epoch, recover, crash mid-epoch again", "[cra
 		CHECK(r.new_image > 0);
 		points += r.crash_points;
 	}
-	WARN("double-crash sweep: " << points << " crash points");
+	}
+	lazy_recovery = false;
+	WARN("double-crash sweep (copying, lazy, lazy with background): " << points
+									   << " crash points");
 }
 
 TEST_CASE("torn copies are not resurrected by the next epoch", "[crash][resurrection]")

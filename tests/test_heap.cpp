@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -154,6 +155,27 @@ TEST_CASE("heap_init checks the range and the header it finds", "[heap]")
 		REQUIRE(heap_init(base, len, false) == -1);
 		REQUIRE(std::string(err_get()).find("version") != std::string::npos);
 	}
+	SECTION("a heap of the version before line-sized classes: refused, not reformatted")
+	{
+		REQUIRE(heap_init(base, len, true) == 0);
+		void *p = heap_malloc(80);
+		REQUIRE(p != nullptr);
+		memset(p, 0x5a, 80);
+		// What a version-1 heap's header said: 27 classes, 80 B among them.
+		static_cast<uint32_t *>(base)[2] = 1;	// version
+		static_cast<uint32_t *>(base)[10] = 27;	// nclasses
+		std::vector<unsigned char> before(static_cast<unsigned char *>(base),
+						  static_cast<unsigned char *>(base) + (4u << 20));
+		REQUIRE(heap_init(base, len, false) == -1);
+		std::string why = err_get();
+		INFO(why);
+		CHECK(why.find("format version 1 ") != std::string::npos);
+		CHECK(why.find("not reformatted") != std::string::npos);
+		CHECK(why.find("heap version 1)") != std::string::npos);
+		CHECK(why.find("PMTHREADS_POOL") != std::string::npos);
+		REQUIRE_FALSE(heap_ready());
+		REQUIRE(memcmp(before.data(), base, before.size()) == 0);
+	}
 	SECTION("misaligned or tiny ranges: refused")
 	{
 		REQUIRE(heap_init((char *)base + 16, len - 4096, true) == -1);
@@ -191,6 +213,74 @@ TEST_CASE("small and large blocks: alignment, sizes, no overlap", "[heap]")
 	REQUIRE(in_use() == 0);
 	require_consistent();
 	REQUIRE(fase_depth() == 0);
+}
+
+// The size classes as the allocator shows them: the usable size of each
+// request from 1 byte to the largest small one.
+static std::vector<std::pair<size_t, size_t>> class_table()	// (class size, smallest request)
+{
+	std::vector<std::pair<size_t, size_t>> classes;
+	for (size_t n = 1; n <= 4096; n++) {
+		void *p = heap_malloc(n);
+		REQUIRE(p != nullptr);
+		size_t u = heap_usable_size(p);
+		heap_free(p);
+		if (u >= 4096)
+			break;
+		if (classes.empty() || classes.back().first != u)
+			classes.push_back({ u, n });
+	}
+	return classes;
+}
+
+TEST_CASE("size classes: whole cache lines from 64 B up, dense below, bounded waste", "[heap]")
+{
+	test_heap th;
+	auto classes = class_table();
+	REQUIRE(classes.size() >= 16);
+	for (auto [size, first_request] : classes) {
+		size_t worst = size - first_request;	// bytes wasted by the smallest request
+		// Blocks to fill some 24 spans (of 16 KiB or more), so that span
+		// ends are covered: every block line-aligned (no line shared with
+		// a neighbour) from 64 B up, 16-byte aligned below.
+		heap_check_report r0;
+		REQUIRE(heap_check(&r0) == 0);
+		std::vector<void *> v;
+		size_t count = 24 * (16384 / size) + 100;
+		for (size_t i = 0; i < count; i++) {
+			void *p = heap_malloc(size);
+			REQUIRE(p != nullptr);
+			v.push_back(p);
+		}
+		heap_check_report r;
+		REQUIRE(heap_check(&r) == 0);
+		// the spans this class's blocks took (its reserve span, made
+		// by class_table, among them: one span's worth more)
+		double span_bytes = (double)(r.span_pages - r0.span_pages) * 4096;
+		double footprint = span_bytes / (double)(v.size() * size);	// incl. span headers and tails
+		printf("class %5zu B: requests %4zu..%-4zu worst internal waste %3zu B (%4.1f %%), "
+		       "spans %.3fx the blocks\n", size, first_request, size, worst,
+		       100.0 * (double)worst / (double)size, footprint);
+		INFO("class " << size);
+		if (size >= 64) {
+			CHECK(size % 64 == 0);
+			for (void *p : v)
+				CHECK((uintptr_t)p % 64 == 0);
+			// at most 63 bytes per block up to 512 B, a fifth of the block above
+			CHECK(worst <= std::max<size_t>(63, size / 5));
+		} else {
+			CHECK(size % 16 == 0);
+			CHECK(worst <= 15);	// dense: 16-byte steps
+			for (void *p : v)
+				CHECK((uintptr_t)p % 16 == 0);
+		}
+		// the span headers, span tails and the last span's free room
+		CHECK(footprint <= 1.10);
+		for (void *p : v)
+			heap_free(p);
+	}
+	REQUIRE(in_use() == 0);
+	require_consistent();
 }
 
 TEST_CASE("calloc zeroes, also memory that was used before", "[heap]")

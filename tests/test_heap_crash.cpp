@@ -20,6 +20,8 @@
 extern "C" {
 #include "heap.h"
 #include "quiesce.h"
+#include "restore.h"
+#include "tracker.h"
 }
 
 #include <algorithm>
@@ -246,6 +248,12 @@ int crash_child(prepared &pr, uint64_t crash_after, uint64_t seed, nvm_sim_survi
 	});
 }
 
+// How recover_and_check brings the image back: 0 pool_recover (a copy),
+// 1 the runtime's lazy restore (restore.h: pages restored on first touch by
+// heap_init and the churn, the next epoch's pages collected by the uffd
+// tracker), 2 the same with the background pass racing them.
+int restore_path = 0;
+
 // Recover work into a fresh range at kBase and check the heap thoroughly;
 // returns the recovered VER_d.  Leaves the range mapped and the pool closed.
 uint64_t recover_and_check(prepared &pr, std::mt19937_64 &rng)
@@ -258,9 +266,20 @@ uint64_t recover_and_check(prepared &pr, std::mt19937_64 &rng)
 	REQUIRE(pr.epochs.count(ver) == 1);
 	const epoch_state &es = pr.epochs[ver];
 	map_shadow();
-	pool_recover(p, shadow());
-	// (test_crash shows the image is byte-exact; here it is a precondition.)
-	REQUIRE(memcmp(shadow(), es.img.data(), kHeapLen) == 0);
+	restore *r = nullptr;
+	tracker *t = nullptr;
+	if (restore_path == 0) {
+		pool_recover(p, shadow());
+		// (test_crash shows the image is byte-exact; here it is a
+		// precondition.)
+		REQUIRE(memcmp(shadow(), es.img.data(), kHeapLen) == 0);
+	} else {
+		restore_options ro{};
+		ro.policy = RESTORE_LAZY;
+		ro.no_background = restore_path == 1;
+		REQUIRE(restore_open(&r, &t, p, shadow(), kHeapLen, TRACKER_UFFD, &ro) == 0);
+		REQUIRE(r != nullptr);
+	}
 
 	REQUIRE(heap_init(shadow(), kHeapLen, false) == 0);
 	std::string bad = check_heap();
@@ -300,9 +319,21 @@ uint64_t recover_and_check(prepared &pr, std::mt19937_64 &rng)
 
 	// A further epoch over the recovered pool (its torn copies were
 	// invalidated by pool_recover), then recover that one as well.
-	std::vector<uint64_t> d = dirty_pages(es.img);
+	std::vector<uint64_t> d;
+	if (restore_path == 0) {
+		d = dirty_pages(es.img);
+	} else {
+		// What the tracker saw written since the restore: every page
+		// whose content changed must be among them.
+		d.resize(npages());
+		d.resize(tracker_collect_dirty(t, d.data(), d.size()));
+		for (uint64_t pg : dirty_pages(es.img))
+			REQUIRE(std::binary_search(d.begin(), d.end(), pg));
+	}
 	if (!d.empty())
 		epoch_persist(p, shadow(), d.data(), d.size(), nullptr);
+	restore_close(r);
+	tracker_close(t);
 	image after(shadow(), shadow() + kHeapLen);
 	uint64_t use_after = in_use();
 	pool_close(p);
@@ -382,6 +413,9 @@ TEST_CASE("allocator metadata survives a crash in the middle of an epoch", "[hea
 			st = crash_child(pr, k, modes[m].seed, modes[m].surv, -1);
 			REQUIRE(WIFEXITED(st));
 			REQUIRE(WEXITSTATUS(st) == NVM_SIM_CRASH_EXIT);
+			// Alternate copying and lazy recovery over the sweep.
+			restore_path = tracker_uffd_supported() ? (int)(k % 3) : 0;
+			INFO("restore path " << restore_path);
 			seen[recover_and_check(pr, rng)]++;
 		}
 	}

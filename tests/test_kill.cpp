@@ -42,8 +42,9 @@ std::string bank_path()
 	return p;
 }
 
-void set_env(const std::string &pool, const char *tracker)
+void set_env(const std::string &pool, const char *tracker, const char *restore)
 {
+	setenv("PMTHREADS_RESTORE", restore, 1);
 	setenv("PMTHREADS_POOL", pool.c_str(), 1);
 	setenv("PMTHREADS_POOL_SIZE", "64M", 1);
 	setenv("PMTHREADS_INTERVAL_MS", std::to_string(interval_ms).c_str(), 1);
@@ -89,10 +90,10 @@ std::vector<progress_point> run_and_kill(unsigned kill_after_ms, long long *kill
 }
 
 // Recover with --check: returns the recovered transfer count, -1 if the
-// program reported an inconsistency.
-long long recover_and_check(std::string *output)
+// program reported an inconsistency.  Its statistics go to stats_path.
+long long recover_and_check(std::string *output, const std::string &stats_path)
 {
-	std::string cmd = bank_path() + " --check 2>&1";
+	std::string cmd = "PMTHREADS_STATS=" + stats_path + " " + bank_path() + " --check 2>&1";
 	FILE *p = popen(cmd.c_str(), "r");
 	REQUIRE(p != nullptr);
 	char line[512];
@@ -120,14 +121,32 @@ int rounds_from_env(int dflt)
 	return v != nullptr && atoi(v) > 0 ? atoi(v) : dflt;
 }
 
-void kill_loop(const char *tracker, int rounds)
+std::string file_text(const std::string &path)
+{
+	std::string s;
+	if (FILE *f = fopen(path.c_str(), "r")) {
+		char buf[4096];
+		size_t n;
+		while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+			s.append(buf, n);
+		fclose(f);
+	}
+	return s;
+}
+
+// restore: PMTHREADS_RESTORE for every run; the recovering run must report
+// that path (lazy needs the uffd tracker; with mprotect it is eager).
+void kill_loop(const char *tracker, const char *restore, int rounds)
 {
 	rounds = rounds_from_env(rounds);
 	std::vector<double> lost_ms;
 	char dir[] = "/dev/shm/pmt-kill-XXXXXX";
 	REQUIRE(mkdtemp(dir) != nullptr);
 	std::string pool = std::string(dir) + "/bank.pool";
-	set_env(pool, tracker);
+	set_env(pool, tracker, restore);
+	std::string stats = std::string(dir) + "/stats.json";
+	std::string expect_path = std::string("\"restore\": \"") +
+				  (strcmp(tracker, "mprotect") == 0 ? "eager" : restore) + "\"";
 	std::mt19937 rng(std::random_device{}());
 	long long previous = 0;
 	for (int round = 0; round < rounds; round++) {
@@ -135,10 +154,11 @@ void kill_loop(const char *tracker, int rounds)
 		long long killed_at;
 		std::vector<progress_point> points = run_and_kill(after, &killed_at);
 		std::string output;
-		long long recovered = recover_and_check(&output);
-		INFO("tracker " << tracker << ", round " << round << ", killed after " << after
-				<< " ms\n" << output);
+		long long recovered = recover_and_check(&output, stats);
+		INFO("tracker " << tracker << ", restore " << restore << ", round " << round
+				<< ", killed after " << after << " ms\n" << output);
 		REQUIRE(recovered >= 0);	// invariants hold
+		CHECK(file_text(stats).find(expect_path) != std::string::npos);
 		// What was committed more than about one interval before the
 		// kill must be there: one interval until the next quiescent
 		// point, one for the epoch in flight, plus 100 ms of slack for
@@ -162,22 +182,31 @@ void kill_loop(const char *tracker, int rounds)
 		previous = recovered;
 	}
 	unlink(pool.c_str());
+	unlink(stats.c_str());
 	rmdir(dir);
 	std::sort(lost_ms.begin(), lost_ms.end());
 	if (!lost_ms.empty())
-		printf("kill loop, %s tracker, interval %u ms: %d kills, work lost per crash "
-		       "p50 %.0f ms, p90 %.0f ms, max %.0f ms\n", tracker, interval_ms, rounds,
+		printf("kill loop, %s tracker, %s restore, interval %u ms: %d kills, work lost per "
+		       "crash p50 %.0f ms, p90 %.0f ms, max %.0f ms\n", tracker, restore, interval_ms, rounds,
 		       lost_ms[lost_ms.size() / 2], lost_ms[lost_ms.size() * 9 / 10], lost_ms.back());
 }
 
 } // namespace
 
+// Every restart recovers lazily (the killed runs too: they run, and are
+// killed, while their background restore may still be going).
 TEST_CASE("bank survives kill -9 at random times with the uffd tracker", "[kill]")
 {
-	kill_loop("uffd", 4);
+	kill_loop("uffd", "lazy", 4);
+}
+
+TEST_CASE("bank survives kill -9 at random times with the uffd tracker, copying recovery",
+	  "[kill]")
+{
+	kill_loop("uffd", "eager", 2);
 }
 
 TEST_CASE("bank survives kill -9 at random times with the mprotect tracker", "[kill]")
 {
-	kill_loop("mprotect", 4);
+	kill_loop("mprotect", "auto", 4);
 }

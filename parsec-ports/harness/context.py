@@ -19,6 +19,11 @@ class Context:
     timeout: float
     pool_size: str
     out: Path
+    scale: str = "default"       # workloads' -s
+    interval_ms: int = 100       # PMTHREADS_INTERVAL_MS
+    only_workloads: tuple = ()   # empty: every built workload
+    cells: tuple = ()            # stress (structure, threads, put); empty: the full grid
+    trackers: tuple = ("uffd", "mprotect")  # the pmthreads configurations to run
 
     def binary(self, *relative: str) -> Path | None:
         """The first of build/<relative> that is an executable file."""

@@ -16,7 +16,7 @@ def run_recovery(ctx: Context) -> list:
     script = Path(__file__).resolve().parent.parent / "recovery" / "crash_recover.sh"
     out_csv = ctx.out / "recovery.csv"
     out_csv.unlink(missing_ok=True)
-    seconds = "1" if ctx.quick else "3"
+    seconds = "2" if ctx.quick else "3"
     print(f"== recovery: {len(INTERVALS_MS)} pmthreads intervals + 1 pmemobj run, "
           f"{seconds} s of inserts each", flush=True)
     cmd = ["sh", str(script), "-b", str(ctx.build), "-s", seconds, "-t", str(ctx.threads),

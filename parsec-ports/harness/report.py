@@ -5,10 +5,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 import workloads
-from runner import MPROTECT, NATIVE, PMEMOBJ, UFFD
+from runner import INTERCEPT, MPROTECT, NATIVE, PMEMOBJ, UFFD
 
 PM_CONFIGS = (UFFD.name, MPROTECT.name)
-STRESS_CONFIGS = (NATIVE.name, UFFD.name, MPROTECT.name, PMEMOBJ.name)
+STRESS_CONFIGS = (NATIVE.name, UFFD.name, MPROTECT.name, INTERCEPT.name, PMEMOBJ.name)
 
 
 def write_csv(path: Path, rows: list):
@@ -26,21 +26,33 @@ def fmt(v, spec: str, missing: str = "-") -> str:
     return missing if v is None else format(v, spec)
 
 
+def spread(v) -> str:
+    return "-" if v is None else f"{v[0]:.2f}-{v[1]:.2f}"
+
+
 def slowdown_table(summary: list) -> list:
-    """Lines of the slowdown table, and writes nothing.  Slowdown = median
-    wall time under pmthreads / median native wall time."""
-    lines = ["", "Slowdown under pmthreads (LD_PRELOAD, PMTHREADS_HEAP=malloc) vs native",
+    """Lines of the slowdown table.  x = median over rounds of the paired
+    ratio (pmthreads compute time / native compute time of the same round);
+    range = the smallest and largest of those ratios; period = the achieved
+    time between epochs (median of the runs' p50); pause p99 = the worst
+    run's."""
+    configs = [c for c in PM_CONFIGS if any(c in s.verdict for s in summary)]
+    lines = ["", "Slowdown under pmthreads (LD_PRELOAD, PMTHREADS_HEAP=malloc) vs native: "
+             "computation time only, paired rounds",
              f"{'benchmark':<18} {'suite':<8} {'native s':>9} "
-             + " ".join(f"{c + ' s':>20} {'x':>6} {'check':>9}" for c in PM_CONFIGS)]
+             + " ".join(f"{c:>20} {'x':>6} {'range':>9} {'n':>2} {'period ms':>9} {'p99 ms':>7} "
+                        f"{'check':>8}" for c in configs)]
     for suite in workloads.SUITES:
         mine = [s for s in summary if s.suite == suite]
         for s in mine:
             cells = " ".join(f"{fmt(s.seconds.get(c), '.3f'):>20} {fmt(s.slowdown.get(c), '.2f'):>6} "
-                             f"{s.verdict.get(c, '-'):>9}" for c in PM_CONFIGS)
+                             f"{spread(s.spread.get(c)):>9} {s.pairs.get(c, 0):>2} "
+                             f"{fmt(s.period_ms.get(c), '.0f'):>9} {fmt(s.pause_p99_ms.get(c), '.2f'):>7} "
+                             f"{s.verdict.get(c, '-'):>8}" for c in configs)
             lines.append(f"{s.benchmark:<18} {s.suite:<8} {fmt(s.native_s, '.3f'):>9} {cells}")
         if mine:
-            means = " ".join(f"{'':>20} {fmt(workloads.geomean([s.slowdown.get(c) for s in mine]), '.2f'):>6} {'':>9}"
-                             for c in PM_CONFIGS)
+            means = " ".join(f"{'':>20} {fmt(workloads.geomean([s.slowdown.get(c) for s in mine]), '.2f'):>6} "
+                             f"{'':>9} {'':>2} {'':>9} {'':>7} {'':>8}" for c in configs)
             lines.append(f"{'geomean':<18} {suite:<8} {'':>9} {means}")
     return lines
 
@@ -52,6 +64,12 @@ def slowdown_rows(summary: list) -> list:
         for c in PM_CONFIGS:
             row[f"{c}_s"] = s.seconds.get(c)
             row[f"{c}_slowdown"] = s.slowdown.get(c)
+            lo_hi = s.spread.get(c)
+            row[f"{c}_slowdown_min"] = lo_hi[0] if lo_hi else None
+            row[f"{c}_slowdown_max"] = lo_hi[1] if lo_hi else None
+            row[f"{c}_pairs"] = s.pairs.get(c)
+            row[f"{c}_period_ms"] = s.period_ms.get(c)
+            row[f"{c}_pause_p99_ms"] = s.pause_p99_ms.get(c)
             row[f"{c}_check"] = s.verdict.get(c, "-")
         rows.append(row)
     for suite in workloads.SUITES:
@@ -61,6 +79,8 @@ def slowdown_rows(summary: list) -> list:
             for c in PM_CONFIGS:
                 row[f"{c}_s"] = None
                 row[f"{c}_slowdown"] = workloads.geomean([s.slowdown.get(c) for s in mine])
+                for k in ("slowdown_min", "slowdown_max", "pairs", "period_ms", "pause_p99_ms"):
+                    row[f"{c}_{k}"] = None
                 row[f"{c}_check"] = ""
             rows.append(row)
     return rows
@@ -68,19 +88,24 @@ def slowdown_rows(summary: list) -> list:
 
 def stress_table(cells: list) -> list:
     lines = []
+    configs = [n for n in STRESS_CONFIGS if any(n in c.verdict for c in cells)]
     for structure, title in (("bptree", "B+tree (order 32, lock-free descent, leaf locks)"),
                              ("lclist", "sorted list (hand-over-hand)")):
         mine = [c for c in cells if c.structure == structure]
         if not mine:
             continue
-        lines += ["", f"{title}: throughput in Mops/s (median); ! = checksum differs from native",
-                  f"{'threads':>7} {'put%':>5} " + " ".join(f"{c:>19}" for c in STRESS_CONFIGS)]
+        lines += ["", f"{title}: Mops/s (median) and x native (median of paired ratios, "
+                      "[min-max], n pairs); ! = checksum differs from native",
+                  f"{'threads':>7} {'put%':>5} " + " ".join(f"{c:>30}" for c in configs)]
         for c in mine:
             vals = []
-            for name in STRESS_CONFIGS:
+            for name in configs:
                 v = c.ops_per_s.get(name)
                 flag = {"ok": "", "MISMATCH": "!", "FAIL": " FAIL"}.get(c.verdict.get(name, ""), "")
-                vals.append(f"{fmt(None if v is None else v / 1e6, '.3f') + flag:>19}")
+                text = fmt(None if v is None else v / 1e6, '.3f') + flag
+                if name != NATIVE.name and name in c.ratio:
+                    text += f" {c.ratio[name]:.2f}x [{spread(c.spread[name])}] {c.pairs[name]}"
+                vals.append(f"{text:>30}")
             lines.append(f"{c.threads:>7} {c.put:>5} " + " ".join(vals))
     return lines
 
@@ -91,6 +116,10 @@ def stress_rows(cells: list) -> list:
         row = {"structure": c.structure, "threads": c.threads, "put_percent": c.put}
         for name in STRESS_CONFIGS:
             row[f"{name}_ops_s"] = c.ops_per_s.get(name)
+            row[f"{name}_x_native"] = c.ratio.get(name)
+            lo_hi = c.spread.get(name)
+            row[f"{name}_x_min"] = lo_hi[0] if lo_hi else None
+            row[f"{name}_x_max"] = lo_hi[1] if lo_hi else None
             row[f"{name}_check"] = c.verdict.get(name, "")
         rows.append(row)
     return rows
@@ -100,25 +129,23 @@ def recovery_table(rows: list) -> list:
     if not rows:
         return []
     lines = ["", "Crash recovery: insert-only B+tree, kill -9, restart",
-             f"{'backend':<10} {'interval':>8} {'inserted':>10} {'recovered':>10} {'lost %':>7} "
-             f"{'lost/ΔT':>7} {'epoch ms':>8} {'lost/ep':>7} {'recovery ms':>11} {'runtime ms':>10} "
+             f"{'backend':<10} {'asked ms':>8} {'period ms':>9} {'last ms':>7} {'inserted':>10} "
+             f"{'recovered':>10} {'lost %':>7} {'lost/per':>8} {'recovery ms':>11} {'runtime ms':>10} "
              f"{'pool MiB':>9} {'used MiB':>9} check",
-             "(lost/ΔT: the inserts lost, in intervals' worth of inserts at the run's mean rate;",
-             " epoch ms: the time between epochs the run achieved at the end; lost/ep: the loss in those)"]
+             "(asked: PMTHREADS_INTERVAL_MS; period: the achieved time between epochs, median over the",
+             " killed run (its epoch log), last: over its last 5 epochs; lost/per: the inserts lost, in",
+             " achieved periods' worth of inserts at the run's mean rate)"]
     for r in rows:
         rt = r.get("rt_recovery_ms") or "-"
-        lost_iv, epoch_ms, lost_ep = "-", r.get("epoch_ms") or "-", "-"
+        period, last, lost_per = r.get("period_ms") or "-", r.get("period_last_ms") or "-", "-"
         try:
             rate_ms = float(r["inserted"]) / float(r["seconds"]) / 1000
-            per_interval = rate_ms * float(r["interval_ms"])
-            if per_interval > 0:
-                lost_iv = f"{float(r['lost']) / per_interval:.2f}"
-            if epoch_ms != "-" and rate_ms * float(epoch_ms) > 0:
-                lost_ep = f"{float(r['lost']) / (rate_ms * float(epoch_ms)):.2f}"
+            if last != "-" and rate_ms * float(last) > 0:
+                lost_per = f"{float(r['lost']) / (rate_ms * float(last)):.2f}"
         except (KeyError, ValueError, ZeroDivisionError):
             pass
-        lines.append(f"{r['backend']:<10} {r['interval_ms']:>8} {r['inserted']:>10} {r['recovered']:>10} "
-                     f"{float(r['lost_pct']):>7.2f} {lost_iv:>7} {epoch_ms:>8} {lost_ep:>7} "
+        lines.append(f"{r['backend']:<10} {r['interval_ms']:>8} {period:>9} {last:>7} {r['inserted']:>10} "
+                     f"{r['recovered']:>10} {float(r['lost_pct']):>7.2f} {lost_per:>8} "
                      f"{r['recovery_ms']:>11} {rt:>10} "
                      f"{int(float(r['pool_bytes'])) / 2**20:>9.1f} {int(float(r['pool_used_bytes'])) / 2**20:>9.1f} "
                      f"{r['check']}")

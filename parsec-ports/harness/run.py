@@ -3,15 +3,25 @@
 
     parsec-ports/harness/run.py [BUILD_DIR] [--repeats N] [--quick] [--out DIR]
                                 [--only workloads,stress,recovery] [--threads T]
+                                [--interval MS] [--workloads a,b] [--cells s:t:p,...]
+                                [--trackers uffd,mprotect]
 
 * workloads: every PARSEC/Phoenix executable that is built, natively and
   under LD_PRELOAD=libpmthreads.so PMTHREADS_HEAP=malloc with
   PMTHREADS_TRACKER=uffd and =mprotect; the checksum under pmthreads must
-  equal the native one; slowdown per benchmark, geometric mean per suite.
+  equal the native one; slowdown per benchmark (of the computation each
+  workload times itself, not of process start-up or input generation),
+  geometric mean per suite, achieved epoch period and pause p99.
 * stress: B+tree and sorted-list throughput for 1, 2, 4 threads and 10/50/90 %
-  PUTs: native, pmthreads (both trackers), libpmemobj.
+  PUTs: native, pmthreads (both trackers), interception only, libpmemobj.
 * recovery: kill -9 during inserts, restart, lost inserts and recovery time
   for PMTHREADS_INTERVAL_MS = 10, 100, 500.
+
+Every mode pairs: a round runs native and every other configuration back to
+back, in an order that rotates from round to round, and each ratio is the
+median over rounds of the ratio within a round (with its range).  --quick is
+fewer rounds (3) and fewer configurations (uffd only; stress: 2 threads, 50 %
+PUT), never smaller inputs: a short computation would measure noise.
 
 Every run gets a fresh pool in a temporary directory on /dev/shm
 (PMEM_IS_PMEM_FORCE=1), removed afterwards.  Results: tables on stdout, CSV
@@ -40,20 +50,28 @@ SECTIONS = ("workloads", "stress", "recovery")
 
 
 def default_build() -> Path:
-    for candidate in (Path("/work/main/build"), Path("build")):
-        if candidate.is_dir():
-            return candidate
-    return Path("build")
+    """build/ at the top of the source tree this script is in."""
+    return Path(__file__).resolve().parent.parent.parent / "build"
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("build", nargs="?", type=Path, default=None,
-                   help="meson build directory (default /work/main/build, else ./build)")
-    p.add_argument("--repeats", type=int, default=3, help="runs per configuration (default 3)")
+                   help="meson build directory (default: build/ at the top of this source tree)")
+    p.add_argument("--repeats", type=int, default=5,
+                   help="paired rounds per benchmark (default 5; --quick: 3)")
     p.add_argument("--quick", action="store_true",
-                   help="1 repeat, small inputs, short recovery runs")
+                   help="3 rounds, the uffd tracker only, one stress cell, short recovery runs")
+    p.add_argument("--trackers", default=None,
+                   help="pmthreads write trackers to run, comma-separated (default uffd,mprotect; "
+                        "--quick: uffd)")
+    p.add_argument("--interval", type=int, default=100, help="PMTHREADS_INTERVAL_MS (default 100)")
+    p.add_argument("--workloads", default="",
+                   help="comma-separated subset of the workloads (default: all built)")
+    p.add_argument("--cells", default="",
+                   help="stress cells STRUCTURE:THREADS:PUT, comma-separated "
+                        "(e.g. lclist:2:50,bptree:2:50; default: the full grid)")
     p.add_argument("--out", type=Path, default=Path("harness-results"),
                    help="directory for CSV and PNG files (default ./harness-results)")
     p.add_argument("--only", default=",".join(SECTIONS),
@@ -70,10 +88,23 @@ def parse_args():
         if s not in SECTIONS:
             p.error(f"unknown section {s}")
     args.sections = sections
-    if args.quick:
-        args.repeats = 1
+    if args.quick and "--repeats" not in sys.argv:
+        args.repeats = 3
     if args.repeats < 1:
         p.error("--repeats must be at least 1")
+    args.cell_list = []
+    for cell in filter(None, (c.strip() for c in args.cells.split(","))):
+        parts = cell.split(":")
+        if len(parts) != 3 or parts[0] not in ("bptree", "lclist") or not all(
+                x.isdigit() for x in parts[1:]):
+            p.error(f"--cells: {cell!r} is not STRUCTURE:THREADS:PUT (bptree or lclist)")
+        args.cell_list.append((parts[0], int(parts[1]), int(parts[2])))
+    args.tracker_list = tuple(t.strip() for t in (args.trackers or (
+        "uffd" if args.quick else "uffd,mprotect")).split(",") if t.strip())
+    for t in args.tracker_list:
+        if t not in ("uffd", "mprotect"):
+            p.error(f"--trackers: unknown tracker {t!r} (uffd, mprotect)")
+    args.workload_list = tuple(w.strip() for w in args.workloads.split(",") if w.strip())
     return args
 
 
@@ -106,7 +137,9 @@ def main() -> int:
     tracker_notes = set()
     with PoolRoot() as pools:
         ctx = Context(build, library, pools, args.repeats, args.quick, args.threads,
-                      args.timeout, args.pool_size, args.out.resolve())
+                      args.timeout, args.pool_size, args.out.resolve(),
+                      interval_ms=args.interval, only_workloads=args.workload_list,
+                      cells=tuple(args.cell_list), trackers=args.tracker_list)
         lines = []
         if "workloads" in args.sections:
             runs = workloads.run_workloads(ctx)

@@ -19,15 +19,35 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class Config:
-    name: str            # column name in the tables: native, uffd, mprotect, pmemobj
+    name: str            # column name in the tables
     kind: str            # "native" | "pmthreads" | "pmemobj"
     tracker: str = ""    # PMTHREADS_TRACKER for kind "pmthreads"
+    heap: str = "malloc" # PMTHREADS_HEAP when the runtime is preloaded into a native binary
 
 
 NATIVE = Config("native", "native")
 UFFD = Config("pmthreads-uffd", "pmthreads", "uffd")
 MPROTECT = Config("pmthreads-mprotect", "pmthreads", "mprotect")
+# The runtime preloaded with PMTHREADS_HEAP=nvmalloc into a binary that never
+# calls nvmalloc: locks intercepted, the gate and epochs running, nothing
+# persisted -- the cost of interception alone.
+INTERCEPT = Config("intercept-only", "pmthreads", "uffd", heap="nvmalloc")
 PMEMOBJ = Config("pmemobj", "pmemobj")
+
+
+def rotated(items: list, repeat: int) -> list:
+    """items in the order of round `repeat` (1-based): each round starts one
+    further along, so no configuration always runs first (or right after the
+    same neighbour) while the load on a shared machine drifts."""
+    k = (repeat - 1) % len(items) if items else 0
+    return items[k:] + items[:k]
+
+
+def paired(values: dict, baseline: dict) -> list:
+    """Per-round ratios value / baseline for the rounds both have (dicts
+    round -> value); the ratio of a pair, never of two medians."""
+    return [values[r] / baseline[r] for r in sorted(values)
+            if r in baseline and baseline[r] and values[r] is not None]
 
 
 @dataclass
@@ -62,6 +82,21 @@ class PoolRoot:
         self.close()
 
 
+def seconds_fact(facts: dict, key: str) -> float | None:
+    """A `key=1.234` or `key=1.234s` fact as seconds, None when absent."""
+    v = facts.get(key, "")
+    try:
+        return float(v[:-1] if v.endswith("s") else v)
+    except ValueError:
+        return None
+
+
+def stat_ms(stats: dict, key: str) -> float | None:
+    """A *_ns figure of the PMTHREADS_STATS JSON in ms, None when absent."""
+    v = stats.get(key)
+    return v / 1e6 if isinstance(v, (int, float)) else None
+
+
 def parse_facts(text: str) -> dict:
     """Every `key=value` word of the output; a later one wins."""
     facts = {}
@@ -81,9 +116,9 @@ def last_checksum(text: str) -> str:
 
 
 def environment(config: Config, pool_dir: Path, library: Path | None, pool_size: str,
-                preload: bool) -> dict:
+                preload: bool, interval_ms: int = 100) -> dict:
     """The environment of one run.  preload: inject libpmthreads.so with
-    PMTHREADS_HEAP=malloc (an unmodified binary); otherwise the binary is
+    PMTHREADS_HEAP=config.heap (an unmodified binary); otherwise the binary is
     expected to be linked with the runtime already (a ported build)."""
     env = dict(os.environ)
     for key in list(env):
@@ -95,8 +130,9 @@ def environment(config: Config, pool_dir: Path, library: Path | None, pool_size:
         env["PMTHREADS_POOL_SIZE"] = pool_size
         env["PMTHREADS_TRACKER"] = config.tracker
         env["PMTHREADS_STATS"] = str(pool_dir / "stats.json")
+        env["PMTHREADS_INTERVAL_MS"] = str(interval_ms)
         if preload:
-            env["PMTHREADS_HEAP"] = "malloc"
+            env["PMTHREADS_HEAP"] = config.heap
             env["LD_PRELOAD"] = str(library)
     if config.kind == "pmemobj":
         env["STRESS_POOL_SIZE"] = "256"
@@ -104,8 +140,10 @@ def environment(config: Config, pool_dir: Path, library: Path | None, pool_size:
 
 
 def run(cmd: list, env: dict, pool_dir: Path, timeout: float) -> Result:
-    """Runs cmd once; the wall time covers the whole process (start-up,
-    runtime initialisation and the final persist included)."""
+    """Runs cmd once.  Result.seconds is the whole process's wall time
+    (start-up, input generation, runtime initialisation, the final persist):
+    only for the record.  What the tables compare is the time the program
+    itself reports for its computation (facts `time=` / `seconds=`)."""
     start = time.monotonic()
     try:
         proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -9,7 +9,8 @@
 #   crash_recover.sh [-b BUILD_DIR] [-s SECONDS] [-t THREADS]
 #                    [-i "10 100 500"] [-o OUT.csv] [-k]
 #
-#   -b  meson build directory (default /work/main/build, else ./build)
+#   -b  meson build directory (default: build/ at the top of the source tree
+#       this script is in)
 #   -s  seconds of inserting before the kill (default 2)
 #   -t  inserting threads (default 2)
 #   -i  PMTHREADS_INTERVAL_MS values (default "10 100 500")
@@ -23,11 +24,12 @@
 # recovery_ms = from just before exec of the restarted process until the tree
 # was verified; rt_recovery_ms = the runtime's own "recovery_ns" from
 # PMTHREADS_STATS; pool_MiB = pool file size; used_MiB = pages the pool really
-# occupies in /dev/shm; epoch_ms = the mean time between the last epochs (up
-# to 4 gaps) of the killed run (its PMTHREADS_EPOCH_LOG): the interval
-# actually achieved when the kill came, longer than the one asked for when an
-# epoch's dirty pages take longer than that to stage and persist (the tree,
-# and with it the pages an epoch dirties, grows during the run).
+# occupies in /dev/shm.  asked_ms = PMTHREADS_INTERVAL_MS; period_ms = the
+# period the killed run achieved: the median of the period_us column of its
+# PMTHREADS_EPOCH_LOG (time from one quiescent point's start to the next),
+# and period_last_ms the median of its last 5 epochs (the tree, and with it
+# the pages an epoch dirties, grows during the run).  The achieved period,
+# not the asked one, bounds what a crash can lose.
 set -eu
 
 build=
@@ -44,11 +46,17 @@ while getopts b:s:t:i:o:k opt; do
         i) intervals=$OPTARG ;;
         o) csv=$OPTARG ;;
         k) keep=yes ;;
-        *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+        *) sed -n '2,18p' "$0" >&2; exit 2 ;;
     esac
 done
 if [ -z "$build" ]; then
-    if [ -d /work/main/build ]; then build=/work/main/build; else build=./build; fi
+    # parsec-ports/recovery/ -> the source tree's top -> its build/
+    here=$(cd "$(dirname "$0")" && pwd)
+    build=$here/../../build
+fi
+if [ ! -d "$build" ]; then
+    echo "crash_recover.sh: no build directory $build; give one with -b BUILD_DIR" >&2
+    exit 2
 fi
 exe_pmthreads=$build/parsec-ports/recovery/bptree_crash
 exe_pmemobj=$build/parsec-ports/recovery/bptree_crash_pmemobj
@@ -66,9 +74,17 @@ value_of() {
     grep -o "$1=[^ ]*" "$2" 2>/dev/null | tail -n 1 | cut -d= -f2
 }
 
-printf '%-9s %8s %10s %10s %9s %7s %11s %14s %9s %9s %s\n' backend interval inserted recovered lost lost_% \
-    recovery_ms rt_recovery_ms pool_MiB used_MiB check
-[ -n "$csv" ] && echo "backend,interval_ms,threads,seconds,inserted,recovered,lost,lost_pct,recovery_ms,rt_recovery_ms,pool_bytes,pool_used_bytes,check,epoch_ms" >"$csv"
+printf '%-9s %8s %9s %9s %10s %10s %9s %7s %11s %14s %9s %9s %s\n' backend asked_ms period_ms last_ms \
+    inserted recovered lost lost_% recovery_ms rt_recovery_ms pool_MiB used_MiB check
+[ -n "$csv" ] && echo "backend,interval_ms,threads,seconds,inserted,recovered,lost,lost_pct,recovery_ms,rt_recovery_ms,pool_bytes,pool_used_bytes,check,period_ms,period_last_ms" >"$csv"
+
+# median_period EPOCH_LOG LAST: the median period_us of the log's epochs (of
+# its last LAST epochs when LAST > 0) in ms; nothing without a log.
+median_period() {
+    [ -s "$1" ] || return 0
+    awk -F, 'NR > 1 && $9 > 0 { print $9 }' "$1" | { if [ "$2" -gt 0 ]; then tail -n "$2"; else cat; fi; } |
+        sort -n | awk '{ v[NR] = $1 } END { if (NR > 0) printf "%.1f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1000 }'
+}
 
 # one_run BACKEND INTERVAL EXE: the experiment once; prints a table row.
 one_run() {
@@ -98,23 +114,24 @@ one_run() {
     check=$(value_of check "$dir/recover.out")
     [ -n "$check" ] || check="FAILED($(head -c 80 "$dir/recover.err" | tr '\n,' '  '))"
     rt_ns=$(grep -o '"recovery_ns": *[0-9]*' "$dir/stats.json" 2>/dev/null | grep -o '[0-9]*$' || true)
-    # mean of the last (up to 4) gaps between epochs
-    epoch_ms=$(awk -F, 'NR > 1 { t[NR] = $1; last = NR }
-        END { k = last - 4; if (k < 2) k = 2
-              if (last > k) printf "%.1f", (t[last] - t[k]) / (last - k) }' \
-        "$dir/epochs.csv" 2>/dev/null || true)
+    # achieved period: median of the epoch log's period_us (column 9; 0 for
+    # the first epoch, which has no predecessor), over the run and over its
+    # last 5 epochs
+    period_ms=$(median_period "$dir/epochs.csv" 0)
+    period_last_ms=$(median_period "$dir/epochs.csv" 5)
     pool_bytes=$(stat -c %s "$pool" 2>/dev/null || echo 0)
     used_bytes=$(( $(du -k "$pool" 2>/dev/null | cut -f1 || echo 0) * 1024 ))
 
     awk -v b="$backend" -v i="$interval" -v t="$threads" -v s="$seconds" -v ins="$inserted" \
         -v rec="$recovered" -v rms="${recovery_ms:-nan}" -v rtns="${rt_ns:-}" \
-        -v pb="$pool_bytes" -v ub="$used_bytes" -v ck="$check" -v csv="$csv" -v em="${epoch_ms:-}" 'BEGIN {
+        -v pb="$pool_bytes" -v ub="$used_bytes" -v ck="$check" -v csv="$csv" \
+        -v pm="${period_ms:-}" -v pl="${period_last_ms:-}" 'BEGIN {
         lost = ins - rec; if (lost < 0) lost = 0
         pct = ins > 0 ? 100 * lost / ins : 0
         rt = rtns == "" ? "-" : sprintf("%.2f", rtns / 1e6)
-        printf "%-9s %8s %10d %10d %9d %7.2f %11s %14s %9.1f %9.1f %s\n", b, i, ins, rec, lost, pct, rms, rt, pb / 1048576, ub / 1048576, ck
+        printf "%-9s %8s %9s %9s %10d %10d %9d %7.2f %11s %14s %9.1f %9.1f %s\n", b, i, (pm == "" ? "-" : pm), (pl == "" ? "-" : pl), ins, rec, lost, pct, rms, rt, pb / 1048576, ub / 1048576, ck
         if (csv != "")
-            printf "%s,%s,%s,%s,%d,%d,%d,%.4f,%s,%s,%.0f,%.0f,%s,%s\n", b, i, t, s, ins, rec, lost, pct, rms, (rt == "-" ? "" : rt), pb, ub, ck, em >> csv
+            printf "%s,%s,%s,%s,%d,%d,%d,%.4f,%s,%s,%.0f,%.0f,%s,%s,%s\n", b, i, t, s, ins, rec, lost, pct, rms, (rt == "-" ? "" : rt), pb, ub, ck, pm, pl >> csv
     }'
     rm -f "$pool"
 }

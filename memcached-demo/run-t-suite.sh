@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# run-t-suite.sh -- memcached's own test suite (t/*.t, run with prove) against
+# memcached-pmthreads and against stock memcached under the preload.
+#
+# usage: run-t-suite.sh [-B PMTHREADS_BUILD_DIR] [-o OUT_DIR] [-j JOBS]
+#                       [-m "MODES"] [-t "TRACKERS"] [TEST_FILE...]
+#   MODES     any of: pmthreads  memcached-pmthreads-debug (the patched debug
+#                                build: the cache in the pmthreads heap)
+#                     stock      memcached-stock-debug (unpatched) under
+#                                LD_PRELOAD=libpmthreads.so PMTHREADS_HEAP=malloc
+#                     native     memcached-stock-debug without pmthreads (the
+#                                baseline: what passes on this machine at all)
+#             default "pmthreads stock"
+#   TRACKERS  PMTHREADS_TRACKER values, default "uffd mprotect" (native: one run)
+#   TEST_FILE names under t/ (e.g. restart.t 64bit.t); default: all
+#   -j        test files run in parallel (default 2)
+# The binaries come from fetch-and-build.sh (run here, with -S for stock and
+# native; idempotent).
+# Output in OUT_DIR (default <build>/memcached-demo/t-suite-<date>):
+#   results.csv  mode,tracker,file,result,detail   (result: pass, fail, skip)
+#   summary.md   one row per file, one column per mode/tracker
+#   logs/MODE-TRACKER/FILE.log  prove -v output of each file
+# Every server a test starts gets its own pool on /dev/shm (unless -e names
+# one), PMEM_IS_PMEM_FORCE=1; the pools are removed after each file.
+# Exit status: 0 every file passed or was skipped, or failed only as listed in
+# EXPECTED_FAIL below (memcached-pmthreads); 1 another failure; 2 setup error.
+set -u
+DEMO_DIR=$(cd "$(dirname "$0")" && pwd)
+SRC_DIR=$(cd "$DEMO_DIR/.." && pwd)
+
+die() { echo "run-t-suite.sh: error: $*" >&2; exit 2; }
+note() { echo "run-t-suite.sh: $*" >&2; }
+
+# Files whose expectation contradicts a persistent cache, per mode (the README
+# says why and what memcached-pmthreads does instead).  Empty: none.
+EXPECTED_FAIL_pmthreads=""
+EXPECTED_FAIL_stock=""
+EXPECTED_FAIL_native=""
+
+PM_BUILD=$SRC_DIR/build
+OUT=""
+JOBS=2
+MODES="pmthreads stock"
+TRACKERS="uffd mprotect"
+while getopts "B:o:j:m:t:h" opt; do
+	case $opt in
+	B) PM_BUILD=$OPTARG ;;
+	o) OUT=$OPTARG ;;
+	j) JOBS=$OPTARG ;;
+	m) MODES=$OPTARG ;;
+	t) TRACKERS=$OPTARG ;;
+	h) sed -n '2,26p' "$0"; exit 0 ;;
+	*) die "usage: $0 [-B BUILD] [-o OUT] [-j JOBS] [-m MODES] [-t TRACKERS] [FILE...]" ;;
+	esac
+done
+shift $((OPTIND - 1))
+PM_BUILD=$(cd "$PM_BUILD" 2>/dev/null && pwd) || die "no build directory $PM_BUILD"
+LIB=$PM_BUILD/preload/libpmthreads.so
+[ -f "$LIB" ] || die "$LIB not found: build pmthreads first"
+command -v prove >/dev/null || die "prove not found (Debian package perl)"
+for m in $MODES; do
+	case $m in pmthreads|stock|native) ;; *) die "unknown mode $m" ;; esac
+done
+
+MC=$PM_BUILD/memcached-demo
+stock_opt=""
+case " $MODES " in *" stock "*|*" native "*) stock_opt=-S ;; esac
+"$DEMO_DIR/fetch-and-build.sh" -B "$PM_BUILD" -o "$MC" $stock_opt >/dev/null 2>"$MC/t-suite-build.log" ||
+	{ cat "$MC/t-suite-build.log" >&2; die "fetch-and-build.sh failed"; }
+SRC=$(ls -d "$MC"/memcached-[0-9]*/ | head -n 1)
+SRC=${SRC%/}
+[ -d "$SRC/t" ] || die "memcached's t/ not found in $MC"
+
+[ -n "$OUT" ] || OUT=$MC/t-suite-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$OUT/logs" || die "cannot create $OUT"
+OUT=$(cd "$OUT" && pwd)
+POOLBASE=/dev/shm
+[ -d "$POOLBASE" ] && [ -w "$POOLBASE" ] || POOLBASE=${TMPDIR:-/tmp}
+SCRATCH=$(mktemp -d "$POOLBASE/mc-t-suite.XXXXXX") || die "mktemp failed"
+trap 'rm -rf "$SCRATCH"' EXIT
+
+if [ $# -gt 0 ]; then
+	FILES=("$@")
+else
+	FILES=()
+	for f in "$SRC"/t/*.t; do FILES+=("$(basename "$f")"); done
+fi
+
+# A directory that looks like memcached's build tree to t/lib/MemcachedTest.pm
+# (it runs ./memcached-debug and ./timedrun from the current directory): t/ is
+# the source's, memcached-debug a wrapper that gives each server its own pool.
+# make_tree DIR MODE TRACKER
+make_tree() {
+	local dir=$1 mode=$2 tracker=$3 bin env
+	mkdir -p "$dir/pools"
+	ln -sfn "$SRC/t" "$dir/t"
+	cp -f "$MC/timedrun" "$dir/timedrun"
+	case $mode in
+	pmthreads) bin=$MC/memcached-pmthreads-debug; env="" ;;
+	stock) bin=$MC/memcached-stock-debug; env="LD_PRELOAD=$LIB PMTHREADS_HEAP=malloc" ;;
+	native) bin=$MC/memcached-stock-debug; env="" ;;
+	esac
+	if [ "$mode" = native ]; then
+		ln -sfn "$bin" "$dir/memcached-debug"
+		return
+	fi
+	cat >"$dir/memcached-debug" <<EOF
+#!/bin/sh
+# run-t-suite.sh: $mode, tracker $tracker; a pool per server (-e overrides it
+# in memcached-pmthreads)
+exec env $env PMTHREADS_TRACKER=$tracker PMEM_IS_PMEM_FORCE=1 \\
+	PMTHREADS_POOL="\$(mktemp -u "$dir/pools/pool.XXXXXX")" "$bin" "\$@"
+EOF
+	chmod +x "$dir/memcached-debug"
+}
+
+# run_file DIR FILE LOG: prints "pass", "skip: why" or "fail: what"
+run_file() {
+	local dir=$1 f=$2 log=$3 rc
+	(cd "$dir" && timeout 900 prove -v "t/$f") >"$log" 2>&1
+	rc=$?
+	rm -rf "$dir/pools"/* 2>/dev/null
+	if grep -q "^t/$f .*skipped:" "$log" || grep -q "^1\.\.0 # [Ss]kip" "$log"; then
+		echo "skip: $(grep -o 'skipped: .*' "$log" | head -n 1 | cut -c 10-)"
+	elif [ $rc -eq 0 ]; then
+		echo "pass"
+	else
+		echo "fail: $(grep -E '^Failed [0-9]+/[0-9]+|^not ok|Dubious|Parse errors' "$log" |
+			head -n 3 | tr '\n' ' ' | tr ',' ';' | cut -c 1-200)"
+	fi
+}
+export -f run_file
+
+CSV=$OUT/results.csv
+echo "mode,tracker,file,result,detail" >"$CSV"
+unexpected=0
+for mode in $MODES; do
+	trs=$TRACKERS
+	[ "$mode" = native ] && trs=none
+	for tr in $trs; do
+		tag=$mode-$tr
+		dir=$SCRATCH/$tag
+		make_tree "$dir" "$mode" "$tr"
+		mkdir -p "$OUT/logs/$tag"
+		note "$tag: ${#FILES[@]} files, $JOBS at a time"
+		t0=$(date +%s)
+		printf '%s\n' "${FILES[@]}" |
+			xargs -P "$JOBS" -I{} bash -c 'r=$(run_file "$1" "$2" "$3"); printf "%s\t%s\n" "$2" "$r"' _ \
+				"$dir" {} "$OUT/logs/$tag/{}.log" >"$OUT/$tag.tsv"
+		sort "$OUT/$tag.tsv" | while IFS=$'\t' read -r f r; do
+			res=${r%%:*}
+			detail=""
+			[ "$res" = "$r" ] || detail=${r#*: }
+			echo "$mode,$tr,$f,$res,\"${detail//\"/\'}\""
+		done >>"$CSV"
+		expected_var=EXPECTED_FAIL_$mode
+		while IFS=$'\t' read -r f r; do
+			case $r in fail*)
+				case " ${!expected_var} " in
+				*" $f "*) note "$tag: $f failed (expected: see README)" ;;
+				*) note "$tag: $f FAILED: ${r#fail: }"; unexpected=1 ;;
+				esac ;;
+			esac
+		done <"$OUT/$tag.tsv"
+		note "$tag: $(grep -c "	pass" "$OUT/$tag.tsv") pass, $(grep -c "	skip" "$OUT/$tag.tsv") skip," \
+			"$(grep -c "	fail" "$OUT/$tag.tsv") fail in $(( $(date +%s) - t0 )) s"
+		rm -f "$OUT/$tag.tsv"
+	done
+done
+
+python3 - "$CSV" >"$OUT/summary.md" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+cols = []
+for r in rows:
+    c = r["mode"] + "/" + r["tracker"]
+    if c not in cols:
+        cols.append(c)
+files = sorted({r["file"] for r in rows})
+cell = {(r["file"], r["mode"] + "/" + r["tracker"]): r for r in rows}
+print("| file | " + " | ".join(cols) + " |")
+print("| --- |" + " --- |" * len(cols))
+for f in files:
+    out = []
+    for c in cols:
+        r = cell.get((f, c))
+        out.append("" if r is None else r["result"] + (" (" + r["detail"][:60] + ")" if r["result"] == "fail" else ""))
+    print("| " + f + " | " + " | ".join(out) + " |")
+print()
+for c in cols:
+    n = {k: sum(1 for r in rows if r["mode"] + "/" + r["tracker"] == c and r["result"] == k) for k in ("pass", "skip", "fail")}
+    print("- %s: %d pass, %d skip, %d fail" % (c, n["pass"], n["skip"], n["fail"]))
+EOF
+cat "$OUT/summary.md" | tail -n "$(echo $MODES $TRACKERS | wc -w)"
+note "results: $OUT/results.csv, $OUT/summary.md, logs in $OUT/logs"
+exit $unexpected

@@ -1,0 +1,332 @@
+// Lazy restore (lib/restore.c): the heap served from the pool on first touch
+// through the uffd tracker's userfaultfd, with a background pass; and the
+// eager path with the mprotect tracker.  Checked against the pool's
+// consistent image (pool_read_page), and against the tracker: restored pages
+// are clean, writes after the restore are collected.
+#include "pool_test_util.h"
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+#include <set>
+#include <sys/mman.h>
+#include <thread>
+
+extern "C" {
+#include "restore.h"
+#include "tracker.h"
+}
+
+using namespace pooltest;
+
+namespace {
+
+const uint64_t kPages = 1024;
+
+using image = std::vector<unsigned char>;
+
+// A pool of kPages whose persisted pages have copies on both sides, some
+// pages never persisted (zeros), and a torn copy left by an interrupted
+// epoch (seq VER_d + 1, garbage) that recovery must not serve.
+struct fixture {
+	scratch_dir dir;
+	std::string path;
+	image img;	// the consistent image
+	uint64_t limit = 0, persisted = 0;
+	fixture() : path(dir.file("r.pool"))
+	{
+		const size_t ps = page_size();
+		auto o = options(path, kPages);
+		pool *p = open_or_fail(o);
+		img.assign(kPages * ps, 0);
+		std::mt19937 rng(7);
+		std::vector<uint64_t> all;
+		for (uint64_t i = 0; i < 900; i++)
+			if (i % 7 != 3) // every 7th page never persisted
+				all.push_back(i);
+		for (int e = 0; e < 3; e++) {
+			std::vector<uint64_t> dirty;
+			for (uint64_t pg : all)
+				if (e == 0 || rng() % 3 == 0) {
+					dirty.push_back(pg);
+					for (size_t b = 0; b < ps; b += 8)
+						img[pg * ps + b] = (unsigned char)rng();
+				}
+			epoch_persist(p, img.data(), dirty.data(), dirty.size(), nullptr);
+		}
+		limit = all.back() + 1;
+		persisted = all.size();
+		// Torn: page 5's older copy gets seq VER_d + 1 and other bytes.
+		int c = pool_valid_copy(p, 5) == 0 ? 1 : 0;
+		memset(pool_copy(p, 5, c), 0xee, ps);
+		p->seq[5][c] = *p->ver_d + 1;
+		pool_set_clean(p, false);
+		pool_close(p);
+	}
+	pool *open() const
+	{
+		auto o = options(path, kPages);
+		o.create = false;
+		return open_or_fail(o);
+	}
+};
+
+struct heap_range {
+	unsigned char *mem;
+	size_t len;
+	explicit heap_range(size_t bytes) : len(bytes)
+	{
+		mem = static_cast<unsigned char *>(shadow_reserve(0, bytes));
+		REQUIRE(mem != nullptr);
+	}
+	~heap_range() { shadow_release(mem, len); }
+};
+
+bool uffd_ok()
+{
+	if (!tracker_uffd_supported()) {
+		WARN("uffd tracker unsupported here (" << tracker_uffd_unsupported_reason()
+						       << "): lazy restore not tested");
+		return false;
+	}
+	return true;
+}
+
+std::vector<uint64_t> collect(tracker *t)
+{
+	std::vector<uint64_t> v(kPages);
+	v.resize(tracker_collect_dirty(t, v.data(), v.size()));
+	return v;
+}
+
+// Pages whose content differs from the image, touching every page from
+// nthreads threads in a random order.
+size_t touch_all_and_compare(const unsigned char *heap, const image &img, unsigned nthreads)
+{
+	const size_t ps = page_size();
+	std::vector<uint64_t> order(kPages);
+	for (uint64_t i = 0; i < kPages; i++)
+		order[i] = i;
+	std::shuffle(order.begin(), order.end(), std::mt19937(11));
+	std::atomic<size_t> next{ 0 }, bad{ 0 };
+	std::vector<std::thread> ts;
+	for (unsigned k = 0; k < nthreads; k++)
+		ts.emplace_back([&] {
+			for (size_t n; (n = next.fetch_add(1)) < order.size();) {
+				uint64_t pg = order[n];
+				if (memcmp(heap + pg * ps, img.data() + pg * ps, ps) != 0)
+					bad++;
+			}
+		});
+	for (auto &t : ts)
+		t.join();
+	return bad.load();
+}
+
+} // namespace
+
+TEST_CASE("lazy restore serves the consistent image, in any order, from several threads",
+	  "[restore]")
+{
+	if (!uffd_ok())
+		return;
+	for (bool background : { false, true }) {
+		INFO("background pass " << background);
+		fixture f;
+		pool *p = f.open();
+		heap_range h(kPages * page_size());
+		restore *r = nullptr;
+		tracker *t = nullptr;
+		restore_options o{};
+		o.policy = RESTORE_LAZY;
+		o.no_background = !background;
+		REQUIRE(restore_open(&r, &t, p, h.mem, h.len, TRACKER_UFFD, &o) == 0);
+		REQUIRE(r != nullptr);
+		REQUIRE(strcmp(t->ops->name, "uffd") == 0);
+		// The torn copy was invalidated durably before anything else.
+		for (int c = 0; c < 2; c++)
+			CHECK((p->seq[5][c] <= *p->ver_d || p->seq[5][c] == POOL_SEQ_INVALID));
+
+		CHECK(touch_all_and_compare(h.mem, f.img, 4) == 0);
+		// Restored pages are already in the pool: not dirty.  (Above the
+		// 2 MiB that hold the restored part nothing was write-protected
+		// up front: a first touch there may count as a write.)
+		for (uint64_t pg : collect(t))
+			CHECK(pg * page_size() >= ((f.limit * page_size() + (2u << 20) - 1) & ~((size_t)(2u << 20) - 1)));
+
+		// Writes after the restore are tracked, restored page or not,
+		// below and above the restore bound.
+		const size_t ps = page_size();
+		std::set<uint64_t> written = { 0, 3, 10, 899, 950, 1023 };
+		for (uint64_t pg : written)
+			h.mem[pg * ps + 17] ^= 1;
+		auto d = collect(t);
+		CHECK(std::set<uint64_t>(d.begin(), d.end()) == written);
+		CHECK(collect(t).empty());
+
+		// The restorer counts a page just after the ioctl that woke its
+		// toucher: wait for the count.
+		restore_stats st;
+		for (int i = 0; i < 1000; i++) {
+			restore_get_stats(r, &st);
+			if (st.complete_ns != 0)
+				break;
+			usleep(1000);
+		}
+		CHECK(st.lazy);
+		CHECK(st.pages == f.persisted);
+		CHECK(st.fault_pages + st.background_pages + st.finish_pages == st.pages);
+		// Without the background pass: the touched pages, and their
+		// neighbours restored before the toucher woke.
+		if (!background)
+			CHECK(st.fault_pages >= st.pages / (1 + 15));
+		CHECK(st.complete_ns > 0);
+		CHECK(st.zero_pages > 0);
+		restore_close(r);
+		tracker_close(t);
+		pool_close(p);
+	}
+}
+
+TEST_CASE("lazy restore: the background pass completes without any touch", "[restore]")
+{
+	if (!uffd_ok())
+		return;
+	fixture f;
+	pool *p = f.open();
+	heap_range h(kPages * page_size());
+	restore *r = nullptr;
+	tracker *t = nullptr;
+	restore_options o{};
+	o.policy = RESTORE_LAZY;
+	REQUIRE(restore_open(&r, &t, p, h.mem, h.len, TRACKER_UFFD, &o) == 0);
+	restore_stats st;
+	for (int i = 0; i < 2000; i++) {
+		restore_get_stats(r, &st);
+		if (st.complete_ns != 0)
+			break;
+		usleep(1000);
+	}
+	CHECK(st.complete_ns != 0);
+	CHECK(st.background_pages == st.pages);
+	// Every persisted page is present now (mincore), without a fault.
+	std::vector<unsigned char> vec(kPages);
+	REQUIRE(mincore(h.mem, h.len, vec.data()) == 0);
+	size_t present = 0;
+	for (uint64_t i = 0; i < kPages; i++)
+		present += (vec[i] & 1) && pool_valid_copy(p, i) >= 0;
+	CHECK(present == st.pages);
+	CHECK(touch_all_and_compare(h.mem, f.img, 2) == 0);
+	CHECK(collect(t).empty());
+	restore_close(r);
+	tracker_close(t);
+	pool_close(p);
+}
+
+TEST_CASE("lazy restore: kernel accesses, prefault, discarded pages, fork", "[restore]")
+{
+	if (!uffd_ok())
+		return;
+	fixture f;
+	pool *p = f.open();
+	const size_t ps = page_size();
+	heap_range h(kPages * ps);
+	restore *r = nullptr;
+	tracker *t = nullptr;
+	restore_options o{};
+	o.policy = RESTORE_LAZY;
+	o.no_background = true;
+	REQUIRE(restore_open(&r, &t, p, h.mem, h.len, TRACKER_UFFD, &o) == 0);
+	restore_stats st;
+	restore_get_stats(r, &st);
+
+	SECTION("a system call reads and writes pages not yet restored")
+	{
+		if (!st.kernel_faults) {
+			WARN("user-mode-only userfaultfd: kernel accesses not tested");
+		} else {
+			int fds[2];
+			REQUIRE(pipe(fds) == 0);
+			// write() reads page 20 in the kernel: it waits for the restore.
+			REQUIRE(write(fds[1], h.mem + 20 * ps, ps) == (ssize_t)ps);
+			// read() writes page 30 in the kernel.
+			REQUIRE(read(fds[0], h.mem + 30 * ps, ps) == (ssize_t)ps);
+			close(fds[0]);
+			close(fds[1]);
+			CHECK(memcmp(h.mem + 30 * ps, f.img.data() + 20 * ps, ps) == 0);
+			auto d = collect(t);
+			CHECK(d == std::vector<uint64_t>{ 30 });
+		}
+	}
+	SECTION("restore_prefault restores a range on the calling thread")
+	{
+		restore_prefault(h.mem + 40 * ps + 100, 3 * ps);
+		restore_get_stats(r, &st);
+		CHECK(st.finish_pages == 4);
+		CHECK(memcmp(h.mem + 40 * ps, f.img.data() + 40 * ps, 4 * ps) == 0);
+		CHECK(collect(t).empty());
+	}
+	SECTION("a page discarded after its restore reads zeros and counts as written")
+	{
+		CHECK(memcmp(h.mem + 50 * ps, f.img.data() + 50 * ps, ps) == 0);
+		REQUIRE(madvise(h.mem + 50 * ps, ps, MADV_DONTNEED) == 0);
+		image zeros(ps, 0);
+		CHECK(memcmp(h.mem + 50 * ps, zeros.data(), ps) == 0);
+		CHECK(collect(t) == std::vector<uint64_t>{ 50 });
+	}
+	SECTION("fork completes the restore first: the child sees the whole image")
+	{
+		CHECK(memcmp(h.mem + 60 * ps, f.img.data() + 60 * ps, ps) == 0);
+		int status = in_child([&] {
+			// No restorer in the child, no registration either.
+			for (uint64_t i = 0; i < kPages; i++)
+				if (memcmp(h.mem + i * ps, f.img.data() + i * ps, ps) != 0)
+					_exit(20);
+			_exit(0);
+		});
+		CHECK(WIFEXITED(status));
+		CHECK(WEXITSTATUS(status) == 0);
+		restore_get_stats(r, &st);
+		CHECK(st.complete_ns != 0);
+	}
+	restore_close(r);
+	tracker_close(t);
+	pool_close(p);
+}
+
+TEST_CASE("eager restore with the mprotect tracker, and new pools", "[restore]")
+{
+	fixture f;
+	pool *p = f.open();
+	heap_range h(kPages * page_size());
+	restore *r = nullptr;
+	tracker *t = nullptr;
+	restore_options o{};
+	o.policy = RESTORE_AUTO;
+	REQUIRE(restore_open(&r, &t, p, h.mem, h.len, TRACKER_MPROTECT, &o) == 0);
+	CHECK(r == nullptr);
+	restore_stats st;
+	restore_get_stats(nullptr, &st);
+	CHECK(!st.lazy);
+	CHECK(st.eager_pages == st.pages);
+	CHECK(st.pages > 0);
+	CHECK(touch_all_and_compare(h.mem, f.img, 2) == 0);
+	CHECK(collect(t).empty());
+	h.mem[7 * page_size()] ^= 1;
+	CHECK(collect(t) == std::vector<uint64_t>{ 7 });
+	tracker_close(t);
+	pool_close(p);
+
+	// PMTHREADS_RESTORE=eager with the uffd tracker.
+	if (tracker_uffd_supported()) {
+		p = f.open();
+		heap_range h2(kPages * page_size());
+		o.policy = RESTORE_EAGER;
+		REQUIRE(restore_open(&r, &t, p, h2.mem, h2.len, TRACKER_UFFD, &o) == 0);
+		CHECK(r == nullptr);
+		CHECK(touch_all_and_compare(h2.mem, f.img, 2) == 0);
+		CHECK(collect(t).empty());
+		tracker_close(t);
+		pool_close(p);
+	}
+}

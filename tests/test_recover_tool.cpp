@@ -635,6 +635,7 @@ TEST_CASE("recover tool: create, list and rm", "[recover-tool]")
 	CHECK(access(other.c_str(), F_OK) == 0);
 
 	r = run_tool({ "rm", a, b });
+	INFO(r.err);
 	CHECK(r.status == 0);
 	CHECK(access(a.c_str(), F_OK) != 0);
 	CHECK(access(b.c_str(), F_OK) != 0);

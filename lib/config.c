@@ -35,7 +35,7 @@ static const struct config_option options[] = {
 	{ "PMTHREADS_POOL", "--pool", "PATH", false, NULL,
 	  "~/.local/share/pmthreads/PROGRAM.pool",
 	  "the pool file", CONFIG_PATH, NULL, 0, 0, 0, FIELD(pool_path) },
-	{ "PMTHREADS_POOL_SIZE", "--pool-size", "SIZE", false, NULL, "1G",
+	{ "PMTHREADS_POOL_SIZE", "--pool-size", "SIZE", false, NULL, "8G",
 	  "heap capacity of a new pool (K/M/G/T suffixes)", CONFIG_SIZE, NULL, 0,
 	  CONFIG_MIN_POOL_SIZE, CONFIG_MAX_POOL_SIZE, FIELD(pool_size) },
 	{ "PMTHREADS_INTERVAL_MS", "--interval", "MS", false, NULL, "100",

@@ -33,7 +33,7 @@ enum restore_policy { RESTORE_AUTO = 0, RESTORE_EAGER = 1, RESTORE_LAZY = 2 };
 /* PMTHREADS_CHECK: off, report unlocked writes, report and exit non-zero. */
 enum check_mode { CHECK_OFF = 0, CHECK_REPORT = 1, CHECK_FAIL = 2 };
 
-#define CONFIG_DEFAULT_POOL_SIZE (1ULL << 30)	/* heap capacity, bytes */
+#define CONFIG_DEFAULT_POOL_SIZE (8ULL << 30)	/* heap capacity, bytes: address space, the pool is sparse */
 #define CONFIG_MIN_POOL_SIZE (1ULL << 20)
 #define CONFIG_MAX_POOL_SIZE (1ULL << 40)
 #define CONFIG_DEFAULT_INTERVAL_MS 100

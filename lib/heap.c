@@ -14,6 +14,8 @@
 #include "quiesce.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #define likely(x) __builtin_expect(!!(x), 1)
@@ -65,43 +67,6 @@ static void format(void)
 	h->magic = HEAP_MAGIC;
 }
 
-static int validate(void)
-{
-	const struct heap_hdr *h = heap_rt.hdr;
-	uint64_t npages = heap_rt.len >> HEAP_PAGE_SHIFT;
-	if (h->magic != HEAP_MAGIC) {
-		err_set("heap at %p: no pmthreads heap there (magic 0x%016llx, expected "
-			"0x%016llx)", (void *)heap_rt.base, (unsigned long long)h->magic,
-			(unsigned long long)HEAP_MAGIC);
-		return -1;
-	}
-	if (h->version != HEAP_VERSION || h->nclasses != HEAP_NCLASSES ||
-	    h->nslots != HEAP_NSLOTS || h->page_size != HEAP_PAGE) {
-		err_set("heap at %p: format version %u (%u classes, %u slots, %u-byte pages) "
-			"is not this build's version %u (%u, %u, %zu); it was not reformatted: "
-			"open it with the pmthreads that wrote it (heap version %u), "
-			"or start a new pool (another PMTHREADS_POOL path)", (void *)heap_rt.base,
-			h->version, h->nclasses, h->nslots, h->page_size, HEAP_VERSION,
-			HEAP_NCLASSES, HEAP_NSLOTS, HEAP_PAGE, h->version);
-		return -1;
-	}
-	if (h->capacity != heap_rt.len || h->npages != npages) {
-		err_set("heap at %p: formatted for %llu bytes, but the range has %zu",
-			(void *)heap_rt.base, (unsigned long long)h->capacity, heap_rt.len);
-		return -1;
-	}
-	if (h->data_start != meta_pages(npages) || h->hwm < h->data_start || h->hwm > npages ||
-	    h->free_pages > h->hwm || h->free_root >= h->hwm ||
-	    h->name_buckets >= h->hwm) {
-		err_set("heap at %p: header is inconsistent (data at page %llu, high-water "
-			"mark %llu of %llu pages)", (void *)heap_rt.base,
-			(unsigned long long)h->data_start, (unsigned long long)h->hwm,
-			(unsigned long long)npages);
-		return -1;
-	}
-	return 0;
-}
-
 /* After a crash no thread survives: hand every cached block back and free
  * every slot.  Locks cannot be held at a quiescent point, but an image
  * taken any other way (a test's copy) is no reason to hang: reset them. */
@@ -141,21 +106,86 @@ int heap_init(void *base, size_t len, bool fresh)
 	heap_rt.pagemap = (uint32_t *)((char *)base + ((sizeof(struct heap_hdr) + HEAP_PAGE - 1) &
 						      ~(HEAP_PAGE - 1)));
 	heap_rt.gen++;
+	heap_rt.reserved = 0;
 	int rc = 0;
-	if (fresh || all_zero(base, sizeof(struct heap_hdr))) {
-		/* fresh, or the crash came before the first epoch was durable */
+	if (fresh) {
 		format();
-	} else if (validate() != 0) {
+	} else if (all_zero(base, sizeof(struct heap_hdr))) {
+		/* Never formatted over: a pool that made epochs durable holds a
+		 * heap, and an all-zero header means its page 0 was lost. */
+		err_set("heap header (heap offset 0): all zeros, but a heap is expected there "
+			"(the pool's copy of page 0 or its seq entry is corrupt)");
 		rc = -1;
 	} else {
 		heap_rt.secret = heap_rt.hdr->secret;
-		adopt();
+		if (heap_validate(NULL, NULL) != 0)
+			rc = -1;
+		else
+			adopt();
 	}
-	heap_rt.secret = heap_rt.hdr->secret;
-	if (rc != 0)
+	if (rc == 0 && heap_rt.reserve != NULL) {
+		/* the header pages, then the data in use and its page map */
+		uint64_t hdr_pages = (uint64_t)((char *)heap_rt.pagemap - heap_rt.base) >> HEAP_PAGE_SHIFT;
+		heap_rt.reserved = heap_rt.hdr->data_start;
+		if (heap_rt.reserve(heap_rt.reserve_ctx, 0, hdr_pages) != 0 ||
+		    !heap_reserve_to(heap_rt.hdr->hwm > heap_rt.hdr->data_start ? heap_rt.hdr->hwm
+									: heap_rt.hdr->data_start + 1))
+			rc = -1;
+	}
+	if (rc == 0)
+		heap_rt.secret = heap_rt.hdr->secret;
+	else
 		heap_rt.hdr = NULL;	/* heap_ready() false */
 	fase_leave();
 	return rc;
+}
+
+unsigned heap_check_image(void *base, size_t len, struct heap_check_report *rep,
+			  void (*report)(const char *msg, void *arg), void *arg)
+{
+	uint64_t npages = len >> HEAP_PAGE_SHIFT;
+	if (base == NULL || ((uintptr_t)base & (HEAP_PAGE - 1)) != 0 || (len & (HEAP_PAGE - 1)) != 0 ||
+	    npages > PM_LEN_MASK || npages < meta_pages(npages) + HEAP_MIN_DATA_PAGES) {
+		if (report != NULL)
+			report("the range cannot hold a heap", arg);
+		return 1;
+	}
+	heap_classes_init();
+	heap_rt.base = base;
+	heap_rt.len = len;
+	heap_rt.hdr = base;
+	heap_rt.pagemap = (uint32_t *)((char *)base + ((sizeof(struct heap_hdr) + HEAP_PAGE - 1) &
+						      ~(HEAP_PAGE - 1)));
+	heap_rt.secret = heap_rt.hdr->secret;
+	heap_rt.gen++;
+	unsigned n = heap_check_all(rep, report, arg);
+	heap_rt.hdr = NULL;
+	return n;
+}
+
+void heap_set_reserve(int (*reserve)(void *ctx, uint64_t first, uint64_t end), void *ctx)
+{
+	heap_rt.reserve = reserve;
+	heap_rt.reserve_ctx = ctx;
+	heap_rt.reserved = 0;
+}
+
+static void (*corrupt_handler)(const char *msg);
+
+void heap_set_corruption_handler(void (*fn)(const char *msg)) { corrupt_handler = fn; }
+
+void heap_corrupt(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (corrupt_handler != NULL)
+		corrupt_handler(msg);
+	log_fatal("the persistent heap is corrupt: %s; stopping before the damage spreads (the "
+		  "pool keeps its last durable epoch: pmthreads-recover check lists the "
+		  "problems)", msg);
 }
 
 bool heap_ready(void) { return heap_rt.hdr != NULL; }
@@ -208,11 +238,34 @@ static void *small_alloc(unsigned c, bool user)
 	return p;
 }
 
+/* Out of capacity: say so, with a capacity that would have fitted (a
+ * power of two, so that a new pool made with it has room to grow).  A
+ * refused disk reservation has said why already. */
+void heap_report_full(size_t size)
+{
+	errno = ENOMEM;
+	if (heap_reserve_refused())
+		return;
+	uint64_t used = heap_rt.hdr != NULL ? heap_rt.hdr->hwm << HEAP_PAGE_SHIFT : 0;
+	uint64_t fit = 1ULL << 20;
+	while (fit < heap_rt.len + (uint64_t)size && fit < (1ULL << 40))
+		fit <<= 1;
+	const char *unit = fit >= (1ULL << 30) ? "G" : "M";
+	unsigned long long fit_units = fit >> (fit >= (1ULL << 30) ? 30 : 20);
+	err_set("the persistent heap is full: %zu bytes requested, %llu MiB of its %llu MiB in "
+		"use; a pool of PMTHREADS_POOL_SIZE=%llu%s would fit it (set it for a new pool: "
+		"an existing pool keeps its size)", size, (unsigned long long)(used >> 20),
+		(unsigned long long)(heap_rt.len >> 20), fit_units, unit);
+	static _Atomic bool told;
+	if (!atomic_exchange(&told, true))
+		log_msg(LOG_ERR, "%s", err_get());
+}
+
 static void *large_alloc(size_t size, size_t align, bool *fresh)
 {
 	uint64_t n = (size + HEAP_PAGE - 1) >> HEAP_PAGE_SHIFT;
 	if (size > heap_rt.len) {
-		errno = ENOMEM;
+		heap_report_full(size);
 		return NULL;
 	}
 	if (align <= HEAP_PAGE) {
@@ -237,7 +290,7 @@ static void *large_alloc(size_t size, size_t align, bool *fresh)
 		pg = heap_pages_alloc(n, align, HEAP_RUN_LARGE, fresh);
 	}
 	if (pg == 0) {
-		errno = ENOMEM;
+		heap_report_full(size);
 		return NULL;
 	}
 	struct heap_slot *s = heap_slot_claim();

@@ -17,11 +17,14 @@
 #include <stdint.h>
 
 /* Format a new heap over [base, base+len) (zero-filled memory), or adopt the
- * recovered one found there (fresh == false): validates it, and returns
- * blocks left in dead threads' caches to the shared lists.  A range whose
- * header is all zero (nothing was ever made durable) is formatted.  Returns
- * 0 or -1 with err_get() set (the range does not hold a heap of this format
- * and size).  base and len must be multiples of 4 KiB; len from about 1 MiB
+ * recovered one found there (fresh == false): validates its header, page
+ * map and every structure adoption follows (heap_check.c), then returns
+ * blocks left in dead threads' caches to the shared lists.  A heap is never
+ * formatted unless fresh: an all-zero header with fresh == false is refused
+ * like any other invalid heap.  Returns 0 or -1 with err_get() naming the
+ * first problem, its heap offset and the count of others (the range does
+ * not hold a sound heap of this format and size); the range is not written
+ * then.  base and len must be multiples of 4 KiB; len from about 1 MiB
  * to 4 TiB.  All metadata lives in the range and refers to it by offsets,
  * so a heap copied elsewhere can be adopted there.  Assumes pages the heap
  * never handed out are zero (true of a fresh range and of a restored
@@ -102,7 +105,35 @@ struct heap_check_report {
  * span's counts and free list, every cached block, the partial lists and
  * the name table are well formed; the byte counters match the blocks
  * actually held.  Returns 0, or -1 with err_get() describing the first
- * problem.  Call only while no other thread uses the heap. */
+ * problem.  Call only while no other thread uses the heap.  Safe on any
+ * content of the range (it is what validates a heap read from a pool). */
 int heap_check(struct heap_check_report *rep);
+/* The same walk, reporting every problem through report(msg, arg) (which
+ * may be NULL); returns how many. */
+unsigned heap_check_all(struct heap_check_report *rep,
+			void (*report)(const char *msg, void *arg), void *arg);
+
+/* heap_check_all over the heap image at [base, base+len) as it is, without
+ * adopting it (nothing is written; the image may be anything): for
+ * pmthreads-recover check.  Afterwards no heap is ready (heap_init again to
+ * use one). */
+unsigned heap_check_image(void *base, size_t len, struct heap_check_report *rep,
+			  void (*report)(const char *msg, void *arg), void *arg);
+
+/* Called before the heap first uses pages above its high-water mark:
+ * reserve(ctx, first, end) makes pages [first, end) of the range safe to
+ * use (the runtime gets them disk space in the pool), or returns -1 with
+ * err_get() set, and the allocation fails with ENOMEM.  Only pages the heap
+ * may write are asked for: its header, the page-map pages that cover the
+ * pages in use, the data pages in use, the latter in chunks of a quarter of
+ * the heap in use (1 MiB at least).  NULL: no hook.  Set before heap_init
+ * (which reserves what the heap it finds uses). */
+void heap_set_reserve(int (*reserve)(void *ctx, uint64_t first, uint64_t end), void *ctx);
+
+/* When the allocator finds a corrupt structure while running (a span's free
+ * list read for the first time), it calls fn(message) and then stops the
+ * process.  fn may leave by longjmp (the fuzzer does; the heap is unusable
+ * afterwards).  NULL: just stop. */
+void heap_set_corruption_handler(void (*fn)(const char *msg));
 
 #endif

@@ -185,6 +185,33 @@ static void span_release(struct heap_class_state *cs, struct heap_span *sp, uint
 	heap_pages_free(off >> HEAP_PAGE_SHIFT, heap_cls[sp->cls].span_pages);
 }
 
+/* A span's free list comes from the pool as it was at the last epoch and is
+ * read here for the first time (adoption checks the header, the page map
+ * and the lists, not every span): each link is checked before it is
+ * followed.  A free block lies in its span, at a block boundary, among the
+ * carved ones, and carries its free tag. */
+static void check_span_header(const struct heap_span *sp, uint64_t so, unsigned c)
+{
+	const struct heap_class_info *ci = &heap_cls[c];
+	if (sp->magic != SPAN_MAGIC || sp->cls != c || sp->nblocks != ci->nblocks ||
+	    sp->bump > sp->nblocks || sp->used + sp->nfree != sp->bump)
+		heap_corrupt("span at heap offset 0x%llx (class %u) has a bad header (magic 0x%x, "
+			     "bump %u, used %u, free %u)", (unsigned long long)so, c, sp->magic,
+			     sp->bump, sp->used, sp->nfree);
+}
+
+static void check_free_block(const struct heap_span *sp, uint64_t so, unsigned c, uint64_t b,
+			     uint32_t taken)
+{
+	const struct heap_class_info *ci = &heap_cls[c];
+	if (taken >= sp->nfree || b < so || !heap_block_valid(b, so, ci) ||
+	    (b - so - ci->first) / ci->size >= sp->bump ||
+	    ((const struct heap_block *)heap_at(b))->tag != heap_tag(b))
+		heap_corrupt("the free list of the span at heap offset 0x%llx (class %u) links to "
+			     "heap offset 0x%llx, which is not a free block of it",
+			     (unsigned long long)so, c, (unsigned long long)b);
+}
+
 /* Move up to want blocks from the class's spans into a chain; returns how
  * many, the chain in *head (0-terminated, every block tagged free). */
 static uint32_t gather(unsigned c, uint32_t want, uint64_t *head)
@@ -198,9 +225,11 @@ static uint32_t gather(unsigned c, uint32_t want, uint64_t *head)
 		if (so == 0 && (so = span_new(c)) == 0)
 			break;
 		struct heap_span *sp = heap_at(so);
+		check_span_header(sp, so, c);
 		uint32_t taken = 0;
 		while (got + taken < want && sp->free_head != 0) {
 			uint64_t b = sp->free_head;
+			check_free_block(sp, so, c, b, taken);
 			struct heap_block *blk = heap_at(b);
 			sp->free_head = blk->next;
 			blk->next = chain;
@@ -248,7 +277,7 @@ void *heap_class_refill(struct heap_slot *s, unsigned c)
 		heap_slot_flush_all(s);
 		heap_class_release_empty();
 	}
-	errno = ENOMEM;
+	heap_report_full(heap_cls[c].size);
 	return NULL;
 }
 

@@ -189,6 +189,9 @@ struct heap_rt {
 	uint32_t *pagemap;
 	uint64_t secret;
 	uint64_t gen;		/* bumped by each heap_init: invalidates thread caches' TLS */
+	int (*reserve)(void *ctx, uint64_t first, uint64_t end);	/* heap_set_reserve */
+	void *reserve_ctx;
+	uint64_t reserved;	/* data pages below this have been made safe */
 };
 extern struct heap_rt heap_rt;
 
@@ -197,6 +200,15 @@ static inline uint64_t heap_off(const void *p) { return (uint64_t)((const char *
 static inline uint64_t heap_tag(uint64_t off) { return off ^ heap_rt.secret; }
 
 /* ---- page runs (heap_page.c) ----------------------------------------- */
+/* Ask the reservation hook for what pages [data_start, new_hwm) need (see
+ * heap_set_reserve); false when refused.  Under the page lock, or alone. */
+bool heap_reserve_to(uint64_t new_hwm);
+/* Whether the calling thread's last growth was refused by the hook (and
+ * forget it). */
+bool heap_reserve_refused(void);
+/* No room for size bytes: ENOMEM, and unless the hook refused, err_set with
+ * the capacity that would fit (logged once per process). */
+void heap_report_full(size_t size);
 #define HEAP_RUN_LARGE 0xffu	/* cls argument: a large run, not a span */
 /* Hand out n pages aligned to align bytes (a power of two; 0 or <= a page:
  * no constraint), tagging them in the page map as a large run or as a span
@@ -215,8 +227,6 @@ uint64_t heap_pages_free_large(uint64_t pg);
 bool heap_pages_resize(uint64_t pg, uint64_t n, uint64_t newn);
 /* Format the page allocator's fields of a new heap. */
 void heap_pages_format(void);
-/* heap_check's walk of the free-extent tree: 0, or -1 + err_set. */
-int heap_pages_check(uint64_t *pages, uint64_t *count);
 
 /* ---- size classes and thread caches (heap_class.c) ------------------- */
 /* The calling thread's slot, claiming one on first use (slot 0, the shared
@@ -259,7 +269,15 @@ size_t heap_usable_internal(const void *p);
 
 /* ---- name table (heap_names.c) --------------------------------------- */
 void heap_names_format(void);
-/* heap_check's walk of both chain kinds: 0, or -1 + err_set. */
-int heap_names_check(uint64_t *count);
+
+/* ---- validation (heap_check.c) ---------------------------------------- */
+/* heap_init's check of a heap being adopted (the range must be set up in
+ * heap_rt): 0, or -1 with err_get() naming the first problem.  report, when
+ * not NULL, gets every problem. */
+int heap_validate(void (*report)(const char *msg, void *arg), void *arg);
+/* A structure read from the heap failed a check on the allocation path:
+ * says which and where, then stops the process (log_fatal) -- continuing
+ * would spread the damage.  The pool keeps its last durable epoch. */
+__attribute__((noreturn, format(printf, 1, 2))) void heap_corrupt(const char *fmt, ...);
 
 #endif

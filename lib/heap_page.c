@@ -177,6 +177,48 @@ static void tag_run(uint64_t pg, uint64_t n, unsigned cls)
 		pm[pg + i] = pm_span(cls, (uint32_t)i);
 }
 
+/* The high-water mark may move to new_hwm: the reservation hook (the pool's
+ * disk space) covers it.  Called with the page lock held. */
+static bool reserve_data(uint64_t from, uint64_t to)
+{
+	/* the page-map pages holding the entries of [from, to) too */
+	uint64_t map0 = ((uint64_t)((char *)heap_rt.pagemap - heap_rt.base) >> HEAP_PAGE_SHIFT);
+	uint64_t per = HEAP_PAGE / sizeof(uint32_t);
+	return heap_rt.reserve(heap_rt.reserve_ctx, map0 + from / per, map0 + (to - 1) / per + 1) == 0 &&
+	       heap_rt.reserve(heap_rt.reserve_ctx, from, to) == 0;
+}
+
+static _Thread_local bool reserve_refused;
+
+bool heap_reserve_refused(void)
+{
+	bool r = reserve_refused;
+	reserve_refused = false;
+	return r;
+}
+
+bool heap_reserve_to(uint64_t new_hwm)
+{
+	if (new_hwm <= heap_rt.reserved || heap_rt.reserve == NULL)
+		return true;
+	uint64_t from = heap_rt.reserved, used = from - heap_rt.hdr->data_start;
+	uint64_t chunk = used / 4 > 256 ? used / 4 : 256;
+	uint64_t want = from + chunk > new_hwm ? from + chunk : new_hwm;
+	if (want > heap_rt.hdr->npages)
+		want = heap_rt.hdr->npages;
+	if (!reserve_data(from, want)) {
+		if (want == new_hwm || !reserve_data(from, new_hwm)) {
+			reserve_refused = true;
+			return false;
+		}
+		want = new_hwm;
+	}
+	heap_rt.reserved = want;
+	return true;
+}
+
+static bool may_grow_to(uint64_t new_hwm) { return heap_reserve_to(new_hwm); }
+
 /* n pages, no alignment; 0 when there is no room. */
 static uint64_t take_locked(struct heap_hdr *h, uint64_t n, bool *fresh)
 {
@@ -195,13 +237,13 @@ static uint64_t take_locked(struct heap_hdr *h, uint64_t n, bool *fresh)
 	*fresh = true;
 	if (h->hwm > h->data_start && pm_kind(heap_rt.pagemap[h->hwm - 1]) == PM_FREE) {
 		uint64_t l = pm_len(heap_rt.pagemap[h->hwm - 1]);
-		if (h->npages - (h->hwm - l) < n)
+		if (h->npages - (h->hwm - l) < n || !may_grow_to(h->hwm - l + n))
 			return 0;
 		extent_del(h, h->hwm - l, l);
 		start = h->hwm - l;
 		*fresh = false;
 	}
-	if (h->npages - start < n)
+	if (h->npages - start < n || !may_grow_to(start + n))
 		return 0;
 	if (start + n > h->hwm)
 		h->hwm = start + n;
@@ -287,11 +329,12 @@ bool heap_pages_resize(uint64_t pg, uint64_t n, uint64_t newn)
 			if (l > need)
 				extent_add(h, end + need, l - need);
 		} else if (end < h->hwm && pm_kind(pm[end]) == PM_FREE &&
-			   end + pm_len(pm[end]) == h->hwm && h->npages - end >= need) {
+			   end + pm_len(pm[end]) == h->hwm && h->npages - end >= need &&
+			   may_grow_to(end + need)) {
 			/* a free extent up to hwm, then never-used pages */
 			extent_del(h, end, pm_len(pm[end]));
 			h->hwm = end + need;
-		} else if (end == h->hwm && h->npages - end >= need) {
+		} else if (end == h->hwm && h->npages - end >= need && may_grow_to(end + need)) {
 			h->hwm = end + need;
 		} else {
 			ok = false;
@@ -314,47 +357,4 @@ void heap_pages_format(void)
 	h->free_pages = 0;
 	h->free_extents = 0;
 	h->large_pages = 0;
-}
-
-/* In-order walk for heap_check: keys ascending, extents neither touching
- * nor overlapping, maxlen right, tags matching.  Returns -1 on the first
- * problem (err_set), else adds to *pages and *count. */
-static int check_subtree(uint64_t t, uint64_t *prev_end, uint64_t *pages, uint64_t *count,
-			 unsigned depth)
-{
-	const struct heap_hdr *h = heap_rt.hdr;
-	if (t == 0)
-		return 0;
-	if (depth > 4096 || t < h->data_start || t >= h->hwm) {
-		err_set("heap check: free-extent tree node at page %llu is out of range or "
-			"the tree is cyclic", (unsigned long long)t);
-		return -1;
-	}
-	const struct extent_node *n = node(t);
-	if (check_subtree(n->left, prev_end, pages, count, depth + 1) != 0)
-		return -1;
-	uint64_t m = n->npages;
-	if (n->left != 0 && node(n->left)->maxlen > m)
-		m = node(n->left)->maxlen;
-	if (n->right != 0 && node(n->right)->maxlen > m)
-		m = node(n->right)->maxlen;
-	if (n->npages == 0 || t + n->npages > h->hwm || t <= *prev_end || n->maxlen != m ||
-	    heap_rt.pagemap[t] != pm_make(PM_FREE, (uint32_t)n->npages) ||
-	    heap_rt.pagemap[t + n->npages - 1] != pm_make(PM_FREE, (uint32_t)n->npages)) {
-		err_set("heap check: free extent at page %llu (%llu pages) is misordered, "
-			"uncoalesced or mistagged", (unsigned long long)t,
-			(unsigned long long)n->npages);
-		return -1;
-	}
-	*prev_end = t + n->npages;	/* the next must start after a gap */
-	*pages += n->npages;
-	(*count)++;
-	return check_subtree(n->right, prev_end, pages, count, depth + 1);
-}
-
-int heap_pages_check(uint64_t *pages, uint64_t *count)
-{
-	uint64_t prev_end = 0;
-	*pages = *count = 0;
-	return check_subtree(heap_rt.hdr->free_root, &prev_end, pages, count, 0);
 }

@@ -78,12 +78,8 @@ static uint64_t write_page(struct pool *p, unsigned char *copy, const unsigned c
 	return written;
 }
 
-static void publish(struct pool *p, uint64_t next)
-{
-	*p->ver_d = next;
-	nvm_flush(p->nvm, (const void *)p->ver_d, sizeof(*p->ver_d));
-	nvm_fence(p->nvm);
-}
+/* The third fence: one checksummed version record (pool.h). */
+static void publish(struct pool *p, uint64_t next) { pool_publish(p, next); }
 
 static const void *shadow_page(void *ctx, size_t k, uint64_t page)
 {
@@ -128,6 +124,8 @@ void epoch_persist_from(struct pool *p, const struct persist_source *src, const 
 		if (p->seq[i][0] == next || p->seq[i][1] == next)
 			continue;	/* listed twice */
 		int w = working_copy(p, i);
+		if (i >= p->seq_pages)
+			p->seq_pages = i + 1;
 		p->seq[i][w] = next;
 		nvm_flush(p->nvm, &p->seq[i][w], sizeof(uint64_t));
 		persisted++;

@@ -25,7 +25,7 @@ uint64_t pool_invalidate_torn(struct pool *p)
 	/* One flush per line of the seq table (four pages' pairs), not per
 	 * copy: an interrupted epoch leaves runs of torn copies. */
 	uintptr_t line = 0;
-	for (uint64_t i = 0; i < p->npages; i++) {
+	for (uint64_t i = 0; i < p->seq_pages; i++) {
 		for (int c = 0; c < 2; c++) {
 			uint64_t s = p->seq[i][c];
 			if (s != POOL_SEQ_INVALID && s > v) {
@@ -59,7 +59,7 @@ uint64_t pool_copy_image(const struct pool *p, void *shadow)
 {
 	unsigned char *sh = shadow;
 	uint64_t restored = 0;
-	for (uint64_t i = 0; i < p->npages; i++) {
+	for (uint64_t i = 0; i < p->seq_pages; i++) {
 		int c = pool_valid_copy(p, i);
 		if (c < 0)
 			continue;

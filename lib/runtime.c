@@ -220,6 +220,18 @@ static int open_pool(void)
 	return pool_open(&pool, &o);
 }
 
+/* The heap's growth hook: disk space for its new pages before it uses them
+ * (a full file system is an allocation failure, not a SIGBUS). */
+static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
+{
+	static _Atomic bool told;
+	if (pool_reserve(ctx, first, end) == 0)
+		return 0;
+	if (!atomic_exchange(&told, true))
+		log_msg(LOG_ERR, "%s", err_get());
+	return -1;
+}
+
 /* PMTHREADS_CHECK (checker.h): config.c has already switched to the mprotect
  * tracker and the short interval; say so when that overrides a request. */
 static int check_mode_setup(void)
@@ -361,13 +373,17 @@ static int start(void)
 	if (restore_open(&restorer, &tracker, pool, heap_base, heap_len, cfg.tracker, &ro) != 0)
 		goto fail_shadow;
 	previous_run_crashed = !pool->created && !pool->was_clean;
-	pool_set_clean(pool, false);
 	/* Before heap_init: its writes happen inside a FASE and must pass. */
 	if (cfg.check)
 		tracker_set_write_hook(checker_on_write);
 
-	if (heap_init(heap_base, heap_len, pool->created) != 0)
+	/* Only a pool that never made an epoch durable holds no heap yet; any
+	 * other is adopted or refused, never formatted again. */
+	heap_set_reserve(reserve_heap_pages, pool);
+	if (heap_init(heap_base, heap_len, pool->created || *pool->ver_d == 0) != 0)
 		goto fail_tracker;
+	/* The first write to the pool: it passed every check. */
+	pool_set_clean(pool, false);
 	if (!pool->created && reset_unreachable_heap() != 0)
 		goto fail_tracker;
 

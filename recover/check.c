@@ -1,10 +1,11 @@
 /*
  * check -- verify every invariant of a pool: the pool module's checks
- * (header, checksum, layout, file size, seq table against VER_d), then what
- * the tool can add from outside: every consistent page copy can be read, and
- * the heap in the consistent image is one a recovering program would accept
- * and its allocator structures are sound.  Copies newer than VER_d are an
+ * (header, checksums, version records, layout, file size, seq table against
+ * VER_d), then what the tool can add from outside: every consistent page
+ * copy can be read, and the heap in the consistent image is sound (the full
+ * walk of heap_check, every problem listed).  Copies newer than VER_d are an
  * interrupted epoch that the next open undoes: a warning, not a problem.
+ * The findings are collected, then printed as text or as one JSON object.
  */
 #include "tool.h"
 
@@ -16,13 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-static const char check_usage[] = "Usage: " TOOL_NAME " check POOL\n";
+static const char check_usage[] = "Usage: " TOOL_NAME " check [--json] POOL\n";
 static const char check_help[] =
-	"Usage: " TOOL_NAME " check POOL\n"
-	"Verify every invariant of a pool: header, checksum and layout, the file size\n"
-	"against the capacity, the sequence number of every page copy against VER_d,\n"
-	"and that the consistent image can be read.  Each problem is listed.  Copies\n"
+	"Usage: " TOOL_NAME " check [--json] POOL\n"
+	"Verify every invariant of a pool: header, checksums and layout, the version\n"
+	"records, the file size against the capacity, the sequence number of every\n"
+	"page copy against VER_d, that the consistent image can be read, and every\n"
+	"structure of the heap in it.  Every problem found is listed.  Copies\n"
 	"written by an interrupted epoch (sequence number above VER_d) are reported\n"
 	"as a warning: the program's next start discards them (recovery pending).\n"
 	"The pool is opened read-only and never modified.\n"
@@ -30,26 +33,54 @@ static const char check_help[] =
 	"Exit status: 0 consistent (warnings allowed), 1 problems found or the pool\n"
 	"cannot be opened, 2 usage.\n"
 	"\n"
+	"  --json      print the findings as one JSON object\n"
 	"  -h, --help  this text\n";
 
 /* Per-page findings can be numerous; list this many of each kind. */
 #define LIST_MAX 10
 
+enum finding_kind { PROBLEM, WARNING, NOTE };
+
+struct finding {
+	enum finding_kind kind;
+	char *text;
+};
+
 struct findings {
+	struct finding *v;
+	size_t n, cap;
 	unsigned problems;
 	unsigned warnings;
 };
+
+static void add(struct findings *f, enum finding_kind kind, const char *fmt, va_list ap)
+{
+	char msg[1024];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (kind == PROBLEM)
+		f->problems++;
+	else if (kind == WARNING)
+		f->warnings++;
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? 2 * f->cap : 32;
+		struct finding *v = realloc(f->v, cap * sizeof(*v));
+		if (v == NULL)
+			return;	/* counted, not listed */
+		f->v = v;
+		f->cap = cap;
+	}
+	char *t = strdup(msg);
+	if (t != NULL)
+		f->v[f->n++] = (struct finding){ kind, t };
+}
 
 static void problem(struct findings *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void problem(struct findings *f, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	printf("problem: ");
-	vprintf(fmt, ap);
-	putchar('\n');
+	add(f, PROBLEM, fmt, ap);
 	va_end(ap);
-	f->problems++;
 }
 
 static void warning(struct findings *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -57,11 +88,22 @@ static void warning(struct findings *f, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	printf("warning: ");
-	vprintf(fmt, ap);
-	putchar('\n');
+	add(f, WARNING, fmt, ap);
 	va_end(ap);
-	f->warnings++;
+}
+
+static void note(struct findings *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct findings *f, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	add(f, NOTE, fmt, ap);
+	va_end(ap);
+}
+
+static void report_heap_problem(const char *msg, void *arg)
+{
+	problem(arg, "heap: %s", msg);
 }
 
 static void report_pool_problem(const char *msg, void *arg)
@@ -75,15 +117,14 @@ static void note_torn(const struct pool *p, struct findings *f)
 {
 	uint64_t ver_d = *p->ver_d;
 	uint64_t torn = 0;
-	for (uint64_t i = 0; i < p->npages; i++) {
+	for (uint64_t i = 0; i < p->seq_pages; i++) {
 		for (int c = 0; c < 2; c++) {
 			uint64_t s = p->seq[i][c];
 			if (s == POOL_SEQ_INVALID || s <= ver_d)
 				continue;
 			if (torn++ < LIST_MAX)
-				printf("note: page %" PRIu64 " copy %d has seq %" PRIu64
-				       " > VER_d %" PRIu64 " (interrupted epoch)\n",
-				       i, c, s, ver_d);
+				note(f, "page %" PRIu64 " copy %d has seq %" PRIu64
+				     " > VER_d %" PRIu64 " (interrupted epoch)", i, c, s, ver_d);
 		}
 	}
 	if (torn > 0)
@@ -117,7 +158,7 @@ static bool check_readable(const struct pool *p, struct findings *f)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGBUS, &sa, &old);
 	volatile uint64_t unreadable = 0;
-	for (volatile uint64_t i = 0; i < p->npages; i++) {
+	for (volatile uint64_t i = 0; i < p->seq_pages; i++) {
 		if (pool_valid_copy(p, i) < 0)
 			continue;
 		if (sigsetjmp(read_fault, 1) != 0) {
@@ -135,38 +176,92 @@ static bool check_readable(const struct pool *p, struct findings *f)
 	return unreadable == 0;
 }
 
-/* The heap a recovering program would adopt from the consistent image. */
-static void check_heap(const struct pool *p, struct findings *f)
+/* The heap a recovering program would adopt, checked as it is in the
+ * consistent image. */
+static void check_heap(const struct pool *p, struct findings *f, char *summary, size_t len)
 {
+	snprintf(summary, len, "not checked");
+	if (pool_valid_copy(p, 0) < 0) {
+		snprintf(summary, len, "none: no heap has been persisted yet");
+		note(f, "heap not checked: no heap has been persisted yet");
+		return;
+	}
 	struct image img;
 	if (image_load(p, &img) != 0) {
 		problem(f, "the heap image cannot be loaded (see the error above)");
 		return;
 	}
-	char why[512], summary[256];
-	switch (heap_image_adopt(&img, p, why, sizeof(why))) {
-	case HEAP_IMAGE_NONE:
-		printf("note: heap not checked: %s\n", why);
-		break;
-	case HEAP_IMAGE_INVALID:
-		problem(f, "%s", why);
-		break;
-	case HEAP_IMAGE_ADOPTED:
-		if (heap_image_check(summary, sizeof(summary), why, sizeof(why)) == 0)
-			printf("heap: consistent: %s\n", summary);
-		else
-			problem(f, "the heap's structures are inconsistent: %s", why);
-		break;
-	}
+	heap_image_check(&img, summary, len, report_heap_problem, f);
 	image_free(&img);
 }
+
+static void print_text(const struct pool *p, const struct findings *f, const char *heap_summary)
+{
+	static const char *const words[] = { "problem", "warning", "note" };
+	for (size_t i = 0; i < f->n; i++)
+		printf("%s: %s\n", words[f->v[i].kind], f->v[i].text);
+	if (f->problems == 0 && heap_summary[0] != '\0')
+		printf("heap: consistent: %s\n", heap_summary);
+	if (f->problems == 0)
+		printf("%s: consistent (VER_d %" PRIu64 ", %u warning%s)\n", p->path, *p->ver_d,
+		       f->warnings, f->warnings == 1 ? "" : "s");
+	else
+		printf("%s: %u problem%s found\n", p->path, f->problems, f->problems == 1 ? "" : "s");
+}
+
+static void print_list(const struct findings *f, enum finding_kind kind)
+{
+	printf("[");
+	bool first = true;
+	for (size_t i = 0; i < f->n; i++) {
+		if (f->v[i].kind != kind)
+			continue;
+		printf(first ? "" : ",");
+		json_string(stdout, f->v[i].text);
+		first = false;
+	}
+	printf("]");
+}
+
+static void print_json(const char *path, const struct pool *p, const struct findings *f,
+		       const char *heap_summary)
+{
+	printf("{\"pool\":");
+	json_string(stdout, path);
+	printf(",\"opened\":%s", p != NULL ? "true" : "false");
+	printf(",\"consistent\":%s", f->problems == 0 && p != NULL ? "true" : "false");
+	if (p != NULL)
+		printf(",\"ver_d\":%" PRIu64, *p->ver_d);
+	printf(",\"problem_count\":%u,\"warning_count\":%u", f->problems, f->warnings);
+	printf(",\"problems\":");
+	print_list(f, PROBLEM);
+	printf(",\"warnings\":");
+	print_list(f, WARNING);
+	printf(",\"notes\":");
+	print_list(f, NOTE);
+	printf(",\"heap\":");
+	json_string(stdout, heap_summary);
+	printf("}\n");
+}
+
+static void findings_free(struct findings *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		free(f->v[i].text);
+	free(f->v);
+}
+
+/* pool_open's refusal, as a problem (check --json still prints an object). */
+static char open_error[1024];
 
 int cmd_check(int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	bool json = false;
 	opterr = 0;
 	optind = 1;
 	int c;
@@ -175,31 +270,49 @@ int cmd_check(int argc, char **argv)
 			fputs(check_help, stdout);
 			return TOOL_OK;
 		}
+		if (c == 'j') {
+			json = true;
+			continue;
+		}
 		return tool_bad_option(check_usage, "check", argv);
 	}
 	if (argc - optind != 1)
 		return tool_usage_error(check_usage, "check: expected one POOL, got %d operands",
 					argc - optind);
 
-	struct pool *p = tool_open_pool(argv[optind]);
+	const char *path = argv[optind];
+	struct findings f;
+	memset(&f, 0, sizeof(f));
+	char heap_summary[256] = "";
+	struct pool *p = tool_open_pool_inspect(path);
 	if (p == NULL) {
-		printf("%s: cannot be opened (see the error above)\n", argv[optind]);
+		snprintf(open_error, sizeof(open_error), "%s: cannot be opened (see the error above)",
+			 path);
+		problem(&f, "%s", open_error);
+		if (json)
+			print_json(path, NULL, &f, "not checked");
+		else
+			printf("%s\n", open_error);
+		findings_free(&f);
 		return TOOL_PROBLEM;
 	}
-	struct findings f = { 0, 0 };
-	printf("checking %s\n", p->path);
-	/* The file may have shrunk since it was opened: reading the mapping
-	 * past its end would fault, so the deeper checks need this one to pass. */
-	if (pool_check(p, report_pool_problem, &f) == 0) {
+	if (!json)
+		printf("checking %s\n", p->path);
+	pool_check(p, report_pool_problem, &f);
+	/* The deeper checks read the mapping: only while the file still has
+	 * the size its header gives (a shrunk file would fault). */
+	struct stat st;
+	if (fstat(p->fd, &st) == 0 && (uint64_t)st.st_size == p->file_size) {
 		note_torn(p, &f);
 		if (check_readable(p, &f))
-			check_heap(p, &f);
+			check_heap(p, &f, heap_summary, sizeof(heap_summary));
 	}
-	if (f.problems == 0)
-		printf("%s: consistent (VER_d %" PRIu64 ", %u warning%s)\n", p->path, *p->ver_d,
-		       f.warnings, f.warnings == 1 ? "" : "s");
+	if (json)
+		print_json(path, p, &f, heap_summary);
 	else
-		printf("%s: %u problem%s found\n", p->path, f.problems, f.problems == 1 ? "" : "s");
+		print_text(p, &f, heap_summary);
+	int rc = f.problems == 0 ? TOOL_OK : TOOL_PROBLEM;
+	findings_free(&f);
 	pool_close(p);
-	return f.problems == 0 ? TOOL_OK : TOOL_PROBLEM;
+	return rc;
 }

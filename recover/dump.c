@@ -4,7 +4,9 @@
  * The output is the heap as a recovering program would see it at the
  * recorded base address: byte k of OUT is byte k of the heap.  Pages never
  * persisted are zeros and are left as holes (the file is sparse).  OUT is
- * created exclusively unless --force; it may never be the pool itself.
+ * created exclusively unless --force; it may never be the pool itself, a
+ * symbolic link (not even with --force) or anything but a regular file.
+ * OUT "-" is standard output, written sequentially (zeros included).
  */
 #include "tool.h"
 
@@ -18,16 +20,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char dump_usage[] = "Usage: " TOOL_NAME " dump [--used-only] [--force] POOL OUT\n";
+static const char dump_usage[] = "Usage: " TOOL_NAME " dump [--used-only] [--force] POOL OUT|-\n";
 static const char dump_help[] =
-	"Usage: " TOOL_NAME " dump [--used-only] [--force] POOL OUT\n"
+	"Usage: " TOOL_NAME " dump [--used-only] [--force] POOL OUT|-\n"
 	"Write the pool's consistent heap image (the last durable epoch, as the\n"
 	"program would recover it) to OUT: capacity bytes, byte k of OUT being byte k\n"
 	"of the heap, pages never persisted as zeros (holes in a sparse file).\n"
+	"OUT - writes to standard output (all of it: add --used-only for a large,\n"
+	"mostly unused pool).\n"
 	"The pool is opened read-only and never modified.\n"
 	"\n"
 	"  --used-only  stop after the last page that was ever persisted\n"
-	"  --force      overwrite OUT when it exists (never the pool itself)\n"
+	"  --force      overwrite OUT when it exists (never the pool itself, never\n"
+	"               through a symbolic link)\n"
 	"  -h, --help   this text\n";
 
 static bool all_zero(const unsigned char *b, size_t n)
@@ -63,16 +68,68 @@ static int open_output(const struct pool *p, const char *out, bool force)
 		tool_error("%s is the pool itself: choose another output file", out);
 		return -1;
 	}
-	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL);
+	/* O_NOFOLLOW: --force must not truncate whatever a link points to;
+	 * O_NONBLOCK: a FIFO must not block the open (it is refused below). */
+	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (force ? 0 : O_EXCL);
 	int fd = open(out, flags, 0600);
 	if (fd < 0) {
 		if (errno == EEXIST)
 			tool_error("%s already exists: remove it, choose another name, or pass "
 				   "--force to overwrite it", out);
+		else if (errno == ENXIO)
+			tool_error("%s is a FIFO or device, not a regular file; dump writes only "
+				   "regular files (or - for standard output)", out);
+		else if (errno == ELOOP)
+			tool_error("%s is a symbolic link; dump does not write through links, not "
+				   "even with --force: give the real path", out);
 		else
 			tool_error("cannot create %s: %s", out, strerror(errno));
+		return -1;
 	}
+	if (fstat(fd, &os) != 0 || !S_ISREG(os.st_mode)) {
+		tool_error("%s is not a regular file; dump writes only regular files (or - for "
+			   "standard output)", out);
+		close(fd);
+		return -1;
+	}
+	if (os.st_dev == ps.st_dev && os.st_ino == ps.st_ino) {
+		tool_error("%s is the pool itself: choose another output file", out);
+		close(fd);
+		return -1;
+	}
+	if (force && ftruncate(fd, 0) != 0) {
+		tool_error("cannot truncate %s: %s", out, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	return fd;
+}
+
+/* To standard output: every byte in order, the zeros included. */
+static int write_stream(const struct pool *p, uint64_t npages)
+{
+	unsigned char *buf = malloc(p->page_size);
+	if (buf == NULL) {
+		tool_error("out of memory");
+		return -1;
+	}
+	int rc = 0;
+	for (uint64_t i = 0; i < npages && rc == 0; i++) {
+		pool_read_page(p, i, buf);
+		if (fwrite(buf, 1, p->page_size, stdout) != p->page_size) {
+			tool_error("writing standard output: %s", strerror(errno));
+			rc = -1;
+		}
+	}
+	free(buf);
+	if (rc == 0 && fflush(stdout) != 0) {
+		tool_error("writing standard output: %s", strerror(errno));
+		rc = -1;
+	}
+	return rc;
 }
 
 static int write_image(const struct pool *p, int fd, const char *out, uint64_t npages)
@@ -83,7 +140,7 @@ static int write_image(const struct pool *p, int fd, const char *out, uint64_t n
 		return -1;
 	}
 	int rc = 0;
-	for (uint64_t i = 0; i < npages && rc == 0; i++) {
+	for (uint64_t i = 0; i < npages && i < p->seq_pages && rc == 0; i++) {
 		if (pool_valid_copy(p, i) < 0)
 			continue;
 		pool_read_page(p, i, buf);
@@ -139,6 +196,11 @@ int cmd_dump(int argc, char **argv)
 	if (used_only)
 		npages = (uint64_t)(image_last_used_page(p) + 1);
 	int rc = TOOL_PROBLEM;
+	if (strcmp(out, "-") == 0) {
+		rc = write_stream(p, npages) == 0 ? TOOL_OK : TOOL_PROBLEM;
+		pool_close(p);
+		return rc;
+	}
 	int fd = open_output(p, out, force);
 	if (fd >= 0) {
 		if (write_image(p, fd, out, npages) == 0) {

@@ -117,19 +117,22 @@ void heap_image_names_free(struct named_objects *o)
 	o->n = 0;
 }
 
-int heap_image_check(char *summary, size_t summary_len, char *why, size_t why_len)
+unsigned heap_image_check(struct image *img, char *summary, size_t summary_len,
+			  void (*report)(const char *msg, void *arg), void *arg)
 {
 #ifndef PMT_TOOL_HAVE_HEAP
-	snprintf(summary, summary_len, "not checked");
-	snprintf(why, why_len, "this build of " TOOL_NAME " has no heap module");
-	return -1;
+	(void)img;
+	(void)report;
+	(void)arg;
+	snprintf(summary, summary_len, "not checked: this build of " TOOL_NAME " has no heap module");
+	return 0;
 #else
 	struct heap_check_report rep;
 	memset(&rep, 0, sizeof(rep));
-	err_clear();
-	if (heap_check(&rep) != 0) {
-		snprintf(why, why_len, "%s", err_get()[0] != '\0' ? err_get() : "no reason given");
-		return -1;
+	unsigned n = heap_check_image(img->base, img->len, &rep, report, arg);
+	if (n != 0) {
+		snprintf(summary, summary_len, "%u problem%s", n, n == 1 ? "" : "s");
+		return n;
 	}
 	snprintf(summary, summary_len,
 		 "%" PRIu64 " named objects, %" PRIu64 " bytes in use, %" PRIu64 " spans (%" PRIu64

@@ -17,7 +17,7 @@
 
 int64_t image_last_used_page(const struct pool *p)
 {
-	for (uint64_t i = p->npages; i > 0; i--)
+	for (uint64_t i = p->seq_pages; i > 0; i--)
 		if (pool_valid_copy(p, i - 1) >= 0)
 			return (int64_t)(i - 1);
 	return -1;
@@ -37,7 +37,7 @@ int image_load(const struct pool *p, struct image *img)
 		return -1;
 	}
 	img->base = base;
-	for (uint64_t i = 0; i < p->npages; i++) {
+	for (uint64_t i = 0; i < p->seq_pages; i++) {
 		if (pool_valid_copy(p, i) < 0)
 			continue;
 		pool_read_page(p, i, img->base + i * p->page_size);

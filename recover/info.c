@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <uuid/uuid.h>
 
 static const char info_usage[] = "Usage: " TOOL_NAME " info [--json] POOL\n";
 static const char info_help[] =
@@ -25,15 +26,9 @@ static const char info_help[] =
 
 static void format_uuid(const uint8_t u[16], char out[37])
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t o = 0;
-	for (int i = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			out[o++] = '-';
-		out[o++] = hex[u[i] >> 4];
-		out[o++] = hex[u[i] & 15];
-	}
-	out[o] = '\0';
+	uuid_t id;
+	memcpy(id, u, sizeof(id));
+	uuid_unparse_lower(id, out);
 }
 
 /* The state in one word for JSON and a sentence for people. */

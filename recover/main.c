@@ -1,6 +1,5 @@
 /*
- * pmthreads-recover -- command dispatch, the tool's --help and --version,
- * and the error/usage printing every command shares.
+ * pmthreads-recover -- command dispatch, the tool's --help and --version.
  */
 #include "tool.h"
 
@@ -15,55 +14,31 @@
 
 static const char tool_help[] =
 	"Usage: " TOOL_NAME " COMMAND [OPTIONS] POOL ...\n"
-	"Inspect a pmthreads pool file without modifying it.\n"
+	"Inspect a pmthreads pool file without modifying it; list, create and remove\n"
+	"pools.\n"
 	"\n"
 	"Commands:\n"
 	"  info POOL [--json]          format, capacity, pages used, VER_d, clean or\n"
 	"                              crashed, creator, named objects\n"
-	"  check POOL                  verify every invariant; exit 0 when consistent,\n"
-	"                              1 listing each problem\n"
+	"  check POOL [--json]         verify every invariant; exit 0 when consistent,\n"
+	"                              1 listing every problem\n"
 	"  dump POOL OUT [--used-only] [--force]\n"
-	"                              write the consistent heap image to OUT\n"
+	"                              write the consistent heap image to OUT (- for\n"
+	"                              standard output)\n"
+	"  list [--dir DIR]            the pools in the default directory: program,\n"
+	"                              capacity, disk space, in use / clean / crashed\n"
+	"  rm POOL...                  remove pools (never one in use)\n"
+	"  create POOL [--size SIZE] [--program NAME]\n"
+	"                              create an empty pool\n"
 	"  help [COMMAND]              this text, or a command's\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help                  this text (after a command: that command's)\n"
 	"  -V, --version               print the version\n"
 	"\n"
-	"The pool is opened read-only and is never written.  A pool held by a\n"
-	"running program cannot be inspected until that program exits.\n"
+	"info, check, dump and list open pools read-only and never write them.  A\n"
+	"pool held by a running program cannot be inspected until that program exits.\n"
 	"Exit status: 0 success, 1 a problem with the pool or the output, 2 usage.\n";
-
-void tool_error(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, TOOL_NAME ": error: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-int tool_usage_error(const char *usage, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, TOOL_NAME ": ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	fprintf(stderr, "%sTry '" TOOL_NAME " --help' for more information.\n", usage);
-	return TOOL_USAGE;
-}
-
-int tool_bad_option(const char *usage, const char *cmd, char **argv)
-{
-	/* optopt is the character of an unknown short option and 0 for an
-	 * unknown long one, whose text getopt has just stepped over. */
-	if (optopt != 0)
-		return tool_usage_error(usage, "%s: unknown option '-%c'", cmd, optopt);
-	return tool_usage_error(usage, "%s: unknown option '%s'", cmd, argv[optind - 1]);
-}
 
 struct command {
 	const char *name;
@@ -74,6 +49,9 @@ static const struct command commands[] = {
 	{ "info", cmd_info },
 	{ "check", cmd_check },
 	{ "dump", cmd_dump },
+	{ "list", cmd_list },
+	{ "rm", cmd_rm },
+	{ "create", cmd_create },
 };
 
 static const struct command *find_command(const char *name)
@@ -84,7 +62,8 @@ static const struct command *find_command(const char *name)
 	return NULL;
 }
 
-static const char short_usage[] = "Usage: " TOOL_NAME " info|check|dump|help ...\n";
+static const char short_usage[] =
+	"Usage: " TOOL_NAME " info|check|dump|list|rm|create|help ...\n";
 
 int main(int argc, char **argv)
 {

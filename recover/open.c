@@ -8,11 +8,12 @@
 
 #include <string.h>
 
-struct pool *tool_open_pool(const char *path)
+static struct pool *open_pool(const char *path, bool inspect)
 {
 	struct pool_open_options o;
 	memset(&o, 0, sizeof(o));
 	o.path = path;
+	o.inspect = inspect;
 	o.read_only = true;	/* O_RDONLY, shared lock, PROT_READ: the tool cannot write */
 	o.create = false;
 	o.creator = NULL;	/* any program's pool */
@@ -26,3 +27,6 @@ struct pool *tool_open_pool(const char *path)
 	}
 	return p;
 }
+
+struct pool *tool_open_pool(const char *path) { return open_pool(path, false); }
+struct pool *tool_open_pool_inspect(const char *path) { return open_pool(path, true); }

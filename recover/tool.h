@@ -29,6 +29,9 @@ enum tool_exit { TOOL_OK = 0, TOOL_PROBLEM = 1, TOOL_USAGE = 2 };
 int cmd_info(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_list(int argc, char **argv);	/* manage.c */
+int cmd_rm(int argc, char **argv);
+int cmd_create(int argc, char **argv);
 
 /* "pmthreads-recover: error: ..." on stderr (main.c). */
 void tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -44,6 +47,10 @@ int tool_bad_option(const char *usage, const char *cmd, char **argv);
 /* Open path read-only for inspection (open.c).  On failure prints the pool
  * module's message and returns NULL. */
 struct pool *tool_open_pool(const char *path);
+/* The same for check: a pool whose version records or seq table fail
+ * validation is opened anyway (pool_open's inspect mode), so that check can
+ * list every problem. */
+struct pool *tool_open_pool_inspect(const char *path);
 
 /* The consistent heap image, copied into the tool's own memory (image.c). */
 struct image {
@@ -84,9 +91,11 @@ enum heap_image_state heap_image_adopt(struct image *img, const struct pool *p, 
 /* After ADOPTED: the named objects.  0, or -1 after printing an error. */
 int heap_image_names(const struct image *img, const struct pool *p, struct named_objects *out);
 void heap_image_names_free(struct named_objects *o);
-/* After ADOPTED: walk every allocator structure.  0 when consistent (summary
- * describes it), -1 with why describing the first problem. */
-int heap_image_check(char *summary, size_t summary_len, char *why, size_t why_len);
+/* Walk every allocator structure of the heap in the image as it is (not
+ * adopted).  Returns the number of problems, each passed to report; 0 with
+ * summary describing the heap; with no heap module, 0 and summary says so. */
+unsigned heap_image_check(struct image *img, char *summary, size_t summary_len,
+			  void (*report)(const char *msg, void *arg), void *arg);
 
 /* Write s as a JSON string literal (quotes and escapes included) (json.c). */
 void json_string(FILE *f, const char *s);

@@ -117,9 +117,18 @@ TEST_CASE("heap_init checks the range and the header it finds", "[heap]")
 	void *base = map_range(len);
 	REQUIRE(base != nullptr);
 
-	SECTION("all-zero header: formatted fresh")
+	SECTION("all-zero header, not fresh: refused, never formatted over")
 	{
-		REQUIRE(heap_init(base, len, false) == 0);
+		// Formatting here would wipe a heap whose page 0 was lost.
+		REQUIRE(heap_init(base, len, false) == -1);
+		REQUIRE(std::string(err_get()).find("all zeros") != std::string::npos);
+		REQUIRE_FALSE(heap_ready());
+		std::vector<unsigned char> zero(1u << 20, 0);
+		REQUIRE(memcmp(base, zero.data(), zero.size()) == 0);
+	}
+	SECTION("fresh: formatted")
+	{
+		REQUIRE(heap_init(base, len, true) == 0);
 		void *p = heap_malloc(100);
 		REQUIRE(p != nullptr);
 		REQUIRE(heap_contains(p));
@@ -964,4 +973,21 @@ TEST_CASE("recovery: the image adopted at another address works", "[heap][recove
 	REQUIRE(in_use() == 0);
 	require_consistent();
 	munmap(other, len);
+}
+
+TEST_CASE("a full heap says which pool size would fit the request", "[heap]")
+{
+	const size_t len = 2u << 20;
+	void *base = map_range(len);
+	REQUIRE(base != nullptr);
+	REQUIRE(heap_init(base, len, true) == 0);
+	err_clear();
+	errno = 0;
+	CHECK(heap_malloc(3u << 20) == nullptr);
+	CHECK(errno == ENOMEM);
+	std::string msg = err_get();
+	INFO(msg);
+	CHECK(msg.find("the persistent heap is full") != std::string::npos);
+	CHECK(msg.find("PMTHREADS_POOL_SIZE=8M") != std::string::npos);
+	munmap(base, len);
 }

@@ -199,7 +199,15 @@ TEST_CASE("damaged pools are refused and left untouched", "[pool]")
 		uint32_t v = POOL_FORMAT_VERSION + 1;
 		patch_file(path, 8, &v, sizeof(v)); // just after the magic
 		std::string msg = refused(o);
-		CHECK(contains(msg, "format version 2"));
+		CHECK(contains(msg, "format version " + std::to_string(POOL_FORMAT_VERSION + 1)));
+	}
+	SECTION("format version 1 (before checksummed version records)")
+	{
+		uint32_t v = 1;
+		patch_file(path, 8, &v, sizeof(v));
+		std::string msg = refused(o);
+		CHECK(contains(msg, "format version 1"));
+		CHECK(contains(msg, "remove the file"));
 	}
 	SECTION("a checksum mismatch")
 	{
@@ -226,11 +234,14 @@ TEST_CASE("damaged pools are refused and left untouched", "[pool]")
 		REQUIRE(truncate(path.c_str(), st.st_size + 4096) == 0);
 		CHECK(contains(refused(o), "larger than its header"));
 	}
-	SECTION("a corrupt VER_d")
+	SECTION("both version records corrupt")
 	{
-		uint64_t bad = POOL_SEQ_INVALID;
-		patch_file(path, 1024, &bad, sizeof(bad)); // the mutable line
-		CHECK(contains(refused(o), "corrupt version record"));
+		uint64_t bad = 7;
+		patch_file(path, 1024 + 8, &bad, sizeof(bad)); // VER_d of record 0
+		patch_file(path, 1088 + 8, &bad, sizeof(bad)); // ... and of record 1
+		std::string msg = refused(o);
+		CHECK(contains(msg, "no valid version record"));
+		CHECK(contains(msg, "offsets 1024 and 1088"));
 	}
 }
 
@@ -423,4 +434,165 @@ TEST_CASE("pool_check finds broken invariants", "[pool][check]")
 		creator[0] ^= 1;
 	}
 	pool_close(p);
+}
+
+TEST_CASE("special files are refused without being read or blocking", "[pool]")
+{
+	scratch_dir d;
+	SECTION("a FIFO (opening it for reading would wait for a writer)")
+	{
+		std::string fifo = d.file("fifo");
+		REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+		for (bool ro : { true, false }) {
+			auto o = options(fifo);
+			o.read_only = ro;
+			CHECK(contains(refused(o), "is a FIFO, not a regular file"));
+		}
+	}
+	SECTION("a character device")
+	{
+		const std::string dev = "/dev/null";
+		auto o = options(dev);
+		o.create = false;
+		CHECK(contains(refused(o), "is a character device"));
+	}
+	SECTION("/proc/self/mem (a regular file of size 0 to stat)")
+	{
+		const std::string mem = "/proc/self/mem";
+		auto o = options(mem);
+		o.read_only = true;
+		CHECK(contains(refused(o), "kernel pseudo-file"));
+		o.read_only = false;
+		CHECK(contains(refused(o), "kernel pseudo-file"));
+	}
+}
+
+TEST_CASE("version records: the newest valid one wins, a torn one falls back", "[pool]")
+{
+	scratch_dir d;
+	std::string path = d.file("v.pool");
+	auto o = options(path, 8);
+	pool *p = open_or_fail(o);
+	pool_set_clean(p, false);
+	shadow_buf sh(8 * page_size());
+	uint64_t pages[] = { 1 };
+	for (int i = 0; i < 3; i++) {
+		sh.mem[page_size() + i] = (unsigned char)(i + 1);
+		epoch_persist(p, sh.mem, pages, 1, nullptr);
+	}
+	REQUIRE(*p->ver_d == 3);
+	int slot = p->rec_slot;
+	pool_close(p);
+	o.create = false;
+
+	SECTION("intact: VER_d 3")
+	{
+		p = open_or_fail(o);
+		CHECK(*p->ver_d == 3);
+		pool_close(p);
+	}
+	SECTION("the newest record torn (a crash while VER_d 3 was written): VER_d 2")
+	{
+		// Flip a bit of the newest record's VER_d: its checksum fails,
+		// and the copy with seq 3 is then the torn copy of epoch 3.
+		std::vector<unsigned char> rec(8);
+		uint64_t bad = 0x7fffffff;
+		patch_file(path, 1024 + 64 * slot + 8, &bad, sizeof(bad));
+		p = open_or_fail(o);
+		CHECK(*p->ver_d == 2);
+		pool_close(p);
+	}
+	SECTION("a record copied into the other slot does not pass")
+	{
+		file_snapshot s = file_snapshot::of(path);
+		patch_file(path, 1024 + 64 * (1 - slot), s.bytes.data() + 1024 + 64 * slot, 32);
+		p = open_or_fail(o);
+		CHECK(*p->ver_d == 3);	// the copy is ignored, the current one stands
+		pool_close(p);
+		patch_file(path, 1024 + 64 * slot, s.bytes.data() + 1024 + 64 * slot, 8);
+	}
+}
+
+TEST_CASE("opening a pool writes nothing until it is taken into use", "[pool]")
+{
+	scratch_dir d;
+	std::string path = d.file("w.pool");
+	auto o = options(path, 8);
+	pool_close(open_or_fail(o));
+	o.create = false;
+	file_snapshot before = file_snapshot::of(path);
+	pool *p = open_or_fail(o);
+	pool_close(p);
+	CHECK(file_snapshot::of(path).same_as(before));
+}
+
+TEST_CASE("seq entries no crash can leave are refused at open", "[pool]")
+{
+	scratch_dir d;
+	std::string path = d.file("s.pool");
+	auto o = options(path, 8);
+	pool *p = open_or_fail(o);
+	pool_set_clean(p, false);
+	shadow_buf sh(8 * page_size());
+	uint64_t pages[] = { 0, 3 };
+	sh.mem[1] = 1;
+	epoch_persist(p, sh.mem, pages, 2, nullptr);
+	epoch_persist(p, sh.mem, pages, 2, nullptr);
+	pool_close(p);
+	o.create = false;
+	const off_t seq = (off_t)page_size();
+	SECTION("beyond VER_d + 1")
+	{
+		uint64_t v = 9;
+		patch_file(path, seq + 16 * 3, &v, sizeof(v));
+		std::string msg = refused(o);
+		CHECK(contains(msg, "page 3 copy 0 (offset " + std::to_string(seq + 48) + ")"));
+		CHECK(contains(msg, "beyond the next epoch 3"));
+	}
+	SECTION("both copies invalid")
+	{
+		uint64_t v[2] = { POOL_SEQ_INVALID, POOL_SEQ_INVALID };
+		patch_file(path, seq, v, sizeof(v));
+		CHECK(contains(refused(o), "neither copy of page 0 is valid"));
+	}
+	SECTION("both copies one seq")
+	{
+		uint64_t v[2] = { 1, 1 };
+		patch_file(path, seq + 16 * 3, v, sizeof(v));
+		CHECK(contains(refused(o), "both copies of page 3 have seq 1"));
+	}
+	SECTION("a torn copy (VER_d + 1) is not corruption")
+	{
+		uint64_t v = 3;
+		patch_file(path, seq + 16 * 3 + 8 * 0, &v, sizeof(v));
+		// copy 0 of page 3 held seq 1 (the older one): now it is torn
+		pool *q = open_or_fail(o);
+		CHECK(pool_valid_copy(q, 3) == 1);
+		pool_close(q);
+	}
+}
+
+TEST_CASE("the seq table's holes are not scanned: a large pool opens in time ~ its use",
+	  "[pool]")
+{
+	scratch_dir d;
+	std::string path = d.file("big.pool");
+	auto o = options(path, (64ULL << 30) / page_size());	// 64 GiB, 256 MiB of seq table
+	pool *p = open_or_fail(o);
+	pool_set_clean(p, false);
+	CHECK(pool_reserve(p, 0, 300) == 0);
+	shadow_buf sh(4 * page_size());
+	uint64_t pages[] = { 0, 2 };
+	sh.mem[0] = 1;
+	epoch_persist(p, sh.mem, pages, 2, nullptr);
+	pool_close(p);
+	o.create = false;
+	p = open_or_fail(o);
+	CHECK(p->seq_pages < 4096); // the reserved seq-table page, not 16 M entries
+	CHECK(p->seq_pages >= 3);
+	CHECK(pool_valid_copy(p, 0) >= 0);
+	pool_close(p);
+	struct stat st;
+	REQUIRE(stat(path.c_str(), &st) == 0);
+	CHECK((uint64_t)st.st_blocks * 512 < (64ULL << 20)); // sparse
 }

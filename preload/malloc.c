@@ -22,6 +22,7 @@
 #include <malloc.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 extern void *__libc_malloc(size_t);
@@ -45,20 +46,58 @@ static inline bool from_heap(void)
 	       libc_alloc_depth == 0;
 }
 
-/* stdio buffers stay in glibc's heap.  glibc allocates a stream's buffer with
- * malloc in _IO_file_doallocate and fills it with its own internal read(2),
- * which no wrapper of ours sees.  With the mprotect tracker a clean heap page
- * is read-only, so that read failed with EFAULT: every stdio read of a fresh
+/* Two kinds of malloc call stay in glibc's heap, told apart by the caller's
+ * address (free() tells their blocks apart by address as always):
+ *
+ * stdio buffers.  glibc allocates a stream's buffer with malloc in
+ * _IO_file_doallocate and fills it with its own internal read(2), which no
+ * wrapper of ours sees.  With the mprotect tracker a clean heap page is
+ * read-only, so that read failed with EFAULT: every stdio read of a fresh
  * stream saw an error or EOF -- e.g. getpwnam() found no user (memcached -u
- * root: "can't find the user root").  A stream buffer is no program state
- * (a FILE is meaningless after a restart), so malloc calls made directly by
- * _IO_file_doallocate are served by glibc; free() tells them apart by
- * address as always.  [stdio_lo, stdio_lo + stdio_len) is that function's
- * code, found once by preload_malloc_init (left empty if it cannot be). */
+ * root: "can't find the user root").  [stdio_lo, stdio_lo + stdio_len) is
+ * that function's code.
+ *
+ * The dynamic loader's: thread descriptors' DTVs and dynamic TLS blocks.  A
+ * detached thread frees its own stack in start_thread after glibc has
+ * blocked all its signals, and that frees the DTVs of cached stacks beyond
+ * the cache limit (_dl_deallocate_tls).  Freeing a heap block writes heap
+ * metadata; with the mprotect tracker the page may be read-only, and a
+ * write fault with SIGSEGV blocked kills the process.  Neither is program
+ * state (a thread's TLS is meaningless after a restart, like its stack).
+ * [ldso_lo, ldso_hi) spans ld.so's executable segments.
+ *
+ * Both found once by preload_malloc_init (left empty if they cannot be). */
 static uintptr_t stdio_lo, stdio_len;
+static uintptr_t ldso_lo, ldso_hi;
+
+static int find_ldso(struct dl_phdr_info *info, size_t size, void *base)
+{
+	(void)size;
+	if (info->dlpi_addr != (ElfW(Addr))base)
+		return 0;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (a < lo)
+			lo = a;
+		if (a + ph->p_memsz > hi)
+			hi = a + ph->p_memsz;
+	}
+	if (lo < hi) {
+		ldso_lo = lo;
+		ldso_hi = hi;
+	}
+	return 1;
+}
 
 void preload_malloc_init(void)
 {
+	unsigned long base = getauxval(AT_BASE);
+	if (base != 0)
+		dl_iterate_phdr(find_ldso, (void *)base);
 	void *f = dlsym(RTLD_NEXT, "_IO_file_doallocate");
 	Dl_info info;
 	const ElfW(Sym) *sym = NULL;
@@ -68,21 +107,24 @@ void preload_malloc_init(void)
 	stdio_len = sym->st_size;
 }
 
-static inline bool stdio_buffer(const void *caller)
+static inline bool glibc_caller(const void *caller)
 {
-	return __builtin_expect((uintptr_t)caller - stdio_lo < stdio_len, 0);
+	uintptr_t c = (uintptr_t)caller;
+	return __builtin_expect(c - stdio_lo < stdio_len || (c >= ldso_lo && c < ldso_hi), 0);
 }
 
 PMT_EXPORT void *malloc(size_t n)
 {
-	if (from_heap() && !stdio_buffer(__builtin_return_address(0)))
+	if (from_heap() && !glibc_caller(__builtin_return_address(0)))
 		return heap_malloc(n);
 	return __libc_malloc(n);
 }
 
 PMT_EXPORT void *calloc(size_t n, size_t size)
 {
-	return from_heap() ? heap_calloc(n, size) : __libc_calloc(n, size);
+	if (from_heap() && !glibc_caller(__builtin_return_address(0)))
+		return heap_calloc(n, size);
+	return __libc_calloc(n, size);
 }
 
 PMT_EXPORT void free(void *p)
@@ -97,12 +139,12 @@ PMT_EXPORT void free(void *p)
 
 PMT_EXPORT void *realloc(void *p, size_t n)
 {
-	if (p == NULL)
-		return malloc(n);
 	if (heap_contains(p))
 		return heap_realloc(p, n);
-	if (!from_heap())
+	if (!from_heap() || glibc_caller(__builtin_return_address(0)))
 		return __libc_realloc(p, n);
+	if (p == NULL)
+		return heap_malloc(n);
 	if (n == 0) {
 		__libc_free(p);
 		return NULL;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_heap -- throughput of the persistent allocator (heap_malloc /
  * heap_free, what nvmalloc/nvfree reduce to) against glibc malloc/free,

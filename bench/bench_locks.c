@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_locks -- the cost of pmthreads on lock-heavy code.
  *

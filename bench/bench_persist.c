@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_persist -- what an epoch and a recovery cost, against the naive
  * scheme measured in the same run.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_tracker -- what write tracking costs, per backend, against plain
  * memory measured in the same run.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Many kill -9 / recover rounds of examples/bank under both trackers (the long
 # form of the `kill` test): every round checks the invariants and that at most
 # about one interval of work was lost, and the summary prints how much work a

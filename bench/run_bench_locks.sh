@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Build (if needed) and run bench_locks against the library of a build dir.
 #   bench/run_bench_locks.sh [BUILDDIR] [bench_locks options...]
 # BUILDDIR defaults to build/ at the top of the source tree this script is in.

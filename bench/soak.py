@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """soak.py -- the long kill -9 soak (driven by bench/soak.sh; see its header).
 
 Streams: one per (program, tracker).  Each stream runs its program on its own

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # soak.sh -- the long kill -9 soak: examples/bank, the persistent B+tree
 # (parsec-ports/recovery/bptree_crash -c) and memcached-pmthreads, each under
 # both trackers (uffd, mprotect), killed with SIGKILL at random moments

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bank -- a threaded program whose invariant spans several objects changed in
  * one critical section: money moves between accounts under two locks, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_pool -- libFuzzer harness over everything that reads a pool file:
  * pool_open (read-only, inspect and read-write), pool_check, the torn-copy

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Turn pool files into fuzz_pool inputs ("line" form, see fuzz_pool.c):
 u32 file size in KiB (top bit: reseal the header's checksums after the
 mutation; --reseal sets it), then (u32 line index, 64 bytes) for each

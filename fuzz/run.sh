@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Fuzz everything that reads a pool file (fuzz/fuzz_pool.c) for SECONDS.
 #
 # usage: fuzz/run.sh SECONDS [FUZZER_OPTIONS...]

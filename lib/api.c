@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* api -- the functions of pmthreads.h, over runtime, heap and quiesce. */
 #include "config.h"
 #include "export.h"

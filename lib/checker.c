@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* checker -- reports of writes to the persistent heap outside any lock.
  * See checker.h. */
 #define UNW_LOCAL_ONLY

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * checker -- PMTHREADS_CHECK=1: report writes to the persistent heap made by
  * a thread that holds no lock.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* config -- the option table and its one parse.  See config.h. */
 #include "config.h"
 

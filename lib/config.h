@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config -- every environment option of the runtime, parsed in one place.
  *

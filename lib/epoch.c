@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* epoch -- the epoch pipeline.  See epoch.h. */
 #include "epoch.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * epoch -- the epoch pipeline: from a quiescent point to a durable image.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* epoch_log -- PMTHREADS_EPOCH_LOG, one CSV line per epoch.  See epoch_log.h. */
 #include "epoch_log.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * epoch_log -- the per-epoch trace (PMTHREADS_EPOCH_LOG).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * export -- symbol visibility.  lib/ and preload/ are compiled with
  * -fvisibility=hidden; only the public API (pmthreads.h) and the interposed

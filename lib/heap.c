@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * heap -- the persistent allocator's front: formatting and adopting a heap,
  * and the public operations, each one failure-atomic (fase_enter/leave).

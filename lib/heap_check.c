@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * heap_check -- validation of a heap read from a pool, and the full
  * consistency walk for the tests and pmthreads-recover check.

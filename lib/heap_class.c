@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * heap_class -- size classes, their spans, and the thread caches.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * heap_layout -- the persistent heap's in-range layout, shared by the heap's
  * own files (heap.c, heap_page.c, heap_class.c, heap_names.c, heap_check.c).

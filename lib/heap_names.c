@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * heap_names -- the name table: names bound to heap objects (nvmalloc's
  * name argument, nvrecover's lookup), kept inside the heap.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * heap_page -- the page-run allocator of the persistent heap.
  *

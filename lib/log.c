@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* log -- messages and the per-thread last error.  See log.h. */
 #include "log.h"
 

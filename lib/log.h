@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * log -- the one error-message and diagnostic facility of the runtime.
  *

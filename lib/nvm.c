@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nvm -- common dispatch, latency emulation and backend choice.  See nvm.h. */
 #include "nvm.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nvm -- persistence primitives: the only code that flushes or fences.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nvm backends -- the constructors nvm.c dispatches to.  Private to the nvm
  * module (nvm*.c); everything else uses nvm.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nvm msync backend -- an ordinary file: flush records the page range, fence
  * msyncs the recorded ranges (real durability on SSDs and disks).  See nvm.h. */
 #include "nvm_backend.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nvm pmem backend -- cache-line flush + drain through libpmem.  Durable only
  * when the mapping is persistent memory (DAX with MAP_SYNC), or emulated with
  * PMEM_IS_PMEM_FORCE=1 on /dev/shm for benchmarks.  See nvm.h. */

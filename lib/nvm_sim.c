@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nvm sim backend -- the strict persistence simulator for crash tests.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * persist -- one epoch: the batched failure-atomic version switch.  See
  * persist.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * persist / recover -- the epoch algorithm and its inverse.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pool -- the pool file: format, create/open/lock, checks.  See pool.h. */
 #include "pool.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pool -- the NVM pool file: its format, creation, opening and checks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* quiesce -- failure-atomic sections, the gate and the epoch thread.  See
  * quiesce.h for the model; the comments here say why the code is shaped as
  * it is. */

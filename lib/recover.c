@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * recover -- the inverse of an epoch: invalidate torn copies, restore the
  * consistent image.  See persist.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* restore -- the recovered image into the heap, lazily or eagerly.  See
  * restore.h. */
 #include "restore.h"

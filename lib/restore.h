@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * restore -- making a reopened pool's consistent image the shadow heap's
  * content, without copying it all before the program may run.

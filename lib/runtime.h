@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * runtime -- start-up, shutdown and fork.
  *

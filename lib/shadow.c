@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* shadow -- the DRAM shadow heap's address range.  See tracker.h. */
 #include "tracker.h"
 

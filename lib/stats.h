@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stats -- the statistics report written at exit (PMTHREADS_STATS).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tracker -- backend choice and the calls common to every backend.  See
  * tracker.h. */
 #include "tracker.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shadow + tracker -- the DRAM shadow heap and which of its pages were written.
  *

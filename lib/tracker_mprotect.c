@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tracker_mprotect -- write tracking by page protection and SIGSEGV, for
  * kernels without asynchronous userfaultfd write-protection.  See tracker.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tracker_uffd -- write tracking by userfaultfd write-protection in
  * asynchronous mode plus the PAGEMAP_SCAN ioctl.  See tracker.h.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # bench.sh -- memcached throughput: native vs pmthreads.
 #
 # Modes, each with 1, 2 and 4 server threads (-t):

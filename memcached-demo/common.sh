@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # common.sh -- shared helpers of the memcached-demo scripts (sourced, not run).
 #
 # Every server started through start_server is killed by the EXIT trap and by

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # crash-test.sh -- kill -9 memcached-pmthreads while it is being loaded, restart
 # it on the same pool, and check what it serves.
 #

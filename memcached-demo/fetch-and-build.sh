@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # fetch-and-build.sh -- build memcached-pmthreads: Debian 12's memcached source
 # package with memcached-pmthreads.patch, linked with libpmthreads.  The meson
 # option -Dmemcached (memcached-demo/meson.build) runs it: -F at configure time,
@@ -50,7 +51,7 @@ while getopts "B:o:fFSh" opt; do
 	f) FORCE=1 ;;
 	F) FETCH_ONLY=1 ;;
 	S) STOCK=1 ;;
-	h) sed -n '2,32p' "$0"; exit 0 ;;
+	h) sed -n '3,33p' "$0"; exit 0 ;;
 	*) die "usage: $0 [-B PMTHREADS_BUILD_DIR] [-o OUT_DIR] [-f] [-F] [-S]" ;;
 	esac
 done

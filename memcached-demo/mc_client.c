@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mc_client -- a small memcached text-protocol client for the pmthreads demo.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # meson-test.sh -- the `memcached-crash` test of `meson test` (suite
 # memcached): a bounded crash-test.sh of memcached-pmthreads (built by the
 # meson option -Dmemcached) under each write tracker.

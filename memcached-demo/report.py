@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """report.py -- the tables and plots of a bench.sh run.
 
 usage: report.py OUT_DIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """restart-check.py -- what memcached-pmthreads brings back after kill -9.
 
 usage: restart-check.py MEMCACHED_PMTHREADS [POOL_DIR]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # run-t-suite.sh -- memcached's own test suite (t/*.t, run with prove) against
 # memcached-pmthreads and against stock memcached under the preload.
 #
@@ -49,7 +50,7 @@ while getopts "B:o:j:m:t:h" opt; do
 	j) JOBS=$OPTARG ;;
 	m) MODES=$OPTARG ;;
 	t) TRACKERS=$OPTARG ;;
-	h) sed -n '2,26p' "$0"; exit 0 ;;
+	h) sed -n '3,27p' "$0"; exit 0 ;;
 	*) die "usage: $0 [-B BUILD] [-o OUT] [-j JOBS] [-m MODES] [-t TRACKERS] [FILE...]" ;;
 	esac
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stock-check.sh -- Debian's unmodified /usr/bin/memcached under
 # LD_PRELOAD=libpmthreads.so PMTHREADS_HEAP=malloc (every malloc in the
 # persistent heap, every mutex a FASE boundary) must still pass memccapable,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # check_determinism.sh WORKLOAD -- smoke test: runs the workload on its small
 # input with 1, 2 and 3 threads and fails unless it exits 0 every time and the
 # checksum line (always the last line of output) is the same.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * malloc -- the C allocator, served from the persistent heap in malloc mode.
  *

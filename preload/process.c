@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * process -- the library's start, the process's exit, fork.
  *

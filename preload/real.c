@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* real -- resolving the interposed libc functions.  See real.h. */
 #include "real.h"
 

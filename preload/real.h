@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * real -- the libc functions that preload/ wraps, resolved with
  * dlsym(RTLD_NEXT) / dlvsym.

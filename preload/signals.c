@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * signals -- the application's signal dispositions pass through the tracker.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * syscalls -- system calls and stdio functions that write user memory.
  *

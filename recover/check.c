@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check -- verify every invariant of a pool: the pool module's checks
  * (header, checksums, version records, layout, file size, seq table against

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dump -- write a pool's consistent heap image to a file.
  *

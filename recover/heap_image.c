@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * heap_image -- the persistent heap inside a pool's consistent image: adopt
  * it, list its named objects, check its structures.

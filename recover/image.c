@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * image -- the pool's consistent heap image, copied into the tool's own
  * memory so it can be examined (the heap's name table) or written out.

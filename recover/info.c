@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * info -- what a pool is and what state it is in, as text or one JSON
  * object.

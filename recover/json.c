@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * json -- the one piece of JSON the tool needs: a string literal.  Names,
  * paths and program names are arbitrary bytes, so control characters and

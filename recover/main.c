@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pmthreads-recover -- command dispatch, the tool's --help and --version.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * manage -- the pools themselves: list the pools under the default
  * directory, remove one that is not in use, create one.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * open -- opening a pool for inspection: read-only, never created, never
  * initialised, with the pool module's explanation when it is refused.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * heap_probe -- for tests/test_corrupt.cpp: where the heap's structures are
  * in a heap image, so that a test can corrupt exactly one of them in a real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* heap_probe -- heap offsets of the heap's structures in an image (see
  * heap_probe.c). */
 #ifndef PMT_TESTS_HEAP_PROBE_H

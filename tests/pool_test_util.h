@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Helpers shared by the pool, persist and crash tests: scratch directories,
 // pool creation with small capacities, and byte-exact file snapshots.
 #ifndef PMT_TESTS_POOL_TEST_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Running a test program as a subprocess, with a controlled environment, and
 // reading what it printed: shared by the tests that start programs under
 // LD_PRELOAD and the tool (test_preload, test_checker, test_persist_e2e,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Tests for lib/checker (PMTHREADS_CHECK=1): writes to the persistent heap by
 // a thread outside every FASE are reported once per call site, with a
 // symbolised backtrace; writes inside FASEs (the allocator's own included)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Tests for lib/config: defaults, every option, and malformed values.
 #include <catch2/catch.hpp>
 

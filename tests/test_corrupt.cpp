@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Real pools with one structure corrupted at a time: the program refuses to
 // start (naming the structure), pmthreads-recover check names it and exits 1,
 // info and dump never crash, and the file's bytes are unchanged by all of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Crash tests with the strict persistence simulator (lib/nvm_sim.c).
 //
 // A forked child opens a copy of a prepared pool with the simulator, runs an

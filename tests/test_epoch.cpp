@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The epoch pipeline (lib/epoch.c): the pause only collects and guards, the
 // write-back reads live pages after the program runs again, and a page the
 // program writes before its write-back is saved first.  Whatever the

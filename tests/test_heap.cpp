@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Tests for lib/heap: the persistent allocator over an anonymous range.
 #include <catch2/catch.hpp>
 

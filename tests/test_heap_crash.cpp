@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The allocator's metadata across a simulated crash in the middle of an
 // epoch (issue 3).  The heap lives in a shadow range at a fixed address; two
 // epochs of allocator churn (random sizes including page runs, frees, names,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // kill -9 at random times on a real threaded program (examples/bank: money
 // moved between accounts under two locks, a ledger under a third) with both
 // trackers.  After every restart the invariants must hold, and the transfers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // End to end over the real runtime (issue 3): tests/progs/persist_structs.c
 // builds a named root, a linked list and a binary search tree in the
 // persistent heap and is restarted -- after a clean exit and after kill -9

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Tests for lib/pool: creating and reopening pools, the format checks and
 // the lock, each refusal leaving the file byte-identical, read-only opens,
 // pool_check and pool_summarize.

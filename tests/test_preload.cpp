@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // End-to-end tests of the interposition layer: ordinary pthread programs
 // (tests/progs/, built without any link to pmthreads) run natively and under
 // LD_PRELOAD=libpmthreads.so -- interception only (nvmalloc mode, no pool)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Tests for lib/quiesce: the gate, the epoch thread, abandonment, sync.
 // The lock wrappers of preload/ are simulated here by calling fase_enter /
 // fase_leave / fase_reenter around the real pthread functions.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Tests for pmthreads-recover: pools are made here through the pool API and
 // the built tool runs as a subprocess (its path comes from the environment,
 // PMTHREADS_RECOVER_TOOL, set by meson).  Every command must leave the pool

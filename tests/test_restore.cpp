@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Lazy restore (lib/restore.c): the heap served from the pool on first touch
 // through the uffd tracker's userfaultfd, with a background pass; and the
 // eager path with the mprotect tracker.  Checked against the pool's

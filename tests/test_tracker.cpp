@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Tests for lib/shadow.c and the write trackers (tracker.c, tracker_uffd.c,
 // tracker_mprotect.c): exact dirty sets, syscalls writing into the heap,
 // signal chaining, genuine crashes, the VMA bound, fork.

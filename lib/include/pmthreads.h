@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pmthreads.h -- the public interface of libpmthreads.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * prim -- the small set of OS primitives the runtime uses directly.
  *

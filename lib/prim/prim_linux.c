@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* prim -- Linux implementation.  See prim.h. */
 #include "prim/prim.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * blackscholes -- PARSEC's option-pricing kernel, written from the
  * Black-Scholes closed form (Black & Scholes 1973; Hull, "Options, Futures and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * canneal -- PARSEC's cache-aware simulated annealing for chip routing cost
  * minimisation, written from the textbook simulated annealing algorithm

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* barrier.c -- mutex + condition variable barrier (see barrier.h). */
 #include "barrier.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * barrier.h -- a reusable thread barrier built from a mutex and a condition
  * variable, as PARSEC's own barrier is when pthread barriers are not used.

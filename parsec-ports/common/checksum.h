@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * checksum.h -- the result digest every workload prints as its last line
  * (`checksum=<16 hex digits>`).  FNV-1a 64 over the bytes of the result in a

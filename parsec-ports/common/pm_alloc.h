@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pm_alloc.h -- where a workload's shared state comes from.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * prng.h -- the deterministic pseudo-random generator every workload uses to
  * generate its input and drive its Monte-Carlo or annealing decisions.

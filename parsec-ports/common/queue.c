@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* queue.c -- bounded pipeline queue (see queue.h). */
 #include "queue.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * queue.h -- the bounded multi-producer multi-consumer queue between pipeline
  * stages (dedup, ferret): a ring of pointers under one mutex with two

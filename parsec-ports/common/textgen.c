@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* textgen.c -- synthetic vocabulary and text (see textgen.h). */
 #include "textgen.h"
 

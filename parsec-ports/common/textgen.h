@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * textgen.h -- deterministic synthetic text for word_count, string_match and
  * reverse_index: a vocabulary of pseudo-words and a skewed (roughly Zipf-like)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* workload.c -- command line, timing and output conventions (see workload.h). */
 #include "workload.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * workload.h -- the command line and output conventions shared by all 14
  * workloads, so a harness can drive every one of them the same way:

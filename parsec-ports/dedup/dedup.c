@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dedup -- PARSEC's deduplicating compressor: a five-stage pipeline
  *

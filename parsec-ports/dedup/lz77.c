@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lz77.c -- LZ77 compressor and decompressor (see lz77.h). */
 #include "lz77.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lz77.h -- the compressor of dedup's compression stage: a small LZ77 with a
  * hash of 4-byte prefixes, a 64 KiB window and a byte-oriented format:

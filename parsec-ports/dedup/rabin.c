@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rabin.c -- rolling-hash chunk boundaries (see rabin.h). */
 #include "rabin.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rabin.h -- content-defined chunking with a Rabin-Karp rolling hash, as
  * dedup's fine-grained fragmentation stage does: a boundary falls after any

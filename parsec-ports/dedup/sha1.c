@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sha1.c -- SHA-1 written from FIPS 180-4, section 6.1 (see sha1.h). */
 #include "sha1.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sha1.h -- SHA-1 (FIPS 180-4), the chunk fingerprint of dedup. */
 #ifndef PARSEC_PORTS_SHA1_H
 #define PARSEC_PORTS_SHA1_H

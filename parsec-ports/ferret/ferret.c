@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ferret -- PARSEC's content-based image similarity search, as a six-stage
  * pipeline:

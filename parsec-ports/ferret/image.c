@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* image.c -- scene rendering, segmentation, feature extraction (see image.h). */
 #include "image.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * image.h -- ferret's images and what the pipeline makes of them: synthetic
  * scenes (coloured rectangles on a background, plus noise), segmentation into

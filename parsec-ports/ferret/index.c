@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* index.c -- LSH candidate selection and ranking (see index.h). */
 #include "index.h"
 

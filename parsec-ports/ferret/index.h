@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * index.h -- ferret's similarity search over a database of image signatures:
  * candidate selection with locality-sensitive hashing (p-stable projections,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """context.py -- what every experiment of the harness needs: where the
 binaries are, the run options, the pool directory and the progress lines."""
 

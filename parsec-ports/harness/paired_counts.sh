@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # paired_counts.sh -- two builds of the runtime side by side on the same
 # workloads, interleaved (the order alternates round by round), printing per
 # run the counts that do not depend on machine load (guard faults, pages

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """plots.py -- PNG figures through gnuplot (skipped with a note when gnuplot
 is not installed): slowdown per benchmark, stress throughput per thread count,
 recovery loss and time per interval."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """recovery.py -- the crash/recovery experiment, run through
 ../recovery/crash_recover.sh (which owns the kill -9 / restart protocol) and
 read back from the CSV it writes."""

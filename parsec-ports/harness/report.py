@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """report.py -- the paper-style tables on stdout and the CSV files."""
 
 import csv

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """run.py -- the pmthreads evaluation harness (issue 5), one command:
 
     parsec-ports/harness/run.py [BUILD_DIR] [--repeats N] [--quick] [--out DIR]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """runner.py -- how one benchmark process is run in one configuration.
 
 A configuration says whether the program runs natively, under the pmthreads

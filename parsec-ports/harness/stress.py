@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """stress.py -- throughput of the lock-coupling B+tree and sorted list for
 each thread count and PUT ratio, natively, under pmthreads (both trackers),
 with interception only, and with libpmemobj transactions.

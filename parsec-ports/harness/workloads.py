@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """workloads.py -- the PARSEC and Phoenix workloads natively and under the
 pmthreads runtime (unmodified binaries, LD_PRELOAD=libpmthreads.so with
 PMTHREADS_HEAP=malloc, once per write tracker).

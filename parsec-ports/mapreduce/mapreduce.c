@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* mapreduce.c -- the Phoenix-style runtime (see mapreduce.h). */
 #include "mapreduce.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mapreduce.h -- a small shared-memory map-reduce runtime in the style of
  * Phoenix (Ranger et al., HPCA 2007; Yoo et al., IISWC 2009), used by the

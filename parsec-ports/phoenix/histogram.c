@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * histogram -- Phoenix's histogram: the frequency of each of the 256 values
  * of the red, green and blue channels of a 24-bit bitmap.

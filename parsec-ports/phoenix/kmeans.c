@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kmeans -- Phoenix's k-means clustering of integer points, one map-reduce
  * job per iteration.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * linear_regression -- Phoenix's linear regression: the least-squares line
  * y = a + b x through a large set of points given as byte pairs.

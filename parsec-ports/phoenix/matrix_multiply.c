@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * matrix_multiply -- Phoenix's matrix multiply: C = A x B for square integer
  * matrices.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pca -- Phoenix's principal component analysis kernel: the mean of every row
  * of an integer matrix, then the covariance matrix between rows, in two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reverse_index -- Phoenix's reverse index: for every link found in a set of
  * HTML documents, the list of documents that contain it.

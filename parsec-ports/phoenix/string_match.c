@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * string_match -- Phoenix's string match: scan a text for a few key words by
  * comparing an "encrypted" form (here a keyed, deliberately multi-round

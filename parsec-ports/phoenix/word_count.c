@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * word_count -- Phoenix's word count: how often each word occurs in a text,
  * output by decreasing frequency.

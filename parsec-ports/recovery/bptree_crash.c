@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bptree_crash.c -- the crash/recovery experiment over the persistent B+tree
  * of ../stress/bptree.h (built over pmthreads as `bptree_crash`, and over

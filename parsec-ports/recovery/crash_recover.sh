@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # crash_recover.sh -- the crash/recovery experiment: for each persistence
 # interval, insert into the pmthreads B+tree (bptree_crash) for a fixed time,
 # kill -9 it, restart it in recover mode and report how many acknowledged
@@ -46,7 +47,7 @@ while getopts b:s:t:i:o:k opt; do
         i) intervals=$OPTARG ;;
         o) csv=$OPTARG ;;
         k) keep=yes ;;
-        *) sed -n '2,18p' "$0" >&2; exit 2 ;;
+        *) sed -n '3,19p' "$0" >&2; exit 2 ;;
     esac
 done
 if [ -z "$build" ]; then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * streamcluster -- PARSEC's online clustering: a stream of points is cut into
  * chunks, each chunk is clustered into between kmin and kmax weighted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bptree.c -- the concurrent B+tree of bptree.h.
  */

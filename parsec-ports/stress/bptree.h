@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bptree.h -- a concurrent B+tree (uint64 keys and values) with a lock in
  * every node, written against pstore.h so it builds natively, over pmthreads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bptree_growth.c -- a regression test for the B+tree's lock-free descent at
  * the moments the tree grows a level.

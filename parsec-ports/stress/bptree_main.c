@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bptree_main.c -- the `bptree` stress program: the driver of stress_driver.h
  * over the lock-coupling B+tree of bptree.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lclist.c -- the lock-coupling sorted list of lclist.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lclist.h -- a sorted singly linked list (uint64 keys and values) with a lock
  * in every node and hand-over-hand (lock-coupling) traversal, written against

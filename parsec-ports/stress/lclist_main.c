@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lclist_main.c -- the `lclist` stress program: the driver of stress_driver.h
  * over the hand-over-hand sorted list of lclist.h.  Every operation walks half

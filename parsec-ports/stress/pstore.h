@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pstore.h -- the small storage layer the stress data structures are written
  * against, so that one source builds three ways (chosen at compile time):

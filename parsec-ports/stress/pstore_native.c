@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pstore_native.c -- the storage layer over the ordinary C heap.  Nothing
  * survives the process by itself; under LD_PRELOAD=libpmthreads.so with

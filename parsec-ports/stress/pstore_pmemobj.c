@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pstore_pmemobj.c -- the storage layer over a PMDK libpmemobj pool, the
  * baseline a programmer would otherwise pick: explicit undo-log transactions

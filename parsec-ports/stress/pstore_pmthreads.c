@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pstore_pmthreads.c -- the storage layer over the pmthreads persistent heap
  * (the "ported" build): nodes from nvmalloc, the root registered under a name.

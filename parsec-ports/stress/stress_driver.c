@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stress_driver.c -- the shared main program of the stress tests: see
  * stress_driver.h for the command line and the output.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stress_driver.h -- the command line, workload loop, timing and final check
  * shared by the stress programs (bptree, lclist and their pmthreads and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stress_mix.h -- the 64-bit mixing function the stress programs use to derive
  * values from keys (so a check can tell a stored value from a corrupted one)

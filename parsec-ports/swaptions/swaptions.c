@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * swaptions -- PARSEC's swaption pricing: Monte-Carlo simulation of forward
  * rate curves under the Heath-Jarrow-Morton framework (Heath, Jarrow, Morton

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One thread is parked in read() on a pipe for the whole run while workers
  * lock and allocate for RUN_MS milliseconds; epochs must keep happening
  * (the test reads the stats).  Prints a result independent of timing. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Blocking waits while holding a lock: a semaphore wait and a join under a
  * mutex (the runtime must not deadlock, and counts them), and a barrier
  * outside any lock (never delays an epoch).  Prints the same on every run. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Detached threads that exit while the malloc heap is clean (write-protected
  * under the mprotect tracker) and glibc's stack cache is full.  A detached
  * thread frees its own stack in start_thread with all signals blocked, and

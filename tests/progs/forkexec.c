@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fork with and without exec from a multi-threaded program.  The child
  * without exec uses locks, malloc and threads; the exec'd child is this
  * program again with an argument.  Prints what each process did. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* System calls that write into malloc'd memory handed to them (socket
  * addresses, links, random bytes, file status) and libc functions that
  * allocate a buffer and fill it with a system call of their own (opendir's

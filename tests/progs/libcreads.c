@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Kernel writes into malloc'd memory that the program does not make itself:
  * a stdio stream's buffer (glibc allocates it and fills it with an internal
  * read(2)), the user database (getpwuid reads /etc/passwd through stdio) and

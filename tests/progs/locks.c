@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Nested locking, hand-over-hand traversal of a linked list, trylock,
  * timedlock and spinlocks, from several threads.  Prints the list's sum and
  * the counters, which do not depend on the interleaving. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Calls the old GLIBC_2.2.5 versions of pthread_cond_wait/timedwait, as a
  * binary built against glibc 2.2 does.  A waiter sleeps in the old wait for
  * WAIT_MS while holding nothing else; under pmthreads the wait must count as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * persist_structs -- pointer-linked structures in the persistent heap, end to
  * end (tests/test_persist_e2e.cpp drives it).

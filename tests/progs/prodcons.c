@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Producer/consumer over a bounded buffer with condition variables (no
  * pmthreads link; run natively and under LD_PRELOAD).  Prints the number of
  * items and their sum, which do not depend on the interleaving. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Readers and writers over a table guarded by a rwlock (timed and try
  * variants included).  Writers keep every row's two halves equal; readers
  * count rows where they differ (must be 0).  Prints the final totals. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Many short-lived threads, each allocating, locking and exiting (half by
  * return, half by pthread_exit), some detached.  Prints the total. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* For the FASE checker (PMTHREADS_CHECK=1): two threads write a malloc'd
  * buffer, each round once under a mutex (store_under_mutex) and once holding
  * no lock (store_without_lock), with pauses so that several epochs pass and

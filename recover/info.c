@@ -51,18 +51,6 @@ static const char *state_sentence(const struct pool_summary *s)
 	return "clean (the last program shut down cleanly)";
 }
 
-static void human_size(uint64_t bytes, char *out, size_t len)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)bytes;
-	int u = 0;
-	while (v >= 1024.0 && u < 4) {
-		v /= 1024.0;
-		u++;
-	}
-	snprintf(out, len, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-}
-
 /* What info knows about the heap. */
 struct heap_facts {
 	enum heap_image_state state;
@@ -76,8 +64,8 @@ static void print_text(const struct pool *p, const struct pool_summary *s,
 	char uuid[37], cap[32], fsize[32];
 	format_uuid(p->uuid, uuid);
 	uint64_t capacity = p->npages * p->page_size;
-	human_size(capacity, cap, sizeof(cap));
-	human_size(p->file_size, fsize, sizeof(fsize));
+	tool_human_size(capacity, cap, sizeof(cap));
+	tool_human_size(p->file_size, fsize, sizeof(fsize));
 	double used_pct = p->npages ? 100.0 * (double)s->pages_written / (double)p->npages : 0.0;
 
 	printf("pool:              %s\n", p->path);

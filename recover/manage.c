@@ -46,18 +46,6 @@ static void default_dir(char *out, size_t len)
 		*slash = '\0';
 }
 
-static void human(uint64_t bytes, char *out, size_t len)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)bytes;
-	int u = 0;
-	while (v >= 1024.0 && u < 4) {
-		v /= 1024.0;
-		u++;
-	}
-	snprintf(out, len, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-}
-
 static int by_name(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -70,7 +58,7 @@ static void list_one(const char *dir, const char *name)
 	struct stat st;
 	char disk[32] = "?";
 	if (lstat(path, &st) == 0)
-		human((uint64_t)st.st_blocks * 512, disk, sizeof(disk));
+		tool_human_size((uint64_t)st.st_blocks * 512, disk, sizeof(disk));
 	struct pool_open_options o;
 	memset(&o, 0, sizeof(o));
 	o.path = path;
@@ -89,7 +77,7 @@ static void list_one(const char *dir, const char *name)
 		return;
 	}
 	char cap[32];
-	human(p->npages * p->page_size, cap, sizeof(cap));
+	tool_human_size(p->npages * p->page_size, cap, sizeof(cap));
 	printf("%-40s %-20s %10s %10s  %s, epoch %" PRIu64 "\n", path,
 	       p->creator[0] != '\0' ? p->creator : "(unknown)", cap, disk,
 	       *p->clean == 1 ? "clean" : "crashed", *p->ver_d);
@@ -276,7 +264,7 @@ int cmd_create(int argc, char **argv)
 		return TOOL_PROBLEM;
 	}
 	char cap[32];
-	human(p->npages * p->page_size, cap, sizeof(cap));
+	tool_human_size(p->npages * p->page_size, cap, sizeof(cap));
 	fprintf(stderr, "%s: created, capacity %s, for the program '%s'\n", path, cap, program);
 	pool_close(p);
 	return TOOL_OK;

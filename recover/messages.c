@@ -38,3 +38,15 @@ int tool_bad_option(const char *usage, const char *cmd, char **argv)
 		return tool_usage_error(usage, "%s: unknown option '-%c'", cmd, optopt);
 	return tool_usage_error(usage, "%s: unknown option '%s'", cmd, argv[optind - 1]);
 }
+
+void tool_human_size(uint64_t bytes, char *out, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)bytes;
+	int u = 0;
+	while (v >= 1024.0 && u < 4) {
+		v /= 1024.0;
+		u++;
+	}
+	snprintf(out, len, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+}

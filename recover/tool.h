@@ -45,6 +45,9 @@ int tool_usage_error(const char *usage, const char *fmt, ...)
  * as a usage error of command cmd; returns TOOL_USAGE. */
 int tool_bad_option(const char *usage, const char *cmd, char **argv);
 
+/* bytes as "12 B", "3.5 MiB" ... for the tool's tables (messages.c). */
+void tool_human_size(uint64_t bytes, char *out, size_t len);
+
 /* Open path read-only for inspection (open.c).  On failure prints the pool
  * module's message and returns NULL. */
 struct pool *tool_open_pool(const char *path);

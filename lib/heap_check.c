@@ -455,20 +455,6 @@ static bool name_node_ok(uint64_t n)
 	       x->obj < data_hi();
 }
 
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;	/* as heap_names.c */
-	for (; *s != '\0'; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
-}
-
-static uint64_t obj_hash(uint64_t off)
-{
-	uint64_t z = off * 0x9e3779b97f4a7c15ULL;
-	return z ^ (z >> 29);
-}
-
 static void check_names(struct hc *c, uint64_t *count, bool check_objects)
 {
 	const struct heap_hdr *h = H();
@@ -497,7 +483,7 @@ static void check_names(struct hc *c, uint64_t *count, bool check_objects)
 				break;
 			}
 			const struct name_node_view *x = heap_at(n);
-			uint64_t want = names ? name_hash(x->name) : obj_hash(x->obj);
+			uint64_t want = names ? heap_name_hash(x->name) : heap_obj_hash(x->obj);
 			if ((want & (nb - 1)) != (i & (nb - 1))) {
 				problem(c, "name table: name \"%.63s\" (heap offset 0x%llx) is in the "
 					"wrong chain", x->name, (unsigned long long)n);

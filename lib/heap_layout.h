@@ -269,6 +269,21 @@ void heap_free_meta(void *p);
 size_t heap_usable_internal(const void *p);
 
 /* ---- name table (heap_names.c) --------------------------------------- */
+/* The name table's two chain hashes: a name's (FNV-1a) and an object
+ * offset's.  heap_check.c recomputes them to find misplaced entries, so both
+ * files must use these. */
+static inline uint64_t heap_name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+static inline uint64_t heap_obj_hash(uint64_t off)
+{
+	uint64_t z = off * 0x9e3779b97f4a7c15ULL;
+	return z ^ (z >> 29);
+}
 void heap_names_format(void);
 
 /* ---- validation (heap_check.c) ---------------------------------------- */

@@ -31,20 +31,6 @@ struct name_node {
 
 #define NAME_BUCKETS_MIN 256u	/* two arrays of 8-byte offsets: one page */
 
-static uint64_t hash_name(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
-	for (; *s != '\0'; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
-}
-
-static uint64_t hash_obj(uint64_t off)
-{
-	uint64_t z = off * 0x9e3779b97f4a7c15ULL;
-	return z ^ (z >> 29);
-}
-
 /* Bucket arrays: name chains first, then object chains. */
 static uint64_t *name_bucket(const struct heap_hdr *h, uint64_t hash)
 {
@@ -86,8 +72,8 @@ static int rehash(struct heap_hdr *h, uint64_t nb)
 		while (n != 0) {
 			struct name_node *x = nn(n);
 			uint64_t next = x->next_name;
-			uint64_t *nbk = name_bucket(h, hash_name(x->name));
-			uint64_t *obk = obj_bucket(h, hash_obj(x->obj));
+			uint64_t *nbk = name_bucket(h, heap_name_hash(x->name));
+			uint64_t *obk = obj_bucket(h, heap_obj_hash(x->obj));
 			x->next_name = *nbk;
 			*nbk = n;
 			x->next_obj = *obk;
@@ -103,7 +89,7 @@ static int rehash(struct heap_hdr *h, uint64_t nb)
 /* Unlink node n from its object chain. */
 static void unlink_obj(struct heap_hdr *h, uint64_t n)
 {
-	uint64_t *link = obj_bucket(h, hash_obj(nn(n)->obj));
+	uint64_t *link = obj_bucket(h, heap_obj_hash(nn(n)->obj));
 	while (*link != n)
 		link = &nn(*link)->next_obj;
 	*link = nn(n)->next_obj;
@@ -111,7 +97,7 @@ static void unlink_obj(struct heap_hdr *h, uint64_t n)
 
 static void unlink_name(struct heap_hdr *h, uint64_t n)
 {
-	uint64_t *link = name_bucket(h, hash_name(nn(n)->name));
+	uint64_t *link = name_bucket(h, heap_name_hash(nn(n)->name));
 	while (*link != n)
 		link = &nn(*link)->next_name;
 	*link = nn(n)->next_name;
@@ -121,7 +107,7 @@ static uint64_t find_locked(struct heap_hdr *h, const char *name)
 {
 	if (h->name_buckets == 0)
 		return 0;
-	uint64_t n = *name_bucket(h, hash_name(name));
+	uint64_t n = *name_bucket(h, heap_name_hash(name));
 	while (n != 0 && strcmp(nn(n)->name, name) != 0)
 		n = nn(n)->next_name;
 	return n;
@@ -159,13 +145,13 @@ int heap_name_set(const char *name, void *p)
 		n = heap_off(x);
 		memset(x->name, 0, sizeof(x->name));
 		strcpy(x->name, name);
-		uint64_t *nbk = name_bucket(h, hash_name(name));
+		uint64_t *nbk = name_bucket(h, heap_name_hash(name));
 		x->next_name = *nbk;
 		*nbk = n;
 		atomic_fetch_add_explicit(&h->name_count, 1, memory_order_relaxed);
 	}
 	nn(n)->obj = obj;
-	uint64_t *obk = obj_bucket(h, hash_obj(obj));
+	uint64_t *obk = obj_bucket(h, heap_obj_hash(obj));
 	nn(n)->next_obj = *obk;
 	*obk = n;
 	/* A failed growth is harmless: chains just get longer. */
@@ -212,7 +198,7 @@ void heap_name_remove_ptr(void *p)
 	fase_enter();
 	prim_lock(&h->name_lock);
 	if (h->name_buckets != 0) {
-		uint64_t *link = obj_bucket(h, hash_obj(obj));
+		uint64_t *link = obj_bucket(h, heap_obj_hash(obj));
 		while (*link != 0) {
 			uint64_t n = *link;
 			if (nn(n)->obj != obj) {

@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_median.h"
+
 #define HEAP_LEN (4ULL << 30)
 #define NSIZES 4096
 
@@ -115,18 +117,6 @@ static double measure(const struct mix *m, bool use_heap, unsigned nthreads, uns
 }
 
 #define ROUNDS 5
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, unsigned n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 int main(int argc, char **argv)
 {

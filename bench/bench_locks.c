@@ -35,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_median.h"
+
 static uint64_t now_ns(void)
 {
 	struct timespec t;
@@ -178,19 +180,6 @@ static uint64_t run_child(const char *self, const char *workload, int threads, c
 	if (n <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		return 0;
 	return strtoull(buf, NULL, 10);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Median of n values (sorts v). */
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 #define NCONFS (sizeof(confs) / sizeof(confs[0]))

@@ -26,6 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_median.h"
+
 #define RANGE_BYTES (1ULL << 30)
 #define WRITE_PAGES 16384	/* pages written per first-write epoch */
 
@@ -33,18 +35,6 @@ static size_t page_size;
 static size_t range_pages;
 static uint64_t *dirty_buf;
 static unsigned epochs = 7;
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, unsigned n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void touch_pages(unsigned char *base, size_t first, size_t count, size_t stride,
 			unsigned char v)

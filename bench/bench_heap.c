@@ -17,7 +17,7 @@
  *
  * Usage: bench_heap [pairs-per-thread-in-thousands]   (default 2000)
  */
-#include "heap.h"
+#include "heap/heap.h"
 #include "prim/prim.h"
 
 #include <pthread.h>

@@ -45,14 +45,15 @@
  *   PMTHREADS_NVM_LATENCY_NS=N adds N ns per written 64-byte line to both
  *   the pool and the naive baseline (a model of NVM write cost: DRAM
  *   standing in for pmem makes every written byte nearly free). */
-#include "config.h"
-#include "epoch.h"
-#include "log.h"
-#include "persist.h"
-#include "pool.h"
+#include "base/config.h"
+#include "epoch/epoch.h"
+#include "base/log.h"
+#include "persist/persist.h"
+#include "recovery/recovery.h"
+#include "persist/pool.h"
 #include "prim/prim.h"
-#include "restore.h"
-#include "tracker.h"
+#include "recovery/restore.h"
+#include "track/tracker.h"
 
 #include <fcntl.h>
 #include <libpmem.h>

@@ -16,9 +16,9 @@
  * load on the machine does not fall on one of them only); values are the
  * medians over rounds, ratios the medians of the per-round ratios.
  * Usage: bench_tracker [epochs [rounds]] */
-#include "log.h"
+#include "base/log.h"
 #include "prim/prim.h"
-#include "tracker.h"
+#include "track/tracker.h"
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -26,7 +26,7 @@
 #ifdef BANK_WEAK_API
 #pragma weak nvmalloc
 #pragma weak nvrecover
-#pragma weak crashed
+#pragma weak pmthreads_crashed
 #pragma weak pmthreads_errormsg
 #pragma weak pmthreads_durable_epoch
 #endif
@@ -159,7 +159,7 @@ int main(int argc, char **argv)
 	bank = nvrecover(NULL, sizeof(struct bank), "bank");
 	if (bank != NULL && bank->magic == BANK_MAGIC) {
 		printf("bank: found the accounts in the persistent heap (%s)\n",
-		       crashed() ? "previous run crashed" : "previous run exited cleanly");
+		       pmthreads_crashed() ? "previous run crashed" : "previous run exited cleanly");
 		for (uint64_t i = 0; i < bank->naccounts; i++)
 			pthread_mutex_init(&bank->accounts[i].lock, NULL);
 		if (verify() != 0)

@@ -21,11 +21,12 @@
  * stopping the process.  Anything else that stops the process (a sanitizer
  * report, a signal, a hang) is a finding.
  */
-#include "heap.h"
-#include "persist.h"
-#include "pool.h"
+#include "heap/heap.h"
+#include "persist/persist.h"
+#include "recovery/recovery.h"
+#include "persist/pool.h"
 #include "prim/prim.h"
-#include "log.h"
+#include "base/log.h"
 
 #include <fcntl.h>
 #include <stdbool.h>
@@ -157,8 +158,8 @@ static void run_program_path(void)
 		heap_name_get("accounts", &usable);
 		while (n > 0)
 			heap_free(keep[--n]);
-		struct heap_check_report r;
-		heap_check(&r);
+		struct heap_validate_report r;
+		heap_validate_full(&r);
 	}
 	prim_unmap(shadow, len);
 	pool_close(p);

@@ -4,7 +4,7 @@
  *
  * Owns: who inherits the preload.  A process that is not the target (a
  * wrapper such as time, timeout, env, or a shell that execs; see
- * lib/target.h) leaves LD_PRELOAD alone, so that the target it starts gets
+ * lib/runtime/target.h) leaves LD_PRELOAD alone, so that the target it starts gets
  * the library.  The target removes the library from its LD_PRELOAD at start
  * (the user's own entries stay), so the programs it starts with system(),
  * popen() or posix_spawn run without it -- unless PMTHREADS_FOLLOW_CHILDREN=1,
@@ -21,14 +21,14 @@
  * Nothing here allocates from malloc: the new environment is built in an
  * anonymous mapping (in malloc mode malloc is the persistent heap).
  */
-#include "config.h"
-#include "export.h"
-#include "log.h"
+#include "base/config.h"
+#include "base/export.h"
+#include "base/log.h"
 #include "preload.h"
 #include "prim/prim.h"
 #include "real.h"
-#include "runtime.h"
-#include "target.h"
+#include "runtime/runtime.h"
+#include "runtime/target.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -10,11 +10,11 @@
  * inside the heap range belongs to the heap, anything else to glibc.  A
  * realloc of a glibc block in malloc mode moves it into the heap.
  */
-#include "export.h"
-#include "heap.h"
+#include "base/export.h"
+#include "heap/heap.h"
 #include "preload.h"
 #include "real.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #include <dlfcn.h>
 #include <elf.h>

@@ -4,12 +4,12 @@
  *
  * Owns: the process-wide facts the wrappers consult: whether malloc is
  * served from the persistent heap, and the configuration read at load time
- * (lib/config.c's one struct).
+ * (lib/base/config.c's one struct).
  */
 #ifndef PMT_PRELOAD_H
 #define PMT_PRELOAD_H
 
-#include "config.h"
+#include "base/config.h"
 
 #include <stdbool.h>
 

@@ -2,8 +2,8 @@
 /*
  * process -- the library's start, the process's exit, fork.
  *
- * Load: take the configuration (lib/config.c parses it once), decide whether
- * this process is the target (lib/target.h; a wrapper or a child that is
+ * Load: take the configuration (lib/base/config.c parses it once), decide whether
+ * this process is the target (lib/runtime/target.h; a wrapper or a child that is
  * not stays inert and never opens a pool), hand quiesce the real
  * pthread_create/join (its epoch thread must not pass through our
  * wrappers), start the epoch thread, and in malloc mode bring the runtime up
@@ -24,17 +24,17 @@
  * Fork: the child is a private copy that is never persisted; it detaches
  * from the parent's pool and has no epoch thread.
  */
-#include "checker.h"
-#include "config.h"
-#include "export.h"
-#include "log.h"
+#include "diagnose/fase_checker.h"
+#include "base/config.h"
+#include "base/export.h"
+#include "base/log.h"
 #include "preload.h"
 #include "prim/prim.h"
-#include "quiesce.h"
+#include "quiesce/quiesce.h"
 #include "real.h"
-#include "runtime.h"
-#include "stats.h"
-#include "target.h"
+#include "runtime/runtime.h"
+#include "runtime/stats.h"
+#include "runtime/target.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -62,8 +62,8 @@ static void at_exit(void)
 	if (stats_write_final() != 0)
 		log_msg(LOG_ERR, "%s", err_get());
 	if (cfg->check != CHECK_OFF)
-		checker_print_summary();
-	if (cfg->check == CHECK_FAIL && checker_violations() != 0) {
+		fase_checker_print_summary();
+	if (cfg->check == CHECK_FAIL && fase_checker_violations() != 0) {
 		/* The last handler to run (registered first); the C library
 		 * flushes stdio only after it, so do that here. */
 		fflush(NULL);

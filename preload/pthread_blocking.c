@@ -10,8 +10,8 @@
  * epochs were abandoned.  pthread_tryjoin_np and sem_trywait never block
  * and are not wrapped.
  */
-#include "export.h"
-#include "quiesce.h"
+#include "base/export.h"
+#include "quiesce/quiesce.h"
 #include "real.h"
 
 #include <pthread.h>

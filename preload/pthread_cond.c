@@ -16,8 +16,8 @@
  * versions.map declares the version nodes.  pthread_cond_clockwait has only
  * one.
  */
-#include "export.h"
-#include "quiesce.h"
+#include "base/export.h"
+#include "quiesce/quiesce.h"
 #include "real.h"
 
 #include <pthread.h>

@@ -12,8 +12,8 @@
  * the common case is the real lock call plus a few loads and one store to
  * the thread's own record.
  */
-#include "export.h"
-#include "quiesce.h"
+#include "base/export.h"
+#include "quiesce/quiesce.h"
 #include "real.h"
 
 #include <errno.h>

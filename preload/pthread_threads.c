@@ -7,10 +7,10 @@
  * cancellation), gives back its heap cache and its record.  Blocking waits
  * (joins, barriers, semaphores) are in pthread_blocking.c.
  */
-#include "export.h"
-#include "heap.h"
+#include "base/export.h"
+#include "heap/heap.h"
 #include "preload.h"
-#include "quiesce.h"
+#include "quiesce/quiesce.h"
 #include "real.h"
 
 #include <errno.h>

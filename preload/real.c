@@ -2,7 +2,7 @@
 /* real -- resolving the interposed libc functions.  See real.h. */
 #include "real.h"
 
-#include "log.h"
+#include "base/log.h"
 #include "prim/prim.h"
 
 #include <dlfcn.h>

@@ -8,8 +8,8 @@
  * signal() is sigaction with glibc's BSD semantics (SA_RESTART, handler not
  * reset).
  */
-#include "export.h"
-#include "tracker.h"
+#include "base/export.h"
+#include "track/tracker.h"
 
 #include <errno.h>
 #include <signal.h>

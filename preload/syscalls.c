@@ -26,12 +26,12 @@
  * with 64-bit file offsets the header would make both names pread64. */
 #undef _FILE_OFFSET_BITS
 
-#include "export.h"
-#include "heap.h"
+#include "base/export.h"
+#include "heap/heap.h"
 #include "preload.h"
 #include "real.h"
-#include "restore.h"
-#include "tracker.h"
+#include "recovery/restore.h"
+#include "track/tracker.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
  * (header, checksums, version records, layout, file size, seq table against
  * VER_d), then what the tool can add from outside: every consistent page
  * copy can be read, and the heap in the consistent image is sound (the full
- * walk of heap_check, every problem listed).  Copies newer than VER_d are an
+ * walk of heap_validate, every problem listed).  Copies newer than VER_d are an
  * interrupted epoch that the next open undoes: a warning, not a problem.
  * The findings are collected, then printed as text or as one JSON object.
  */

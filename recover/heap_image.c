@@ -15,10 +15,10 @@
  */
 #include "tool.h"
 
-#include "log.h"
+#include "base/log.h"
 
 #ifdef PMT_TOOL_HAVE_HEAP
-#include "heap.h"
+#include "heap/heap.h"
 #endif
 
 #include <inttypes.h>
@@ -128,9 +128,9 @@ unsigned heap_image_check(struct image *img, char *summary, size_t summary_len,
 	snprintf(summary, summary_len, "not checked: this build of " TOOL_NAME " has no heap module");
 	return 0;
 #else
-	struct heap_check_report rep;
+	struct heap_validate_report rep;
 	memset(&rep, 0, sizeof(rep));
-	unsigned n = heap_check_image(img->base, img->len, &rep, report, arg);
+	unsigned n = heap_validate_image(img->base, img->len, &rep, report, arg);
 	if (n != 0) {
 		snprintf(summary, summary_len, "%u problem%s", n, n == 1 ? "" : "s");
 		return n;

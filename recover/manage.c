@@ -4,14 +4,14 @@
  * directory, remove one that is not in use, create one.
  *
  * The default directory is the one the runtime uses for its default pools
- * (lib/config.c: $XDG_DATA_HOME/pmthreads, ~/.local/share/pmthreads, or
+ * (lib/base/config.c: $XDG_DATA_HOME/pmthreads, ~/.local/share/pmthreads, or
  * /tmp/pmthreads-UID); list and create take it from config_defaults, so the
  * two never disagree.
  */
 #include "tool.h"
 
-#include "config.h"
-#include "log.h"
+#include "base/config.h"
+#include "base/log.h"
 
 #include <dirent.h>
 #include <errno.h>

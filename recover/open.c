@@ -5,7 +5,7 @@
  */
 #include "tool.h"
 
-#include "log.h"
+#include "base/log.h"
 
 #include <string.h>
 

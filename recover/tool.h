@@ -14,8 +14,9 @@
 #define PMT_RECOVER_TOOL_H
 
 #include "pmthreads.h"
-#include "persist.h"
-#include "pool.h"
+#include "persist/persist.h"
+#include "persist/pool.h"
+#include "recovery/recovery.h"
 
 #include <stdbool.h>
 #include <stddef.h>

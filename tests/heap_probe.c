@@ -6,7 +6,7 @@
  */
 #include "heap_probe.h"
 
-#include "heap_layout.h"
+#include "heap/heap_layout.h"
 
 #include <pmthreads.h>
 

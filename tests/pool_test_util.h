@@ -18,9 +18,11 @@
 #include <vector>
 
 extern "C" {
-#include "log.h"
-#include "persist.h"
-#include "pool.h"
+#include "base/log.h"
+#include "persist/persist.h"
+#include "persist/pool.h"
+#include "recovery/recovery.h"
+#include "persist/nvm_sim.h"
 }
 
 namespace pooltest {

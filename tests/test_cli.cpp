@@ -17,7 +17,7 @@
 #include <vector>
 
 extern "C" {
-#include "config.h"
+#include "base/config.h"
 }
 
 namespace {

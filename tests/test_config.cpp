@@ -7,8 +7,8 @@
 #include <string>
 
 extern "C" {
-#include "config.h"
-#include "log.h"
+#include "base/config.h"
+#include "base/log.h"
 }
 
 namespace {

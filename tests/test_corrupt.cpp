@@ -10,7 +10,7 @@
 #include "heap_probe.h"
 
 extern "C" {
-#include "heap.h"
+#include "heap/heap.h"
 }
 
 #include <csetjmp>

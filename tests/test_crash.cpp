@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// Crash tests with the strict persistence simulator (lib/nvm_sim.c).
+// Crash tests with the strict persistence simulator (lib/persist/nvm_sim.c).
 //
 // A forked child opens a copy of a prepared pool with the simulator, runs an
 // epoch (or a recovery, or both) and "loses power" after its k-th flush or
@@ -18,8 +18,8 @@
 #include "pool_test_util.h"
 
 extern "C" {
-#include "restore.h"
-#include "tracker.h"
+#include "recovery/restore.h"
+#include "track/tracker.h"
 }
 
 #include <map>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// The epoch pipeline (lib/epoch.c): the pause only collects and guards, the
+// The epoch pipeline (lib/epoch/epoch.c): the pause only collects and guards, the
 // write-back reads live pages after the program runs again, and a page the
 // program writes before its write-back is saved first.  Whatever the
 // program writes after the pause must never reach the pool in that epoch.
@@ -12,9 +12,9 @@
 #include <sys/mman.h>
 
 extern "C" {
-#include "epoch.h"
-#include "nvm.h"
-#include "tracker.h"
+#include "epoch/epoch.h"
+#include "persist/nvm.h"
+#include "track/tracker.h"
 }
 
 using namespace pooltest;

@@ -20,9 +20,9 @@
 #include <pmthreads.h>
 
 extern "C" {
-#include "heap.h"
-#include "log.h"
-#include "quiesce.h"
+#include "heap/heap.h"
+#include "base/log.h"
+#include "quiesce/quiesce.h"
 }
 
 namespace {
@@ -60,9 +60,9 @@ uint64_t in_use()
 
 void require_consistent()
 {
-	heap_check_report r;
+	heap_validate_report r;
 	INFO(err_get());
-	REQUIRE(heap_check(&r) == 0);
+	REQUIRE(heap_validate_full(&r) == 0);
 }
 
 // Fill a block with a pattern derived from a seed unique to the block (not
@@ -244,8 +244,8 @@ TEST_CASE("size classes: whole cache lines from 64 B up, dense below, bounded wa
 		// Blocks to fill some 24 spans (of 16 KiB or more), so that span
 		// ends are covered: every block line-aligned (no line shared with
 		// a neighbour) from 64 B up, 16-byte aligned below.
-		heap_check_report r0;
-		REQUIRE(heap_check(&r0) == 0);
+		heap_validate_report r0;
+		REQUIRE(heap_validate_full(&r0) == 0);
 		std::vector<void *> v;
 		size_t count = 24 * (16384 / size) + 100;
 		for (size_t i = 0; i < count; i++) {
@@ -253,8 +253,8 @@ TEST_CASE("size classes: whole cache lines from 64 B up, dense below, bounded wa
 			REQUIRE(p != nullptr);
 			v.push_back(p);
 		}
-		heap_check_report r;
-		REQUIRE(heap_check(&r) == 0);
+		heap_validate_report r;
+		REQUIRE(heap_validate_full(&r) == 0);
 		// the spans this class's blocks took (its reserve span, made
 		// by class_table, among them: one span's worth more)
 		double span_bytes = (double)(r.span_pages - r0.span_pages) * 4096;
@@ -348,17 +348,17 @@ TEST_CASE("small page runs are cached per thread and given back at exit", "[heap
 {
 	test_heap th;
 	void *a = heap_malloc(64 * 1024);
-	heap_check_report r0;
-	REQUIRE(heap_check(&r0) == 0);
+	heap_validate_report r0;
+	REQUIRE(heap_validate_full(&r0) == 0);
 	heap_free(a);
-	heap_check_report r1;
-	REQUIRE(heap_check(&r1) == 0);
+	heap_validate_report r1;
+	REQUIRE(heap_validate_full(&r1) == 0);
 	REQUIRE(r1.cached_bytes == r0.cached_bytes + 64 * 1024);
 	REQUIRE(heap_malloc(64 * 1024) == a);	// from the cache
 	heap_free(a);
 	heap_thread_exit();	// the cache goes back to the page allocator
-	heap_check_report r2;
-	REQUIRE(heap_check(&r2) == 0);
+	heap_validate_report r2;
+	REQUIRE(heap_validate_full(&r2) == 0);
 	REQUIRE(r2.cached_bytes == 0);
 	REQUIRE(r2.large_pages == 0);
 	REQUIRE(in_use() == 0);
@@ -376,12 +376,12 @@ TEST_CASE("page runs coalesce on free", "[heap]")
 	// free every other run, then the rest: all must merge into one extent
 	for (size_t i = 0; i < v.size(); i += 2)
 		heap_free(v[i]);
-	heap_check_report r;
-	REQUIRE(heap_check(&r) == 0);
+	heap_validate_report r;
+	REQUIRE(heap_validate_full(&r) == 0);
 	REQUIRE(r.free_extents >= 32);
 	for (size_t i = 1; i < v.size(); i += 2)
 		heap_free(v[i]);
-	REQUIRE(heap_check(&r) == 0);
+	REQUIRE(heap_validate_full(&r) == 0);
 	REQUIRE(r.free_extents == 1);
 	// and the merged extent serves one big run at the same place
 	void *big = heap_malloc(64 * run);

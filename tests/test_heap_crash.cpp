@@ -3,10 +3,10 @@
 // epoch (issue 3).  The heap lives in a shadow range at a fixed address; two
 // epochs of allocator churn (random sizes including page runs, frees, names,
 // rewritten blocks) are made; the second is persisted by a forked child
-// under the strict persistence simulator (lib/nvm_sim.c) that loses power
+// under the strict persistence simulator (lib/persist/nvm_sim.c) that loses power
 // after its k-th flush or fence, for a sweep of k over several survival
 // seeds.  The parent then recovers into a fresh range at the same address
-// and adopts the heap: heap_check must pass, every block live at the epoch
+// and adopts the heap: heap_validate must pass, every block live at the epoch
 // VER_d names (the old or the new one) must hold its contents and names, the
 // byte count must be that epoch's, allocation must go on without overlapping
 // any of them, and freeing everything must bring usage back to zero (nothing
@@ -19,10 +19,10 @@
 #include "pool_test_util.h"
 
 extern "C" {
-#include "heap.h"
-#include "quiesce.h"
-#include "restore.h"
-#include "tracker.h"
+#include "heap/heap.h"
+#include "quiesce/quiesce.h"
+#include "recovery/restore.h"
+#include "track/tracker.h"
 }
 
 #include <algorithm>
@@ -98,8 +98,8 @@ uint64_t in_use()
 
 std::string check_heap()
 {
-	heap_check_report r;
-	if (heap_check(&r) != 0)
+	heap_validate_report r;
+	if (heap_validate_full(&r) != 0)
 		return err_get();
 	return "";
 }
@@ -360,8 +360,8 @@ uint64_t recover_and_check(prepared &pr, std::mt19937_64 &rng)
 	// Nothing parked in a cache either: this thread's is handed back, and
 	// those of the threads that "died" in the crash went back at adoption.
 	heap_thread_exit();
-	heap_check_report rep;
-	REQUIRE(heap_check(&rep) == 0);
+	heap_validate_report rep;
+	REQUIRE(heap_validate_full(&rep) == 0);
 	REQUIRE(rep.names == 0);
 	REQUIRE(rep.user_bytes == 0);
 	REQUIRE(rep.cached_bytes == 0);

@@ -17,7 +17,7 @@
 #include "subprocess.hpp"
 
 extern "C" {
-#include "tracker.h"
+#include "track/tracker.h"
 }
 
 #include <csignal>

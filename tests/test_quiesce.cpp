@@ -13,7 +13,7 @@
 #include <vector>
 
 extern "C" {
-#include "quiesce.h"
+#include "quiesce/quiesce.h"
 }
 
 namespace {

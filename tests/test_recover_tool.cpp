@@ -8,7 +8,7 @@
 
 #ifdef PMT_TOOL_HAVE_HEAP
 extern "C" {
-#include "heap.h"
+#include "heap/heap.h"
 }
 #endif
 

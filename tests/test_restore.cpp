@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// Lazy restore (lib/restore.c): the heap served from the pool on first touch
+// Lazy restore (lib/recovery/restore.c): the heap served from the pool on first touch
 // through the uffd tracker's userfaultfd, with a background pass; and the
 // eager path with the mprotect tracker.  Checked against the pool's
 // consistent image (pool_read_page), and against the tracker: restored pages
@@ -14,8 +14,8 @@
 #include <thread>
 
 extern "C" {
-#include "restore.h"
-#include "tracker.h"
+#include "recovery/restore.h"
+#include "track/tracker.h"
 }
 
 using namespace pooltest;

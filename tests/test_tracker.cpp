@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// Tests for lib/shadow.c and the write trackers (tracker.c, tracker_uffd.c,
+// Tests for lib/track/shadow.c and the write trackers (tracker.c, tracker_uffd.c,
 // tracker_mprotect.c): exact dirty sets, syscalls writing into the heap,
 // signal chaining, genuine crashes, the VMA bound, fork.
 #include <catch2/catch.hpp>
@@ -27,8 +27,8 @@
 #include <unistd.h>
 
 extern "C" {
-#include "log.h"
-#include "tracker.h"
+#include "base/log.h"
+#include "track/tracker.h"
 }
 
 namespace {

@@ -4,7 +4,7 @@
  *
  *   pmthreads run [OPTIONS] [--] COMMAND [ARGS...]
  *
- * Every option is a row of lib/config.c's table: --help is printed from it
+ * Every option is a row of lib/base/config.c's table: --help is printed from it
  * and each value is checked with the library's own parser before anything
  * runs, so a bad option or a misspelt PMTHREADS_* variable stops here with
  * exit status 2.  The command's program (after the wrappers time, timeout,
@@ -13,8 +13,8 @@
  * that owns the pool; --program names it explicitly.  A command that cannot
  * be found exits 127, one that cannot be run 126, as env(1) does.
  */
-#include "config.h"
-#include "log.h"
+#include "base/config.h"
+#include "base/log.h"
 
 #include <errno.h>
 #include <stdbool.h>

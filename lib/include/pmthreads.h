@@ -65,10 +65,12 @@ void *nvrecover(void *dest, size_t size, const char *name);
 #define PMTHREADS_NAME_MAX 64
 
 /*
- * crashed -- true when this run recovered a heap that the previous run did
- * not shut down cleanly (it crashed or was killed).  False for a new pool and
- * after a clean exit.  isCrashed() is the same function under NVthreads' name.
+ * pmthreads_crashed -- true when this run recovered a heap that the previous
+ * run did not shut down cleanly (it crashed or was killed).  False for a new
+ * pool and after a clean exit.  crashed() and isCrashed() are the same
+ * function under NVthreads' names, for programs written against it.
  */
+bool pmthreads_crashed(void);
 bool crashed(void);
 bool isCrashed(void);
 

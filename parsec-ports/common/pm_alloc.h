@@ -35,7 +35,7 @@ static inline void *pm_alloc_or_die(size_t size, const char *name)
 #define PM_ALLOC(size, name) pm_alloc_or_die((size), (name))
 #define PM_FREE(ptr) nvfree(ptr)
 /* The named object from the recovered heap, or NULL (fresh pool, clean exit). */
-#define PM_RECOVER(size, name) (crashed() ? nvrecover(NULL, (size), (name)) : NULL)
+#define PM_RECOVER(size, name) (pmthreads_crashed() ? nvrecover(NULL, (size), (name)) : NULL)
 /* The ported form resumes over its recovered input: it stays in the heap. */
 #define PM_INPUT_ALLOC(size, name) pm_alloc_or_die((size), (name))
 #define PM_PORTED 1

@@ -63,7 +63,9 @@
 #pragma weak nvmalloc
 #pragma weak nvfree
 #pragma weak nvrecover
+#pragma weak pmthreads_crashed
 #pragma weak crashed
+#pragma weak isCrashed
 #pragma weak pmthreads_sync
 #pragma weak pmthreads_durable_epoch
 #pragma weak pmthreads_heap_offset
@@ -385,8 +387,12 @@ static int verify(const char *addrfile, int expect_crashed)
 		FAIL("the root's magic is %#" PRIx64, root->magic);
 	if (pmthreads_heap_offset() != 0)
 		FAIL("the heap moved by %td bytes", pmthreads_heap_offset());
-	if ((int)crashed() != expect_crashed)
-		FAIL("crashed() is %d, expected %d", (int)crashed(), expect_crashed);
+	if ((int)pmthreads_crashed() != expect_crashed)
+		FAIL("pmthreads_crashed() is %d, expected %d", (int)pmthreads_crashed(), expect_crashed);
+	/* NVthreads' names answer the same. */
+	if (crashed() != pmthreads_crashed() || isCrashed() != pmthreads_crashed())
+		FAIL("crashed() %d and isCrashed() %d differ from pmthreads_crashed() %d",
+		     (int)crashed(), (int)isCrashed(), (int)pmthreads_crashed());
 
 	size_t maxr = 1 + x.nlist + x.ntree;
 	struct range *nodes = malloc(maxr * sizeof(*nodes));
@@ -680,8 +686,8 @@ static int syncverify(uint64_t rounds)
 	const uint64_t *buf = nvrecover(NULL, SYNC_BUF_LEN, "ps_sync");
 	if (buf == NULL)
 		FAIL("nvrecover(\"ps_sync\") found nothing");
-	if (!crashed())
-		FAIL("crashed() is false after SIGKILL");
+	if (!pmthreads_crashed())
+		FAIL("pmthreads_crashed() is false after SIGKILL");
 	for (size_t off = 0; off < SYNC_BUF_LEN; off += SYNC_LINE)
 		if (buf[off / sizeof(uint64_t)] != rounds)
 			FAIL("line at offset %zu holds round %" PRIu64 ", not %" PRIu64

@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* config -- the option table and its one parse.  See config.h. */
+#include "base/config.h"
+
+#include "base/log.h"
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+extern char *program_invocation_short_name;
+extern char **environ;
+
+static const char *const heap_names[] = { "nvmalloc", "malloc" };
+static const char *const tracker_names[] = { "auto", "uffd", "mprotect" };
+/* "sim" is for tests, which select it through the pool API. */
+static const char *const nvm_names[] = { "auto", "pmem", "msync", "sim" };
+static const char *const writeback_names[] = { "guarded", "paused" };
+static const char *const check_names[] = { "0", "1", "fail" };
+
+const char *config_heap_name(enum heap_mode m) { return heap_names[m]; }
+const char *config_tracker_name(enum tracker_kind t) { return tracker_names[t]; }
+const char *config_writeback_name(enum writeback_kind w) { return writeback_names[w]; }
+const char *config_nvm_name(enum nvm_kind n) { return nvm_names[n]; }
+static const char *const restore_names[] = { "auto", "eager", "lazy" };
+const char *config_restore_name(enum restore_policy r) { return restore_names[r]; }
+
+#define FIELD(f) offsetof(struct config, f)
+#define NO_FIELD ((size_t)-1)
+
+static const struct config_option options[] = {
+	{ "PMTHREADS_POOL", "--pool", "PATH", false, NULL,
+	  "~/.local/share/pmthreads/PROGRAM.pool",
+	  "the pool file", CONFIG_PATH, NULL, 0, 0, 0, FIELD(pool_path) },
+	{ "PMTHREADS_POOL_SIZE", "--pool-size", "SIZE", false, NULL, "8G",
+	  "heap capacity of a new pool (K/M/G/T suffixes)", CONFIG_SIZE, NULL, 0,
+	  CONFIG_MIN_POOL_SIZE, CONFIG_MAX_POOL_SIZE, FIELD(pool_size) },
+	{ "PMTHREADS_INTERVAL_MS", "--interval", "MS", false, NULL, "100",
+	  "the epoch interval in milliseconds", CONFIG_UINT, NULL, 0, 1, 3600000,
+	  FIELD(interval_ms) },
+	{ "PMTHREADS_HEAP", "--heap", "MODE", false, NULL, "nvmalloc",
+	  "nvmalloc: only nvmalloc'd objects persist; malloc: the whole malloc family",
+	  CONFIG_CHOICE, heap_names, 2, 0, 0, FIELD(heap) },
+	{ "PMTHREADS_TRACKER", "--tracker", "KIND", false, NULL, "auto",
+	  "write tracking: auto, uffd (userfaultfd write-protect), mprotect",
+	  CONFIG_CHOICE, tracker_names, 3, 0, 0, FIELD(tracker) },
+	{ "PMTHREADS_WRITEBACK", "--writeback", "WHEN", false, NULL, "guarded",
+	  "guarded: write back live pages after the pause; paused: copy them in it",
+	  CONFIG_CHOICE, writeback_names, 2, 0, 0, FIELD(writeback) },
+	{ "PMTHREADS_RESTORE", "--restore", "HOW", false, NULL, "auto",
+	  "after a crash: lazy (pages on first touch), eager (copy all first), auto",
+	  CONFIG_CHOICE, restore_names, 3, 0, 0, FIELD(restore) },
+	{ "PMTHREADS_NVM", "--nvm", "KIND", false, NULL, "auto",
+	  "auto, pmem (cache-line flushes) or msync (an ordinary file)",
+	  CONFIG_CHOICE, nvm_names, 3, 0, 0, FIELD(nvm) },
+	{ "PMTHREADS_NVM_LATENCY_NS", "--nvm-latency", "NS", false, NULL, "0",
+	  "emulated extra write latency per flushed 64-byte line", CONFIG_UINT, NULL, 0,
+	  0, 1000000, FIELD(nvm_latency_ns) },
+	{ "PMTHREADS_STATS", "--stats", "FILE", false, NULL, "off",
+	  "JSON statistics, rewritten every second and at exit (-: stderr at exit)",
+	  CONFIG_PATH, NULL, 0, 0, 0, FIELD(stats_path) },
+	{ "PMTHREADS_EPOCH_LOG", "--epoch-log", "FILE", false, NULL, "off",
+	  "one CSV line per epoch", CONFIG_PATH, NULL, 0, 0, 0, FIELD(epoch_log_path) },
+	{ "PMTHREADS_CHECK", "--check", "fail", true, "1", "0",
+	  "1: report writes to the heap outside any lock; fail: and exit 1 if any",
+	  CONFIG_CHOICE, check_names, 3, 0, 0, FIELD(check) },
+	{ "PMTHREADS_STRICT", "--strict", NULL, false, "1", "0",
+	  "1: a configuration or pool error exits instead of running unpersisted",
+	  CONFIG_BOOL, NULL, 0, 0, 1, FIELD(strict) },
+	{ "PMTHREADS_FOLLOW_CHILDREN", "--follow-children", NULL, false, "1", "0",
+	  "1: programs the target starts are persisted too (each its own pool)",
+	  CONFIG_BOOL, NULL, 0, 0, 1, FIELD(follow_children) },
+	{ "PMTHREADS_VERBOSE", "--verbose", NULL, false, "1", "0",
+	  "1: print the configuration and pool at start; 2: debug", CONFIG_UINT, NULL, 0,
+	  0, 2, FIELD(verbose) },
+	{ "PMTHREADS_SHADOW_BASE", "--shadow-base", "ADDR", false, NULL, "0x600000000000",
+	  "heap address for new pools (2 MiB aligned)", CONFIG_ADDR, NULL, 0,
+	  1ULL << 32, 0x7e0000000000ULL, FIELD(shadow_base) },
+	{ "PMTHREADS_PROGRAM", "--program", "PATH", false, NULL, "COMMAND's program",
+	  "the one executable that owns the pool (set by pmthreads run)", CONFIG_PATH, NULL, 0,
+	  0, 0, FIELD(program) },
+	{ "PMTHREADS_LIBRARY", NULL, "PATH", false, NULL, "the installed one",
+	  "the library pmthreads run preloads", CONFIG_TOOL, NULL, 0, 0, 0, NO_FIELD },
+};
+
+#define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+
+const struct config_option *config_options(size_t *count)
+{
+	*count = N_OPTIONS;
+	return options;
+}
+
+const struct config_option *config_option_by_env(const char *env)
+{
+	for (size_t i = 0; i < N_OPTIONS; i++)
+		if (strcmp(options[i].env, env) == 0)
+			return &options[i];
+	return NULL;
+}
+
+/* A set-user-ID (or capability-raising) program must not honour the
+ * environment of the user who started it. */
+static const char *env_get(const char *name)
+{
+	return secure_getenv(name);
+}
+
+/* The default pool is per program and per user, outside the current
+ * directory, on ordinary storage so that it is really durable:
+ * $XDG_DATA_HOME/pmthreads/<program>.pool, else
+ * $HOME/.local/share/pmthreads/<program>.pool, else
+ * /tmp/pmthreads-<uid>/<program>.pool (used only when that directory is the
+ * user's own with mode 0700; runtime.c checks). */
+static void default_pool_path(struct config *c)
+{
+	char *out = c->pool_path;
+	size_t len = sizeof(c->pool_path);
+	const char *prog = program_invocation_short_name;
+	if (prog == NULL || prog[0] == '\0')
+		prog = "program";
+	const char *xdg = env_get("XDG_DATA_HOME");
+	const char *home = env_get("HOME");
+	int n;
+	c->pool_dir_is_tmp = false;
+	if (xdg != NULL && xdg[0] == '/') {
+		n = snprintf(out, len, "%s/pmthreads/%s.pool", xdg, prog);
+	} else if (home != NULL && home[0] == '/') {
+		n = snprintf(out, len, "%s/.local/share/pmthreads/%s.pool", home, prog);
+	} else {
+		n = snprintf(out, len, "/tmp/pmthreads-%u/%s.pool", (unsigned)getuid(), prog);
+		c->pool_dir_is_tmp = true;
+	}
+	if (n < 0 || (size_t)n >= len) {
+		snprintf(out, len, "/tmp/pmthreads-%u/pool", (unsigned)getuid());
+		c->pool_dir_is_tmp = true;
+	}
+}
+
+void config_defaults(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	default_pool_path(c);
+	c->pool_path_is_default = true;
+	c->pool_size = CONFIG_DEFAULT_POOL_SIZE;
+	c->interval_ms = CONFIG_DEFAULT_INTERVAL_MS;
+	c->interval_ms_asked = c->interval_ms;
+	c->heap = HEAP_NVMALLOC;
+	c->tracker = TRACKER_AUTO;
+	c->tracker_asked = TRACKER_AUTO;
+	c->nvm = NVM_AUTO;
+	c->writeback = WRITEBACK_GUARDED;
+	c->check = CHECK_OFF;
+	c->shadow_base = CONFIG_DEFAULT_SHADOW_BASE;
+}
+
+/* A decimal number: digits only, no sign, no base prefix (strtoull's base 0
+ * would read "010" as 8). */
+static int parse_decimal(const char *s, const char **end, unsigned long long *out)
+{
+	if (*s < '0' || *s > '9')
+		return -1;
+	unsigned long long v = 0;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		unsigned d = (unsigned)(*s - '0');
+		if (v > (~0ULL - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*end = s;
+	*out = v;
+	return 0;
+}
+
+int config_parse_size(const char *s, uint64_t *out)
+{
+	if (s == NULL)
+		return -1;
+	const char *end;
+	unsigned long long v;
+	if (parse_decimal(s, &end, &v) != 0)
+		return -1;
+	unsigned shift = 0;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	default: return -1;
+	}
+	if (*end == 'i' && shift != 0)
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end != '\0')
+		return -1;
+	if (shift != 0 && v > (~0ULL >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int parse_uint(const char *s, unsigned long long *out)
+{
+	const char *end;
+	return parse_decimal(s, &end, out) == 0 && *end == '\0' ? 0 : -1;
+}
+
+/* An address: decimal, or hexadecimal with an explicit 0x. */
+static int parse_addr(const char *s, unsigned long long *out)
+{
+	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+		return parse_uint(s, out);
+	s += 2;
+	if (*s == '\0')
+		return -1;
+	unsigned long long v = 0;
+	for (; *s != '\0'; s++) {
+		unsigned d;
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned)(*s - '0');
+		else if (*s >= 'a' && *s <= 'f')
+			d = (unsigned)(*s - 'a' + 10);
+		else if (*s >= 'A' && *s <= 'F')
+			d = (unsigned)(*s - 'A' + 10);
+		else
+			return -1;
+		if (v >> 60)
+			return -1;
+		v = v << 4 | d;
+	}
+	*out = v;
+	return 0;
+}
+
+static void accepted_choices(const struct config_option *o, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < o->n_choices; i++) {
+		int n = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", o->choices[i]);
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += (size_t)n;
+	}
+}
+
+int config_set(struct config *c, const struct config_option *o, const char *v)
+{
+	void *field = o->offset == NO_FIELD ? NULL : (char *)c + o->offset;
+	unsigned long long u;
+	uint64_t sz;
+	char accepted[128];
+
+	switch (o->kind) {
+	case CONFIG_TOOL:
+		return 0;
+	case CONFIG_PATH: {
+		size_t n = strlen(v);
+		bool may_be_empty = field != c->pool_path;
+		if ((n == 0 && !may_be_empty) || n >= PATH_MAX) {
+			err_set("%s=\"%s\" is not valid: expected a non-empty path shorter than %d "
+				"bytes", o->env, v, PATH_MAX);
+			return -1;
+		}
+		memcpy(field, v, n + 1);
+		if (field == c->pool_path) {
+			c->pool_path_is_default = false;
+			c->pool_dir_is_tmp = false;
+		}
+		return 0;
+	}
+	case CONFIG_SIZE:
+		if (config_parse_size(v, &sz) != 0 || sz < o->min || sz > o->max) {
+			err_set("%s=\"%s\" is not valid: expected a decimal size from %lluM to "
+				"%lluT, e.g. 256M or 4G", o->env, v, o->min >> 20, o->max >> 40);
+			return -1;
+		}
+		*(uint64_t *)field = sz;
+		if (field == &c->pool_size)
+			c->pool_size_given = true;
+		return 0;
+	case CONFIG_UINT:
+		if (parse_uint(v, &u) != 0 || u < o->min || u > o->max) {
+			err_set("%s=\"%s\" is not valid: expected a decimal whole number from %llu "
+				"to %llu", o->env, v, o->min, o->max);
+			return -1;
+		}
+		*(unsigned *)field = (unsigned)u;
+		return 0;
+	case CONFIG_ADDR:
+		if (parse_addr(v, &u) != 0 || u < o->min || u > o->max || (u & 0x1fffff) != 0) {
+			err_set("%s=\"%s\" is not valid: expected a 2 MiB-aligned address from "
+				"%#llx to %#llx such as 0x600000000000", o->env, v, o->min, o->max);
+			return -1;
+		}
+		*(uint64_t *)field = u;
+		return 0;
+	case CONFIG_BOOL:
+		if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+			err_set("%s=\"%s\" is not valid: expected 0 or 1", o->env, v);
+			return -1;
+		}
+		*(bool *)field = v[0] == '1';
+		return 0;
+	case CONFIG_CHOICE:
+		for (unsigned i = 0; i < o->n_choices; i++) {
+			if (strcmp(v, o->choices[i]) == 0) {
+				/* Every choice field is an enum. */
+				*(int *)field = (int)i;
+				return 0;
+			}
+		}
+		accepted_choices(o, accepted, sizeof(accepted));
+		err_set("%s=\"%s\" is not valid: expected one of %s", o->env, v, accepted);
+		return -1;
+	}
+	return -1;
+}
+
+/* Edit distance of two short names, for "did you mean". */
+static unsigned distance(const char *a, size_t la, const char *b)
+{
+	enum { MAX = 48 };
+	size_t lb = strlen(b);
+	if (la >= MAX || lb >= MAX)
+		return MAX;
+	unsigned row[MAX + 1];
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++) {
+		unsigned diag = row[0];
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned up = row[j];
+			unsigned best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/* Every PMTHREADS_* variable must be one of the table's: a misspelt
+ * PMTHREADS_INTERVALMS must not silently leave the default in force. */
+static int check_unknown_variables(void)
+{
+	if (environ == NULL)
+		return 0;
+	for (char **e = environ; *e != NULL; e++) {
+		if (strncmp(*e, "PMTHREADS_", 10) != 0)
+			continue;
+		const char *eq = strchr(*e, '=');
+		size_t len = eq != NULL ? (size_t)(eq - *e) : strlen(*e);
+		const struct config_option *best = NULL;
+		unsigned best_d = ~0u;
+		bool known = false;
+		for (size_t i = 0; i < N_OPTIONS && !known; i++) {
+			if (strlen(options[i].env) == len && strncmp(options[i].env, *e, len) == 0)
+				known = true;
+			unsigned d = distance(*e, len, options[i].env);
+			if (d < best_d) {
+				best_d = d;
+				best = &options[i];
+			}
+		}
+		if (known)
+			continue;
+		if (best != NULL && best_d <= 3)
+			err_set("%.*s is not a pmthreads variable (did you mean %s?); unset it or "
+				"correct its name (pmthreads --help lists them all)", (int)len, *e,
+				best->env);
+		else
+			err_set("%.*s is not a pmthreads variable; unset it (pmthreads --help lists "
+				"them all)", (int)len, *e);
+		return -1;
+	}
+	return 0;
+}
+
+/* PMTHREADS_CHECK (fase_checker.h): the checker sees writes only through the
+ * mprotect tracker's fault path, and only first writes per epoch fault, so
+ * check mode uses that tracker and a short interval.  Done here, once, so
+ * that everything reading the configuration (the runtime, the statistics)
+ * sees the values in force. */
+static void apply_check_mode(struct config *c)
+{
+	c->interval_ms_asked = c->interval_ms;
+	c->tracker_asked = c->tracker;
+	if (c->check == CHECK_OFF)
+		return;
+	c->tracker = TRACKER_MPROTECT;
+	if (c->interval_ms > CONFIG_CHECK_INTERVAL_MS)
+		c->interval_ms = CONFIG_CHECK_INTERVAL_MS;
+}
+
+int config_from_env(struct config *c)
+{
+	config_defaults(c);
+	if (getauxval(AT_SECURE) != 0)
+		return 0;	/* set-user-ID: the environment is not ours to honour */
+	if (check_unknown_variables() != 0)
+		return -1;
+	for (size_t i = 0; i < N_OPTIONS; i++) {
+		const char *v = env_get(options[i].env);
+		if (v == NULL)
+			continue;
+		if (options[i].kind == CONFIG_PATH && v[0] == '\0' &&
+		    options[i].offset != FIELD(pool_path))
+			continue;	/* PMTHREADS_STATS= : off */
+		if (config_set(c, &options[i], v) != 0)
+			return -1;
+	}
+	apply_check_mode(c);
+	return 0;
+}
+
+static prim_lock_t once_lock = PRIM_LOCK_INIT;
+static bool parsed;
+static struct config the_config;
+static char parse_error[1024];
+
+const struct config *config_get(void)
+{
+	if (__atomic_load_n(&parsed, __ATOMIC_ACQUIRE))
+		return &the_config;
+	prim_lock(&once_lock);
+	if (!parsed) {
+		if (config_from_env(&the_config) != 0) {
+			snprintf(parse_error, sizeof(parse_error), "%s", err_get());
+			config_defaults(&the_config);
+			apply_check_mode(&the_config);
+			/* PMTHREADS_STRICT is honoured even when another variable
+			 * is malformed: the caller must be able to fail closed. */
+			const char *s = env_get("PMTHREADS_STRICT");
+			the_config.strict = s != NULL && strcmp(s, "1") == 0;
+		}
+		__atomic_store_n(&parsed, true, __ATOMIC_RELEASE);
+	}
+	prim_unlock(&once_lock);
+	return &the_config;
+}
+
+const char *config_error(void)
+{
+	config_get();
+	return parse_error[0] != '\0' ? parse_error : NULL;
+}
+
+int config_set_pool(const char *path, uint64_t size)
+{
+	config_get();
+	struct config c;
+	prim_lock(&once_lock);
+	c = the_config;
+	int r = 0;
+	if (path != NULL)
+		r = config_set(&c, config_option_by_env("PMTHREADS_POOL"), path);
+	if (r == 0 && size != 0) {
+		char text[32];
+		snprintf(text, sizeof(text), "%llu", (unsigned long long)size);
+		r = config_set(&c, config_option_by_env("PMTHREADS_POOL_SIZE"), text);
+	}
+	if (r == 0)
+		the_config = c;
+	prim_unlock(&once_lock);
+	return r;
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* log -- messages and the per-thread last error.  See log.h. */
+#include "base/log.h"
+
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MSG_MAX 1024
+
+static enum log_level current_level = LOG_WARN;
+static _Thread_local char last_error[MSG_MAX];
+
+void log_set_level(enum log_level level) { current_level = level; }
+enum log_level log_get_level(void) { return current_level; }
+
+static const char *const level_names[] = { "error", "warning", "info", "debug" };
+
+static void log_vmsg(enum log_level level, const char *fmt, va_list ap)
+{
+	char buf[MSG_MAX];
+	int n = snprintf(buf, sizeof(buf), "pmthreads: %s: ", level_names[level]);
+	if (n < 0)
+		return;
+	int m = vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	if (m < 0)
+		m = 0;
+	size_t len = (size_t)n + (size_t)m;
+	if (len > sizeof(buf) - 2)
+		len = sizeof(buf) - 2;
+	buf[len++] = '\n';
+	/* write(2) rather than stdio: callable from signal handlers and before
+	 * the C library's streams are usable. */
+	(void)prim_write_all(STDERR_FILENO, buf, len);
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+	if (level > current_level)
+		return;
+	int saved = errno;
+	va_list ap;
+	va_start(ap, fmt);
+	log_vmsg(level, fmt, ap);
+	va_end(ap);
+	errno = saved;
+}
+
+void err_set(const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	errno = saved;
+}
+
+void err_set_errno(int errnum, const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < sizeof(last_error))
+		snprintf(last_error + n, sizeof(last_error) - (size_t)n, ": %s",
+			 strerror(errnum));
+	errno = saved;
+}
+
+const char *err_get(void) { return last_error; }
+void err_clear(void) { last_error[0] = '\0'; }
+
+void log_fatal(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_vmsg(LOG_ERR, fmt, ap);
+	va_end(ap);
+	abort();
+}

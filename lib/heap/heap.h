@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * heap -- the persistent allocator.
+ *
+ * Owns: allocation inside the shadow range.  All of its metadata (size-class
+ * spans, free lists, per-thread cache slots, the name table) lives inside the
+ * persistent heap, so an epoch captures it consistently with the user data;
+ * every operation runs as a failure-atomic section (fase_enter/fase_leave),
+ * so a quiescent point never falls in the middle of one.  Size classes with
+ * per-thread caches for small objects; page-aligned page runs for large ones.
+ * The runtime's own locks are prim_lock, never pthread.
+ */
+#ifndef PMT_HEAP_H
+#define PMT_HEAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Format a new heap over [base, base+len) (zero-filled memory), or adopt the
+ * recovered one found there (fresh == false): validates its header, page
+ * map and every structure adoption follows (heap_validate.c), then returns
+ * blocks left in dead threads' caches to the shared lists.  A heap is never
+ * formatted unless fresh: an all-zero header with fresh == false is refused
+ * like any other invalid heap.  Returns 0 or -1 with err_get() naming the
+ * first problem, its heap offset and the count of others (the range does
+ * not hold a sound heap of this format and size); the range is not written
+ * then.  base and len must be multiples of 4 KiB; len from about 1 MiB
+ * to 4 TiB.  All metadata lives in the range and refers to it by offsets,
+ * so a heap copied elsewhere can be adopted there.  Assumes pages the heap
+ * never handed out are zero (true of a fresh range and of a restored
+ * image): heap_calloc relies on it to leave them untouched.  Not
+ * thread-safe: call before any other heap function.  May be called again
+ * (tests): threads then claim new cache slots. */
+int heap_init(void *base, size_t len, bool fresh);
+bool heap_ready(void);
+
+/* true when p lies in the heap range (whether or not it is allocated). */
+bool heap_contains(const void *p);
+
+/* Allocation.  Small blocks (up to 3584 bytes) are 16-byte aligned, larger
+ * ones are page runs, page-aligned.  Every call is a failure-atomic section
+ * and thread-safe; a block may be freed by any thread. */
+void *heap_malloc(size_t size);			/* NULL + ENOMEM when full; not zeroed */
+void *heap_calloc(size_t n, size_t size);	/* zeroed; overflow: NULL + ENOMEM */
+/* In place while the block still fits (and is not much too big), or a large
+ * run can grow into free pages after it; else moves.  size 0 frees p and
+ * returns NULL; p NULL is heap_malloc.  On failure p is untouched. */
+void *heap_realloc(void *p, size_t size);
+/* align: any power of two (else NULL + EINVAL). */
+void *heap_memalign(size_t align, size_t size);
+/* NULL: nothing.  A pointer that is not an allocated block (outside the
+ * heap, interior, never allocated, already freed) is reported with
+ * log_msg and ignored where that is cheap to detect.  A named block loses
+ * its name (as it does when heap_realloc moves it). */
+void heap_free(void *p);
+size_t heap_usable_size(const void *p);		/* 0 for NULL or a non-block */
+
+/* The name table (names up to PMTHREADS_NAME_MAX - 1 bytes).  Setting an
+ * existing name rebinds it.  -1 + errno: EINVAL (no name, name too long, p
+ * not in the heap) or ENOMEM. */
+int heap_name_set(const char *name, void *p);
+/* The object bound to name (NULL: none), and its usable size. */
+void *heap_name_get(const char *name, size_t *usable);
+/* Drop every name bound to p (O(1) when p has none). */
+void heap_name_remove_ptr(void *p);
+/* Iterate names (for pmthreads-recover info): calls fn for each, under the
+ * table's lock -- fn must not call heap_name_* functions. */
+void heap_name_foreach(void (*fn)(const char *name, void *p, size_t size, void *arg),
+		       void *arg);
+
+/* The calling thread is exiting: return its cached blocks and its cache
+ * slot (a thread that never calls this keeps its slot until recovery). */
+void heap_thread_exit(void);
+
+struct heap_stats {
+	uint64_t bytes_in_use;	/* bytes of the blocks the program holds (usable sizes) */
+	uint64_t bytes_mapped;	/* high-water mark of pages handed out (incl. metadata) */
+	uint64_t capacity;
+};
+/* Counters, cheap enough to call at any time (a snapshot, not exact while
+ * other threads allocate). */
+void heap_get_stats(struct heap_stats *st);
+
+/* Bytes from the heap's base below which every page it has ever written
+ * lies: the header, the page map and the pages handed out so far (the
+ * high-water mark only grows).  The epoch limits write tracking to it.
+ * Exact at a quiescent point (no heap operation runs); SIZE_MAX before
+ * heap_init. */
+size_t heap_high_water(void);
+
+/* What a full validation found, for tests and the recovery tool. */
+struct heap_validate_report {
+	uint64_t free_pages;	/* in free extents below the high-water mark */
+	uint64_t free_extents;
+	uint64_t span_pages;	/* in size-class spans */
+	uint64_t spans;
+	uint64_t large_pages;	/* in allocated page runs (incl. the name table's, cached ones) */
+	uint64_t cached_bytes;	/* blocks sitting in thread caches */
+	uint64_t user_bytes;	/* recomputed from the structures: must equal bytes_in_use */
+	uint64_t names;
+};
+/* Walk every allocator structure and check it: each page below the
+ * high-water mark is in exactly one free extent, span or large run; the
+ * free-extent tree is ordered, coalesced and matches the page map; every
+ * span's counts and free list, every cached block, the partial lists and
+ * the name table are well formed; the byte counters match the blocks
+ * actually held.  Returns 0, or -1 with err_get() describing the first
+ * problem.  Call only while no other thread uses the heap.  Safe on any
+ * content of the range (it is what validates a heap read from a pool). */
+int heap_validate_full(struct heap_validate_report *rep);
+/* The same walk, reporting every problem through report(msg, arg) (which
+ * may be NULL); returns how many. */
+unsigned heap_validate_all(struct heap_validate_report *rep,
+			void (*report)(const char *msg, void *arg), void *arg);
+
+/* heap_validate_all over the heap image at [base, base+len) as it is, without
+ * adopting it (nothing is written; the image may be anything): for
+ * pmthreads-recover check.  Afterwards no heap is ready (heap_init again to
+ * use one). */
+unsigned heap_validate_image(void *base, size_t len, struct heap_validate_report *rep,
+			  void (*report)(const char *msg, void *arg), void *arg);
+
+/* Called before the heap first uses pages above its high-water mark:
+ * reserve(ctx, first, end) makes pages [first, end) of the range safe to
+ * use (the runtime gets them disk space in the pool), or returns -1 with
+ * err_get() set, and the allocation fails with ENOMEM.  Only pages the heap
+ * may write are asked for: its header, the page-map pages that cover the
+ * pages in use, the data pages in use, the latter in chunks of a quarter of
+ * the heap in use (1 MiB at least).  NULL: no hook.  Set before heap_init
+ * (which reserves what the heap it finds uses). */
+void heap_set_reserve(int (*reserve)(void *ctx, uint64_t first, uint64_t end), void *ctx);
+
+/* When the allocator finds a corrupt structure while running (a span's free
+ * list read for the first time), it calls fn(message) and then stops the
+ * process.  fn may leave by longjmp (the fuzzer does; the heap is unusable
+ * afterwards).  NULL: just stop. */
+void heap_set_corruption_handler(void (*fn)(const char *msg));
+
+#endif

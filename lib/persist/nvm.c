@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* nvm -- common dispatch, latency emulation and backend choice.  See nvm.h. */
+#include "persist/nvm.h"
+
+#include "base/log.h"
+#include "persist/nvm_backend.h"
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <libpmem.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#ifndef MAP_SHARED_VALIDATE
+#define MAP_SHARED_VALIDATE 0x03
+#endif
+#ifndef MAP_SYNC
+#define MAP_SYNC 0x80000
+#endif
+
+/* Busy-wait rather than sleep: the emulated latency is per cache line
+ * (hundreds of nanoseconds), far below any sleep's resolution. */
+static void emulate_latency(const struct nvm *n, size_t lines)
+{
+	if (n->latency_ns == 0 || lines == 0)
+		return;
+	uint64_t end = prim_now_ns() + (uint64_t)n->latency_ns * lines;
+	while (prim_now_ns() < end)
+		__builtin_ia32_pause();
+}
+
+static void check_writable(const struct nvm *n, const char *what)
+{
+	if (n->read_only)
+		log_fatal("nvm: %s on a read-only mapping (a pool opened read-only is never written)",
+			  what);
+}
+
+void nvm_flush(struct nvm *n, const void *addr, size_t len)
+{
+	check_writable(n, "flush");
+	size_t lines = nvm_lines(addr, len);
+	n->stats.flushes++;
+	n->stats.lines_flushed += lines;
+	n->ops->flush(n, addr, len);
+	emulate_latency(n, lines);
+}
+
+void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len)
+{
+	check_writable(n, "copy_flush");
+	size_t lines = nvm_lines(dst, len);
+	n->stats.flushes++;
+	n->stats.lines_flushed += lines;
+	if (n->ops->copy_flush != NULL) {
+		n->ops->copy_flush(n, dst, src, len);
+	} else {
+		memcpy(dst, src, len);
+		n->ops->flush(n, dst, len);
+	}
+	emulate_latency(n, lines);
+}
+
+void nvm_fence(struct nvm *n)
+{
+	check_writable(n, "fence");
+	n->stats.fences++;
+	n->ops->fence(n);
+}
+
+static int map_shared(int fd, const char *path, size_t len, int prot, bool try_sync, void **out,
+		      bool *synced)
+{
+	*synced = false;
+	if (try_sync) {
+		/* MAP_SYNC succeeds only on a DAX file system: then the file's
+		 * blocks are the persistent memory and cache flushes alone make
+		 * stores durable. */
+		void *a = mmap(NULL, len, prot, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
+		if (a != MAP_FAILED) {
+			*synced = true;
+			*out = a;
+			return 0;
+		}
+	}
+	void *a = mmap(NULL, len, prot, MAP_SHARED, fd, 0);
+	if (a == MAP_FAILED) {
+		err_set_errno(errno, "cannot map the pool %s (%zu bytes)", path, len);
+		return -1;
+	}
+	*out = a;
+	return 0;
+}
+
+int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kind kind,
+	    unsigned latency_ns, const struct nvm_sim_options *sim)
+{
+	struct nvm *n = calloc(1, sizeof(*n));
+	if (n == NULL) {
+		err_set_errno(ENOMEM, "cannot map the pool %s", path);
+		return -1;
+	}
+	bool synced;
+	bool try_sync = kind == NVM_AUTO || kind == NVM_PMEM;
+	if (map_shared(fd, path, len, PROT_READ | PROT_WRITE, try_sync, &n->base, &synced) != 0) {
+		free(n);
+		return -1;
+	}
+	n->len = len;
+	n->fd = fd;
+	n->latency_ns = latency_ns;
+
+	int rc;
+	switch (kind) {
+	case NVM_SIM:
+		rc = nvm_sim_init(n, sim);
+		break;
+	case NVM_MSYNC:
+		rc = nvm_msync_init(n);
+		break;
+	case NVM_PMEM:
+		if (!synced && !pmem_is_pmem(n->base, len))
+			log_msg(LOG_WARN,
+				"PMTHREADS_NVM=pmem but %s is not on persistent memory: cache "
+				"flushes will not make it durable (use auto or msync for real "
+				"durability)", path);
+		rc = nvm_pmem_init(n);
+		break;
+	case NVM_AUTO:
+	default:
+		rc = (synced || pmem_is_pmem(n->base, len)) ? nvm_pmem_init(n) : nvm_msync_init(n);
+		break;
+	}
+	if (rc != 0) {
+		munmap(n->base, len);
+		free(n);
+		return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+static void readonly_flush(struct nvm *n, const void *addr, size_t len)
+{
+	(void)n, (void)addr, (void)len;
+}
+static void readonly_fence(struct nvm *n) { (void)n; }
+static void readonly_unmap(struct nvm *n) { (void)n; }
+
+static const struct nvm_ops readonly_ops = {
+	.name = "read-only",
+	.flush = readonly_flush,
+	.fence = readonly_fence,
+	.unmap = readonly_unmap,
+};
+
+int nvm_map_readonly(struct nvm **out, int fd, const char *path, size_t len)
+{
+	struct nvm *n = calloc(1, sizeof(*n));
+	if (n == NULL) {
+		err_set_errno(ENOMEM, "cannot map the pool %s", path);
+		return -1;
+	}
+	bool synced;
+	if (map_shared(fd, path, len, PROT_READ, false, &n->base, &synced) != 0) {
+		free(n);
+		return -1;
+	}
+	n->ops = &readonly_ops;
+	n->len = len;
+	n->fd = fd;
+	n->read_only = true;
+	*out = n;
+	return 0;
+}
+
+void nvm_unmap(struct nvm *n)
+{
+	if (n == NULL)
+		return;
+	n->ops->unmap(n);
+	munmap(n->base, n->len);
+	free(n);
+}

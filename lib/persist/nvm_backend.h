@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * nvm backends -- the constructors nvm.c dispatches to.  Private to the nvm
+ * module (nvm*.c); everything else uses nvm.h.
+ *
+ * Each init takes a struct nvm whose base/len/fd are set (the file is
+ * already mapped read-write and shared), sets ops and impl, and returns 0 or
+ * -1 with err_get() set.  ops->unmap frees impl but does not munmap base.
+ */
+#ifndef PMT_NVM_BACKEND_H
+#define PMT_NVM_BACKEND_H
+
+#include "persist/nvm.h"
+
+int nvm_pmem_init(struct nvm *n);
+int nvm_msync_init(struct nvm *n);
+int nvm_sim_init(struct nvm *n, const struct nvm_sim_options *o);
+
+/* The (line-aligned) first line and line count covering [addr, addr+len). */
+static inline uintptr_t nvm_line_down(const void *addr)
+{
+	return (uintptr_t)addr & ~(uintptr_t)(NVM_LINE - 1);
+}
+static inline size_t nvm_lines(const void *addr, size_t len)
+{
+	if (len == 0)
+		return 0;
+	uintptr_t first = nvm_line_down(addr);
+	uintptr_t last = nvm_line_down((const char *)addr + len - 1);
+	return (size_t)((last - first) / NVM_LINE + 1);
+}
+
+#endif

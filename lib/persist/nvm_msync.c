@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* nvm msync backend -- an ordinary file: flush records the page range, fence
+ * msyncs the recorded ranges (real durability on SSDs and disks).  See nvm.h. */
+#include "persist/nvm_backend.h"
+
+#include "base/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* A fence msyncs the span from the lowest to the highest byte flushed since
+ * the previous fence, in one call.  msync(MS_SYNC) writes back only the
+ * dirty pages of the range, but each call is a synchronous round trip to
+ * the device (and, on most file systems, a journal commit): one call per
+ * flushed range made an epoch cost one device flush per dirty page.  Pages
+ * in the span that were written but not flushed may reach the file early;
+ * the nvm contract allows that (on pmem a cache line can be evicted at any
+ * time), and the crash simulator tests that the persist algorithm copes. */
+struct msync_state {
+	uintptr_t page_mask;
+	uintptr_t start, end;	/* page-aligned; start == end: nothing flushed */
+};
+
+static void msync_flush(struct nvm *n, const void *addr, size_t len)
+{
+	struct msync_state *s = n->impl;
+	if (len == 0)
+		return;
+	uintptr_t start = (uintptr_t)addr & ~s->page_mask;
+	uintptr_t end = ((uintptr_t)addr + len + s->page_mask) & ~s->page_mask;
+	if (s->start == s->end) {
+		s->start = start;
+		s->end = end;
+		return;
+	}
+	if (start < s->start)
+		s->start = start;
+	if (end > s->end)
+		s->end = end;
+}
+
+static void msync_fence(struct nvm *n)
+{
+	struct msync_state *s = n->impl;
+	if (s->start == s->end)
+		return;
+	if (msync((void *)s->start, s->end - s->start, MS_SYNC) != 0) {
+		n->stats.errors++;
+		log_msg(LOG_ERR, "msync of %zu bytes of the pool failed (%s): the last epoch may "
+			"not be durable", (size_t)(s->end - s->start), strerror(errno));
+	}
+	s->start = s->end = 0;
+}
+
+static void msync_unmap(struct nvm *n)
+{
+	free(n->impl);
+	n->impl = NULL;
+}
+
+static const struct nvm_ops msync_ops = {
+	.name = "msync",
+	.flush = msync_flush,
+	.fence = msync_fence,
+	.unmap = msync_unmap,
+	.copy_flush = NULL,
+};
+
+int nvm_msync_init(struct nvm *n)
+{
+	struct msync_state *s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		err_set_errno(ENOMEM, "cannot set up the msync backend");
+		return -1;
+	}
+	s->page_mask = (uintptr_t)sysconf(_SC_PAGESIZE) - 1;
+	n->ops = &msync_ops;
+	n->impl = s;
+	return 0;
+}

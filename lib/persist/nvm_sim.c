@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * nvm sim backend -- the strict persistence simulator for crash tests.
+ *
+ * Besides the file mapping (what the CPU sees) it keeps a "media" image (what
+ * survives power loss).  A flush snapshots the lines it covers; a fence copies
+ * the snapshots taken since the previous fence into the media.  At a crash
+ * every line that differs between mapping and media -- stored but never
+ * flushed, flushed but not fenced, or stored again after its flush -- keeps
+ * its new content or reverts to the media, each line independently, and the
+ * result is written to the file.  So a missing flush or fence shows up as a
+ * lost line in some crash, which kill -9 on a page-cache file never shows.
+ * See nvm.h.
+ */
+#include "persist/nvm_backend.h"
+#include "persist/nvm_sim.h"
+
+#include "base/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct sim_line {
+	size_t off;			/* line offset in the mapping */
+	unsigned char data[NVM_LINE];	/* content when flushed */
+};
+
+struct sim_state {
+	unsigned char *media;
+	struct sim_line *pending;	/* flushed since the last fence, in order */
+	size_t npending, cap;
+	uint64_t primitives;
+	uint64_t rng;
+	struct nvm_sim_options opt;
+};
+
+static const struct nvm_ops sim_ops;
+
+static uint64_t splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static struct sim_state *sim_of(const struct nvm *n)
+{
+	return n != NULL && n->ops == &sim_ops ? n->impl : NULL;
+}
+
+static void count_primitive(struct nvm *n)
+{
+	struct sim_state *s = n->impl;
+	s->primitives++;
+	if (s->opt.crash_after != 0 && s->primitives == s->opt.crash_after)
+		nvm_sim_crash(n);
+}
+
+static void sim_flush(struct nvm *n, const void *addr, size_t len)
+{
+	struct sim_state *s = n->impl;
+	size_t lines = nvm_lines(addr, len);
+	if (s->npending + lines > s->cap) {
+		size_t cap = s->cap ? s->cap : 1024;
+		while (cap < s->npending + lines)
+			cap *= 2;
+		struct sim_line *p = realloc(s->pending, cap * sizeof(*p));
+		if (p == NULL)
+			log_fatal("nvm sim: out of memory recording %zu flushed lines", cap);
+		s->pending = p;
+		s->cap = cap;
+	}
+	uintptr_t line = nvm_line_down(addr);
+	for (size_t i = 0; i < lines; i++, line += NVM_LINE) {
+		if (line < (uintptr_t)n->base || line + NVM_LINE > (uintptr_t)n->base + n->len)
+			log_fatal("nvm sim: flush of %p outside the mapping", (void *)line);
+		struct sim_line *l = &s->pending[s->npending++];
+		l->off = line - (uintptr_t)n->base;
+		memcpy(l->data, (const void *)line, NVM_LINE);
+	}
+	count_primitive(n);
+}
+
+static void sim_fence(struct nvm *n)
+{
+	struct sim_state *s = n->impl;
+	for (size_t i = 0; i < s->npending; i++)
+		memcpy(s->media + s->pending[i].off, s->pending[i].data, NVM_LINE);
+	s->npending = 0;
+	count_primitive(n);
+}
+
+static void sim_unmap(struct nvm *n)
+{
+	struct sim_state *s = n->impl;
+	munmap(s->media, n->len);
+	free(s->pending);
+	free(s);
+	n->impl = NULL;
+}
+
+static const struct nvm_ops sim_ops = {
+	.name = "sim",
+	.flush = sim_flush,
+	.fence = sim_fence,
+	.unmap = sim_unmap,
+	.copy_flush = NULL,
+};
+
+static bool line_survives(struct sim_state *s)
+{
+	switch (s->opt.survival) {
+	case NVM_SIM_KEEP_OLD:
+		return false;
+	case NVM_SIM_KEEP_NEW:
+		return true;
+	case NVM_SIM_RANDOM:
+	default:
+		return splitmix64(&s->rng) & 1;
+	}
+}
+
+void nvm_sim_crash(struct nvm *n)
+{
+	struct sim_state *s = sim_of(n);
+	if (s == NULL)
+		log_fatal("nvm_sim_crash on the %s backend (only the simulator can crash)",
+			  n ? n->ops->name : "(none)");
+	unsigned char *map = n->base;
+	const size_t chunk = 4096;
+	for (size_t off = 0; off < n->len; off += chunk) {
+		size_t clen = n->len - off < chunk ? n->len - off : chunk;
+		if (memcmp(map + off, s->media + off, clen) == 0)
+			continue;
+		for (size_t l = off; l < off + clen; l += NVM_LINE) {
+			size_t ll = off + clen - l < NVM_LINE ? off + clen - l : NVM_LINE;
+			if (memcmp(map + l, s->media + l, ll) != 0 && !line_survives(s))
+				memcpy(map + l, s->media + l, ll);
+		}
+	}
+	if (s->opt.on_crash != NULL)
+		s->opt.on_crash(s->opt.on_crash_arg);
+	_exit(NVM_SIM_CRASH_EXIT);
+}
+
+uint64_t nvm_sim_primitives(const struct nvm *n)
+{
+	struct sim_state *s = sim_of(n);
+	return s ? s->primitives : 0;
+}
+
+const void *nvm_sim_media(const struct nvm *n)
+{
+	struct sim_state *s = sim_of(n);
+	return s ? s->media : NULL;
+}
+
+/* The media starts as the file's current content.  Copy only the file's
+ * data extents: a new pool is sparse and its holes read as zeros anyway. */
+static void load_media(struct nvm *n, unsigned char *media)
+{
+	off_t pos = 0, end = (off_t)n->len;
+	while (pos < end) {
+		off_t data = lseek(n->fd, pos, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break;
+		if (data < 0)
+			data = pos;	/* no SEEK_DATA support: copy everything */
+		if (data >= end)
+			break;
+		off_t hole = lseek(n->fd, data, SEEK_HOLE);
+		if (hole < 0 || hole > end)
+			hole = end;
+		memcpy(media + data, (unsigned char *)n->base + data, (size_t)(hole - data));
+		pos = hole;
+	}
+}
+
+int nvm_sim_init(struct nvm *n, const struct nvm_sim_options *o)
+{
+	struct sim_state *s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		err_set_errno(ENOMEM, "cannot set up the persistence simulator");
+		return -1;
+	}
+	if (o != NULL)
+		s->opt = *o;
+	s->rng = s->opt.seed ^ 0x5eed5eed5eed5eedULL;
+	s->media = mmap(NULL, n->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (s->media == MAP_FAILED) {
+		err_set_errno(errno, "cannot allocate the simulator's media image (%zu bytes)", n->len);
+		free(s);
+		return -1;
+	}
+	load_media(n, s->media);
+	n->ops = &sim_ops;
+	n->impl = s;
+	return 0;
+}

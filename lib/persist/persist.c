@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * persist -- one epoch: the batched failure-atomic version switch.  See
+ * persist.h.
+ *
+ * Why three fences: (1) the working copy's new seq (VER_d+1, which marks it
+ * torn until VER_d catches up) is durable before any of its data changes, so
+ * a copy that still carries a valid seq always holds exactly the image of
+ * that epoch; (2) all data is durable before (3) VER_d+1 is published, which
+ * makes the new copies valid all at once.
+ */
+#include "persist/persist.h"
+
+#include "base/log.h"
+
+#include <string.h>
+
+static enum persist_fault persist_fault_active;
+
+void persist_set_fault(enum persist_fault f) { persist_fault_active = f; }
+enum persist_fault persist_get_fault(void) { return persist_fault_active; }
+
+/* The older copy becomes the working copy; an invalidated one is reused
+ * first (it holds nothing worth keeping). */
+static int working_copy(const struct pool *p, uint64_t page)
+{
+	uint64_t s0 = p->seq[page][0], s1 = p->seq[page][1];
+	if (s0 == POOL_SEQ_INVALID)
+		return 0;
+	if (s1 == POOL_SEQ_INVALID)
+		return 1;
+	return s1 < s0 ? 1 : 0;
+}
+
+/* Word-wise so the compiler vectorises it; both sides are line-aligned. */
+static inline int line_differs(const unsigned char *a, const unsigned char *b)
+{
+	uint64_t d = 0;
+	for (int k = 0; k < NVM_LINE / 8; k++) {
+		uint64_t x, y;
+		memcpy(&x, a + 8 * k, 8);
+		memcpy(&y, b + 8 * k, 8);
+		d |= x ^ y;
+	}
+	return d != 0;
+}
+
+static void store_run(struct pool *p, unsigned char *dst, const unsigned char *src, size_t len)
+{
+	if (persist_fault_active == PERSIST_FAULT_SKIP_DATA_FLUSH)
+		memcpy(dst, src, len);
+	else
+		nvm_copy_flush(p->nvm, dst, src, len);
+}
+
+/* Write the lines of the working copy that differ from the shadow page, in
+ * runs of adjacent lines (one primitive per run). */
+static uint64_t write_page(struct pool *p, unsigned char *copy, const unsigned char *src)
+{
+	const size_t lines = p->page_size / NVM_LINE;
+	uint64_t written = 0;
+	size_t run = 0;	/* first line of the current run of differing lines */
+	bool in_run = false;
+	for (size_t l = 0; l < lines; l++) {
+		bool differs = line_differs(copy + l * NVM_LINE, src + l * NVM_LINE);
+		if (differs && !in_run) {
+			run = l;
+			in_run = true;
+		} else if (!differs && in_run) {
+			store_run(p, copy + run * NVM_LINE, src + run * NVM_LINE, (l - run) * NVM_LINE);
+			written += l - run;
+			in_run = false;
+		}
+	}
+	if (in_run) {
+		store_run(p, copy + run * NVM_LINE, src + run * NVM_LINE, (lines - run) * NVM_LINE);
+		written += lines - run;
+	}
+	return written;
+}
+
+/* The third fence: one checksummed version record (pool.h). */
+static void publish(struct pool *p, uint64_t next) { pool_publish(p, next); }
+
+static const void *shadow_page(void *ctx, size_t k, uint64_t page)
+{
+	(void)k;
+	const struct pool *p = ((const void **)ctx)[0];
+	const unsigned char *sh = ((const void **)ctx)[1];
+	return sh + page * p->page_size;
+}
+
+static void shadow_done(void *ctx, size_t k)
+{
+	(void)ctx;
+	(void)k;
+}
+
+void epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
+		   struct persist_stats *st)
+{
+	const void *ctx[2] = { p, shadow };
+	struct persist_source src = { shadow_page, shadow_done, (void *)ctx };
+	epoch_persist_from(p, &src, pages, n, st);
+}
+
+void epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
+			size_t n, struct persist_stats *st)
+{
+	if (n == 0)
+		return;
+	if (p->read_only)
+		log_fatal("epoch_persist on %s, which was opened read-only", p->path);
+	if (!p->torn_invalidated)
+		pool_invalidate_torn(p);
+	const uint64_t next = *p->ver_d + 1;
+	const uint64_t fences0 = p->nvm->stats.fences;
+	uint64_t persisted = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		uint64_t i = pages[k];
+		if (i >= p->npages)
+			log_fatal("epoch_persist: page %llu is outside the heap (%llu pages)",
+				  (unsigned long long)i, (unsigned long long)p->npages);
+		if (p->seq[i][0] == next || p->seq[i][1] == next)
+			continue;	/* listed twice */
+		int w = working_copy(p, i);
+		if (i >= p->seq_pages)
+			p->seq_pages = i + 1;
+		p->seq[i][w] = next;
+		nvm_flush(p->nvm, &p->seq[i][w], sizeof(uint64_t));
+		persisted++;
+	}
+	if (persist_fault_active != PERSIST_FAULT_SKIP_SEQ_FENCE)
+		nvm_fence(p->nvm);
+	if (persist_fault_active == PERSIST_FAULT_VER_BEFORE_DATA)
+		publish(p, next);
+
+	uint64_t lines = 0;
+	for (size_t k = 0; k < n; k++) {
+		uint64_t i = pages[k];
+		int w = p->seq[i][0] == next ? 0 : 1;
+		lines += write_page(p, pool_copy(p, i, w), src->begin(src->ctx, k, i));
+		src->end(src->ctx, k);
+	}
+	if (persist_fault_active != PERSIST_FAULT_SKIP_DATA_FENCE)
+		nvm_fence(p->nvm);
+	if (persist_fault_active != PERSIST_FAULT_VER_BEFORE_DATA)
+		publish(p, next);
+
+	if (st != NULL) {
+		st->pages += persisted;
+		st->lines_written += lines;
+		st->bytes_written += lines * NVM_LINE;
+		st->bytes_compared += (uint64_t)n * p->page_size;
+		st->fences += p->nvm->stats.fences - fences0;
+	}
+}
+
+uint64_t pool_invalidate_torn(struct pool *p)
+{
+	if (p->read_only)
+		return 0;
+	if (persist_get_fault() == PERSIST_FAULT_SKIP_INVALIDATE) {
+		p->torn_invalidated = true;
+		return 0;
+	}
+	const uint64_t v = *p->ver_d;
+	uint64_t count = 0;
+	/* One flush per line of the seq table (four pages' pairs), not per
+	 * copy: an interrupted epoch leaves runs of torn copies. */
+	uintptr_t line = 0;
+	for (uint64_t i = 0; i < p->seq_pages; i++) {
+		for (int c = 0; c < 2; c++) {
+			uint64_t s = p->seq[i][c];
+			if (s != POOL_SEQ_INVALID && s > v) {
+				p->seq[i][c] = POOL_SEQ_INVALID;
+				uintptr_t l = (uintptr_t)&p->seq[i][c] & ~(uintptr_t)(NVM_LINE - 1);
+				if (l != line && line != 0)
+					nvm_flush(p->nvm, (const void *)line, NVM_LINE);
+				line = l;
+				count++;
+			}
+		}
+	}
+	if (line != 0)
+		nvm_flush(p->nvm, (const void *)line, NVM_LINE);
+	if (count != 0)
+		nvm_fence(p->nvm);
+	p->torn_invalidated = true;
+	if (count != 0)
+		log_msg(LOG_INFO, "pool %s: invalidated %llu copies left by an interrupted epoch",
+			p->path, (unsigned long long)count);
+	return count;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * persist -- the epoch algorithm: a batch of dirty pages made durable.
+ *
+ * epoch_persist implements the failure-atomic version switch (PMThreads'
+ * Algorithm 2), batched: for all dirty pages the older copy's seq is set to
+ * VER_d+1 (one fence), the 64-byte lines of that copy which differ from the
+ * shadow page are written (one fence), then VER_d+1 is published (one fence).
+ * Three fences per epoch, whatever the number of pages.
+ * Its inverse, after a crash, is recovery/recovery.h.
+ */
+#ifndef PMT_PERSIST_H
+#define PMT_PERSIST_H
+
+#include "persist/pool.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct persist_stats {
+	uint64_t pages;		/* dirty pages persisted */
+	uint64_t lines_written;	/* 64-byte lines that differed and were written */
+	uint64_t bytes_written;	/* lines_written * 64 */
+	uint64_t bytes_compared;/* bytes diffed */
+	uint64_t fences;
+};
+
+/* Where epoch_persist_from reads the image of each page.  begin returns the
+ * image of pages[k] (page_size bytes, line-aligned) and keeps it stable
+ * until end(ctx, k); each k is begun and ended once, in order, during the
+ * data phase (after the seq fence, before the data fence).  The epoch
+ * pipeline (epoch.c) uses it to read the live shadow page unless the
+ * program has since saved a copy of it (copy-before-write). */
+struct persist_source {
+	const void *(*begin)(void *ctx, size_t k, uint64_t page);
+	void (*end)(void *ctx, size_t k);
+	void *ctx;
+};
+
+/* Persist the given dirty pages (indices into the heap, any order, no
+ * duplicates -- a duplicate is ignored) of the shadow image at shadow
+ * (npages pages).  On return the image is durable and *p->ver_d was
+ * incremented.  n == 0 is a no-op.  The counts of this epoch are added to
+ * *st (which may be NULL).  If the pool's torn copies have not been
+ * invalidated since it was opened, that is done first.  A page index
+ * >= p->npages, or a read-only pool, aborts (a caller bug). */
+void epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
+		   struct persist_stats *st);
+/* The same, reading each page's image through src. */
+void epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
+			size_t n, struct persist_stats *st);
+
+/* Durably mark every copy with seq > VER_d (left by an interrupted epoch) as
+ * POOL_SEQ_INVALID: one flush per seq-table line holding any, one fence
+ * when any.  Must happen
+ * before the next epoch reuses VER_d + 1, or that epoch would make the torn
+ * copy valid again.  pool_recover and epoch_persist call it; idempotent.
+ * Returns the number of copies invalidated; 0 on a read-only pool. */
+uint64_t pool_invalidate_torn(struct pool *p);
+
+/* Test hook: break epoch_persist's ordering on purpose, so that crash tests
+ * can show the simulator catches each kind of mistake.  Never set outside
+ * tests.  Process-wide. */
+enum persist_fault {
+	PERSIST_FAULT_NONE = 0,
+	PERSIST_FAULT_SKIP_SEQ_FENCE,	/* seq writes share the data fence */
+	PERSIST_FAULT_SKIP_DATA_FENCE,	/* data shares the VER_d fence */
+	PERSIST_FAULT_SKIP_DATA_FLUSH,	/* data lines stored, never flushed */
+	PERSIST_FAULT_VER_BEFORE_DATA,	/* VER_d published before the data */
+	PERSIST_FAULT_SKIP_INVALIDATE,	/* recovery leaves torn copies as they are */
+};
+void persist_set_fault(enum persist_fault f);
+enum persist_fault persist_get_fault(void);
+
+#endif

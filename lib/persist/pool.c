@@ -1,0 +1,1083 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* pool -- the pool file: format, create/open/lock, checks.  See pool.h. */
+#include "persist/pool.h"
+
+#include "base/log.h"
+#include "persist/persist.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdalign.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+#include <uuid/uuid.h>
+#include <xxhash.h>
+
+/* On-media header, at offset 0.  Everything up to and including checksum is
+ * written once at creation; the mutable lines follow at fixed offsets. */
+struct pool_header {
+	char magic[8];
+	uint32_t format_version;
+	uint32_t header_bytes;		/* sizeof(struct pool_header) */
+	uint8_t uuid[16];
+	uint64_t page_size;
+	uint64_t npages;
+	uint64_t shadow_base;
+	uint64_t seq_off;
+	uint64_t data_off;
+	uint64_t file_size;
+	uint64_t created_sec;		/* CLOCK_REALTIME at creation */
+	char creator[POOL_CREATOR_MAX];
+	uint64_t checksum;		/* XXH3-64 of every byte before it */
+};
+
+/* A version record (see pool.h); each slot has a cache line of its own, so
+ * that a record is flushed as one line.  The advisory holder pid gets its
+ * own line too, so that its (unflushed) store never rides along with them. */
+struct ver_record {
+	uint64_t gen;
+	uint64_t ver_d;
+	uint64_t clean;
+	uint64_t check;		/* XXH3-64 of the fields above, seeded per slot */
+};
+#define POOL_MUTABLE_OFF 1024
+#define POOL_REC_OFF(slot) (POOL_MUTABLE_OFF + (slot) * NVM_LINE)
+#define POOL_HOLDER_OFF (POOL_MUTABLE_OFF + 2 * NVM_LINE)
+#define POOL_HEADER_READ (POOL_HOLDER_OFF + NVM_LINE)
+
+_Static_assert(sizeof(struct pool_header) <= POOL_MUTABLE_OFF, "header overlaps mutable part");
+_Static_assert(sizeof(struct ver_record) <= NVM_LINE, "a version record spans two lines");
+
+/* Capacity limit: keeps every offset computation far from overflow. */
+#define POOL_MAX_PAGES (1ULL << 32)
+
+#define REFUSE_FIX "choose another PMTHREADS_POOL path, or remove the file if its data is expendable"
+
+static uint64_t header_checksum(const struct pool_header *h)
+{
+	return XXH3_64bits(h, offsetof(struct pool_header, checksum));
+}
+
+/* Seeded with the slot, so a record copied into the other slot does not
+ * pass; and with the UUID, so one copied from another pool does not. */
+static uint64_t record_checksum(const struct ver_record *r, int slot, const uint8_t uuid[16])
+{
+	uint64_t seed;
+	memcpy(&seed, uuid, sizeof(seed));
+	return XXH3_64bits_withSeed(r, offsetof(struct ver_record, check),
+				    seed ^ (uint64_t)(slot + 1));
+}
+
+static struct ver_record make_record(uint64_t gen, uint64_t ver_d, uint64_t clean, int slot,
+				     const uint8_t uuid[16])
+{
+	struct ver_record r = { gen, ver_d, clean, 0 };
+	r.check = record_checksum(&r, slot, uuid);
+	return r;
+}
+
+static bool record_valid(const struct ver_record *r, int slot, const uint8_t uuid[16])
+{
+	return r->check == record_checksum(r, slot, uuid) && r->ver_d != POOL_SEQ_INVALID &&
+	       r->clean <= 1;
+}
+
+/* Which record is current: the valid one with the larger generation.
+ * -1 when neither is valid, or when both are but they cannot be two
+ * consecutive records (generations adjacent, VER_d equal or one apart). */
+static int current_record(const struct ver_record r[2], const uint8_t uuid[16])
+{
+	bool ok0 = record_valid(&r[0], 0, uuid), ok1 = record_valid(&r[1], 1, uuid);
+	if (ok0 && ok1) {
+		int cur = r[1].gen > r[0].gen ? 1 : 0;
+		const struct ver_record *n = &r[cur], *o = &r[1 - cur];
+		if (n->gen != o->gen + 1 || n->ver_d < o->ver_d || n->ver_d - o->ver_d > 1)
+			return -1;
+		return cur;
+	}
+	return ok0 ? 0 : ok1 ? 1 : -1;
+}
+
+static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+struct layout {
+	uint64_t seq_off, data_off, file_size;
+};
+
+static struct layout layout_for(uint64_t npages, uint64_t page_size)
+{
+	struct layout l;
+	l.seq_off = page_size;
+	l.data_off = l.seq_off + round_up(npages * 2 * sizeof(uint64_t), page_size);
+	l.file_size = l.data_off + npages * 2 * page_size;
+	return l;
+}
+
+/* ---- locking and the holder's identity ---- */
+
+static int lock_fd(int fd, bool shared)
+{
+	struct flock fl = { .l_type = shared ? F_RDLCK : F_WRLCK, .l_whence = SEEK_SET };
+	return fcntl(fd, F_OFD_SETLK, &fl);
+}
+
+static bool pid_alive(pid_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+/* Some other process with the file open: a candidate holder when the header
+ * names none (a read-only holder writes nothing).  Only processes whose
+ * /proc/PID/fd we may read are seen. */
+static pid_t scan_proc_for_file(const struct stat *st)
+{
+	DIR *d = opendir("/proc");
+	if (d == NULL)
+		return 0;
+	pid_t self = getpid(), found = 0;
+	struct dirent *e;
+	while (found == 0 && (e = readdir(d)) != NULL) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end != '\0' || pid <= 0 || pid == self)
+			continue;
+		char dir[64];
+		snprintf(dir, sizeof(dir), "/proc/%ld/fd", pid);
+		DIR *fds = opendir(dir);
+		if (fds == NULL)
+			continue;
+		struct dirent *f;
+		while ((f = readdir(fds)) != NULL) {
+			char link[sizeof(dir) + sizeof(f->d_name)];
+			struct stat fst;
+			snprintf(link, sizeof(link), "%s/%s", dir, f->d_name);
+			if (f->d_name[0] != '.' && stat(link, &fst) == 0 && fst.st_dev == st->st_dev &&
+			    fst.st_ino == st->st_ino) {
+				found = (pid_t)pid;
+				break;
+			}
+		}
+		closedir(fds);
+	}
+	closedir(d);
+	return found;
+}
+
+/* Another descriptor of this process refers to the file (fd excepted). */
+static bool open_here(int fd, const struct stat *st)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (d == NULL)
+		return false;
+	bool found = false;
+	struct dirent *e;
+	while (!found && (e = readdir(d)) != NULL) {
+		char *end;
+		long n = strtol(e->d_name, &end, 10);
+		struct stat fst;
+		if (*end == '\0' && e->d_name[0] != '\0' && n != fd && n != dirfd(d) &&
+		    fstat((int)n, &fst) == 0 && fst.st_dev == st->st_dev && fst.st_ino == st->st_ino)
+			found = true;
+	}
+	closedir(d);
+	return found;
+}
+
+static _Thread_local pid_t last_lock_holder;
+
+pid_t pool_last_lock_holder(void) { return last_lock_holder; }
+
+static void set_locked_error(int fd, const char *path, const struct stat *st)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	bool reader = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_RDLCK;
+	pid_t pid = 0;
+	unsigned char buf[POOL_HEADER_READ];
+	if (!reader && pread(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) &&
+	    memcmp(buf, POOL_MAGIC, 8) == 0) {
+		uint64_t v;
+		memcpy(&v, buf + POOL_HOLDER_OFF, sizeof(v));
+		if (v <= INT32_MAX && pid_alive((pid_t)v))
+			pid = (pid_t)v;
+	}
+	if (pid == 0 && open_here(fd, st))
+		pid = getpid();
+	if (pid == 0)
+		pid = scan_proc_for_file(st);
+	last_lock_holder = pid;
+	const char *how = reader ? "being read (shared lock)" : "in use (exclusive lock)";
+	if (pid == getpid())
+		err_set("pool %s is already open in this process (%s); open it once, or use "
+			"another PMTHREADS_POOL path", path, how);
+	else if (pid != 0)
+		err_set("pool %s is %s by process %d; stop that process first, or use another "
+			"PMTHREADS_POOL path", path, how, (int)pid);
+	else
+		err_set("pool %s is %s by another process (pid unknown); stop it first, or use "
+			"another PMTHREADS_POOL path", path, how);
+}
+
+/* ---- creation ---- */
+
+/* A random (version 4) UUID from libuuid. */
+static int fill_uuid(uint8_t uuid[16])
+{
+	uuid_t u;
+	uuid_generate_random(u);
+	memcpy(uuid, u, 16);
+	return uuid_is_null(u) ? -1 : 0;
+}
+
+static int write_all(int fd, const void *buf, size_t len, off_t off)
+{
+	const char *b = buf;
+	while (len > 0) {
+		ssize_t w = pwrite(fd, b, len, off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		b += w;
+		len -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}
+
+/* Format the empty, locked file fd.  The magic is written last, after
+ * everything else is on disk, so an interrupted format is never taken for a
+ * pool. */
+static int format_pool(int fd, const char *path, const struct pool_open_options *o,
+		       size_t page_size)
+{
+	if (o->capacity == 0) {
+		err_set("cannot create pool %s: capacity 0 (set PMTHREADS_POOL_SIZE)", path);
+		return -1;
+	}
+	uint64_t npages = round_up(o->capacity, page_size) / page_size;
+	if (npages > POOL_MAX_PAGES || o->capacity > UINT64_MAX - page_size) {
+		err_set("cannot create pool %s: capacity %llu bytes is too large (at most %llu)",
+			path, (unsigned long long)o->capacity,
+			(unsigned long long)(POOL_MAX_PAGES * page_size));
+		return -1;
+	}
+	if (o->shadow_base % page_size != 0) {
+		err_set("cannot create pool %s: shadow base 0x%llx is not page-aligned", path,
+			(unsigned long long)o->shadow_base);
+		return -1;
+	}
+	struct layout l = layout_for(npages, page_size);
+	_Alignas(64) unsigned char buf[POOL_HEADER_READ];
+	memset(buf, 0, sizeof(buf));
+	struct pool_header h;
+	memset(&h, 0, sizeof(h));
+	h.format_version = POOL_FORMAT_VERSION;
+	h.header_bytes = sizeof(h);
+	if (fill_uuid(h.uuid) != 0) {
+		err_set_errno(errno, "cannot create pool %s: no random bytes for its UUID", path);
+		return -1;
+	}
+	h.page_size = page_size;
+	h.npages = npages;
+	h.shadow_base = o->shadow_base;
+	h.seq_off = l.seq_off;
+	h.data_off = l.data_off;
+	h.file_size = l.file_size;
+	h.created_sec = (uint64_t)time(NULL);
+	if (o->creator != NULL)
+		snprintf(h.creator, sizeof(h.creator), "%s", o->creator);
+	memcpy(h.magic, POOL_MAGIC, 8);
+	h.checksum = header_checksum(&h);
+	memcpy(buf, &h, sizeof(h));
+	/* A new pool counts as cleanly closed: nothing to recover.  Both
+	 * slots hold a valid record, generations 0 and 1. */
+	for (int slot = 0; slot < 2; slot++) {
+		struct ver_record r = make_record((uint64_t)slot, 0, 1, slot, h.uuid);
+		memcpy(buf + POOL_REC_OFF(slot), &r, sizeof(r));
+	}
+
+	unsigned char nomagic[8] = { 0 };
+	if (ftruncate(fd, (off_t)l.file_size) != 0) {
+		err_set_errno(errno, "cannot create pool %s: cannot size it to %llu bytes", path,
+			      (unsigned long long)l.file_size);
+		return -1;
+	}
+	if (write_all(fd, nomagic, 8, 0) != 0 ||
+	    write_all(fd, buf + 8, sizeof(buf) - 8, 8) != 0 || fsync(fd) != 0 ||
+	    write_all(fd, buf, 8, 0) != 0 || fsync(fd) != 0) {
+		err_set_errno(errno, "cannot create pool %s: writing its header failed", path);
+		return -1;
+	}
+	return 0;
+}
+
+static void dir_of(const char *path, char *dir, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	if (slash == NULL)
+		snprintf(dir, len, ".");
+	else if (slash == path)
+		snprintf(dir, len, "/");
+	else
+		snprintf(dir, len, "%.*s", (int)(slash - path), path);
+}
+
+static void sync_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	dir_of(path, dir, sizeof(dir));
+	int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d >= 0) {
+		fsync(d);
+		close(d);
+	}
+}
+
+/* Create a new pool at path, fully formatted and locked before its name
+ * appears.  Returns the fd, -1 with err_get() set, or -2 when path appeared
+ * meanwhile (the caller then opens the existing file). */
+static int create_pool(const char *path, const struct pool_open_options *o, size_t page_size)
+{
+	char dir[PATH_MAX];
+	dir_of(path, dir, sizeof(dir));
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		if (lock_fd(fd, false) != 0) {
+			err_set_errno(errno, "cannot lock the new pool %s", path);
+			close(fd);
+			return -1;
+		}
+		if (format_pool(fd, path, o, page_size) != 0) {
+			close(fd);
+			return -1;
+		}
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0) {
+			sync_dir(path);
+			return fd;
+		}
+		int e = errno;
+		close(fd);
+		if (e == EEXIST)
+			return -2;
+		/* No /proc, or a file system that cannot link a tmpfile: fall
+		 * through to the plain exclusive create. */
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		if (errno == EEXIST)
+			return -2;
+		err_set_errno(errno, "cannot create pool %s", path);
+		return -1;
+	}
+	if (lock_fd(fd, false) != 0) {
+		/* Someone opened our brand-new empty file and locked it first;
+		 * it is theirs to format now. */
+		close(fd);
+		return -2;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || st.st_size != 0) {
+		close(fd);
+		return -2;
+	}
+	if (format_pool(fd, path, o, page_size) != 0) {
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	sync_dir(path);
+	return fd;
+}
+
+/* ---- validation ---- */
+
+/* What validate_header found in the version records. */
+struct records {
+	struct ver_record r[2];
+	int cur;		/* -1: neither usable (inspect mode only) */
+};
+
+static int validate_header(const unsigned char *buf, const struct stat *st, const char *path,
+			   const struct pool_open_options *o, size_t page_size,
+			   struct pool_header *h, struct records *rec)
+{
+	memcpy(h, buf, sizeof(*h));
+	if (memcmp(h->magic, POOL_MAGIC, 8) != 0) {
+		err_set("%s is not a pmthreads pool (no pool header); it was left untouched: %s",
+			path, REFUSE_FIX);
+		return -1;
+	}
+	if (h->format_version == 1) {
+		err_set("%s is a pmthreads pool of format version 1, which this pmthreads (format "
+			"version %u: checksummed version records) does not read; it was left "
+			"untouched: finish with the pmthreads that made it (its pmthreads-recover "
+			"dump saves the heap image), then remove the file and let the program "
+			"create a new pool", path, POOL_FORMAT_VERSION);
+		return -1;
+	}
+	if (h->format_version != POOL_FORMAT_VERSION) {
+		err_set("%s is a pmthreads pool of format version %u, but this pmthreads reads "
+			"version %u; it was left untouched: use a matching pmthreads, or %s",
+			path, h->format_version, POOL_FORMAT_VERSION, REFUSE_FIX);
+		return -1;
+	}
+	if (h->header_bytes != sizeof(*h) || header_checksum(h) != h->checksum) {
+		err_set("the header of pool %s fails its checksum (the file is corrupt); it was "
+			"left untouched: %s", path, REFUSE_FIX);
+		return -1;
+	}
+	if (h->page_size != page_size) {
+		err_set("pool %s was made with page size %llu but this system's is %zu; it was "
+			"left untouched: use it on a matching system, or %s", path,
+			(unsigned long long)h->page_size, page_size, REFUSE_FIX);
+		return -1;
+	}
+	struct layout l = layout_for(h->npages, page_size);
+	if (h->npages == 0 || h->npages > POOL_MAX_PAGES || h->seq_off != l.seq_off ||
+	    h->data_off != l.data_off || h->file_size != l.file_size) {
+		err_set("pool %s has an inconsistent layout in its header (corrupt); it was left "
+			"untouched: %s", path, REFUSE_FIX);
+		return -1;
+	}
+	if ((uint64_t)st->st_size < h->file_size) {
+		err_set("pool %s is truncated: %llu bytes, its header says %llu; it was left "
+			"untouched: restore it from a copy, or %s", path,
+			(unsigned long long)st->st_size, (unsigned long long)h->file_size, REFUSE_FIX);
+		return -1;
+	}
+	if ((uint64_t)st->st_size > h->file_size) {
+		err_set("pool %s is %llu bytes, larger than its header says (%llu): it was changed "
+			"by something else and left untouched: %s", path,
+			(unsigned long long)st->st_size, (unsigned long long)h->file_size, REFUSE_FIX);
+		return -1;
+	}
+	memcpy(&rec->r[0], buf + POOL_REC_OFF(0), sizeof(rec->r[0]));
+	memcpy(&rec->r[1], buf + POOL_REC_OFF(1), sizeof(rec->r[1]));
+	rec->cur = current_record(rec->r, h->uuid);
+	if (rec->cur < 0 && !o->inspect) {
+		err_set("pool %s has no valid version record (VER_d): the records at offsets %d "
+			"and %d fail their checksums or contradict each other (the file is "
+			"corrupt); it was left untouched: %s", path, POOL_REC_OFF(0),
+			POOL_REC_OFF(1), REFUSE_FIX);
+		return -1;
+	}
+	if (h->creator[POOL_CREATOR_MAX - 1] != '\0') {
+		err_set("pool %s has a corrupt creator name; it was left untouched: %s", path,
+			REFUSE_FIX);
+		return -1;
+	}
+	if (o->creator != NULL && strncmp(h->creator, o->creator, POOL_CREATOR_MAX - 1) != 0) {
+		err_set("pool %s was created by the program '%s', not by '%s'; it was left "
+			"untouched: give this program its own pool with another PMTHREADS_POOL "
+			"path, or delete the file if the data of '%s' is no longer needed",
+			path, h->creator, o->creator, h->creator);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- open ---- */
+
+static const char *file_kind(mode_t m)
+{
+	return S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+	     : S_ISSOCK(m) ? "a socket" : S_ISDIR(m) ? "a directory" : "not a regular file";
+}
+
+/* Anything but a regular file on a real file system is refused before it is
+ * opened for reading: a FIFO would block, a device or /proc/self/mem would
+ * be read or written as if it were a pool. */
+static int refuse_special(int fd, const char *path, struct stat *st)
+{
+	if (fstat(fd, st) != 0) {
+		err_set_errno(errno, "cannot stat pool %s", path);
+		return -1;
+	}
+	if (S_ISLNK(st->st_mode)) {
+		err_set("pool %s is a symbolic link; pmthreads does not follow links for its pool "
+			"(O_NOFOLLOW): set PMTHREADS_POOL to the real file's path", path);
+		return -1;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		err_set("pool %s is %s, not a regular file; it was left untouched: set "
+			"PMTHREADS_POOL to a file path", path, file_kind(st->st_mode));
+		return -1;
+	}
+	struct statfs fs;
+	if (fstatfs(fd, &fs) == 0) {
+		switch ((unsigned long)fs.f_type) {
+		case PROC_SUPER_MAGIC:
+		case SYSFS_MAGIC:
+		case DEBUGFS_MAGIC:
+		case TRACEFS_MAGIC:
+		case SECURITYFS_MAGIC:
+		case CGROUP_SUPER_MAGIC:
+		case CGROUP2_SUPER_MAGIC:
+		case BPF_FS_MAGIC:
+			err_set("pool %s is a kernel pseudo-file (/proc, /sys and the like), not a "
+				"file that can hold a pool; it was left untouched: set "
+				"PMTHREADS_POOL to a file path", path);
+			return -1;
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
+static int open_existing(const char *path, bool read_only, int *fd_out)
+{
+	/* Look first without opening (O_PATH: no side effect of opening a
+	 * device, no wait on a FIFO), then open the same file for real. */
+	struct stat st, st2;
+	int pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd >= 0) {
+		int rc = refuse_special(pfd, path, &st);
+		close(pfd);
+		if (rc != 0)
+			return -1;
+	}
+	int fd = pfd < 0 ? -1 : open(path, (read_only ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC |
+					    O_NONBLOCK | O_NOCTTY);
+	if (fd >= 0) {
+		if (refuse_special(fd, path, &st2) != 0) {
+			close(fd);
+			return -1;
+		}
+		if (st2.st_dev != st.st_dev || st2.st_ino != st.st_ino) {
+			close(fd);
+			err_set("pool %s was replaced while being opened; is another program "
+				"replacing it?", path);
+			return -1;
+		}
+		int fl = fcntl(fd, F_GETFL);
+		if (fl >= 0)
+			(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+		*fd_out = fd;
+		return 0;
+	}
+	int e = errno;
+	if (e == ENOENT)
+		return 1;
+	if (e == ELOOP)
+		err_set("pool %s is a symbolic link; pmthreads does not follow links for its pool "
+			"(O_NOFOLLOW): set PMTHREADS_POOL to the real file's path", path);
+	else
+		err_set_errno(e, "cannot open pool %s", path);
+	return -1;
+}
+
+/* Pages whose seq entries may be non-zero: up to the end of the last
+ * allocated extent of the seq table (holes read as zeros).  npages when the
+ * file system cannot say. */
+static uint64_t seq_extent(int fd, const struct pool_header *h)
+{
+	off_t off = (off_t)h->seq_off, end = (off_t)h->data_off, last = off;
+	while (off < end) {
+		off_t d = lseek(fd, off, SEEK_DATA);
+		if (d < 0 && errno == ENXIO)
+			break;
+		if (d < 0)
+			return h->npages;
+		if (d >= end)
+			break;
+		off_t hole = lseek(fd, d, SEEK_HOLE);
+		if (hole < 0)
+			return h->npages;
+		last = hole < end ? hole : end;
+		off = hole;
+	}
+	uint64_t bytes = (uint64_t)(last - (off_t)h->seq_off);
+	uint64_t pages = (bytes + 2 * sizeof(uint64_t) - 1) / (2 * sizeof(uint64_t));
+	return pages < h->npages ? pages : h->npages;
+}
+
+/* Every seq entry is one that some sequence of epochs and crashes can leave:
+ * 0, <= VER_d, VER_d + 1 (an interrupted epoch) or POOL_SEQ_INVALID; at most
+ * one copy of a page not valid; two copies never share a seq (pool_check
+ * says why).  Returns the number of bad pages; the first is described in
+ * err_get(). */
+static uint64_t validate_seq(const struct pool *p)
+{
+	const uint64_t v = p->ver_d_now;
+	uint64_t bad = 0;
+	for (uint64_t i = 0; i < p->seq_pages; i++) {
+		uint64_t s0 = p->seq[i][0], s1 = p->seq[i][1];
+		bool inv0 = s0 == POOL_SEQ_INVALID, inv1 = s1 == POOL_SEQ_INVALID;
+		bool far0 = !inv0 && s0 > v + 1, far1 = !inv1 && s1 > v + 1;
+		bool out0 = inv0 || s0 > v, out1 = inv1 || s1 > v;
+		if (!far0 && !far1 && !(out0 && out1) && (s0 != s1 || s0 == 0))
+			continue;
+		if (bad++ != 0)
+			continue;
+		int c = far0 || (!far1 && inv0) ? 0 : 1;
+		if (far0 || far1)
+			err_set("pool %s: seq entry of page %llu copy %d (offset %llu) is %llu, beyond "
+				"the next epoch %llu (VER_d %llu): the seq table is corrupt",
+				p->path, (unsigned long long)i, c,
+				(unsigned long long)pool_seq_offset(p, i, c),
+				(unsigned long long)p->seq[i][c], (unsigned long long)(v + 1),
+				(unsigned long long)v);
+		else if (out0 && out1)
+			err_set("pool %s: neither copy of page %llu is valid (seq entries at offset "
+				"%llu: %llu and %llu, VER_d %llu): the seq table is corrupt",
+				p->path, (unsigned long long)i,
+				(unsigned long long)pool_seq_offset(p, i, 0), (unsigned long long)s0,
+				(unsigned long long)s1, (unsigned long long)v);
+		else
+			err_set("pool %s: both copies of page %llu have seq %llu (offset %llu): the "
+				"seq table is corrupt", p->path, (unsigned long long)i,
+				(unsigned long long)s0, (unsigned long long)pool_seq_offset(p, i, 0));
+	}
+	return bad;
+}
+
+static int map_and_fill(struct pool *p, const struct pool_header *h, const struct records *rec,
+			const struct pool_open_options *o)
+{
+	int rc = o->read_only ? nvm_map_readonly(&p->nvm, p->fd, p->path, h->file_size)
+			      : nvm_map(&p->nvm, p->fd, p->path, h->file_size, o->nvm, o->latency_ns,
+					o->sim);
+	if (rc != 0)
+		return -1;
+	unsigned char *base = p->nvm->base;
+	p->page_size = h->page_size;
+	p->npages = h->npages;
+	p->shadow_base = h->shadow_base;
+	memcpy(p->uuid, h->uuid, sizeof(p->uuid));
+	memcpy(p->creator, h->creator, sizeof(p->creator));
+	p->file_size = h->file_size;
+	p->seq_off = h->seq_off;
+	p->data_off = h->data_off;
+	if (rec->cur >= 0) {
+		p->rec_slot = rec->cur;
+		p->rec_gen = rec->r[rec->cur].gen;
+		p->ver_d_now = rec->r[rec->cur].ver_d;
+		p->clean_now = rec->r[rec->cur].clean;
+	}
+	p->ver_d = &p->ver_d_now;
+	p->clean = &p->clean_now;
+	p->holder_pid = (volatile uint64_t *)(base + POOL_HOLDER_OFF);
+	p->seq = (uint64_t(*)[2])(base + h->seq_off);
+	p->data = base + h->data_off;
+	p->was_clean = p->clean_now == 1;
+	p->read_only = o->read_only;
+	p->seq_pages = p->created ? 0 : seq_extent(p->fd, h);
+	/* A new pool has no torn copies; an existing one is scanned by
+	 * pool_invalidate_torn before its first epoch. */
+	p->torn_invalidated = p->created;
+	if (!o->inspect && validate_seq(p) != 0) {
+		nvm_unmap(p->nvm);
+		p->nvm = NULL;
+		char why[600];
+		snprintf(why, sizeof(why), "%s", err_get());
+		err_set("%s; it was left untouched: %s", why, REFUSE_FIX);
+		return -1;
+	}
+	return 0;
+}
+
+int pool_open(struct pool **out, const struct pool_open_options *o)
+{
+	err_clear();
+	if (o == NULL || o->path == NULL || o->path[0] == '\0') {
+		err_set("no pool path given (set PMTHREADS_POOL)");
+		return -1;
+	}
+	if (strlen(o->path) >= PATH_MAX) {
+		err_set("pool path is too long (%zu bytes, at most %d)", strlen(o->path), PATH_MAX - 1);
+		return -1;
+	}
+	long ps = sysconf(_SC_PAGESIZE);
+	size_t page_size = ps > 0 ? (size_t)ps : 4096;
+	struct pool *p = calloc(1, sizeof(*p));
+	if (p == NULL) {
+		err_set_errno(ENOMEM, "cannot open pool %s", o->path);
+		return -1;
+	}
+	snprintf(p->path, sizeof(p->path), "%s", o->path);
+	p->fd = -1;
+
+	for (int attempt = 0; p->fd < 0; attempt++) {
+		int rc = open_existing(o->path, o->read_only, &p->fd);
+		if (rc < 0)
+			goto fail;
+		if (rc == 0)
+			break;
+		if (!o->create || o->read_only) {
+			err_set("pool %s does not exist; check PMTHREADS_POOL", o->path);
+			goto fail;
+		}
+		int fd = create_pool(o->path, o, page_size);
+		if (fd == -1)
+			goto fail;
+		if (fd >= 0) {
+			p->fd = fd;
+			p->created = true;
+		} else if (attempt > 8) {
+			err_set("pool %s keeps appearing and disappearing while being opened; is "
+				"another program replacing it?", o->path);
+			goto fail;
+		}
+	}
+
+	struct stat st;
+	if (fstat(p->fd, &st) != 0) {
+		err_set_errno(errno, "cannot stat pool %s", o->path);
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err_set("pool %s is not a regular file; it was left untouched: set PMTHREADS_POOL "
+			"to a file path", o->path);
+		goto fail;
+	}
+	if (!p->created && lock_fd(p->fd, o->read_only) != 0) {
+		if (errno == EAGAIN || errno == EACCES)
+			set_locked_error(p->fd, o->path, &st);
+		else
+			err_set_errno(errno, "cannot lock pool %s", o->path);
+		goto fail;
+	}
+	/* Size again under the lock: a concurrent formatter is done now. */
+	if (fstat(p->fd, &st) != 0) {
+		err_set_errno(errno, "cannot stat pool %s", o->path);
+		goto fail;
+	}
+	if (st.st_size == 0) {
+		if (o->read_only) {
+			err_set("%s is an empty file, not a pmthreads pool", o->path);
+			goto fail;
+		}
+		/* An empty file (e.g. made by mktemp) holds no data to lose. */
+		if (format_pool(p->fd, o->path, o, page_size) != 0) {
+			if (ftruncate(p->fd, 0) != 0)
+				log_msg(LOG_WARN, "could not empty %s again after a failed format",
+					o->path);
+			goto fail;
+		}
+		p->created = true;
+		if (fstat(p->fd, &st) != 0) {
+			err_set_errno(errno, "cannot stat pool %s", o->path);
+			goto fail;
+		}
+	}
+
+	_Alignas(64) unsigned char buf[POOL_HEADER_READ];
+	memset(buf, 0, sizeof(buf));
+	ssize_t got = pread(p->fd, buf, sizeof(buf), 0);
+	if (got < 0) {
+		err_set_errno(errno, "cannot read pool %s", o->path);
+		goto fail;
+	}
+	if ((size_t)got < sizeof(buf)) {
+		if (got >= 8 && memcmp(buf, POOL_MAGIC, 8) == 0)
+			err_set("pool %s is truncated: %lld bytes, too short for its header; it was "
+				"left untouched: %s", o->path, (long long)got, REFUSE_FIX);
+		else
+			err_set("%s is not a pmthreads pool (%lld bytes, no pool header); it was "
+				"left untouched: %s", o->path, (long long)got, REFUSE_FIX);
+		goto fail;
+	}
+	struct pool_header h;
+	struct records rec;
+	if (validate_header(buf, &st, o->path, o, page_size, &h, &rec) != 0)
+		goto fail;
+	if (map_and_fill(p, &h, &rec, o) != 0)
+		goto fail;
+	*out = p;
+	return 0;
+fail:
+	if (p->fd >= 0)
+		close(p->fd);
+	free(p);
+	return -1;
+}
+
+int pool_remove(const char *path)
+{
+	err_clear();
+	int fd = -1;
+	int rc = open_existing(path, false, &fd);
+	if (rc > 0)
+		err_set("%s does not exist", path);
+	if (rc != 0)
+		return -1;
+	char magic[8];
+	struct stat st;
+	if (pread(fd, magic, sizeof(magic), 0) != (ssize_t)sizeof(magic) ||
+	    memcmp(magic, POOL_MAGIC, sizeof(magic)) != 0) {
+		err_set("%s is not a pmthreads pool (no pool header); it was not removed", path);
+		close(fd);
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || lock_fd(fd, false) != 0) {
+		if (errno == EAGAIN || errno == EACCES)
+			set_locked_error(fd, path, &st);
+		else
+			err_set_errno(errno, "cannot lock pool %s", path);
+		char why[600];
+		snprintf(why, sizeof(why), "%s", err_get());
+		err_set("%s; it was not removed", why);
+		close(fd);
+		return -1;
+	}
+	struct stat now;
+	if (lstat(path, &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+		err_set("pool %s was replaced while being removed; nothing was removed", path);
+		close(fd);
+		return -1;
+	}
+	if (unlink(path) != 0) {
+		err_set_errno(errno, "cannot remove pool %s", path);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+void pool_close(struct pool *p)
+{
+	if (p == NULL)
+		return;
+	nvm_unmap(p->nvm);
+	close(p->fd);
+	free(p);
+}
+
+/* Write the next record into the slot that does not hold the current one. */
+static void write_record(struct pool *p, uint64_t ver_d, uint64_t clean)
+{
+	int slot = 1 - p->rec_slot;
+	struct ver_record r = make_record(p->rec_gen + 1, ver_d, clean, slot, p->uuid);
+	unsigned char *dst = (unsigned char *)p->nvm->base + POOL_REC_OFF(slot);
+	memcpy(dst, &r, sizeof(r));
+	nvm_flush(p->nvm, dst, sizeof(r));
+	nvm_fence(p->nvm);
+	p->rec_slot = slot;
+	p->rec_gen = r.gen;
+	p->clean_now = clean;
+	p->ver_d_now = ver_d;
+}
+
+void pool_set_clean(struct pool *p, bool clean)
+{
+	if (p->read_only)
+		log_fatal("pool_set_clean on %s, which was opened read-only", p->path);
+	if (!clean)
+		*p->holder_pid = (uint64_t)getpid();
+	write_record(p, p->ver_d_now, clean ? 1 : 0);
+}
+
+void pool_publish(struct pool *p, uint64_t ver_d)
+{
+	write_record(p, ver_d, p->clean_now);
+}
+
+/* Allocate [off, off + len) of the file; ENOSPC and the like as -1 + errno. */
+static int allocate_range(int fd, uint64_t off, uint64_t len)
+{
+	if (len == 0)
+		return 0;
+	int r;
+	do
+		r = fallocate(fd, 0, (off_t)off, (off_t)len);
+	while (r != 0 && errno == EINTR);
+	if (r != 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
+		return 0;	/* no way to reserve here: the old behaviour */
+	return r;
+}
+
+/* Reserve pages [from, to): their copies and the seq-table pages holding
+ * their entries. */
+static int reserve_range(struct pool *p, uint64_t from, uint64_t to)
+{
+	uint64_t ps = p->page_size;
+	uint64_t s0 = pool_seq_offset(p, from, 0) / ps * ps;
+	uint64_t s1 = round_up(pool_seq_offset(p, to, 0), ps);
+	if (s1 > p->data_off)
+		s1 = p->data_off;
+	if (allocate_range(p->fd, s0, s1 - s0) != 0)
+		return -1;
+	return allocate_range(p->fd, p->data_off + 2 * from * ps, 2 * (to - from) * ps);
+}
+
+int pool_reserve(struct pool *p, uint64_t first, uint64_t end)
+{
+	if (end > p->npages)
+		end = p->npages;
+	if (first >= end || p->read_only)
+		return 0;
+	if (reserve_range(p, first, end) != 0) {
+		err_set_errno(errno, "pool %s: no disk space for %llu more bytes of heap (its "
+			      "file system is full); the allocation failed and nothing was lost: "
+			      "free space on that file system", p->path,
+			      (unsigned long long)((end - first) * p->page_size));
+		return -1;
+	}
+	if (p->seq_pages < end)
+		p->seq_pages = end;
+	return 0;
+}
+
+int pool_valid_copy(const struct pool *p, uint64_t page)
+{
+	if (page >= p->seq_pages)
+		return -1;	/* a hole of the seq table: never written */
+	uint64_t v = *p->ver_d;
+	uint64_t s0 = p->seq[page][0], s1 = p->seq[page][1];
+	/* POOL_SEQ_INVALID > any VER_d, so it is never valid. */
+	bool ok0 = s0 <= v, ok1 = s1 <= v;
+	int c;
+	if (ok0 && ok1)
+		c = s1 > s0 ? 1 : 0;
+	else if (ok0)
+		c = 0;
+	else if (ok1)
+		c = 1;
+	else
+		return -1;
+	return p->seq[page][c] == 0 ? -1 : c;
+}
+
+void pool_reseal(unsigned char *head, size_t len)
+{
+	_Static_assert(POOL_HEADER_READ == POOL_RESEAL_BYTES, "POOL_RESEAL_BYTES is stale");
+	if (len < POOL_HEADER_READ)
+		return;
+	struct pool_header h;
+	memcpy(&h, head, sizeof(h));
+	h.checksum = header_checksum(&h);
+	memcpy(head, &h, sizeof(h));
+	for (int slot = 0; slot < 2; slot++) {
+		struct ver_record r;
+		memcpy(&r, head + POOL_REC_OFF(slot), sizeof(r));
+		r.check = record_checksum(&r, slot, h.uuid);
+		memcpy(head + POOL_REC_OFF(slot), &r, sizeof(r));
+	}
+}
+
+/* ---- checks ---- */
+
+#define CHECK_DETAILS 64
+
+struct problem_list {
+	void (*report)(const char *msg, void *arg);
+	void *arg;
+	unsigned problems;
+};
+
+__attribute__((format(printf, 2, 3))) static void problem(struct problem_list *c, const char *fmt, ...)
+{
+	c->problems++;
+	if (c->report == NULL || c->problems > CHECK_DETAILS)
+		return;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	c->report(msg, c->arg);
+}
+
+unsigned pool_check(const struct pool *p, void (*report)(const char *msg, void *arg), void *arg)
+{
+	struct problem_list c = { report, arg, 0 };
+	struct pool_header h;
+	memcpy(&h, p->nvm->base, sizeof(h));
+	if (memcmp(h.magic, POOL_MAGIC, 8) != 0)
+		problem(&c, "header: magic is gone");
+	if (h.format_version != POOL_FORMAT_VERSION)
+		problem(&c, "header: format version %u, expected %u", h.format_version,
+			POOL_FORMAT_VERSION);
+	if (header_checksum(&h) != h.checksum)
+		problem(&c, "header: checksum mismatch (the immutable part changed after open)");
+	struct layout l = layout_for(p->npages, p->page_size);
+	if (h.npages != p->npages || h.page_size != p->page_size || l.file_size != p->file_size)
+		problem(&c, "header: layout differs from the one found at open");
+	struct stat st;
+	if (fstat(p->fd, &st) == 0 && (uint64_t)st.st_size != p->file_size)
+		problem(&c, "file: %llu bytes, the header says %llu", (unsigned long long)st.st_size,
+			(unsigned long long)p->file_size);
+
+	struct ver_record rec[2];
+	memcpy(rec, (const unsigned char *)p->nvm->base + POOL_REC_OFF(0), sizeof(rec[0]));
+	memcpy(rec + 1, (const unsigned char *)p->nvm->base + POOL_REC_OFF(1), sizeof(rec[1]));
+	int cur = current_record(rec, h.uuid);
+	if (cur < 0) {
+		problem(&c, "version records (offsets %d and %d): %s; VER_d is unknown, taken "
+			"as %llu below", POOL_REC_OFF(0), POOL_REC_OFF(1),
+			record_valid(&rec[0], 0, h.uuid) || record_valid(&rec[1], 1, h.uuid)
+				? "they contradict each other" : "both fail their checksums",
+			(unsigned long long)*p->ver_d);
+	} else if (!record_valid(&rec[1 - cur], 1 - cur, h.uuid)) {
+		/* normal after a crash while the record was written: the
+		 * current one stands */
+	}
+	uint64_t v = *p->ver_d, clean = *p->clean;
+	uint64_t torn = 0;
+	for (uint64_t i = 0; i < p->seq_pages; i++) {
+		uint64_t s[2] = { p->seq[i][0], p->seq[i][1] };
+		bool is_torn[2], invalid[2];
+		for (int k = 0; k < 2; k++) {
+			invalid[k] = s[k] == POOL_SEQ_INVALID;
+			is_torn[k] = !invalid[k] && s[k] > v;
+			if (is_torn[k] && s[k] != v + 1)
+				problem(&c, "page %llu copy %d: seq %llu (offset %llu) is beyond the "
+					"next epoch %llu", (unsigned long long)i, k,
+					(unsigned long long)s[k],
+					(unsigned long long)pool_seq_offset(p, i, k),
+					(unsigned long long)(v + 1));
+			torn += is_torn[k];
+		}
+		/* Each epoch writes one copy of a page, and the next working copy
+		 * is always an invalid or torn one: so at most one copy of a page
+		 * is ever not valid, and two valid copies never share a seq. */
+		if ((invalid[0] || is_torn[0]) && (invalid[1] || is_torn[1]))
+			problem(&c, "page %llu: neither copy is valid (seq %llu and %llu, VER_d %llu)",
+				(unsigned long long)i, (unsigned long long)s[0],
+				(unsigned long long)s[1], (unsigned long long)v);
+		else if (s[0] == s[1] && s[0] != 0)
+			problem(&c, "page %llu: both copies have seq %llu", (unsigned long long)i,
+				(unsigned long long)s[0]);
+	}
+	if (torn != 0 && clean == 1)
+		problem(&c, "the pool is marked cleanly closed but %llu copies are from an "
+			"interrupted epoch", (unsigned long long)torn);
+	if (c.problems > CHECK_DETAILS && report != NULL) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "... and %u more problems", c.problems - CHECK_DETAILS);
+		report(msg, arg);
+	}
+	return c.problems;
+}
+
+void pool_summarize(const struct pool *p, struct pool_summary *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->ver_d = *p->ver_d;
+	s->clean = *p->clean == 1;
+	s->holder_pid = *p->holder_pid;
+	for (uint64_t i = 0; i < p->seq_pages; i++) {
+		for (int k = 0; k < 2; k++) {
+			uint64_t q = p->seq[i][k];
+			if (q == POOL_SEQ_INVALID)
+				s->invalid_copies++;
+			else if (q > s->ver_d)
+				s->torn_copies++;
+		}
+		if (pool_valid_copy(p, i) >= 0)
+			s->pages_written++;
+	}
+}

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pool -- the NVM pool file: its format, creation, opening and checks.
+ *
+ * Layout (all offsets page-aligned, file sparse on creation):
+ *   header page   immutable part (magic, format version, UUID, page size,
+ *                 capacity, shadow base, layout offsets, creator program,
+ *                 XXH3 checksum); then two version records, each in its own
+ *                 cache line: {generation, VER_d, clean flag, XXH3 checksum};
+ *                 in a further line the pid of the process holding the pool
+ *                 read-write (advisory, for messages)
+ *   seq table     uint64_t seq[npages][2]: sequence number of each copy
+ *   page pairs    copy c of heap page i at data_off + (2*i + c) * page_size
+ * A copy is valid when its seq <= VER_d; seq 0 is "never written" (zeros);
+ * POOL_SEQ_INVALID marks a copy invalidated by recovery.
+ *
+ * Version records: the valid record (checksum matches) with the larger
+ * generation holds VER_d and the clean flag.  A new record (an epoch's
+ * publication, a change of the clean flag) is written into the other slot
+ * with the next generation, flushed and fenced: a crash while it is written
+ * leaves at worst that slot failing its checksum, and the previous record
+ * stands.  The file is sparse: the pages' copies and seq entries get disk
+ * space (fallocate) as the heap's high-water mark grows (pool_reserve), so a
+ * full file system is an allocation failure, never a SIGBUS.
+ *
+ * Owns: the format and its checks; open/create with O_NOFOLLOW, mode 0600,
+ * an exclusive lock; never reinitialises or modifies a file that fails a
+ * check.
+ *
+ * Locking: an open file description lock (F_OFD_SETLK) on the whole file,
+ * exclusive for read-write opens and shared for read-only ones.  It conflicts
+ * between processes and between two opens in one process, and it is released
+ * when the process dies -- or, after fork(), once the child has closed its
+ * copy of the descriptor too (parent and child share the description; the
+ * child must not use the pool).  A new pool appears under its name only once
+ * fully written (O_TMPFILE + linkat where the file system allows it), so a
+ * crash during creation never leaves a half-made pool behind.
+ */
+#ifndef PMT_POOL_H
+#define PMT_POOL_H
+
+#include "base/config.h"
+#include "persist/nvm.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define POOL_MAGIC "PMTHRDS\0"
+#define POOL_FORMAT_VERSION 2
+#define POOL_SEQ_INVALID UINT64_MAX
+#define POOL_CREATOR_MAX 256
+
+struct pool {
+	int fd;
+	char path[PATH_MAX];
+	struct nvm *nvm;
+	size_t page_size;
+	uint64_t npages;		/* heap capacity in pages */
+	uint64_t shadow_base;		/* recorded heap address */
+	uint8_t uuid[16];
+	char creator[POOL_CREATOR_MAX];
+	bool created;			/* this open created the file */
+	bool was_clean;			/* previous run shut down cleanly */
+	/* The current version record's VER_d and clean flag (kept in DRAM:
+	 * on media they live in two checksummed slots, see above).  Written
+	 * only by pool_publish / pool_set_clean. */
+	volatile uint64_t *ver_d;
+	volatile uint64_t *clean;
+	uint64_t ver_d_now, clean_now;
+	uint64_t rec_gen;		/* generation of the current record */
+	int rec_slot;			/* its slot (0 or 1) */
+	/* Pointers into the mapping: */
+	uint64_t (*seq)[2];
+	unsigned char *data;
+	/* Added for tools and recovery: */
+	bool read_only;			/* opened read-only: nothing is ever written */
+	bool torn_invalidated;		/* no copy has seq > VER_d (checked after open) */
+	uint64_t file_size;
+	uint64_t seq_off, data_off;	/* file offsets of the seq table and copies */
+	volatile uint64_t *holder_pid;	/* pid of the read-write opener */
+	/* Seq entries of pages >= seq_pages are zero (never written: the seq
+	 * table's holes, found with SEEK_DATA at open); scans stop there, so a
+	 * large sparse pool costs start-up time in proportion to its use. */
+	uint64_t seq_pages;
+};
+
+struct pool_open_options {
+	const char *path;
+	uint64_t capacity;		/* heap bytes, for creation */
+	uint64_t shadow_base;		/* for creation */
+	const char *creator;		/* program identity; NULL: do not check */
+	bool create;			/* create when missing */
+	bool read_only;			/* tools: no lock upgrade, no writes */
+	/* With read_only: open a pool whose header is sound even when its
+	 * version records or seq table fail validation, so that pool_check can
+	 * list every problem (pmthreads-recover check).  Nothing else may use
+	 * such a pool. */
+	bool inspect;
+	enum nvm_kind nvm;
+	unsigned latency_ns;
+	const struct nvm_sim_options *sim;
+};
+
+/* Open (or create) a pool.  On success *out is owned by the caller.  On
+ * failure -1 with err_get() naming the problem, its offset and the fix; the
+ * file is left untouched.  Refused: a symbolic link, anything but a regular
+ * file (FIFO, device, /proc file: opened O_NONBLOCK, never read), a file that
+ * is not a pool or has another format version, page size or a bad checksum,
+ * a truncated one, one whose version records both fail their checksums, one
+ * whose seq table holds an entry that no crash can leave (beyond VER_d + 1,
+ * both copies of a page invalid, two copies with one seq), one created by
+ * another program (o->creator set and different), one locked by another
+ * opener (the message names its pid when known).  An existing 0-byte file is
+ * initialised (when !read_only); any other existing file never is.  Opening
+ * writes nothing (the first write is pool_set_clean's).  read_only: O_RDONLY,
+ * shared lock, PROT_READ mapping, no write at all; capacity/shadow_base/
+ * create are ignored then. */
+int pool_open(struct pool **out, const struct pool_open_options *o);
+/* After pool_open failed because another process holds the pool: that
+ * process's pid (0 when unknown); meaningless after other failures. */
+pid_t pool_last_lock_holder(void);
+
+/* Remove the pool file at path, refusing (-1, err_get() says why, nothing
+ * removed) a symbolic link, a file that is not a pool (no pool magic) and a
+ * pool in use (locked by another opener: the message names its pid when
+ * known).  The exclusive lock is held while the name is removed. */
+int pool_remove(const char *path);
+
+/* Unmap and unlock; does not persist anything (see runtime shutdown).
+ * NULL is ignored. */
+void pool_close(struct pool *p);
+
+/* Address of copy c of page i in the mapping. */
+static inline unsigned char *pool_copy(const struct pool *p, uint64_t page, int c)
+{
+	return p->data + ((2 * page + (uint64_t)c) * p->page_size);
+}
+
+/* Mark the pool as in use (clean = 0, durable; also records this process
+ * as the holder) / cleanly closed (1).  Must not be called on a read-only
+ * pool (aborts).  Not concurrently with pool_publish. */
+void pool_set_clean(struct pool *p, bool clean);
+
+/* Durably make ver_d the pool's VER_d: one record write, one flush, one
+ * fence (the third fence of an epoch).  *p->ver_d reads ver_d afterwards. */
+void pool_publish(struct pool *p, uint64_t ver_d);
+
+/* Make sure heap pages [first, end) have disk space for both copies and
+ * their seq entries (fallocate; the heap asks in chunks, so this is rare).
+ * 0, or -1 with err_get() set (ENOSPC: the file system is full; the heap
+ * must not use those pages, nothing else changed).  Callers serialise (the
+ * heap calls it under its page lock); it may run while an epoch persists. */
+int pool_reserve(struct pool *p, uint64_t first, uint64_t end);
+
+/* Verify every invariant (header, checksum, version records, seq table vs
+ * VER_d).  Returns the number of problems found, each reported through
+ * report(msg, arg), every one of them (the first 64 in detail). */
+unsigned pool_check(const struct pool *p, void (*report)(const char *msg, void *arg),
+		    void *arg);
+
+/* Facts about a pool's state, for tools (pmthreads-recover info). */
+struct pool_summary {
+	uint64_t ver_d;
+	bool clean;
+	uint64_t pages_written;		/* pages with a valid copy of seq > 0 */
+	uint64_t torn_copies;		/* seq > VER_d: an interrupted epoch */
+	uint64_t invalid_copies;	/* POOL_SEQ_INVALID */
+	uint64_t holder_pid;		/* last read-write opener (0: none) */
+};
+void pool_summarize(const struct pool *p, struct pool_summary *s);
+
+/* The copy (0 or 1) holding page i's consistent image, or -1 when the page
+ * was never persisted (its image is zeros).  Pure; works read-only. */
+int pool_valid_copy(const struct pool *p, uint64_t page);
+
+/* Tests and the fuzzer: recompute the checksums of the header and both
+ * version records in a copy of a pool's first len bytes (at least
+ * POOL_RESEAL_BYTES), so that a deliberately altered header is judged by its
+ * content, not refused for its checksum.  Never used on a pool in use. */
+#define POOL_RESEAL_BYTES 1216
+void pool_reseal(unsigned char *head, size_t len);
+
+/* File offset of page i's seq entry for copy c (for messages). */
+static inline uint64_t pool_seq_offset(const struct pool *p, uint64_t page, int c)
+{
+	return p->seq_off + (2 * page + (uint64_t)c) * sizeof(uint64_t);
+}
+
+#endif

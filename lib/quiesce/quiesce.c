@@ -1,0 +1,667 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* quiesce -- failure-atomic sections, the gate and the epoch thread.  See
+ * quiesce.h for the model; the comments here say why the code is shaped as
+ * it is. */
+#include "quiesce/quiesce.h"
+
+#include "base/log.h"
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The record (struct quiesce_rec), the gate states and the lock fast path
+ * are in quiesce.h, so the preload wrappers can inline the fast path. */
+
+/* Records come in slabs from prim_map_any, never from malloc (the malloc
+ * wrappers may themselves enter a FASE), and are never unmapped, so the epoch
+ * thread can walk the list without a lock. */
+#define RECS_PER_SLAB 255
+struct slab {
+	struct slab *_Atomic next;
+	char pad[64 - sizeof(void *)];
+	struct quiesce_rec recs[RECS_PER_SLAB];
+};
+
+static struct slab *_Atomic slabs;
+static prim_lock_t registry_lock = PRIM_LOCK_INIT;
+static atomic_uint registered;
+
+__thread struct quiesce_thread quiesce_self __attribute__((tls_model("initial-exec")));
+static __thread bool on_epoch_thread __attribute__((tls_model("initial-exec")));
+
+/* The epoch thread's record: never in a slab, so the scan never sees it, and
+ * its depth starts far from 0, so fase_enter/fase_leave on the epoch thread
+ * (heap operations in the epoch procedure) never reach the gate.  Only the
+ * epoch thread touches it. */
+#define EPOCH_REC_DEPTH (1u << 30)
+static struct quiesce_rec epoch_rec = { .depth = EPOCH_REC_DEPTH };
+
+/* The gate; threads wait on it with a futex. */
+atomic_uint quiesce_gate = GATE_OPEN;
+/* When membarrier(2) is unavailable fase_enter pays a full fence instead.
+ * Until the first quiesce_start it is unknown, so fence. */
+atomic_uint quiesce_need_fence = 1;
+
+/* Held by the epoch thread from each scan that finds every depth 0 until the
+ * gate is open again, so fase_reenter can wait out a running epoch by taking
+ * it, and a reentry that saw CLOSING is serialised against the final scan. */
+static prim_lock_t epoch_lock = PRIM_LOCK_INIT;
+/* quiesce_start / quiesce_stop. */
+static prim_lock_t control_lock = PRIM_LOCK_INIT;
+
+static quiesce_epoch_fn epoch_fn;
+/* Run after the gate reopened, before sync waiters are released: the slow
+ * half of the epoch (persisting what epoch_fn staged) must not stall FASEs,
+ * yet pmthreads_sync promises durability, not a snapshot. */
+static quiesce_epoch_fn after_fn;
+static void *epoch_arg;
+static atomic_uint interval_ms = 100;
+static atomic_bool running;
+static atomic_bool stopping;
+static atomic_bool final_requested;
+/* Set on the epoch thread around the final attempt only, so the runtime can
+ * tell shutdown's final epoch from a regular one that happened to run while
+ * shutdown was starting. */
+static atomic_bool in_final_attempt;
+
+bool quiesce_in_final_epoch(void) { return atomic_load(&in_final_attempt); }
+static pthread_t epoch_thread;
+
+/* The epoch thread sleeps on wake_word; everything that wants it to look
+ * again (a sync request, stop, the last lock released while CLOSING) bumps
+ * it and wakes it. */
+static atomic_uint wake_word;
+/* Sync requests issued, and the latest request an epoch has covered (the
+ * requests issued before that epoch closed the gate).  Waiters sleep on
+ * served. */
+static atomic_uint requested;
+static atomic_uint served;
+
+static quiesce_create_fn create_fn = pthread_create;
+static quiesce_join_fn join_fn = pthread_join;
+
+/* Statistics, written by the epoch thread under stats_lock.  The pause
+ * histogram is log-linear: each power of two [2^e, 2^(e+1)) is split into
+ * PAUSE_SUB equal sub-buckets, so a percentile read from it is within 1/8
+ * (12.5 %) of the true value -- a plain power-of-two histogram could only say
+ * "somewhere in 2..4 ms", which makes p99 useless against a 5 ms target.
+ * Values below PAUSE_SUB ns get one bucket each. */
+#define PAUSE_SUB_BITS 3
+#define PAUSE_SUB (1u << PAUSE_SUB_BITS)
+#define PAUSE_BUCKETS (PAUSE_SUB + (64 - PAUSE_SUB_BITS) * PAUSE_SUB)
+static prim_lock_t stats_lock = PRIM_LOCK_INIT;
+static struct {
+	uint64_t epochs, abandoned, syncs;
+	uint64_t pause_max, pause_total, abandoned_total;
+	uint64_t hist[PAUSE_BUCKETS];	/* see bucket_of / bucket_upper */
+	/* Achieved period: from one quiescent point's attempt start to the
+	 * next one's, same histogram. */
+	uint64_t periods, period_max, period_total;
+	uint64_t period_hist[PAUSE_BUCKETS];
+	/* Periodic epochs that could not start when due because the previous
+	 * epoch's after procedure (the write-back) was still running. */
+	uint64_t late, late_total;
+} stats;
+/* Written and read on the epoch thread only. */
+static uint64_t last_pause_ns, last_period_ns;
+static uint64_t last_epoch_start_ns;	/* attempt start of the previous epoch */
+
+/* ---- records ---- */
+
+static struct quiesce_rec *claim_record(void)
+{
+	for (;;) {
+		for (struct slab *s = atomic_load_explicit(&slabs, memory_order_acquire); s != NULL;
+		     s = atomic_load_explicit(&s->next, memory_order_acquire))
+			for (unsigned i = 0; i < RECS_PER_SLAB; i++) {
+				unsigned free_ = 0;
+				if (atomic_load_explicit(&s->recs[i].in_use, memory_order_relaxed) == 0 &&
+				    atomic_compare_exchange_strong(&s->recs[i].in_use, &free_, 1)) {
+					atomic_fetch_add(&registered, 1);
+					return &s->recs[i];
+				}
+			}
+		/* All taken: add a slab, unless another thread just did. */
+		prim_lock(&registry_lock);
+		struct slab *head = atomic_load(&slabs);
+		bool full = true;
+		for (struct slab *s = head; s != NULL && full; s = atomic_load(&s->next))
+			for (unsigned i = 0; i < RECS_PER_SLAB && full; i++)
+				full = atomic_load(&s->recs[i].in_use) != 0;
+		if (full) {
+			struct slab *n = prim_map_any(sizeof(struct slab));
+			if (n == NULL)
+				log_fatal("cannot map memory for thread records");
+			atomic_store_explicit(&n->next, head, memory_order_relaxed);
+			atomic_store_explicit(&slabs, n, memory_order_release);
+		}
+		prim_unlock(&registry_lock);
+	}
+}
+
+static inline struct quiesce_rec *my_record(void)
+{
+	/* A claimed record has depth 0, like quiesce_self.depth of a thread
+	 * without one. */
+	struct quiesce_rec *r = quiesce_self.rec;
+	if (__builtin_expect(r == NULL, 0))
+		quiesce_self.rec = r = claim_record();
+	return r;
+}
+
+void quiesce_thread_start(void)
+{
+	if (!on_epoch_thread)
+		(void)my_record();
+}
+
+void quiesce_thread_exit(void)
+{
+	struct quiesce_rec *r = quiesce_self.rec;
+	if (r == NULL || on_epoch_thread)
+		return;
+	quiesce_self.rec = NULL;
+	quiesce_self.depth = 0;
+	/* A thread that exits holding locks holds them forever; counting them
+	 * would stall every later epoch until abandonment. */
+	atomic_store_explicit(&r->depth, 0, memory_order_release);
+	atomic_store_explicit(&r->in_use, 0, memory_order_release);
+	atomic_fetch_sub(&registered, 1);
+	if (atomic_load_explicit(&quiesce_gate, memory_order_relaxed) == GATE_CLOSING) {
+		atomic_fetch_add(&wake_word, 1);
+		prim_futex_wake(&wake_word, 1);
+	}
+}
+
+unsigned quiesce_registered_threads(void) { return atomic_load(&registered); }
+
+unsigned quiesce_busy_threads(void)
+{
+	unsigned busy = 0;
+	for (struct slab *s = atomic_load_explicit(&slabs, memory_order_acquire); s != NULL;
+	     s = atomic_load_explicit(&s->next, memory_order_acquire))
+		for (unsigned i = 0; i < RECS_PER_SLAB; i++)
+			if (atomic_load_explicit(&s->recs[i].depth, memory_order_acquire) != 0)
+				busy++;
+	return busy;
+}
+
+/* ---- the application side ---- */
+
+static void wait_for_open(void)
+{
+	unsigned s;
+	while ((s = atomic_load_explicit(&quiesce_gate, memory_order_acquire)) != GATE_OPEN)
+		prim_futex_wait(&quiesce_gate, s, 0);
+}
+
+void fase_enter(void) { fase_enter_fast(); }
+
+/* The 0 -> 1 transition when the fast path could not finish it: the thread
+ * is unregistered (r NULL), the gate is not open, or fences are needed. */
+void fase_enter_slow(struct quiesce_rec *r)
+{
+	if (r == NULL) {
+		/* Unregistered, so depth is 0 (the fast path took d != 0). */
+		if (on_epoch_thread)
+			return;
+		r = my_record();
+		quiesce_self.depth = 1;
+		atomic_store_explicit(&r->depth, 1, memory_order_relaxed);
+	}
+	/* depth is 1 here. */
+	for (;;) {
+		/* As in fase_enter_fast: the store must be visible before the
+		 * gate is read; without membarrier only a full fence does it. */
+		if (atomic_load_explicit(&quiesce_need_fence, memory_order_relaxed))
+			atomic_thread_fence(memory_order_seq_cst);
+		else
+			atomic_signal_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(&quiesce_gate, memory_order_acquire) == GATE_OPEN)
+			return;
+		/* An epoch is due: back off so it can start, wait, retry. */
+		quiesce_self.depth = 0;
+		atomic_store_explicit(&r->depth, 0, memory_order_release);
+		fase_wake_epoch();
+		wait_for_open();
+		quiesce_self.depth = 1;
+		atomic_store_explicit(&r->depth, 1, memory_order_relaxed);
+	}
+}
+
+void fase_wake_epoch(void)
+{
+	atomic_fetch_add(&wake_word, 1);
+	prim_futex_wake(&wake_word, 1);
+}
+
+void fase_reenter(void)
+{
+	if (on_epoch_thread)
+		return;
+	struct quiesce_rec *r = my_record();
+	unsigned d = quiesce_self.depth;
+	quiesce_self.depth = d + 1;
+	if (d != 0) {
+		atomic_store_explicit(&r->depth, d + 1, memory_order_relaxed);
+		return;
+	}
+	atomic_store_explicit(&r->depth, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&quiesce_gate, memory_order_acquire) == GATE_OPEN)
+		return;
+	/* CLOSING: the epoch thread scans under epoch_lock, so once we hold it
+	 * any later scan sees our depth and waits for us -- we keep the mutex
+	 * and proceed.  RUNNING: the epoch thread holds epoch_lock until the
+	 * gate reopens, so taking it waits the epoch out without waiting for
+	 * any application lock. */
+	prim_lock(&epoch_lock);
+	prim_unlock(&epoch_lock);
+}
+
+void fase_leave(void) { fase_leave_fast(); }
+
+unsigned fase_depth(void)
+{
+	/* The epoch thread's record only looks busy (see epoch_rec). */
+	return on_epoch_thread ? 0 : quiesce_self.depth;
+}
+
+/* ---- the epoch thread ---- */
+
+static bool membarrier_register(void)
+{
+	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		return false;
+	return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+/* Make every thread's earlier depth store visible to this thread. */
+static void barrier_all_threads(void)
+{
+	if (atomic_load_explicit(&quiesce_need_fence, memory_order_relaxed) ||
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+		atomic_thread_fence(memory_order_seq_cst);
+}
+
+static bool all_idle(void)
+{
+	for (struct slab *s = atomic_load_explicit(&slabs, memory_order_acquire); s != NULL;
+	     s = atomic_load_explicit(&s->next, memory_order_acquire))
+		for (unsigned i = 0; i < RECS_PER_SLAB; i++)
+			if (atomic_load_explicit(&s->recs[i].depth, memory_order_acquire) != 0)
+				return false;
+	return true;
+}
+
+static uint64_t abandon_bound_ns(void)
+{
+	uint64_t half = (uint64_t)atomic_load(&interval_ms) * 500000ULL;
+	return half > 20000000ULL ? half : 20000000ULL;
+}
+
+static void open_gate(void)
+{
+	atomic_store_explicit(&quiesce_gate, GATE_OPEN, memory_order_release);
+	prim_futex_wake(&quiesce_gate, INT_MAX);
+}
+
+static unsigned bucket_of(uint64_t ns)
+{
+	if (ns < PAUSE_SUB)
+		return (unsigned)ns;
+	unsigned e = 63 - (unsigned)__builtin_clzll(ns);	/* >= PAUSE_SUB_BITS */
+	unsigned shift = e - PAUSE_SUB_BITS;
+	/* The PAUSE_SUB_BITS bits below the leading one pick the sub-bucket. */
+	unsigned sub = (unsigned)(ns >> shift) & (PAUSE_SUB - 1);
+	return PAUSE_SUB + shift * PAUSE_SUB + sub;
+}
+
+/* The smallest value above every value of bucket b (saturating). */
+static uint64_t bucket_upper(unsigned b)
+{
+	if (b < PAUSE_SUB)
+		return b + 1;
+	unsigned shift = (b - PAUSE_SUB) / PAUSE_SUB;
+	uint64_t mant = PAUSE_SUB + (b - PAUSE_SUB) % PAUSE_SUB + 1;	/* 9..16 */
+	if (shift >= 64 - (PAUSE_SUB_BITS + 1))
+		return UINT64_MAX;
+	return mant << shift;
+}
+
+/* One attempt at a quiescent point.  Returns true when the epoch procedure
+ * ran. */
+static bool attempt_epoch(void)
+{
+	unsigned covers = atomic_load(&requested);
+	uint64_t t0 = prim_now_ns();
+	uint64_t bound = abandon_bound_ns();
+	atomic_store(&quiesce_gate, GATE_CLOSING);
+	barrier_all_threads();
+	uint64_t sleep_ns = 20000;
+	for (;;) {
+		unsigned seen = atomic_load(&wake_word);
+		prim_lock(&epoch_lock);
+		if (all_idle()) {
+			atomic_store(&quiesce_gate, GATE_RUNNING);
+			/* Taken under epoch_lock, so that quiesce_start swapping
+			 * the procedure cannot pair one epoch's fn with another's
+			 * after. */
+			quiesce_epoch_fn fn = epoch_fn, after = after_fn;
+			void *arg = epoch_arg;
+			if (fn != NULL)
+				fn(arg);
+			open_gate();
+			prim_unlock(&epoch_lock);
+			/* The pause is what the application waited for: the gate
+			 * is open now, whatever after still does. */
+			uint64_t pause = prim_now_ns() - t0;
+			prim_lock(&stats_lock);
+			stats.epochs++;
+			stats.pause_total += pause;
+			if (pause > stats.pause_max)
+				stats.pause_max = pause;
+			stats.hist[bucket_of(pause)]++;
+			last_period_ns = last_epoch_start_ns != 0 ? t0 - last_epoch_start_ns : 0;
+			if (last_period_ns != 0) {
+				stats.periods++;
+				stats.period_total += last_period_ns;
+				if (last_period_ns > stats.period_max)
+					stats.period_max = last_period_ns;
+				stats.period_hist[bucket_of(last_period_ns)]++;
+			}
+			prim_unlock(&stats_lock);
+			last_epoch_start_ns = t0;
+			last_pause_ns = pause;
+			/* On this thread, so the next quiescent point (which
+			 * this thread also runs) cannot start before it is
+			 * done: epochs stay ordered and never overlap. */
+			if (after != NULL)
+				after(arg);
+			atomic_store_explicit(&served, covers, memory_order_release);
+			prim_futex_wake(&served, INT_MAX);
+			return true;
+		}
+		prim_unlock(&epoch_lock);
+		uint64_t waited = prim_now_ns() - t0;
+		if (waited >= bound) {
+			open_gate();
+			prim_lock(&stats_lock);
+			stats.abandoned++;
+			stats.abandoned_total += waited;
+			prim_unlock(&stats_lock);
+			log_msg(LOG_DEBUG, "epoch abandoned: a thread held a lock for %llu ms",
+				(unsigned long long)(waited / 1000000));
+			return false;
+		}
+		/* Threads leaving their last lock wake us; the timed wait only
+		 * covers wake-ups lost to the relaxed check in fase_leave.  No
+		 * sched_yield: on a loaded machine it gives the processor away
+		 * for a whole time slice. */
+		uint64_t left = bound - waited;
+		prim_futex_wait(&wake_word, seen, sleep_ns < left ? sleep_ns : left);
+		if (sleep_ns < 1000000)
+			sleep_ns *= 2;
+	}
+}
+
+static void *epoch_main(void *unused)
+{
+	(void)unused;
+	on_epoch_thread = true;
+	quiesce_self.rec = &epoch_rec;
+	quiesce_self.depth = atomic_load_explicit(&epoch_rec.depth, memory_order_relaxed);
+	/* Application signals go to application threads. */
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+
+	uint64_t backoff = 0;
+	uint64_t next_due = prim_now_ns() + (uint64_t)atomic_load(&interval_ms) * 1000000ULL;
+	uint64_t not_before = 0;	/* after an abandoned attempt */
+	while (!atomic_load(&stopping)) {
+		unsigned seen = atomic_load(&wake_word);
+		uint64_t now = prim_now_ns();
+		bool sync_pending = atomic_load(&requested) != atomic_load(&served);
+		uint64_t due = sync_pending ? (not_before > now ? not_before : now) : next_due;
+		if (now < due) {
+			prim_futex_wait(&wake_word, seen, due - now);
+			continue;
+		}
+		uint64_t interval_ns = (uint64_t)atomic_load(&interval_ms) * 1000000ULL;
+		uint64_t started = now;
+		if (attempt_epoch()) {
+			backoff = 0;
+			not_before = 0;
+			/* Fixed rate: the next epoch is due one interval after
+			 * this one started (or was due), not after its write-back
+			 * ended -- else every epoch stretches the period by its
+			 * own persist time.  A sync epoch restarts the schedule. */
+			uint64_t base = !sync_pending && next_due <= started ? next_due : started;
+			next_due = base + interval_ns;
+			now = prim_now_ns();
+			if (now > next_due) {
+				/* The write-back overran the interval: a backlog.
+				 * Start the next epoch at once and say so. */
+				prim_lock(&stats_lock);
+				stats.late++;
+				stats.late_total += now - next_due;
+				prim_unlock(&stats_lock);
+				next_due = now;
+			}
+		} else {
+			/* Retry soon, then less often while the lock stays held:
+			 * every attempt stalls new FASEs for the bound. */
+			backoff = backoff == 0 ? 5000000ULL : backoff * 2;
+			if (backoff > interval_ns)
+				backoff = interval_ns;
+			not_before = next_due = prim_now_ns() + backoff;
+		}
+	}
+	if (atomic_load(&final_requested)) {
+		atomic_store(&in_final_attempt, true);
+		(void)attempt_epoch();
+		atomic_store(&in_final_attempt, false);
+	}
+	return NULL;
+}
+
+void quiesce_set_thread_functions(quiesce_create_fn create, quiesce_join_fn join)
+{
+	create_fn = create != NULL ? create : pthread_create;
+	join_fn = join != NULL ? join : pthread_join;
+}
+
+quiesce_create_fn quiesce_thread_create_fn(void) { return create_fn; }
+quiesce_join_fn quiesce_thread_join_fn(void) { return join_fn; }
+
+int quiesce_start(unsigned ms, quiesce_epoch_fn fn, void *arg)
+{
+	return quiesce_start_split(ms, fn, NULL, arg);
+}
+
+int quiesce_start_split(unsigned ms, quiesce_epoch_fn fn, quiesce_epoch_fn after, void *arg)
+{
+	if (ms == 0) {
+		err_set("quiesce: the epoch interval must be at least 1 ms");
+		return -1;
+	}
+	prim_lock(&control_lock);
+	if (atomic_load(&running)) {
+		/* Swap the procedure between epochs, never during one. */
+		prim_lock(&epoch_lock);
+		epoch_fn = fn;
+		after_fn = after;
+		epoch_arg = arg;
+		atomic_store(&interval_ms, ms);
+		prim_unlock(&epoch_lock);
+		atomic_fetch_add(&wake_word, 1);
+		prim_futex_wake(&wake_word, 1);
+		prim_unlock(&control_lock);
+		return 0;
+	}
+	atomic_store(&quiesce_need_fence, !membarrier_register());
+	if (atomic_load(&quiesce_need_fence))
+		log_msg(LOG_INFO, "membarrier(2) is unavailable; the lock path uses a full fence");
+	epoch_fn = fn;
+	after_fn = after;
+	epoch_arg = arg;
+	atomic_store(&interval_ms, ms);
+	atomic_store(&stopping, false);
+	atomic_store(&final_requested, false);
+	int e = create_fn(&epoch_thread, NULL, epoch_main, NULL);
+	if (e != 0) {
+		prim_unlock(&control_lock);
+		err_set_errno(e, "quiesce: cannot create the epoch thread");
+		return -1;
+	}
+	atomic_store(&running, true);
+	prim_unlock(&control_lock);
+	return 0;
+}
+
+void quiesce_stop(bool final)
+{
+	prim_lock(&control_lock);
+	if (!atomic_load(&running)) {
+		prim_unlock(&control_lock);
+		return;
+	}
+	atomic_store(&final_requested, final);
+	atomic_store(&stopping, true);
+	atomic_fetch_add(&wake_word, 1);
+	prim_futex_wake(&wake_word, 1);
+	join_fn(epoch_thread, NULL);
+	atomic_store(&running, false);
+	/* Sync waiters learn that no epoch will come. */
+	prim_futex_wake(&served, INT_MAX);
+	prim_unlock(&control_lock);
+}
+
+bool quiesce_running(void) { return atomic_load(&running); }
+
+int quiesce_sync(void)
+{
+	if (fase_depth() != 0) {
+		err_set("pmthreads_sync called while holding a lock: no quiescent point can "
+			"be reached until it is released");
+		errno = EDEADLK;
+		return -1;
+	}
+	if (!atomic_load(&running)) {
+		err_set("pmthreads_sync: no epoch thread is running");
+		errno = ESRCH;
+		return -1;
+	}
+	prim_lock(&stats_lock);
+	stats.syncs++;
+	prim_unlock(&stats_lock);
+	unsigned mine = atomic_fetch_add(&requested, 1) + 1;
+	atomic_fetch_add(&wake_word, 1);
+	prim_futex_wake(&wake_word, 1);
+	for (;;) {
+		unsigned s = atomic_load_explicit(&served, memory_order_acquire);
+		if ((int)(s - mine) >= 0)
+			return 0;
+		if (!atomic_load(&running) || atomic_load(&stopping)) {
+			err_set("pmthreads_sync: the epoch thread stopped");
+			errno = ESRCH;
+			return -1;
+		}
+		prim_futex_wait(&served, s, 100000000ULL);
+	}
+}
+
+void quiesce_atfork_child(void)
+{
+	/* Only the forking thread exists here; the parent's epoch thread and
+	 * its locks do not. */
+	registry_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	epoch_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	control_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	stats_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	unsigned n = 0;
+	for (struct slab *s = atomic_load(&slabs); s != NULL; s = atomic_load(&s->next))
+		for (unsigned i = 0; i < RECS_PER_SLAB; i++) {
+			struct quiesce_rec *r = &s->recs[i];
+			if (r == quiesce_self.rec) {
+				n++;
+				continue;
+			}
+			atomic_store(&r->depth, 0);
+			atomic_store(&r->in_use, 0);
+		}
+	atomic_store(&registered, n);
+	atomic_store(&running, false);
+	atomic_store(&stopping, false);
+	atomic_store(&requested, 0);
+	atomic_store(&served, 0);
+	atomic_store(&quiesce_gate, GATE_OPEN);
+	memset(&stats, 0, sizeof(stats));
+}
+
+static uint64_t percentile(const uint64_t *hist, uint64_t total, unsigned pct, uint64_t max)
+{
+	if (total == 0)
+		return 0;
+	uint64_t want = (total * pct + 99) / 100, seen = 0;
+	for (unsigned b = 0; b < PAUSE_BUCKETS; b++) {
+		seen += hist[b];
+		if (seen >= want) {
+			uint64_t upper = bucket_upper(b);
+			return upper < max ? upper : max;
+		}
+	}
+	return max;
+}
+
+static atomic_uint_fast64_t blocking_in_fase;
+
+void quiesce_note_blocking_in_fase(const char *call)
+{
+	if (atomic_fetch_add_explicit(&blocking_in_fase, 1, memory_order_relaxed) < 8)
+		log_msg(LOG_INFO, "a thread blocks in %s while holding a lock: epochs cannot start "
+			"until it returns (attempts are abandoned and retried meanwhile)", call);
+}
+
+uint64_t quiesce_last_pause_ns(void)
+{
+	return last_pause_ns;
+}
+
+uint64_t quiesce_last_period_ns(void)
+{
+	return last_period_ns;
+}
+
+void quiesce_get_stats(struct quiesce_stats *st)
+{
+	prim_lock(&stats_lock);
+	memset(st, 0, sizeof(*st));
+	st->epochs = stats.epochs;
+	st->abandoned = stats.abandoned;
+	st->syncs = stats.syncs;
+	st->pause_ns_max = stats.pause_max;
+	st->pause_ns_total = stats.pause_total;
+	st->abandoned_ns_total = stats.abandoned_total;
+	st->pause_ns_p50 = percentile(stats.hist, stats.epochs, 50, stats.pause_max);
+	st->pause_ns_p99 = percentile(stats.hist, stats.epochs, 99, stats.pause_max);
+	st->period_ns_p50 = percentile(stats.period_hist, stats.periods, 50, stats.period_max);
+	st->period_ns_p99 = percentile(stats.period_hist, stats.periods, 99, stats.period_max);
+	st->period_ns_max = stats.period_max;
+	st->period_ns_mean = stats.periods != 0 ? stats.period_total / stats.periods : 0;
+	st->late_epochs = stats.late;
+	st->late_ns_total = stats.late_total;
+	prim_unlock(&stats_lock);
+	st->membarrier = !atomic_load(&quiesce_need_fence);
+	st->blocking_in_fase = atomic_load_explicit(&blocking_in_fase, memory_order_relaxed);
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * recovery -- the inverse of an epoch: a torn epoch undone, the last durable
+ * image read back.
+ *
+ * Owns: the invalidation of copies with seq > VER_d (durably, before
+ * anything else), and reading each page's valid copy with the larger seq.
+ * Idempotent: a crash during recovery is followed by the same recovery.
+ * The runtime does not copy the image up front when it can avoid it:
+ * restore.h serves pages lazily.  Not to be confused with recover/, the
+ * pmthreads-recover tool, which calls this module.
+ *
+ * May call: persist/ (pool, persist's fault hook), base/.
+ */
+#ifndef PMT_RECOVERY_H
+#define PMT_RECOVERY_H
+
+#include "persist/pool.h"
+
+#include <stdint.h>
+
+/* Recover the consistent image into shadow (the heap range, zero-filled
+ * fresh anonymous memory).  Returns the number of pages restored (pages
+ * never persisted are zeros and are not touched).  On a read-only pool the
+ * torn copies are skipped rather than invalidated, so nothing is written. */
+uint64_t pool_recover(struct pool *p, void *shadow);
+/* pool_recover without the invalidation (which must have happened): the
+ * eager path of restore.h. */
+uint64_t pool_copy_image(const struct pool *p, void *shadow);
+
+/* Write the consistent image of page i into out (page_size bytes) without
+ * modifying the pool (for pmthreads-recover dump). */
+void pool_read_page(const struct pool *p, uint64_t page, void *out);
+
+#endif

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * restore -- making a reopened pool's consistent image the shadow heap's
+ * content, without copying it all before the program may run.
+ *
+ * Owns: the order "invalidate torn copies (durable) -> attach the write
+ * tracker -> serve the heap" at start-up, and the two ways of serving it:
+ *   lazy   (uffd tracker) the tracker's userfaultfd is registered for
+ *          missing-page faults too, over the part of the heap that has
+ *          persisted pages; a restorer thread answers each fault with
+ *          UFFDIO_COPY of the page's valid copy (pool_valid_copy) in
+ *          write-protect mode, so a restored page counts as clean for the
+ *          tracker (it is already in the pool) and the program's first write
+ *          to it is tracked as usual; a fault brings the next FAULT_AROUND
+ *          pages along before the toucher is woken; between faults the same
+ *          thread restores the remaining pages in the background.  Pages
+ *          never persisted are zero-filled (write-protected) on first touch.  The heap is usable as soon
+ *          as the registration is made: time to usable does not grow with
+ *          the heap.
+ *   eager  (mprotect tracker, PMTHREADS_RESTORE=eager, or uffd unavailable)
+ *          every persisted page is copied before the tracker attaches
+ *          (pool_recover).
+ * A page is restored from the copy that is valid when it is restored; that
+ * is the one valid at start-up, because an epoch only rewrites the older
+ * copy of a page that was written, and a page is written only once present
+ * (restored).  Neither path writes the pool after the invalidation, so a
+ * crash at any point of restoring is followed by the same recovery.
+ *
+ * fork(): the child loses the userfaultfd registration (no
+ * UFFD_FEATURE_EVENT_FORK), so a pthread_atfork prepare handler completes
+ * the restore in the parent first.  Shutdown completes it too (the heap stays
+ * usable after the runtime detaches).
+ */
+#ifndef PMT_RESTORE_H
+#define PMT_RESTORE_H
+
+#include "base/config.h"
+#include "persist/pool.h"
+#include "track/tracker.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct restore_options {
+	enum restore_policy policy;	/* config.h: auto | eager | lazy */
+	/* Tests only: no background pass, pages are restored only when
+	 * touched (or by restore_finish). */
+	bool no_background;
+};
+
+struct restore_stats {
+	bool lazy;			/* the lazy path serves the heap */
+	bool kernel_faults;		/* lazy: kernel accesses wait (not EFAULT) */
+	uint64_t pages;			/* pages with a persisted image */
+	uint64_t eager_pages;		/* copied before the program ran */
+	uint64_t fault_pages;		/* lazy: restored on first touch */
+	uint64_t background_pages;	/* lazy: restored by the background pass */
+	uint64_t finish_pages;		/* lazy: restored by restore_finish
+					 * (fork, shutdown) or a prefault */
+	uint64_t zero_pages;		/* lazy: never-persisted pages zero-filled
+					 * on first touch */
+	uint64_t usable_ns;		/* from restore_open to a usable heap */
+	uint64_t complete_ns;		/* from restore_open to every page
+					 * restored; 0 while pages are pending */
+};
+
+struct restore;
+
+/* Open the write tracker of kind over the heap [shadow, shadow+len) and make
+ * the pool's consistent image its content: on a new pool (p->created) only
+ * the tracker; on a reopened one, first pool_invalidate_torn (durable), then
+ * the lazy or the eager path as above.  *tracker_out is the tracker (close
+ * it with tracker_close after restore_close).  *out is NULL when nothing is
+ * pending (eager or new pool).  Returns 0 or -1 with err_get() set (nothing
+ * left open). */
+int restore_open(struct restore **out, struct tracker **tracker_out, struct pool *p, void *shadow,
+		 size_t len, enum tracker_kind kind, const struct restore_options *o);
+
+/* Restore every page not yet restored, now, on the calling thread (the
+ * restorer keeps running).  Idempotent; NULL is a no-op. */
+void restore_finish(struct restore *r);
+
+/* Restore the pages of [addr, addr+len) that are pending, on the calling
+ * thread: for system calls that write the heap when the kernel's own faults
+ * cannot wait for the restorer (user-mode-only userfaultfd).  Any part outside
+ * the heap is ignored; cheap when nothing is pending. */
+void restore_prefault(void *addr, size_t len);
+
+/* restore_finish, then stop the restorer thread and free.  Call before
+ * tracker_close (the restorer reads the tracker's descriptor).  NULL is a
+ * no-op. */
+void restore_close(struct restore *r);
+
+/* In a fork child: forget r without touching the parent's thread. */
+void restore_abandon(struct restore *r);
+
+/* Counters (of the last restore_open in this process when r is NULL). */
+void restore_get_stats(const struct restore *r, struct restore_stats *out);
+
+#endif

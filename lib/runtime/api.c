@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* api -- the functions of pmthreads.h, over runtime, heap and quiesce. */
+#include "base/config.h"
+#include "base/export.h"
+#include "heap/heap.h"
+#include "base/log.h"
+#include "quiesce/quiesce.h"
+#include "runtime/runtime.h"
+
+#include <pmthreads.h>
+
+#include <errno.h>
+#include <string.h>
+
+PMT_EXPORT void *nvmalloc(size_t size, const char *name)
+{
+	err_clear();
+	if (runtime_init() != 0) {
+		errno = EAGAIN;
+		return NULL;
+	}
+	if (name != NULL && strnlen(name, PMTHREADS_NAME_MAX) >= PMTHREADS_NAME_MAX) {
+		err_set("nvmalloc: the name \"%.20s...\" is longer than %d bytes", name,
+			PMTHREADS_NAME_MAX - 1);
+		errno = EINVAL;
+		return NULL;
+	}
+	/* Allocation and naming form one failure-atomic section: a crash never
+	 * leaves a named object unallocated or an allocated one unreachable. */
+	fase_enter();
+	void *p = heap_calloc(1, size == 0 ? 1 : size);
+	if (p != NULL && name != NULL && heap_name_set(name, p) != 0) {
+		int e = errno;
+		heap_free(p);
+		p = NULL;
+		errno = e;
+	}
+	fase_leave();
+	if (p == NULL && err_get()[0] == '\0')
+		err_set("nvmalloc(%zu): the persistent heap is full; set PMTHREADS_POOL_SIZE "
+			"larger for a new pool", size);
+	return p;
+}
+
+PMT_EXPORT void nvfree(void *ptr)
+{
+	if (ptr == NULL || runtime_init() != 0)
+		return;
+	fase_enter();
+	heap_name_remove_ptr(ptr);
+	heap_free(ptr);
+	fase_leave();
+}
+
+PMT_EXPORT void *nvrecover(void *dest, size_t size, const char *name)
+{
+	err_clear();
+	if (name == NULL || runtime_init() != 0)
+		return NULL;
+	size_t usable = 0;
+	void *p = heap_name_get(name, &usable);
+	if (p == NULL || usable < size)
+		return NULL;
+	if (dest != NULL)
+		memcpy(dest, p, size);
+	return p;
+}
+
+PMT_EXPORT bool pmthreads_crashed(void)
+{
+	return runtime_init() == 0 && runtime_crashed();
+}
+
+/* NVthreads' names, kept so that its programs build unchanged. */
+PMT_EXPORT bool crashed(void) { return pmthreads_crashed(); }
+PMT_EXPORT bool isCrashed(void) { return pmthreads_crashed(); }
+
+PMT_EXPORT int pmthreads_sync(void)
+{
+	err_clear();
+	if (runtime_init() != 0) {
+		errno = EAGAIN;
+		return -1;
+	}
+	if (runtime_state() != RUNTIME_RUNNING)
+		return 0;	/* detached: nothing is persisted any more */
+	return quiesce_sync();
+}
+
+PMT_EXPORT uint64_t pmthreads_durable_epoch(void)
+{
+	return runtime_init() == 0 ? runtime_durable_epoch() : 0;
+}
+
+PMT_EXPORT ptrdiff_t pmthreads_heap_offset(void)
+{
+	return runtime_init() == 0 ? runtime_heap_offset() : 0;
+}
+
+PMT_EXPORT const char *pmthreads_errormsg(void) { return err_get(); }
+
+PMT_EXPORT int pmthreads_set_pool(const char *path, size_t capacity)
+{
+	err_clear();
+	if (runtime_state() != RUNTIME_NONE) {
+		err_set("pmthreads_set_pool: the runtime has already %s; call it before the "
+			"first nvmalloc or nvrecover", runtime_state() == RUNTIME_FAILED
+			? "failed to start" : "started");
+		errno = EBUSY;
+		return -1;
+	}
+	if (config_set_pool(path, capacity) != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}

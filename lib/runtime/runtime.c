@@ -1,0 +1,526 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* runtime -- start-up, shutdown and fork.  See runtime.h. */
+#include "runtime/runtime.h"
+
+#include "diagnose/fase_checker.h"
+#include "epoch/epoch.h"
+#include "epoch/epoch_log.h"
+#include "heap/heap.h"
+#include "base/log.h"
+#include "persist/persist.h"
+#include "persist/pool.h"
+#include "prim/prim.h"
+#include "quiesce/quiesce.h"
+#include "recovery/restore.h"
+#include "runtime/stats.h"
+#include "runtime/target.h"
+#include "track/tracker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static _Atomic int state = RUNTIME_NONE;
+static prim_lock_t init_lock = PRIM_LOCK_INIT;
+static _Thread_local bool initialising_here;
+/* The start-up failure, kept so that every later caller gets the reason. */
+static char init_error[512];
+
+static struct config cfg;
+static struct pool *pool;
+static struct tracker *tracker;
+static void *heap_base;
+static size_t heap_len;
+static bool previous_run_crashed;
+static bool child_of_holder;	/* start-up failed: our parent holds the pool */
+static bool not_target;		/* start-up refused: not PMTHREADS_PROGRAM */
+static struct epoch_pipeline *pipeline;
+static struct restore *restorer;	/* lazy restore in progress or serving */
+static uint64_t startup_ns;		/* runtime_init's start(), whole */
+/* The pipeline's counters as they stood when it was closed (the stats
+ * report is written after shutdown). */
+static struct epoch_counters closed_counters;
+static uint64_t reset_heap_bytes;	/* malloc mode: unreachable heap emptied */
+
+enum runtime_state runtime_state(void) { return atomic_load(&state); }
+bool runtime_in_init(void) { return initialising_here; }
+const struct config *runtime_config(void) { return &cfg; }
+void *runtime_heap_base(void) { return heap_base; }
+size_t runtime_heap_len(void) { return heap_len; }
+bool runtime_crashed(void) { return previous_run_crashed; }
+
+ptrdiff_t runtime_heap_offset(void)
+{
+	if (pool == NULL || heap_base == NULL)
+		return 0;
+	return (ptrdiff_t)((uintptr_t)heap_base - (uintptr_t)pool->shadow_base);
+}
+
+uint64_t runtime_durable_epoch(void)
+{
+	return pool != NULL ? *pool->ver_d : 0;
+}
+
+void runtime_get_counters(struct runtime_counters *out)
+{
+	if (pipeline != NULL)
+		epoch_get_counters(pipeline, &out->epoch);
+	else
+		out->epoch = closed_counters;
+	restore_get_stats(restorer, &out->restore);
+	out->startup_ns = startup_ns;
+	out->heap_reset_bytes = reset_heap_bytes;
+}
+
+static void close_pipeline(bool fork_child)
+{
+	if (pipeline == NULL)
+		return;
+	epoch_get_counters(pipeline, &closed_counters);
+	if (fork_child)
+		epoch_pipeline_abandon(pipeline);
+	else
+		epoch_pipeline_close(pipeline);
+	pipeline = NULL;
+}
+
+/* The program's identity recorded in a new pool: the executable's file name,
+ * so a pool is not silently adopted by a different program. */
+static void program_identity(char *out, size_t len)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0) {
+		snprintf(out, len, "%s", program_invocation_short_name);
+		return;
+	}
+	exe[n] = '\0';
+	const char *base = strrchr(exe, '/');
+	base = base != NULL ? base + 1 : exe;
+	size_t n_base = strlen(base);
+	if (n_base >= len)
+		n_base = len - 1;
+	memcpy(out, base, n_base);
+	out[n_base] = '\0';
+}
+
+/* The /tmp fallback directory is shared ground: another user may have made
+ * /tmp/pmthreads-<uid> first, to read or replace our pools.  Use it only when
+ * it is a real directory of ours that nobody else can enter. */
+static int check_private_dir(const char *dir)
+{
+	struct stat st;
+	if (lstat(dir, &st) != 0) {
+		err_set_errno(errno, "cannot inspect the pool directory %s", dir);
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 07777) != 0700) {
+		err_set("the default pool directory %s is not a directory of yours with mode "
+			"0700 (owner uid %u, mode %04o): it is not safe to keep pools there; set "
+			"PMTHREADS_POOL (or HOME) to a path of your own", dir, (unsigned)st.st_uid,
+			(unsigned)(st.st_mode & 07777));
+		return -1;
+	}
+	return 0;
+}
+
+/* Create the parent directories of the default pool path (mode 0700): the
+ * default must work without any configuration. */
+static int make_parent_dirs(const char *path)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash == NULL || slash == dir)
+		return 0;
+	*slash = '\0';
+	for (char *p = dir + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+			goto fail;
+		*p = '/';
+	}
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		goto fail;
+	if (cfg.pool_dir_is_tmp)
+		return check_private_dir(dir);
+	return 0;
+fail:
+	err_set_errno(errno, "cannot create the directory %s for the default pool; set "
+		      "PMTHREADS_POOL to a writable path", dir);
+	return -1;
+}
+
+static void log_configuration(void)
+{
+	log_msg(LOG_INFO, "pool %s%s, capacity %llu MiB, heap at %p (%s), interval %u ms, "
+		"tracker %s, nvm %s, write-back %s, heap mode %s%s",
+		cfg.pool_path, cfg.pool_path_is_default ? " (default)" : "",
+		(unsigned long long)(heap_len >> 20), heap_base,
+		runtime_heap_offset() == 0 ? "as recorded" : "RELOCATED",
+		cfg.interval_ms, tracker->ops->name, pool->nvm->ops->name,
+		config_writeback_name(cfg.writeback), config_heap_name(cfg.heap),
+		pool->created ? ", new pool" : (previous_run_crashed ? ", recovered after a crash"
+									  : ", reopened after a clean exit"));
+}
+
+/* Whether pid is this process's parent, grandparent, ... (a shell started
+ * by system() may fork the program that then finds the pool locked). */
+static bool is_ancestor(pid_t pid)
+{
+	pid_t p = getppid();
+	for (int depth = 0; depth < 64 && p > 1; depth++) {
+		if (p == pid)
+			return true;
+		char path[64], buf[512];
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)p);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			return false;
+		buf[n] = '\0';
+		/* "pid (comm) state ppid ...": comm may contain spaces and ')'. */
+		char *close_paren = strrchr(buf, ')');
+		int ppid;
+		if (close_paren == NULL || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
+			return false;
+		p = (pid_t)ppid;
+	}
+	return false;
+}
+
+static int open_pool(void)
+{
+	if (cfg.pool_path_is_default && make_parent_dirs(cfg.pool_path) != 0)
+		return -1;
+	char creator[POOL_CREATOR_MAX];
+	program_identity(creator, sizeof(creator));
+	struct pool_open_options o = {
+		.path = cfg.pool_path,
+		.capacity = cfg.pool_size,
+		.shadow_base = cfg.shadow_base,
+		.creator = creator,
+		.create = true,
+		.read_only = false,
+		.nvm = cfg.nvm,
+		.latency_ns = cfg.nvm_latency_ns,
+		.sim = NULL,
+	};
+	return pool_open(&pool, &o);
+}
+
+/* The heap's growth hook: disk space for its new pages before it uses them
+ * (a full file system is an allocation failure, not a SIGBUS). */
+static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
+{
+	static _Atomic bool told;
+	if (pool_reserve(ctx, first, end) == 0)
+		return 0;
+	if (!atomic_exchange(&told, true))
+		log_msg(LOG_ERR, "%s", err_get());
+	return -1;
+}
+
+/* PMTHREADS_CHECK (fase_checker.h): config.c has already switched to the mprotect
+ * tracker and the short interval; say so when that overrides a request. */
+static int check_mode_setup(void)
+{
+	if (cfg.check == CHECK_OFF)
+		return 0;
+	if (cfg.tracker_asked == TRACKER_UFFD)
+		log_msg(LOG_WARN, "PMTHREADS_CHECK=1 needs the mprotect write tracker (with uffd "
+			"the kernel resolves first writes without saying which thread made "
+			"them); using mprotect instead of the requested uffd");
+	if (cfg.interval_ms != cfg.interval_ms_asked)
+		log_msg(LOG_INFO, "PMTHREADS_CHECK: epoch interval %u ms instead of %u ms, so "
+			"that pages are re-protected (and writes checked) more often",
+			cfg.interval_ms, cfg.interval_ms_asked);
+	return fase_checker_init();
+}
+
+/* PMTHREADS_POOL_SIZE sizes a new pool only: an existing pool keeps its
+ * capacity, and a size given explicitly that differs is worth a word. */
+static void check_pool_size(void)
+{
+	uint64_t capacity = pool->npages * pool->page_size;
+	if (pool->created || !cfg.pool_size_given || capacity == cfg.pool_size)
+		return;
+	log_msg(LOG_WARN, "PMTHREADS_POOL_SIZE=%llu MiB is ignored: the existing pool %s holds "
+		"%llu MiB (the size applies to a new pool; remove the pool with "
+		"pmthreads-recover rm to start over with the new size)",
+		(unsigned long long)(cfg.pool_size >> 20), cfg.pool_path,
+		(unsigned long long)(capacity >> 20));
+}
+
+static void count_name(const char *name, void *p, size_t size, void *arg)
+{
+	(void)name, (void)p, (void)size;
+	(*(size_t *)arg)++;
+}
+
+/* PMTHREADS_HEAP=malloc: a heap in which the previous run named no object
+ * (nvmalloc(size, name)) holds nothing a restarted program can find -- an
+ * unmodified program keeps its roots in globals and on stacks, which are not
+ * persisted.  Keeping it would only grow the pool with every run and every
+ * exec.  It is emptied instead, and after a crash the program is told that
+ * its state cannot come back.  The old pages are zeroed through the tracker
+ * (the allocator relies on never-used pages being zero, and the zeroes must
+ * reach the pool). */
+static int reset_unreachable_heap(void)
+{
+	if (cfg.heap != HEAP_MALLOC)
+		return 0;
+	size_t names = 0;
+	heap_name_foreach(count_name, &names);
+	if (names != 0)
+		return 0;
+	struct heap_stats hs;
+	heap_get_stats(&hs);
+	if (hs.bytes_in_use == 0)
+		return 0;
+	size_t used = heap_high_water();
+	if (used > heap_len)
+		used = heap_len;
+	if (previous_run_crashed)
+		log_msg(LOG_WARN, "the previous run of this program crashed, but its heap (%llu "
+			"KiB in use) names no object, so a restarted program cannot find any of "
+			"it: starting with an empty heap.  To get state back after a crash, "
+			"allocate its root with nvmalloc(size, \"name\") and find it with "
+			"nvrecover (see pmthreads(7))", (unsigned long long)(hs.bytes_in_use >> 10));
+	else
+		log_msg(LOG_INFO, "the previous run's heap (%llu KiB in use) names no object: "
+			"starting with an empty heap", (unsigned long long)(hs.bytes_in_use >> 10));
+	reset_heap_bytes = hs.bytes_in_use;
+	fase_enter();	/* one failure-atomic step, and no checker report */
+	memset(heap_base, 0, used);
+	fase_leave();
+	return heap_init(heap_base, heap_len, true);
+}
+
+/* The epoch thread, after each epoch's write-back. */
+static void after_epoch(void *arg)
+{
+	epoch_on_reopened(arg);
+	stats_periodic();	/* figures that survive a kill -9 */
+}
+
+/* Bring the modules up in dependency order.  Recovery writes the shadow
+ * before the tracker is attached, so restored pages are not counted as
+ * dirty (they are already in the pool). */
+static int start(void)
+{
+	cfg = *config_get();
+	if (config_error() != NULL) {
+		err_set("%s", config_error());
+		return -1;
+	}
+	if (!target_is_self()) {
+		/* A wrapper or child that is not the program pmthreads run was
+		 * asked to run: it never touches a pool. */
+		err_set("this process is not %s (PMTHREADS_PROGRAM), which owns the pool; it "
+			"runs without persistence", cfg.program);
+		not_target = true;
+		return -1;
+	}
+	log_set_level(cfg.verbose >= 2 ? LOG_DEBUG : cfg.verbose == 1 ? LOG_INFO : LOG_WARN);
+
+	if (check_mode_setup() != 0)
+		return -1;
+	if (open_pool() != 0) {
+		/* A descendant exec'd by the program holding the pool (system(),
+		 * popen(), a helper binary) inherits LD_PRELOAD and the
+		 * environment: it runs without persistence, quietly. */
+		pid_t holder = pool_last_lock_holder();
+		if (holder != 0 && is_ancestor(holder)) {
+			log_msg(LOG_INFO, "%s; this child of the holder runs without persistence",
+				err_get());
+			child_of_holder = true;
+		}
+		return -1;
+	}
+
+	/* Only once the pool is ours: a program the holder exec'd with the
+	 * same environment must not truncate the holder's log. */
+	if (cfg.epoch_log_path[0] != '\0' && epoch_log_open(cfg.epoch_log_path) != 0)
+		goto fail_pool;
+
+	check_pool_size();
+	heap_len = (size_t)(pool->npages * pool->page_size);
+	heap_base = shadow_reserve(pool->shadow_base, heap_len);
+	if (heap_base == NULL)
+		goto fail_pool;
+	if ((uintptr_t)heap_base != pool->shadow_base)
+		log_msg(LOG_WARN, "the heap's address %#llx is taken in this process; it was "
+			"restored at %p and pointers stored in it are off by "
+			"pmthreads_heap_offset()", (unsigned long long)pool->shadow_base, heap_base);
+
+	/* Torn copies are invalidated first and durably, then the heap is
+	 * served from the pool: lazily on first touch through the tracker's
+	 * userfaultfd (restored pages count as clean, later writes as
+	 * written), or copied before the tracker attaches. */
+	struct restore_options ro = { .policy = cfg.restore };
+	if (restore_open(&restorer, &tracker, pool, heap_base, heap_len, cfg.tracker, &ro) != 0)
+		goto fail_shadow;
+	previous_run_crashed = !pool->created && !pool->was_clean;
+	/* Before heap_init: its writes happen inside a FASE and must pass. */
+	if (cfg.check)
+		tracker_set_write_hook(fase_checker_on_write);
+
+	/* Only a pool that never made an epoch durable holds no heap yet; any
+	 * other is adopted or refused, never formatted again. */
+	heap_set_reserve(reserve_heap_pages, pool);
+	if (heap_init(heap_base, heap_len, pool->created || *pool->ver_d == 0) != 0)
+		goto fail_tracker;
+	/* The first write to the pool: it passed every check. */
+	pool_set_clean(pool, false);
+	if (!pool->created && reset_unreachable_heap() != 0)
+		goto fail_tracker;
+
+	struct epoch_options eo = { .copy_in_pause = cfg.writeback == WRITEBACK_PAUSED };
+	if (epoch_pipeline_open(&pipeline, pool, tracker, heap_base, heap_high_water, &eo) != 0)
+		goto fail_tracker;
+	log_configuration();
+	if (quiesce_start_split(cfg.interval_ms, epoch_on_quiescent, after_epoch, pipeline) != 0)
+		goto fail_pipeline;
+	return 0;
+
+fail_pipeline:
+	close_pipeline(false);
+fail_tracker:
+	restore_close(restorer);
+	restorer = NULL;
+	tracker_close(tracker);
+	tracker = NULL;
+fail_shadow:
+	shadow_release(heap_base, heap_len);
+	heap_base = NULL;
+fail_pool:
+	pool_close(pool);
+	pool = NULL;
+	epoch_log_close();
+	return -1;
+}
+
+int runtime_init(void)
+{
+	int s = atomic_load_explicit(&state, memory_order_acquire);
+	if (s == RUNTIME_RUNNING || (s == RUNTIME_DETACHED && heap_base != NULL))
+		return 0;
+	if (initialising_here) {
+		/* Re-entered from something start() called (e.g. libpmem's
+		 * allocations in malloc mode): the heap is not there yet. */
+		err_set("the pmthreads runtime is still starting");
+		return -1;
+	}
+	prim_lock(&init_lock);
+	s = atomic_load(&state);
+	if (s == RUNTIME_NONE) {
+		atomic_store(&state, RUNTIME_STARTING);
+		initialising_here = true;
+		uint64_t t0 = prim_now_ns();
+		int r = start();
+		startup_ns = prim_now_ns() - t0;
+		initialising_here = false;
+		if (r == 0) {
+			atomic_store_explicit(&state, RUNTIME_RUNNING, memory_order_release);
+			atexit(runtime_shutdown);
+		} else {
+			snprintf(init_error, sizeof(init_error), "%s", err_get());
+			if (!child_of_holder && !not_target)
+				log_msg(LOG_ERR, "%s", init_error);
+			atomic_store_explicit(&state, RUNTIME_FAILED, memory_order_release);
+		}
+		s = atomic_load(&state);
+	}
+	prim_unlock(&init_lock);
+	if (s == RUNTIME_RUNNING || (s == RUNTIME_DETACHED && heap_base != NULL))
+		return 0;
+	if (s == RUNTIME_FAILED && cfg.strict && !child_of_holder && !not_target) {
+		/* PMTHREADS_STRICT=1: fail closed rather than run unpersisted.
+		 * After the lock is released: exit runs runtime_shutdown. */
+		log_msg(LOG_ERR, "PMTHREADS_STRICT=1: exiting (status %d) instead of running "
+			"without persistence", RUNTIME_STRICT_EXIT);
+		exit(RUNTIME_STRICT_EXIT);
+	}
+	err_set("%s", s == RUNTIME_FAILED ? init_error : "the pmthreads runtime has shut down");
+	return -1;
+}
+
+void runtime_shutdown(void)
+{
+	prim_lock(&init_lock);
+	if (atomic_load(&state) != RUNTIME_RUNNING) {
+		prim_unlock(&init_lock);
+		return;
+	}
+	/* The final epoch is itself a quiescent point: if some thread keeps
+	 * holding a lock past the bound it is abandoned, and the pool stays
+	 * marked as crashed so the next run recovers the last durable epoch. */
+	quiesce_stop(true);
+	if (epoch_final_done(pipeline))
+		pool_set_clean(pool, true);
+	else
+		log_msg(LOG_WARN, "no quiescent point could be reached at exit (a thread held a "
+			"lock); the next run recovers epoch %llu",
+			(unsigned long long)*pool->ver_d);
+	/* The epoch thread is joined: no batch is in flight, and nothing
+	 * writes the epoch log. */
+	close_pipeline(false);
+	/* The heap stays usable after shutdown: every page must be there
+	 * before the tracker's userfaultfd goes. */
+	restore_close(restorer);
+	restorer = NULL;
+	stats_note_tracker(tracker->ops->name, &tracker->stats);
+	tracker_close(tracker);
+	tracker = NULL;
+	epoch_log_close();
+	/* The heap stays mapped: other threads and later destructors may still
+	 * use memory from it; it is simply no longer persisted. */
+	atomic_store(&state, RUNTIME_DETACHED);
+	pool_close(pool);
+	pool = NULL;
+	prim_unlock(&init_lock);
+}
+
+void runtime_atfork_child(void)
+{
+	/* Only this thread exists in the child; the locks the parent's other
+	 * threads held are meaningless here. */
+	init_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	if (atomic_load(&state) != RUNTIME_RUNNING)
+		return;
+	quiesce_atfork_child();
+	epoch_log_close();
+	/* The child never persists; the batch the parent's epoch thread may be
+	 * writing back is the parent's. */
+	close_pipeline(true);
+	/* Completed in the parent before fork (restore.c's atfork handler);
+	 * the restorer thread is the parent's. */
+	restore_abandon(restorer);
+	restorer = NULL;
+	if (tracker != NULL) {
+		stats_note_tracker(tracker->ops->name, &tracker->stats);
+		tracker_close(tracker);
+		tracker = NULL;
+	}
+	if (pool != NULL) {
+		/* Closing the child's descriptor does not release the parent's
+		 * lock: the lock belongs to the open file description the
+		 * parent still holds.  Unmapping drops the child's view. */
+		pool_close(pool);
+		pool = NULL;
+	}
+	atomic_store(&state, RUNTIME_DETACHED);
+}

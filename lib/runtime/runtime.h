@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * runtime -- start-up, shutdown and fork.
+ *
+ * Owns: the order in which the modules are brought up (config, pool, shadow,
+ * restore + tracker (restore.h), heap, epoch pipeline, epoch thread) and down (final
+ * epoch, clean flag), and detaching a fork child.  The epoch itself is
+ * epoch.c's; the functions of pmthreads.h are in api.c.
+ */
+#ifndef PMT_RUNTIME_H
+#define PMT_RUNTIME_H
+
+#include "base/config.h"
+#include "epoch/epoch.h"
+#include "recovery/restore.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum runtime_state {
+	RUNTIME_NONE = 0,	/* not started */
+	RUNTIME_STARTING = 1,	/* runtime_init in progress */
+	RUNTIME_RUNNING = 2,	/* persistent heap live, epochs running */
+	RUNTIME_FAILED = 3,	/* start-up failed; see runtime_init's error */
+	RUNTIME_DETACHED = 4,	/* heap usable but no longer persisted: after
+				 * shutdown, in a fork child, or a child of
+				 * the process that holds the pool */
+};
+
+/* The exit status of a process that PMTHREADS_STRICT=1 stops because it
+ * cannot run persistently (a configuration or pool error). */
+#define RUNTIME_STRICT_EXIT 1
+
+/* Initialise once (idempotent, thread-safe).  Returns 0 when the persistent
+ * heap is usable (RUNNING, or DETACHED with a heap), -1 otherwise with
+ * err_get() set; the reason was also printed once. */
+int runtime_init(void);
+/* With PMTHREADS_STRICT=1 runtime_init does not return on failure: it
+ * prints the reason and exits with RUNTIME_STRICT_EXIT. */
+enum runtime_state runtime_state(void);
+/* True on the thread currently running runtime_init (the malloc wrappers
+ * serve this thread from a bootstrap arena then). */
+bool runtime_in_init(void);
+const struct config *runtime_config(void);
+
+/* Clean shutdown: final epoch, clean flag, pool closed; the heap stays
+ * mapped and usable (other threads and later destructors may still use it)
+ * but is no longer persisted.  Idempotent. */
+void runtime_shutdown(void);
+
+/* In the child after fork(): detach from the parent's pool (the child's heap
+ * is a private copy and is never persisted). */
+void runtime_atfork_child(void);
+
+/* The heap range as mapped in this process, and (mapped - recorded). */
+void *runtime_heap_base(void);
+size_t runtime_heap_len(void);
+ptrdiff_t runtime_heap_offset(void);
+/* The previous run ended without a clean shutdown. */
+bool runtime_crashed(void);
+/* VER_d of the pool, 0 when there is none. */
+uint64_t runtime_durable_epoch(void);
+
+struct runtime_counters {
+	struct epoch_counters epoch;	/* the epoch pipeline's (epoch.h) */
+	struct restore_stats restore;	/* how the heap was restored (restore.h) */
+	uint64_t startup_ns;		/* runtime start-up, pool open to epoch
+					 * thread, recovery included */
+	uint64_t heap_reset_bytes;	/* malloc mode: an unreachable heap emptied */
+};
+void runtime_get_counters(struct runtime_counters *out);
+
+#endif

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* tracker -- backend choice and the calls common to every backend.  See
+ * tracker.h. */
+#include "track/tracker.h"
+
+#include "base/log.h"
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static const struct tracker_ops *choose(enum tracker_kind kind)
+{
+	switch (kind) {
+	case TRACKER_AUTO:
+		return tracker_uffd_supported() ? &tracker_uffd_ops : &tracker_mprotect_ops;
+	case TRACKER_UFFD:
+		if (!tracker_uffd_supported()) {
+			err_set("PMTHREADS_TRACKER=uffd needs Linux >= 6.7 with userfaultfd "
+				"(UFFD_FEATURE_WP_ASYNC and WP_UNPOPULATED) and the PAGEMAP_SCAN "
+				"ioctl, but %s; use PMTHREADS_TRACKER=mprotect (or auto)",
+				tracker_uffd_unsupported_reason());
+			return NULL;
+		}
+		return &tracker_uffd_ops;
+	case TRACKER_MPROTECT:
+		return &tracker_mprotect_ops;
+	}
+	err_set("unknown write tracker kind %d (expected auto, uffd or mprotect)", (int)kind);
+	return NULL;
+}
+
+int tracker_open(struct tracker **out, enum tracker_kind kind, void *base, size_t len)
+{
+	return tracker_open_flags(out, kind, base, len, 0);
+}
+
+int tracker_open_flags(struct tracker **out, enum tracker_kind kind, void *base, size_t len,
+		       unsigned flags)
+{
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	*out = NULL;
+	if (base == NULL || len == 0 || (uintptr_t)base % ps != 0 || len % ps != 0) {
+		err_set("cannot track writes to %p + %zu: the range must be non-empty and "
+			"page-aligned", base, len);
+		return -1;
+	}
+	const struct tracker_ops *ops = choose(kind);
+	if (ops == NULL)
+		return -1;
+
+	/* Not malloc: in PMTHREADS_HEAP=malloc mode this runs while the
+	 * malloc wrappers are still bootstrapping. */
+	struct tracker *t = prim_map_any(sizeof(*t));
+	if (t == NULL) {
+		err_set_errno(errno, "cannot allocate the write tracker");
+		return -1;
+	}
+	t->ops = ops;
+	t->base = base;
+	t->len = len;
+	t->extent = len;
+	t->page_size = ps;
+	t->open_flags = flags;
+
+	/* Base pages only: a transparent huge page would make both backends
+	 * report 512 pages for one write.  Failure (THP not configured) is
+	 * harmless. */
+	(void)madvise(base, len, MADV_NOHUGEPAGE);
+
+	int r = ops->attach(t);
+	if (r != 0 && kind == TRACKER_AUTO && ops == &tracker_uffd_ops) {
+		/* The kernel has the features but refused them here (say, a
+		 * seccomp policy): auto means whatever works. */
+		log_msg(LOG_INFO, "uffd write tracking unavailable (%s); using mprotect", err_get());
+		t->ops = ops = &tracker_mprotect_ops;
+		r = ops->attach(t);
+	}
+	if (r != 0) {
+		prim_unmap(t, sizeof(*t));
+		return -1;
+	}
+	*out = t;
+	return 0;
+}
+
+void tracker_close(struct tracker *t)
+{
+	if (t == NULL)
+		return;
+	t->ops->detach(t);
+	prim_unmap(t, sizeof(*t));
+}
+
+void tracker_set_extent(struct tracker *t, size_t extent)
+{
+	if (extent > t->len)
+		extent = t->len;
+	t->extent = (extent + t->page_size - 1) / t->page_size * t->page_size;
+}
+
+size_t tracker_collect_dirty(struct tracker *t, uint64_t *pages, size_t max)
+{
+	size_t n = t->ops->collect_dirty(t, pages, max);
+	t->stats.collections++;
+	t->stats.pages_collected += n;
+	return n;
+}
+
+int tracker_protect_batch(struct tracker *t, const uint64_t *pages, size_t n)
+{
+	if (t->ops->protect_batch == NULL)
+		return -1;
+	if (n == 0)
+		return 0;
+	int r = t->ops->protect_batch(t, pages, n);
+	if (r == 0)
+		t->stats.batches_guarded++;
+	return r;
+}
+
+void tracker_release_batch(struct tracker *t)
+{
+	if (t->ops->release_batch != NULL)
+		t->ops->release_batch(t);
+}

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * shadow + tracker -- the DRAM shadow heap and which of its pages were written.
+ *
+ * Owns: reserving the shadow range at its fixed address, and the write
+ * tracking backends behind struct tracker_ops:
+ *   tracker_uffd.c      userfaultfd write-protect in async mode
+ *                       (UFFD_FEATURE_WP_ASYNC | WP_UNPOPULATED) and the
+ *                       PAGEMAP_SCAN ioctl with PM_SCAN_WP_MATCHING: the
+ *                       kernel resolves first writes itself; one ioctl
+ *                       returns the written pages and re-protects them
+ *   tracker_mprotect.c  SIGSEGV + mprotect, for older kernels; chains to the
+ *                       application's own SIGSEGV handler
+ *   tracker.c           backend choice, open/close/collect, counters
+ *   shadow.c            the fixed-address reservation
+ * Both report exactly the pages written since the previous collection (the
+ * mprotect backend reports a superset -- every page touched -- only in an
+ * epoch in which it gave up page protection to bound the VMA count; see
+ * TRACKER_MPROTECT_MAX_RUNS).
+ *
+ * Tracking is at base-page granularity: tracker_open disables transparent
+ * huge pages over the range (a written 2 MiB page would otherwise be
+ * reported, and persisted, as 512 written pages).
+ */
+#ifndef PMT_TRACKER_H
+#define PMT_TRACKER_H
+
+#include "base/config.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Reserve [base, base+len) at exactly base when possible, else anywhere
+ * (also when base is 0).  len must be a multiple of the page size.  The
+ * memory is zero-filled, read-write, MAP_NORESERVE.  Returns the address
+ * (check against base for relocation) or NULL with err_get() set. */
+void *shadow_reserve(uint64_t base, size_t len);
+/* Unmap a range returned by shadow_reserve.  NULL is a no-op. */
+void shadow_release(void *addr, size_t len);
+
+struct tracker;
+
+struct tracker_stats {
+	uint64_t faults;	/* first writes taken (mprotect: signals; uffd:
+				 * pages found written, as the kernel resolves
+				 * first writes without telling anyone) */
+	uint64_t collections;	/* tracker_collect_dirty calls */
+	uint64_t pages_collected;
+	uint64_t overflows;	/* mprotect: VMA budget exceeded, range unprotected */
+	uint64_t scan_errors;	/* uffd: PAGEMAP_SCAN failed; the whole range was
+				 * reported dirty instead */
+	uint64_t batches_guarded;	/* protect_batch calls that succeeded */
+	uint64_t guard_faults;	/* writes that hit a guarded page (uffd) */
+	uint64_t guard_giveups;	/* guards released early (too many splits) */
+};
+
+struct tracker_ops {
+	const char *name;
+	/* Start tracking: every page of the range counts as clean now.
+	 * Returns 0 or -1 with err_get() set. */
+	int (*attach)(struct tracker *t);
+	/* Store the indices (page numbers from base, ascending) of every page
+	 * written since attach or the previous collection into pages (room for
+	 * max), re-arm tracking for them, and return how many.  Called only at
+	 * a quiescent point.  If more than max pages are dirty, returns the
+	 * first max and leaves the rest dirty for the next call. */
+	size_t (*collect_dirty)(struct tracker *t, uint64_t *pages, size_t max);
+	/* Copy-before-write (epoch.c): make the pages just collected fault on
+	 * their next write, from any thread, until release_batch, so that the
+	 * copy-before-write hook (tracker_set_cow_hook) sees each such write
+	 * before it lands.  Called at the quiescent point right after
+	 * collect_dirty with what it returned.  Returns 0, or -1 when the
+	 * pages cannot be guarded (the caller copies them instead). */
+	int (*protect_batch)(struct tracker *t, const uint64_t *pages, size_t n);
+	/* End of the write-back: the guard of protect_batch is no longer
+	 * needed (pages stay tracked as before). */
+	void (*release_batch)(struct tracker *t);
+	/* Stop tracking; the range stays mapped and becomes plainly writable.
+	 * Safe in a fork child (acts on the child's own mappings only). */
+	void (*detach)(struct tracker *t);
+};
+
+struct tracker {
+	const struct tracker_ops *ops;
+	void *base;
+	size_t len;
+	size_t extent;		/* collections look at [base, base+extent) only;
+				 * see tracker_set_extent */
+	size_t page_size;
+	unsigned open_flags;	/* TRACKER_OPEN_* */
+	struct tracker_stats stats;
+	void *impl;
+};
+
+/* tracker_open_flags: the uffd backend will serve missing-page faults for
+ * lazy restore (restore.h): open its descriptor so that faults taken by the
+ * kernel wait for the restorer when the process may ask for that, and leave
+ * the write-protection of the range to tracker_uffd_register_missing (which
+ * protects only the part it registers; see there for what that means above
+ * it). */
+#define TRACKER_OPEN_MISSING 1u
+
+/* Create a tracker of the given kind over [base, base+len) (TRACKER_AUTO:
+ * uffd when the kernel supports it, else mprotect) and attach it.  base and
+ * len must be page-aligned, len > 0, and the range anonymous private memory
+ * (as from shadow_reserve).  Asking for TRACKER_UFFD on a kernel without
+ * support is an error naming what is missing.  Returns 0 or -1 with err_get()
+ * set. */
+int tracker_open(struct tracker **out, enum tracker_kind kind, void *base, size_t len);
+int tracker_open_flags(struct tracker **out, enum tracker_kind kind, void *base, size_t len,
+		       unsigned flags);
+/* Lazy restore (restore.c) shares the uffd tracker's descriptor, as a range
+ * has only one userfaultfd context: register [base, base+len) of a tracker
+ * opened with TRACKER_OPEN_MISSING for missing-page faults as well (the
+ * write-protection stays as it is).  Returns the descriptor (owned by the
+ * tracker, closed by tracker_close) and sets *kernel_faults when faults the
+ * kernel takes wait for a UFFDIO_COPY instead of failing with EFAULT; -1
+ * with err_get() set when the tracker is not such a uffd tracker. */
+int tracker_uffd_register_missing(struct tracker *t, size_t len, bool *kernel_faults);
+/* Whether this process may open a userfaultfd whose kernel-mode faults wait
+ * (see tracker_uffd_register_missing). */
+bool tracker_uffd_kernel_faults_possible(void);
+/* Detach and free.  NULL is a no-op. */
+void tracker_close(struct tracker *t);
+/* ops->collect_dirty, counted in t->stats. */
+size_t tracker_collect_dirty(struct tracker *t, uint64_t *pages, size_t max);
+/* Limit later collections to [base, base+extent) (rounded up to a page,
+ * capped at len; tracker_open sets len).  The caller promises that nothing
+ * above it was written since the previous collection: a PAGEMAP_SCAN costs
+ * time for every page table entry of the range it walks, written or not, so
+ * the runtime passes the heap's high-water mark instead of scanning a mostly
+ * unused pool.  Writes above the extent are not lost, only deferred: they
+ * stay marked until a collection whose extent covers them (the mprotect
+ * backend, whose bitmap costs nothing to read, may report the few up to the
+ * next multiple of 64 pages early).  Call only where collect_dirty may be
+ * called (a quiescent point). */
+void tracker_set_extent(struct tracker *t, size_t extent);
+
+/* Whether this kernel offers what the uffd backend needs (probed once). */
+bool tracker_uffd_supported(void);
+/* Why it does not (a sentence naming the missing kernel feature), or "" when
+ * it does. */
+const char *tracker_uffd_unsupported_reason(void);
+
+/* mprotect backend services used by preload/ wrappers (no-ops for uffd):
+ * make [addr, addr+len) writable and count its pages as written, so that a
+ * system call writing there does not fail with EFAULT.  Any part of the
+ * range outside every tracked range is ignored.  Thread-safe. */
+void tracker_prefault(void *addr, size_t len);
+
+/* A function told of every first write to a tracked page the mprotect
+ * backend sees: addr is the faulting address, ucontext the SIGSEGV handler's
+ * context (a ucontext_t *, so an unwinder can start at the faulting frame).
+ * It runs in the signal handler on the writing thread, before the page is
+ * made writable, so it must be async-signal-safe (the FASE checker,
+ * fase_checker.h, is the user).  NULL (the default) turns it off.  The uffd
+ * backend never calls it: the kernel resolves its first writes unseen. */
+typedef void (*tracker_write_hook)(void *addr, void *ucontext);
+void tracker_set_write_hook(tracker_write_hook fn);
+
+/* Copy-before-write.  fn(lo, hi) is called before any page of [lo, hi) that
+ * protect_batch guarded becomes writable again: on the writing thread's
+ * write fault (in the SIGSEGV handler: fn must be async-signal-safe), in
+ * tracker_prefault before a system call writes there, and for the whole
+ * range before a backend gives up page protection.  fn saves whatever pages
+ * of the batch in flight are in [lo, hi) and returns; it may be called for
+ * pages outside any batch, and after the batch ended.  NULL turns it off. */
+typedef void (*tracker_cow_hook)(uintptr_t lo, uintptr_t hi);
+void tracker_set_cow_hook(tracker_cow_hook fn);
+/* ops->protect_batch / release_batch, counted in t->stats. */
+int tracker_protect_batch(struct tracker *t, const uint64_t *pages, size_t n);
+void tracker_release_batch(struct tracker *t);
+
+/* The uffd backend's batch guard (tracker_mprotect.c owns SIGSEGV):
+ * mprotect read-only a few ranges covering pages[0..n) (gaps between
+ * batch pages of up to TRACKER_GUARD_GAP pages are covered too, and wider
+ * ones until at most TRACKER_GUARD_RANGES ranges remain), so that every
+ * write there faults; the handler calls the cow hook for the page and makes
+ * it writable (the uffd write-protect bit still records the write) --
+ * with the rest of its aligned block of TRACKER_GUARD_FAULT_AROUND pages
+ * inside the same range, saved first and unprotected by the same mprotect.
+ * tracker_guard_register at attach installs the handler for the range;
+ * tracker_guard_unregister at detach.  */
+#define TRACKER_GUARD_GAP 64
+#define TRACKER_GUARD_RANGES 256
+#define TRACKER_GUARD_FAULT_AROUND 16
+/* Pages the guard makes writable one by one during a batch before it gives
+ * up and unprotects all its ranges at once (after saving every page). */
+#define TRACKER_GUARD_MAX_SPLITS 8192
+int tracker_guard_register(struct tracker *t);
+void tracker_guard_unregister(struct tracker *t);
+int tracker_guard_protect(struct tracker *t, const uint64_t *pages, size_t n);
+void tracker_guard_release(struct tracker *t);
+
+/* Signal chaining (mprotect backend): preload/'s sigaction and signal
+ * wrappers forward here.  While an mprotect tracker is attached, our SIGSEGV
+ * handler stays installed and the application's SIGSEGV disposition is only
+ * recorded: faults that are not first writes to a tracked page are handed to
+ * it (or, for the default action, end the process with SIGSEGV after a
+ * one-line diagnostic).  Every other signal, and SIGSEGV when no mprotect
+ * tracker is attached, goes straight to the kernel (SIGBUS never arises from
+ * write protection, so the application's SIGBUS handler is the kernel's).
+ * Same contract as sigaction(2). */
+int tracker_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* The mprotect backend keeps at most this many separately writable runs of
+ * pages per epoch (each costs up to two VMAs; vm.max_map_count is 65530 by
+ * default).  Beyond it the whole range is made writable until the next
+ * collection, which then reports every page touched (resident or swapped)
+ * and counts stats.overflows. */
+#define TRACKER_MPROTECT_MAX_RUNS 8192
+
+/* The backends, for tracker.c. */
+extern const struct tracker_ops tracker_uffd_ops;
+extern const struct tracker_ops tracker_mprotect_ops;
+
+#endif

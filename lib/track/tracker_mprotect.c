@@ -1,0 +1,901 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* tracker_mprotect -- write tracking by page protection and SIGSEGV, for
+ * kernels without asynchronous userfaultfd write-protection.  See tracker.h.
+ *
+ * The range is read-only between collections.  The first write to a page
+ * faults; the handler marks the page in a bitmap (atomically: several threads
+ * may fault at once) and makes it writable.  A collection lists the marked
+ * pages and makes them read-only again, coalescing runs of pages into one
+ * mprotect each.  Writable runs split the range into VMAs, so their number is
+ * bounded (TRACKER_MPROTECT_MAX_RUNS): beyond it the whole range is made
+ * writable and the next collection reports every page touched since, as
+ * /proc/self/pagemap says (resident or swapped: a superset of the written
+ * ones).
+ *
+ * Faults that are not first writes to a tracked page belong to the
+ * application: they go to the handler it installed (recorded by
+ * tracker_sigaction), or, if it has none, end the process with SIGSEGV just
+ * as they would have without us. */
+#include "track/tracker.h"
+
+#include "base/log.h"
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+/* glibc's other public name for sigaction(2): preload/ interposes
+ * "sigaction" itself and forwards to tracker_sigaction, so the runtime's own
+ * calls must not go through that symbol. */
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* Trackers that may be attached at once (the heap, plus tests and tools). */
+#define MAX_TRACKERS 8
+
+/* pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst). */
+#define PM_ENTRY_PRESENT (1ULL << 63)
+#define PM_ENTRY_SWAPPED (1ULL << 62)
+
+struct mp_impl {
+	struct tracker *t;
+	uintptr_t lo, hi;		/* the range */
+	size_t ps;
+	size_t npages;
+	_Atomic uint64_t *dirty;	/* one bit per page */
+	size_t nwords;
+	/* An upper bound on the number of runs of dirty (so writable) pages:
+	 * exact after each collection, never an undercount in between. */
+	atomic_long runs;
+	/* The whole range is writable until the next collection. */
+	atomic_bool overflow;
+	int pagemap;			/* -1: report every page after overflow */
+	int slot;
+};
+
+static _Atomic(struct mp_impl *) active[MAX_TRACKERS];
+/* Signal handlers and tracker_prefault calls currently looking at active[]:
+ * detach waits for them before freeing what they may be reading. */
+static atomic_int readers_inside;
+
+/* Serialises attach, detach and tracker_sigaction. */
+static prim_lock_t install_lock = PRIM_LOCK_INIT;
+static int attached_count;	/* our handler is installed while > 0 */
+
+/* The application's SIGSEGV disposition while our handler is installed.  A
+ * sequence lock, because the signal handler reads it and cannot take a lock;
+ * writers block every signal, so a handler never waits for its own thread. */
+static struct sigaction app_action;
+static atomic_uint app_action_seq;
+
+static void app_action_write(const struct sigaction *sa)
+{
+	unsigned s;
+	do {
+		s = atomic_load_explicit(&app_action_seq, memory_order_relaxed) & ~1u;
+	} while (!atomic_compare_exchange_weak_explicit(&app_action_seq, &s, s + 1,
+							memory_order_acquire,
+							memory_order_relaxed));
+	atomic_thread_fence(memory_order_release);
+	memcpy(&app_action, sa, sizeof(app_action));
+	atomic_store_explicit(&app_action_seq, s + 2, memory_order_release);
+}
+
+static void app_action_read(struct sigaction *out)
+{
+	for (;;) {
+		unsigned s = atomic_load_explicit(&app_action_seq, memory_order_acquire);
+		if (s & 1) {
+			sched_yield();
+			continue;
+		}
+		memcpy(out, &app_action, sizeof(*out));
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&app_action_seq, memory_order_relaxed) == s)
+			return;
+	}
+}
+
+/* app_action_write with every signal blocked (outside the handler). */
+static void app_action_write_blocked(const struct sigaction *sa)
+{
+	sigset_t all, saved;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &saved);
+	app_action_write(sa);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+}
+
+/* ---- dirty bitmap ---- */
+
+static _Atomic(tracker_cow_hook) cow_hook;
+
+void tracker_set_cow_hook(tracker_cow_hook fn)
+{
+	atomic_store(&cow_hook, fn);
+}
+
+/* Pages of [lo, hi) are about to become writable: let the epoch save the
+ * ones its write-back still needs.  Async-signal-safe. */
+static void before_writable(uintptr_t lo, uintptr_t hi)
+{
+	tracker_cow_hook fn = atomic_load_explicit(&cow_hook, memory_order_acquire);
+	if (fn != NULL)
+		fn(lo, hi);
+}
+
+static bool page_dirty(const struct mp_impl *m, size_t i)
+{
+	return (atomic_load(&m->dirty[i / 64]) >> (i % 64)) & 1;
+}
+
+static void go_overflow(struct mp_impl *m)
+{
+	if (atomic_exchange(&m->overflow, true))
+		return;
+	/* Every page is marked before it is made writable, but from here on
+	 * writes are not seen at all: the next collection falls back to
+	 * pagemap. */
+	before_writable(m->lo, m->hi);
+	if (mprotect((void *)m->lo, m->hi - m->lo, PROT_READ | PROT_WRITE) != 0)
+		log_msg(LOG_ERR, "cannot unprotect the persistent heap after too many dirty "
+			"runs (errno %d)", errno);
+	__atomic_fetch_add(&m->t->stats.overflows, 1, __ATOMIC_RELAXED);
+}
+
+/* Mark pages [first, first+count) dirty.  Async-signal-safe.
+ *
+ * Runs are counted by looking at both neighbours *before* setting a page's
+ * bit: of two adjacent pages marked concurrently at most one can see the
+ * other (seq_cst), so the estimate may exceed the true number of runs but is
+ * never below it. */
+static void mark_pages(struct mp_impl *m, size_t first, size_t count)
+{
+	long delta = 0;
+	for (size_t i = first; i < first + count; i++) {
+		long d = 1;
+		if (i > 0 && page_dirty(m, i - 1))
+			d--;
+		if (i + 1 < m->npages && page_dirty(m, i + 1))
+			d--;
+		uint64_t bit = 1ULL << (i % 64);
+		if (!(atomic_fetch_or(&m->dirty[i / 64], bit) & bit))
+			delta += d;
+	}
+	if (delta != 0 &&
+	    atomic_fetch_add(&m->runs, delta) + delta > TRACKER_MPROTECT_MAX_RUNS)
+		go_overflow(m);
+}
+
+/* Make pages [first, first+count) writable, or read-only. */
+static int set_access(const struct mp_impl *m, size_t first, size_t count, bool writable)
+{
+	return mprotect((void *)(m->lo + first * m->ps), count * m->ps,
+			writable ? PROT_READ | PROT_WRITE : PROT_READ);
+}
+
+/* ---- the signal handler ---- */
+
+static bool is_write_fault(const void *ucv)
+{
+#if defined(__x86_64__)
+	/* Page-fault error code: bit 1 write access, bit 4 instruction
+	 * fetch.  Jumping into the heap must not look like a write, or the
+	 * handler would unprotect the page and the fault repeat forever. */
+	const ucontext_t *uc = ucv;
+	unsigned long err = (unsigned long)uc->uc_mcontext.gregs[REG_ERR];
+	return (err & 0x2) != 0 && (err & 0x10) == 0;
+#else
+	(void)ucv;
+	return true;
+#endif
+}
+
+static _Atomic(tracker_write_hook) write_hook;
+
+void tracker_set_write_hook(tracker_write_hook fn)
+{
+	atomic_store(&write_hook, fn);
+}
+
+
+/* A fault at address a: if it is a first write to a tracked page, record it
+ * and let the write proceed.  Returns whether it was ours. */
+static bool handle_tracked_write(uintptr_t a, void *ucv)
+{
+	for (int i = 0; i < MAX_TRACKERS; i++) {
+		struct mp_impl *m = atomic_load(&active[i]);
+		if (m == NULL || a < m->lo || a >= m->hi)
+			continue;
+		/* Before the page becomes writable: the hook sees the write
+		 * while it is still pending (and a thread racing to the same
+		 * page faults too, rather than slipping past unseen). */
+		tracker_write_hook hook = atomic_load_explicit(&write_hook, memory_order_acquire);
+		if (hook != NULL)
+			hook((void *)a, ucv);
+		size_t page = (a - m->lo) / m->ps;
+		mark_pages(m, page, 1);
+		__atomic_fetch_add(&m->t->stats.faults, 1, __ATOMIC_RELAXED);
+		if (atomic_load(&m->overflow))
+			return true;	/* the whole range is writable already */
+		before_writable(m->lo + page * m->ps, m->lo + (page + 1) * m->ps);
+		return set_access(m, page, 1, true) == 0;
+	}
+	return false;
+}
+
+
+/* ---- the batch guard: copy-before-write for the uffd backend ----
+ *
+ * uffd's asynchronous write-protection resolves writes without telling
+ * anyone, so during an epoch's write-back the pages being persisted are
+ * also made read-only with mprotect: a write to one faults here, the cow
+ * hook saves the page and its neighbours (guard_cluster), and they become
+ * writable with one mprotect (their uffd bits still record which of them
+ * are written, for the next epoch).  A few covering ranges keep
+ * the pause's mprotect calls few; pages in the gaps just fault once. */
+
+static int install_handler(void);
+static void uninstall_handler(void);
+
+struct guard_range {
+	uintptr_t lo, hi;
+};
+
+struct guard {
+	struct tracker *t;
+	uintptr_t lo, hi;		/* the tracked range */
+	size_t ps;
+	atomic_bool armed;		/* ranges[] are read-only */
+	atomic_long splits;		/* pages made writable one by one */
+	atomic_ulong releases;		/* times the ranges were made writable again */
+	size_t nranges;
+	struct guard_range ranges[TRACKER_GUARD_RANGES];
+};
+
+static _Atomic(struct guard *) guards[MAX_TRACKERS];
+/* A write fault in a guarded range while no guard is armed is normally a
+ * fault that raced with the release (the retry succeeds); the same address
+ * faulting twice with no release in between is the application's own.  (A
+ * thread whose first write after each pause hits the same hot word, and
+ * whose signal is delivered only after the short write-back's release, races
+ * at that address epoch after epoch: the release count tells those apart.) */
+static __thread uintptr_t guard_stale_addr;
+static __thread unsigned long guard_stale_releases;
+
+static struct guard *guard_of(const struct tracker *t)
+{
+	for (int i = 0; i < MAX_TRACKERS; i++) {
+		struct guard *g = atomic_load(&guards[i]);
+		if (g != NULL && g->t == t)
+			return g;
+	}
+	return NULL;
+}
+
+static void guard_unprotect_ranges(struct guard *g)
+{
+	for (size_t r = 0; r < g->nranges; r++)
+		if (mprotect((void *)g->ranges[r].lo, g->ranges[r].hi - g->ranges[r].lo,
+			     PROT_READ | PROT_WRITE) != 0)
+			log_msg(LOG_ERR, "cannot unprotect %#lx..%#lx after an epoch's write-back "
+				"(errno %d)", (unsigned long)g->ranges[r].lo,
+				(unsigned long)g->ranges[r].hi, errno);
+}
+
+/* Too many single-page splits (or one failed, say at vm.max_map_count):
+ * save every page of the batch and unprotect all ranges at once. */
+static void guard_give_up(struct guard *g)
+{
+	before_writable(g->lo, g->hi);
+	guard_unprotect_ranges(g);
+	atomic_fetch_add(&g->releases, 1);
+	if (atomic_exchange(&g->armed, false))
+		__atomic_fetch_add(&g->t->stats.guard_giveups, 1, __ATOMIC_RELAXED);
+}
+
+/* Fault-around: the aligned block of TRACKER_GUARD_FAULT_AROUND pages
+ * holding page pg, clipped to the guarded range that holds pg (the page
+ * alone when none does: a fault racing a re-arm).  Programs that write one
+ * page of a batch mostly write its neighbours too, so saving them now costs
+ * a few page copies where each of their own write faults would cost a
+ * signal and an mprotect that splits a VMA. */
+static void guard_cluster(const struct guard *g, uintptr_t pg, uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = pg;
+	*hi = pg + g->ps;
+	size_t a = 0, z = g->nranges;	/* ranges ascend: the last with lo <= pg */
+	while (a < z) {
+		size_t m = a + (z - a) / 2;
+		if (g->ranges[m].lo <= pg)
+			a = m + 1;
+		else
+			z = m;
+	}
+	if (a == 0 || pg >= g->ranges[a - 1].hi)
+		return;
+	const struct guard_range *r = &g->ranges[a - 1];
+	uintptr_t block = (uintptr_t)TRACKER_GUARD_FAULT_AROUND * g->ps;
+	uintptr_t b_lo = pg - (pg - g->lo) % block;
+	uintptr_t b_hi = b_lo + block;
+	*lo = b_lo > r->lo ? b_lo : r->lo;
+	*hi = b_hi < r->hi ? b_hi : r->hi;
+}
+
+static bool handle_guarded_write(uintptr_t a)
+{
+	for (int i = 0; i < MAX_TRACKERS; i++) {
+		struct guard *g = atomic_load(&guards[i]);
+		if (g == NULL || a < g->lo || a >= g->hi)
+			continue;
+		uintptr_t pg = a & ~(uintptr_t)(g->ps - 1);
+		if (!atomic_load(&g->armed)) {
+			unsigned long rel = atomic_load(&g->releases);
+			if (guard_stale_addr == a && guard_stale_releases == rel)
+				return false;
+			guard_stale_addr = a;
+			guard_stale_releases = rel;
+			return true;
+		}
+		guard_stale_addr = 0;
+		uintptr_t lo, hi;
+		guard_cluster(g, pg, &lo, &hi);
+		/* Saved before writable: once the mprotect returns, another
+		 * thread may write any page of the cluster without a fault. */
+		before_writable(lo, hi);
+		__atomic_fetch_add(&g->t->stats.guard_faults, 1, __ATOMIC_RELAXED);
+		if (atomic_fetch_add(&g->splits, 1) >= TRACKER_GUARD_MAX_SPLITS ||
+		    mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE) != 0)
+			guard_give_up(g);
+		return true;
+	}
+	return false;
+}
+
+/* A system call is about to write [a, e): save and unprotect its pages. */
+static void guard_prefault(uintptr_t a, uintptr_t e)
+{
+	for (int i = 0; i < MAX_TRACKERS; i++) {
+		struct guard *g = atomic_load(&guards[i]);
+		if (g == NULL || !atomic_load(&g->armed))
+			continue;
+		uintptr_t lo = a > g->lo ? a : g->lo;
+		uintptr_t hi = e < g->hi ? e : g->hi;
+		if (lo >= hi)
+			continue;
+		lo &= ~(uintptr_t)(g->ps - 1);
+		hi = (hi + g->ps - 1) & ~(uintptr_t)(g->ps - 1);
+		before_writable(lo, hi);
+		if (atomic_fetch_add(&g->splits, 1) >= TRACKER_GUARD_MAX_SPLITS ||
+		    mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE) != 0)
+			guard_give_up(g);
+	}
+}
+
+int tracker_guard_register(struct tracker *t)
+{
+	struct guard *g = prim_map_any(sizeof(*g));
+	if (g == NULL) {
+		err_set_errno(errno, "cannot allocate the write-back guard");
+		return -1;
+	}
+	g->t = t;
+	g->lo = (uintptr_t)t->base;
+	g->hi = g->lo + t->len;
+	g->ps = t->page_size;
+	prim_lock(&install_lock);
+	int slot = -1;
+	for (int i = 0; i < MAX_TRACKERS && slot < 0; i++)
+		if (atomic_load(&guards[i]) == NULL)
+			slot = i;
+	if (slot < 0 || (attached_count == 0 && install_handler() != 0)) {
+		prim_unlock(&install_lock);
+		err_set_errno(slot < 0 ? EMFILE : errno, "cannot install the write-back guard's "
+			      "SIGSEGV handler");
+		prim_unmap(g, sizeof(*g));
+		return -1;
+	}
+	attached_count++;
+	atomic_store(&guards[slot], g);
+	prim_unlock(&install_lock);
+	return 0;
+}
+
+void tracker_guard_unregister(struct tracker *t)
+{
+	prim_lock(&install_lock);
+	struct guard *g = NULL;
+	for (int i = 0; i < MAX_TRACKERS; i++) {
+		struct guard *c = atomic_load(&guards[i]);
+		if (c != NULL && c->t == t) {
+			g = c;
+			atomic_store(&guards[i], NULL);
+		}
+	}
+	if (g == NULL) {
+		prim_unlock(&install_lock);
+		return;
+	}
+	/* Also in a fork child, whose copy of the ranges is still read-only. */
+	if (atomic_load(&g->armed)) {
+		guard_unprotect_ranges(g);
+		atomic_store(&g->armed, false);
+	}
+	if (--attached_count == 0)
+		uninstall_handler();
+	prim_unlock(&install_lock);
+	while (atomic_load(&readers_inside) != 0)
+		sched_yield();
+	prim_unmap(g, sizeof(*g));
+}
+
+int tracker_guard_protect(struct tracker *t, const uint64_t *pages, size_t n)
+{
+	struct guard *g = guard_of(t);
+	if (g == NULL || n == 0)
+		return g == NULL ? -1 : 0;
+	/* The smallest gap width (from TRACKER_GUARD_GAP up) that leaves at
+	 * most TRACKER_GUARD_RANGES ranges.  A covered gap page costs ~20 ns
+	 * in mprotect, a range ~2 us, and a gap page written during the
+	 * write-back one fault. */
+	uint64_t gap = TRACKER_GUARD_GAP;
+	for (;;) {
+		size_t ranges = 1;
+		for (size_t k = 1; k < n; k++)
+			if (pages[k] - pages[k - 1] - 1 > gap)
+				ranges++;
+		if (ranges <= TRACKER_GUARD_RANGES)
+			break;
+		gap *= 2;
+	}
+	g->nranges = 0;
+	size_t first = 0;
+	for (size_t k = 1; k <= n; k++) {
+		if (k < n && pages[k] - pages[k - 1] - 1 <= gap)
+			continue;
+		g->ranges[g->nranges++] = (struct guard_range){
+			g->lo + pages[first] * g->ps, g->lo + (pages[k - 1] + 1) * g->ps };
+		first = k;
+	}
+	atomic_store(&g->splits, 0);
+	atomic_store(&g->armed, true);
+	for (size_t r = 0; r < g->nranges; r++) {
+		if (mprotect((void *)g->ranges[r].lo, g->ranges[r].hi - g->ranges[r].lo,
+			     PROT_READ) != 0) {
+			int e = errno;
+			g->nranges = r;
+			guard_unprotect_ranges(g);
+			g->nranges = 0;
+			atomic_store(&g->armed, false);
+			err_set_errno(e, "cannot write-protect the pages of an epoch's write-back");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void tracker_guard_release(struct tracker *t)
+{
+	struct guard *g = guard_of(t);
+	if (g == NULL || !atomic_load(&g->armed))
+		return;
+	guard_unprotect_ranges(g);
+	atomic_fetch_add(&g->releases, 1);
+	atomic_store(&g->armed, false);
+}
+
+static const char *signal_name(int sig)
+{
+	return sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : "signal";
+}
+
+/* The application has no handler: end the process as the kernel would have.
+ * Returning from our handler re-executes the faulting access, which then
+ * takes the default action (and dumps core with the faulting context); a
+ * signal sent by kill() is re-sent instead, pending until we return. */
+static void die_by_default(int sig, const siginfo_t *si)
+{
+	log_msg(LOG_ERR, "%s at address %p, outside the tracked persistent heap pages and with "
+		"no handler in the program: terminating", signal_name(sig), si->si_addr);
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	__sigaction(sig, &dfl, NULL);
+	if (si->si_code <= 0)
+		syscall(SYS_tgkill, getpid(), prim_gettid(), sig);
+}
+
+/* Hand the signal to the application's disposition, as the kernel would
+ * have: its mask (plus the signal unless SA_NODEFER) added to the
+ * interrupted context's, SA_RESETHAND honoured. */
+static void chain_to_application(int sig, siginfo_t *si, void *ucv)
+{
+	struct sigaction app;
+	app_action_read(&app);
+	bool with_info = (app.sa_flags & SA_SIGINFO) != 0;
+	if (!with_info && (app.sa_handler == SIG_DFL || app.sa_handler == SIG_IGN)) {
+		/* A fault cannot be ignored (the kernel forces the default
+		 * action); a SIGSEGV sent by kill() can. */
+		if (app.sa_handler == SIG_IGN && si->si_code <= 0)
+			return;
+		die_by_default(sig, si);
+		return;
+	}
+	if (app.sa_flags & SA_RESETHAND) {
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		app_action_write(&dfl);	/* every signal is blocked here */
+	}
+	sigset_t mask = ((const ucontext_t *)ucv)->uc_sigmask;
+	sigorset(&mask, &mask, &app.sa_mask);
+	if (!(app.sa_flags & SA_NODEFER))
+		sigaddset(&mask, sig);
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	if (with_info)
+		app.sa_sigaction(sig, si, ucv);
+	else
+		app.sa_handler(sig);
+	/* Returning restores the interrupted context's mask. */
+}
+
+static void on_sigsegv(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	bool ours = false;
+	atomic_fetch_add(&readers_inside, 1);
+	/* si_code > 0: raised by the kernel for this access, not sent. */
+	if (si->si_code > 0 && is_write_fault(ucv)) {
+		ours = handle_tracked_write((uintptr_t)si->si_addr, ucv);
+		if (!ours)
+			ours = handle_guarded_write((uintptr_t)si->si_addr);
+	}
+	atomic_fetch_sub(&readers_inside, 1);
+	if (!ours)
+		chain_to_application(sig, si, ucv);
+	errno = saved_errno;
+}
+
+static int install_handler(void)
+{
+	struct sigaction cur;
+	if (__sigaction(SIGSEGV, NULL, &cur) != 0)
+		return -1;
+	app_action_write_blocked(&cur);
+	struct sigaction ours;
+	memset(&ours, 0, sizeof(ours));
+	ours.sa_sigaction = on_sigsegv;
+	/* Everything blocked while we run: an application handler that
+	 * writes the heap must not interrupt us, since a write fault with
+	 * SIGSEGV blocked kills the process.  SA_ONSTACK keeps stack-overflow
+	 * handlers on their alternate stack working. */
+	sigfillset(&ours.sa_mask);
+	ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	return __sigaction(SIGSEGV, &ours, NULL);
+}
+
+static void uninstall_handler(void)
+{
+	struct sigaction app;
+	app_action_read(&app);
+	__sigaction(SIGSEGV, &app, NULL);
+}
+
+int tracker_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (sig != SIGSEGV)
+		return __sigaction(sig, act, old);
+	struct sigaction new_action;	/* act and old may be the same object */
+	if (act != NULL)
+		new_action = *act;
+	int r = 0;
+	prim_lock(&install_lock);
+	if (attached_count > 0) {
+		struct sigaction prev;
+		app_action_read(&prev);
+		if (act != NULL)
+			app_action_write_blocked(&new_action);
+		if (old != NULL)
+			*old = prev;
+	} else {
+		r = __sigaction(sig, act != NULL ? &new_action : NULL, old);
+	}
+	prim_unlock(&install_lock);
+	return r;
+}
+
+/* ---- prefault ---- */
+
+void tracker_prefault(void *addr, size_t len)
+{
+	if (len == 0)
+		return;
+	uintptr_t a = (uintptr_t)addr;
+	uintptr_t e = a + len < a ? UINTPTR_MAX : a + len;
+	atomic_fetch_add(&readers_inside, 1);
+	for (int i = 0; i < MAX_TRACKERS; i++) {
+		struct mp_impl *m = atomic_load(&active[i]);
+		if (m == NULL)
+			continue;
+		uintptr_t lo = a > m->lo ? a : m->lo;
+		uintptr_t hi = e < m->hi ? e : m->hi;
+		if (lo >= hi)
+			continue;
+		size_t first = (lo - m->lo) / m->ps;
+		size_t count = (hi - 1 - m->lo) / m->ps - first + 1;
+		/* Marked before made writable: a write from another thread in
+		 * between must not go unrecorded. */
+		mark_pages(m, first, count);
+		if (!atomic_load(&m->overflow)) {
+			before_writable(m->lo + first * m->ps, m->lo + (first + count) * m->ps);
+			(void)set_access(m, first, count, true);
+		}
+	}
+	guard_prefault(a, e);
+	atomic_fetch_sub(&readers_inside, 1);
+}
+
+/* ---- attach, collect, detach ---- */
+
+static void free_impl(struct mp_impl *m)
+{
+	if (m->pagemap >= 0)
+		close(m->pagemap);
+	if (m->dirty != NULL)
+		prim_unmap((void *)m->dirty, m->nwords * sizeof(uint64_t));
+	prim_unmap(m, sizeof(*m));
+}
+
+static int mp_attach(struct tracker *t)
+{
+	struct mp_impl *m = prim_map_any(sizeof(*m));
+	if (m == NULL) {
+		err_set_errno(errno, "cannot allocate the mprotect write tracker");
+		return -1;
+	}
+	m->t = t;
+	m->lo = (uintptr_t)t->base;
+	m->hi = m->lo + t->len;
+	m->ps = t->page_size;
+	m->npages = t->len / t->page_size;
+	m->nwords = (m->npages + 63) / 64;
+	m->pagemap = -1;
+	m->slot = -1;
+	m->dirty = prim_map_any(m->nwords * sizeof(uint64_t));
+	if (m->dirty == NULL) {
+		err_set_errno(errno, "cannot allocate the dirty-page bitmap for %zu pages",
+			      m->npages);
+		free_impl(m);
+		return -1;
+	}
+	/* Only needed after an overflow; without it such an epoch reports
+	 * the whole range. */
+	m->pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+
+	prim_lock(&install_lock);
+	for (int i = 0; i < MAX_TRACKERS && m->slot < 0; i++)
+		if (atomic_load(&active[i]) == NULL)
+			m->slot = i;
+	if (m->slot < 0) {
+		prim_unlock(&install_lock);
+		err_set("cannot track more than %d ranges with the mprotect backend at once",
+			MAX_TRACKERS);
+		free_impl(m);
+		return -1;
+	}
+	if (attached_count == 0 && install_handler() != 0) {
+		prim_unlock(&install_lock);
+		err_set_errno(errno, "cannot install the SIGSEGV handler of the mprotect write "
+			      "tracker");
+		free_impl(m);
+		return -1;
+	}
+	attached_count++;
+	/* Published before the range is protected: every fault it can cause
+	 * finds it. */
+	atomic_store(&active[m->slot], m);
+	prim_unlock(&install_lock);
+	t->impl = m;
+
+	/* Give the range's VMA its anon_vma now, while it is one VMA.  Else
+	 * each page first written after a split gets an anon_vma of its own,
+	 * and VMAs with different anon_vmas never merge again: the pieces
+	 * would outlive the epoch and pile up past the run budget.  An
+	 * atomic add of 0 is a write that cannot lose a concurrent one. */
+	__atomic_fetch_add((uint64_t *)t->base, 0, __ATOMIC_RELAXED);
+
+	if (mprotect(t->base, t->len, PROT_READ) != 0) {
+		err_set_errno(errno, "cannot write-protect %p + %zu", t->base, t->len);
+		t->ops->detach(t);
+		return -1;
+	}
+	return 0;
+}
+
+/* After an overflow: mark every page that pagemap says was touched. */
+static void mark_touched(struct mp_impl *m)
+{
+	uint64_t entries[512];
+	size_t done = 0;
+	while (m->pagemap >= 0 && done < m->npages) {
+		size_t want = m->npages - done < 512 ? m->npages - done : 512;
+		off_t off = (off_t)((m->lo / m->ps + done) * sizeof(uint64_t));
+		ssize_t r = pread(m->pagemap, entries, want * sizeof(uint64_t), off);
+		if (r < (ssize_t)sizeof(uint64_t))
+			break;
+		size_t got = (size_t)r / sizeof(uint64_t);
+		for (size_t k = 0; k < got; k++)
+			if (entries[k] & (PM_ENTRY_PRESENT | PM_ENTRY_SWAPPED))
+				atomic_fetch_or_explicit(&m->dirty[(done + k) / 64],
+							 1ULL << ((done + k) % 64),
+							 memory_order_relaxed);
+		done += got;
+	}
+	if (done < m->npages) {
+		log_msg(LOG_WARN, "cannot read /proc/self/pagemap after a dirty-run overflow; "
+			"persisting every page of the heap this epoch");
+		for (size_t i = done; i < m->npages; i++)
+			atomic_fetch_or_explicit(&m->dirty[i / 64], 1ULL << (i % 64),
+						 memory_order_relaxed);
+	}
+}
+
+/* Exact number of runs of dirty pages (quiescent: no concurrent marking). */
+static long count_runs(const struct mp_impl *m)
+{
+	long runs = 0;
+	uint64_t carry = 0;
+	for (size_t w = 0; w < m->nwords; w++) {
+		uint64_t bits = atomic_load_explicit(&m->dirty[w], memory_order_relaxed);
+		runs += __builtin_popcountll(bits & ~((bits << 1) | carry));
+		carry = bits >> 63;
+	}
+	return runs;
+}
+
+/* Call fn on each run of dirty pages. */
+static void for_each_dirty_run(const struct mp_impl *m,
+			       void (*fn)(const struct mp_impl *m, size_t first, size_t count))
+{
+	size_t start = 0, len = 0;
+	for (size_t w = 0; w < m->nwords; w++) {
+		uint64_t bits = atomic_load_explicit(&m->dirty[w], memory_order_relaxed);
+		while (bits != 0) {
+			size_t i = w * 64 + (size_t)__builtin_ctzll(bits);
+			bits &= bits - 1;
+			if (len > 0 && start + len == i) {
+				len++;
+				continue;
+			}
+			if (len > 0)
+				fn(m, start, len);
+			start = i;
+			len = 1;
+		}
+	}
+	if (len > 0)
+		fn(m, start, len);
+}
+
+static void make_writable(const struct mp_impl *m, size_t first, size_t count)
+{
+	if (set_access(m, first, count, true) != 0)
+		log_msg(LOG_ERR, "cannot unprotect pages %zu..%zu of a tracked range (errno %d)",
+			first, first + count - 1, errno);
+}
+
+static void make_read_only(const struct mp_impl *m, size_t first, size_t count)
+{
+	if (set_access(m, first, count, false) != 0)
+		log_msg(LOG_ERR, "cannot re-protect pages %zu..%zu of a tracked range (errno %d)",
+			first, first + count - 1, errno);
+}
+
+static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
+{
+	struct mp_impl *m = t->impl;
+	bool was_overflow = atomic_load(&m->overflow);
+	if (was_overflow)
+		mark_touched(m);
+
+	size_t n = 0;
+	size_t run_start = 0, run_len = 0;	/* collected pages to re-protect */
+	/* Bits are exact, so the extent only bounds the walk (bits above it,
+	 * if any, wait for a wider collection). */
+	size_t nwords = (t->extent / t->page_size + 63) / 64;
+	if (nwords > m->nwords)
+		nwords = m->nwords;
+	for (size_t w = 0; w < nwords && n < max; w++) {
+		uint64_t bits = atomic_load_explicit(&m->dirty[w], memory_order_relaxed);
+		uint64_t taken = 0;
+		while (bits != 0 && n < max) {
+			unsigned b = (unsigned)__builtin_ctzll(bits);
+			bits &= bits - 1;
+			taken |= 1ULL << b;
+			size_t i = w * 64 + b;
+			pages[n++] = i;
+			if (was_overflow)
+				continue;	/* the whole range is re-protected below */
+			/* Pages between collected ones that are not dirty are
+			 * read-only already: re-protecting a covering range
+			 * costs one call instead of one per run (each call
+			 * splits VMAs and flushes the TLB). */
+			if (run_len > 0 && i - (run_start + run_len) <= TRACKER_GUARD_GAP) {
+				run_len = i - run_start + 1;
+			} else {
+				if (run_len > 0)
+					make_read_only(m, run_start, run_len);
+				run_start = i;
+				run_len = 1;
+			}
+		}
+		atomic_fetch_and_explicit(&m->dirty[w], ~taken, memory_order_relaxed);
+	}
+	if (run_len > 0)
+		make_read_only(m, run_start, run_len);
+
+	/* Pages left for the next call (more than max were dirty) stay
+	 * marked and writable. */
+	long remaining = count_runs(m);
+	if (was_overflow && remaining <= TRACKER_MPROTECT_MAX_RUNS) {
+		if (mprotect(t->base, t->len, PROT_READ) != 0)
+			log_msg(LOG_ERR, "cannot re-protect the persistent heap (errno %d)", errno);
+		for_each_dirty_run(m, make_writable);
+		atomic_store(&m->overflow, false);
+	}
+	atomic_store(&m->runs, remaining);
+	return n;
+}
+
+static void mp_detach(struct tracker *t)
+{
+	struct mp_impl *m = t->impl;
+	if (m == NULL)
+		return;
+	/* The heap outlives tracking (shutdown, fork child): leave it
+	 * writable, and only then stop recognising faults in it. */
+	if (mprotect(t->base, t->len, PROT_READ | PROT_WRITE) != 0)
+		log_msg(LOG_WARN, "cannot unprotect %p + %zu when detaching the tracker (errno %d)",
+			t->base, t->len, errno);
+	prim_lock(&install_lock);
+	atomic_store(&active[m->slot], NULL);
+	if (--attached_count == 0)
+		uninstall_handler();
+	prim_unlock(&install_lock);
+	while (atomic_load(&readers_inside) != 0)
+		sched_yield();
+	free_impl(m);
+	t->impl = NULL;
+}
+
+/* collect_dirty left every collected page read-only, and the fault path
+ * calls the cow hook before it unprotects one: nothing to add. */
+static int mp_protect_batch(struct tracker *t, const uint64_t *pages, size_t n)
+{
+	(void)pages;
+	(void)n;
+	struct mp_impl *m = t->impl;
+	return atomic_load(&m->overflow) ? -1 : 0;
+}
+
+static void mp_release_batch(struct tracker *t)
+{
+	(void)t;
+}
+
+const struct tracker_ops tracker_mprotect_ops = {
+	.name = "mprotect",
+	.attach = mp_attach,
+	.collect_dirty = mp_collect,
+	.protect_batch = mp_protect_batch,
+	.release_batch = mp_release_batch,
+	.detach = mp_detach,
+};

@@ -26,6 +26,7 @@
 #include "recovery/recovery.h"
 #include "persist/pool.h"
 #include "prim/prim.h"
+#include "runtime/meta_sums.h"
 #include "base/log.h"
 
 #include <fcntl.h>
@@ -141,6 +142,7 @@ static void run_program_path(void)
 		return;
 	}
 	pool_recover(p, shadow);
+	meta_sums_bind(p);
 	if (heap_init(shadow, len, *p->ver_d == 0) == 0 && sigsetjmp(corrupt_jump, 0) == 0) {
 		void *keep[64];
 		unsigned n = 0;
@@ -161,6 +163,7 @@ static void run_program_path(void)
 		struct heap_validate_report r;
 		heap_validate_full(&r);
 	}
+	meta_sums_bind(NULL);
 	prim_unmap(shadow, len);
 	pool_close(p);
 }

@@ -192,7 +192,7 @@ static void check_heap(const struct pool *p, struct findings *f, char *summary, 
 		problem(f, "the heap image cannot be loaded (see the error above)");
 		return;
 	}
-	heap_image_check(&img, summary, len, report_heap_problem, f);
+	heap_image_check(&img, p, summary, len, report_heap_problem, f);
 	image_free(&img);
 }
 

@@ -19,6 +19,7 @@
 
 #ifdef PMT_TOOL_HAVE_HEAP
 #include "heap/heap.h"
+#include "runtime/meta_sums.h"
 #endif
 
 #include <inttypes.h>
@@ -42,6 +43,7 @@ enum heap_image_state heap_image_adopt(struct image *img, const struct pool *p, 
 		return HEAP_IMAGE_NONE;
 	}
 	err_clear();
+	meta_sums_verify_with(p);
 	if (heap_init(img->base, img->len, false) != 0) {
 		snprintf(why, why_len, "the image does not hold a valid heap (%s); the program "
 			 "would refuse to start with this pool",
@@ -118,11 +120,12 @@ void heap_image_names_free(struct named_objects *o)
 	o->n = 0;
 }
 
-unsigned heap_image_check(struct image *img, char *summary, size_t summary_len,
-			  void (*report)(const char *msg, void *arg), void *arg)
+unsigned heap_image_check(struct image *img, const struct pool *p, char *summary,
+			  size_t summary_len, void (*report)(const char *msg, void *arg), void *arg)
 {
 #ifndef PMT_TOOL_HAVE_HEAP
 	(void)img;
+	(void)p;
 	(void)report;
 	(void)arg;
 	snprintf(summary, summary_len, "not checked: this build of " TOOL_NAME " has no heap module");
@@ -130,6 +133,7 @@ unsigned heap_image_check(struct image *img, char *summary, size_t summary_len,
 #else
 	struct heap_validate_report rep;
 	memset(&rep, 0, sizeof(rep));
+	meta_sums_verify_with(p);
 	unsigned n = heap_validate_image(img->base, img->len, &rep, report, arg);
 	if (n != 0) {
 		snprintf(summary, summary_len, "%u problem%s", n, n == 1 ? "" : "s");

@@ -97,10 +97,11 @@ enum heap_image_state heap_image_adopt(struct image *img, const struct pool *p, 
 int heap_image_names(const struct image *img, const struct pool *p, struct named_objects *out);
 void heap_image_names_free(struct named_objects *o);
 /* Walk every allocator structure of the heap in the image as it is (not
- * adopted).  Returns the number of problems, each passed to report; 0 with
- * summary describing the heap; with no heap module, 0 and summary says so. */
-unsigned heap_image_check(struct image *img, char *summary, size_t summary_len,
-			  void (*report)(const char *msg, void *arg), void *arg);
+ * adopted), and verify its metadata pages against p's checksums.  Returns
+ * the number of problems, each passed to report; 0 with summary describing
+ * the heap; with no heap module, 0 and summary says so. */
+unsigned heap_image_check(struct image *img, const struct pool *p, char *summary,
+			  size_t summary_len, void (*report)(const char *msg, void *arg), void *arg);
 
 /* Write s as a JSON string literal (quotes and escapes included) (json.c). */
 void json_string(FILE *f, const char *s);

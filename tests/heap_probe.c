@@ -66,6 +66,19 @@ int64_t heap_probe(const unsigned char *img, size_t len, enum probe_target t)
 	}
 	case PROBE_NAME_BUCKETS:
 		return (int64_t)offsetof(struct heap_hdr, name_nbuckets);
+	case PROBE_HDR_IN_USE:
+		return (int64_t)offsetof(struct heap_hdr, in_use_shared);
+	case PROBE_PAGEMAP_ABOVE_HWM:
+		return h->hwm < h->npages ? (int64_t)(pagemap_off() + h->hwm * sizeof(uint32_t)) : -1;
+	case PROBE_NAME_BUCKET_EMPTY: {
+		if (h->name_buckets == 0)
+			return -1;
+		const uint64_t *b = (const void *)(img + (h->name_buckets << HEAP_PAGE_SHIFT));
+		for (uint64_t i = 0; i < 2 * h->name_nbuckets; i++)
+			if (b[i] == 0)
+				return (int64_t)((h->name_buckets << HEAP_PAGE_SHIFT) + i * sizeof(uint64_t));
+		return -1;
+	}
 	}
 	return -1;
 }

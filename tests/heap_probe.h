@@ -20,6 +20,10 @@ enum probe_target {
 	PROBE_PARTIAL_LIST,	/* the partial-list head of a class that has one */
 	PROBE_NAME_NODE,	/* the object offset of a name node */
 	PROBE_NAME_BUCKETS,	/* the name table's bucket count */
+	/* Fields a structural check cannot doubt, for the checksums' tests: */
+	PROBE_HDR_IN_USE,	/* the header's byte counter of released slots */
+	PROBE_PAGEMAP_ABOVE_HWM,/* the page-map entry of the page at hwm (unused) */
+	PROBE_NAME_BUCKET_EMPTY,/* an empty bucket in the name table's bucket run */
 };
 
 /* Heap offset of target t in the image, -1 when the heap has none. */

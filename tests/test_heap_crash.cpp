@@ -20,6 +20,7 @@
 
 extern "C" {
 #include "heap/heap.h"
+#include "runtime/meta_sums.h"
 #include "quiesce/quiesce.h"
 #include "recovery/restore.h"
 #include "track/tracker.h"
@@ -178,11 +179,13 @@ struct prepared {
 	std::string base, work;
 	std::map<uint64_t, epoch_state> epochs; // VER_d -> state
 	std::vector<uint64_t> dirty2;
+	std::vector<bool> meta2; // the heap's metadata pages in epoch 2's image
 
 	prepared() : base(dir.file("base.pool")), work(dir.file("work.pool"))
 	{
 		pool_open_options o = opts(base);
 		pool *p = open_or_fail(o);
+		meta_sums_bind(p); // metadata pages get checksums, as in the runtime
 		pool_set_clean(p, false);
 		map_shadow();
 		REQUIRE(heap_init(shadow(), kHeapLen, true) == 0);
@@ -198,6 +201,9 @@ struct prepared {
 		epochs[2] = { image(shadow(), shadow() + kHeapLen), live, in_use() };
 		dirty2 = dirty_pages(before);
 		REQUIRE(dirty2.size() > 10);
+		for (uint64_t pg = 0; pg < npages(); pg++)
+			meta2.push_back(heap_page_is_meta(pg * page_size() / 4096));
+		meta_sums_bind(nullptr);
 		pool_close(p);
 		unmap_shadow();
 	}
@@ -240,6 +246,8 @@ int crash_child(prepared &pr, uint64_t crash_after, uint64_t seed, nvm_sim_survi
 		pool *p = nullptr;
 		if (pool_open(&p, &o) != 0)
 			_exit(10);
+		pool_set_summed(p, [](void *ctx, uint64_t pg) -> bool { return (*(std::vector<bool> *)ctx)[pg]; },
+				&pr.meta2);
 		const image &img = pr.epochs[2].img;
 		epoch_persist(p, img.data(), pr.dirty2.data(), pr.dirty2.size(), nullptr);
 		uint64_t prims = nvm_sim_primitives(p->nvm);
@@ -262,6 +270,7 @@ uint64_t recover_and_check(prepared &pr, std::mt19937_64 &rng)
 	pool_open_options o = pr.opts(pr.work);
 	o.create = false;
 	pool *p = open_or_fail(o);
+	meta_sums_bind(p); // adoption verifies the metadata pages as restored
 	uint64_t ver = *p->ver_d;
 	INFO("recovered VER_d " << ver);
 	REQUIRE(pr.epochs.count(ver) == 1);
@@ -282,7 +291,11 @@ uint64_t recover_and_check(prepared &pr, std::mt19937_64 &rng)
 		REQUIRE(r != nullptr);
 	}
 
-	REQUIRE(heap_init(shadow(), kHeapLen, false) == 0);
+	{
+		int rc = heap_init(shadow(), kHeapLen, false);
+		INFO(err_get());
+		REQUIRE(rc == 0);
+	}
 	std::string bad = check_heap();
 	INFO(bad);
 	REQUIRE(bad.empty());
@@ -337,14 +350,21 @@ uint64_t recover_and_check(prepared &pr, std::mt19937_64 &rng)
 	tracker_close(t);
 	image after(shadow(), shadow() + kHeapLen);
 	uint64_t use_after = in_use();
+	meta_sums_bind(nullptr);
 	pool_close(p);
 	unmap_shadow();
 	p = open_or_fail(o);
+	meta_sums_bind(p);
 	map_shadow();
 	pool_recover(p, shadow());
-	pool_close(p);
 	REQUIRE(memcmp(shadow(), after.data(), kHeapLen) == 0);
-	REQUIRE(heap_init(shadow(), kHeapLen, false) == 0);
+	{
+		int rc = heap_init(shadow(), kHeapLen, false);
+		INFO(err_get());
+		REQUIRE(rc == 0);
+	}
+	meta_sums_bind(nullptr);
+	pool_close(p);
 	bad = check_heap();
 	REQUIRE(bad.empty());
 	REQUIRE(in_use() == use_after);

@@ -210,6 +210,17 @@ TEST_CASE("damaged pools are refused and left untouched", "[pool]")
 		CHECK(contains(msg, "format version 1"));
 		CHECK(contains(msg, "remove the file"));
 	}
+	SECTION("format version 2 (before checksummed heap metadata pages)")
+	{
+		uint32_t v = 2;
+		patch_file(path, 8, &v, sizeof(v));
+		file_snapshot before = file_snapshot::of(path);
+		std::string msg = refused(o);
+		CHECK(contains(msg, "format version 2,"));
+		CHECK(contains(msg, "format version " + std::to_string(POOL_FORMAT_VERSION) + ":"));
+		CHECK(contains(msg, "remove the file"));
+		CHECK(file_snapshot::of(path).same_as(before));
+	}
 	SECTION("a checksum mismatch")
 	{
 		unsigned char b = 0x5a;

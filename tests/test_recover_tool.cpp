@@ -9,6 +9,7 @@
 #ifdef PMT_TOOL_HAVE_HEAP
 extern "C" {
 #include "heap/heap.h"
+#include "runtime/meta_sums.h"
 }
 #endif
 
@@ -694,8 +695,10 @@ TEST_CASE("recover tool: info lists the heap's named objects and check verifies 
 				dirty.push_back(i);
 				break;
 			}
+	meta_sums_bind(p); // the heap's metadata pages get checksums, as in the runtime
 	epoch_persist(p, sh.mem, dirty.data(), dirty.size(), nullptr);
 	pool_set_clean(p, true);
+	meta_sums_bind(nullptr);
 	pool_close(p);
 	auto addr = [&](void *q) {
 		std::ostringstream s;

@@ -145,6 +145,12 @@ static const void *writeback_begin(void *ctx, size_t k, uint64_t page)
 	return ep->slots + (size_t)b->slot[k] * ep->ps;
 }
 
+static bool writeback_summed(void *ctx, size_t k, uint64_t page)
+{
+	(void)page;
+	return ((struct epoch_pipeline *)ctx)->batch.summed[k] != 0;
+}
+
 static void writeback_end(void *ctx, size_t k)
 {
 	struct epoch_pipeline *ep = ctx;
@@ -170,6 +176,8 @@ static void unmap_arrays(struct epoch_pipeline *ep)
 		prim_unmap((void *)ep->batch.state, cap);
 	if (ep->batch.slot != NULL)
 		prim_unmap(ep->batch.slot, cap * sizeof(uint32_t));
+	if (ep->batch.summed != NULL)
+		prim_unmap(ep->batch.summed, cap);
 	if (ep->slots != NULL)
 		prim_unmap(ep->slots, cap * ep->ps);
 	prim_unmap(ep, sizeof(*ep));
@@ -199,7 +207,9 @@ int epoch_pipeline_open(struct epoch_pipeline **out, struct pool *pool, struct t
 			  : reserve(ep->capacity, "write-back page states", ep->capacity);
 	ep->batch.slot = ep->batch.state == NULL ? NULL
 			 : reserve(ep->capacity * sizeof(uint32_t), "slot index", ep->capacity);
-	ep->slots = ep->batch.slot == NULL ? NULL
+	ep->batch.summed = ep->batch.slot == NULL ? NULL
+			   : reserve(ep->capacity, "checksum flags", ep->capacity);
+	ep->slots = ep->batch.summed == NULL ? NULL
 		    : reserve(ep->capacity * ep->ps, "copy-before-write slots", ep->capacity);
 	if (ep->slots == NULL) {
 		unmap_arrays(ep);
@@ -268,8 +278,14 @@ struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
 		tracker_set_extent(ep->tracker, ep->extent_fn());
 	b->n = tracker_collect_dirty(ep->tracker, b->pages, ep->capacity);
 	if (b->n != 0) {
-		for (size_t k = 0; k < b->n; k++)
+		/* Which pages get a checksum is decided now, at the quiescent
+		 * point whose image the write-back persists: the heap may move
+		 * its metadata once the gate reopens. */
+		struct pool *p = ep->pool;
+		for (size_t k = 0; k < b->n; k++) {
 			__atomic_store_n(&b->state[k], EP_PENDING, __ATOMIC_RELAXED);
+			b->summed[k] = p->summed != NULL && p->summed(p->summed_ctx, b->pages[k]);
+		}
 		if (!ep->opts.copy_in_pause) {
 			/* Published first: a fault on a page the guard just
 			 * protected must find the batch. */
@@ -362,7 +378,7 @@ void epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct ep
 		ep->counters.empty_epochs++;
 	} else {
 		struct persist_stats st = { 0 };
-		struct persist_source src = { writeback_begin, writeback_end, ep };
+		struct persist_source src = { writeback_begin, writeback_end, ep, writeback_summed };
 		populate_pool(ep, b);
 		epoch_persist_from(p, &src, b->pages, b->n, &st);
 		ep->counters.epochs++;

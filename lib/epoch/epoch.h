@@ -65,6 +65,8 @@ struct epoch_batch {
 	uint8_t *state;			/* enum epoch_page_state, per page
 					 * (accessed atomically) */
 	uint32_t *slot;			/* per page: its slot once SAVED */
+	uint8_t *summed;		/* per page: gets a checksum (the pool's
+					 * summed(), asked in the pause) */
 	uint32_t nslots;		/* slots handed out in this batch
 					 * (accessed atomically) */
 	bool guarded;			/* tracker_protect_batch succeeded */

@@ -159,9 +159,30 @@ unsigned heap_validate_image(void *base, size_t len, struct heap_validate_report
 						      ~(HEAP_PAGE - 1)));
 	heap_rt.secret = heap_rt.hdr->secret;
 	heap_rt.gen++;
-	unsigned n = heap_validate_all(rep, report, arg);
+	unsigned n = heap_validate_image_all(rep, report, arg);
 	heap_rt.hdr = NULL;
 	return n;
+}
+
+void heap_set_page_check(int (*check)(void *ctx, uint64_t page, const void *bytes, char *what,
+				      size_t len),
+			 void *ctx)
+{
+	heap_rt.page_check = check;
+	heap_rt.page_check_ctx = ctx;
+}
+
+bool heap_page_is_meta(uint64_t page)
+{
+	const struct heap_hdr *h = heap_rt.hdr;
+	if (h == NULL)
+		return false;
+	if (page < h->data_start)
+		return true;
+	if (h->name_buckets == 0)
+		return false;
+	uint64_t run = (2 * h->name_nbuckets * sizeof(uint64_t) + HEAP_PAGE - 1) >> HEAP_PAGE_SHIFT;
+	return page >= h->name_buckets && page - h->name_buckets < run;
 }
 
 void heap_set_reserve(int (*reserve)(void *ctx, uint64_t first, uint64_t end), void *ctx)

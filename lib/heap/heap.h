@@ -131,6 +131,23 @@ unsigned heap_validate_image(void *base, size_t len, struct heap_validate_report
  * (which reserves what the heap it finds uses). */
 void heap_set_reserve(int (*reserve)(void *ctx, uint64_t first, uint64_t end), void *ctx);
 
+/* The heap's own metadata pages, which a pool keeps checksums of: the
+ * header, the page map and the name table's bucket run.  Exact at a
+ * quiescent point (the epoch asks there, for each page it persists); false
+ * before heap_init. */
+bool heap_page_is_meta(uint64_t page);
+
+/* Verify each metadata page of a heap read from a pool against the pool's
+ * checksum: check(ctx, page, bytes, what, len) returns 0 when page's content
+ * (bytes, one page; read only when the page was persisted) matches or the
+ * page was never persisted, else -1 with what[] saying where it differs.
+ * Asked by heap_init when it adopts a heap (after the structural checks, so
+ * that an implausible value is named by its structure) and by
+ * heap_validate_image.  NULL: no checksums (a heap not read from a pool). */
+void heap_set_page_check(int (*check)(void *ctx, uint64_t page, const void *bytes, char *what,
+				      size_t len),
+			 void *ctx);
+
 /* When the allocator finds a corrupt structure while running (a span's free
  * list read for the first time), it calls fn(message) and then stops the
  * process.  fn may leave by longjmp (the fuzzer does; the heap is unusable

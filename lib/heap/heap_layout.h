@@ -193,6 +193,10 @@ struct heap_rt {
 	int (*reserve)(void *ctx, uint64_t first, uint64_t end);	/* heap_set_reserve */
 	void *reserve_ctx;
 	uint64_t reserved;	/* data pages below this have been made safe */
+	/* heap_set_page_check: the checksum of each metadata page read from
+	 * a pool, verified at adoption and by heap_validate_image. */
+	int (*page_check)(void *ctx, uint64_t page, const void *bytes, char *what, size_t len);
+	void *page_check_ctx;
 };
 extern struct heap_rt heap_rt;
 
@@ -291,6 +295,16 @@ void heap_names_format(void);
  * heap_rt): 0, or -1 with err_get() naming the first problem.  report, when
  * not NULL, gets every problem. */
 int heap_validate(void (*report)(const char *msg, void *arg), void *arg);
+struct heap_validate_report;
+/* heap_validate_all plus the metadata pages' checksums (heap_set_page_check),
+ * for heap_validate_image. */
+unsigned heap_validate_image_all(struct heap_validate_report *rep,
+				 void (*report)(const char *msg, void *arg), void *arg);
+/* The page-map pages begin after the header's: its page count. */
+static inline uint64_t heap_hdr_pages(void)
+{
+	return (sizeof(struct heap_hdr) + HEAP_PAGE - 1) >> HEAP_PAGE_SHIFT;
+}
 /* A structure read from the heap failed a check on the allocation path:
  * says which and where, then stops the process (log_fatal) -- continuing
  * would spread the damage.  The pool keeps its last durable epoch. */

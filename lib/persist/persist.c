@@ -79,6 +79,16 @@ static uint64_t write_page(struct pool *p, unsigned char *copy, const unsigned c
 	return written;
 }
 
+/* Copy w of page i gets checksum sum (0: none).  Most pages are never
+ * summed: their entries stay 0 and cost nothing. */
+static void set_sum(struct pool *p, uint64_t i, int w, uint64_t sum)
+{
+	if (p->sum[i][w] == sum)
+		return;
+	p->sum[i][w] = sum;
+	nvm_flush(p->nvm, &p->sum[i][w], sizeof(uint64_t));
+}
+
 /* The third fence: one checksummed version record (pool.h). */
 static void publish(struct pool *p, uint64_t next) { pool_publish(p, next); }
 
@@ -100,7 +110,7 @@ void epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, si
 		   struct persist_stats *st)
 {
 	const void *ctx[2] = { p, shadow };
-	struct persist_source src = { shadow_page, shadow_done, (void *)ctx };
+	struct persist_source src = { shadow_page, shadow_done, (void *)ctx, NULL };
 	epoch_persist_from(p, &src, pages, n, st);
 }
 
@@ -140,7 +150,13 @@ void epoch_persist_from(struct pool *p, const struct persist_source *src, const 
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
 		int w = p->seq[i][0] == next ? 0 : 1;
-		lines += write_page(p, pool_copy(p, i, w), src->begin(src->ctx, k, i));
+		const void *image = src->begin(src->ctx, k, i);
+		lines += write_page(p, pool_copy(p, i, w), image);
+		bool summed = src->summed != NULL ? src->summed(src->ctx, k, i)
+			      : p->summed != NULL && p->summed(p->summed_ctx, i);
+		/* From the very bytes persisted, durable with them before VER_d
+		 * makes the copy valid. */
+		set_sum(p, i, w, summed ? pool_page_sum(p, i, image) : 0);
 		src->end(src->ctx, k);
 	}
 	if (persist_fault_active != PERSIST_FAULT_SKIP_DATA_FENCE)

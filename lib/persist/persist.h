@@ -35,6 +35,9 @@ struct persist_source {
 	const void *(*begin)(void *ctx, size_t k, uint64_t page);
 	void (*end)(void *ctx, size_t k);
 	void *ctx;
+	/* Whether pages[k] gets a checksum (pool.h, the sum table), as decided
+	 * when its image was taken; NULL: ask the pool's summed() now. */
+	bool (*summed)(void *ctx, size_t k, uint64_t page);
 };
 
 /* Persist the given dirty pages (indices into the heap, any order, no

@@ -110,14 +110,15 @@ static int current_record(const struct ver_record r[2], const uint8_t uuid[16])
 static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 struct layout {
-	uint64_t seq_off, data_off, file_size;
+	uint64_t seq_off, sum_off, data_off, file_size;
 };
 
 static struct layout layout_for(uint64_t npages, uint64_t page_size)
 {
 	struct layout l;
 	l.seq_off = page_size;
-	l.data_off = l.seq_off + round_up(npages * 2 * sizeof(uint64_t), page_size);
+	l.sum_off = l.seq_off + round_up(npages * 2 * sizeof(uint64_t), page_size);
+	l.data_off = l.sum_off + round_up(npages * 2 * sizeof(uint64_t), page_size);
 	l.file_size = l.data_off + npages * 2 * page_size;
 	return l;
 }
@@ -420,7 +421,15 @@ static int validate_header(const unsigned char *buf, const struct stat *st, cons
 	}
 	if (h->format_version == 1) {
 		err_set("%s is a pmthreads pool of format version 1, which this pmthreads (format "
-			"version %u: checksummed version records) does not read; it was left "
+			"version %u) does not read; it was left "
+			"untouched: finish with the pmthreads that made it (its pmthreads-recover "
+			"dump saves the heap image), then remove the file and let the program "
+			"create a new pool", path, POOL_FORMAT_VERSION);
+		return -1;
+	}
+	if (h->format_version == 2) {
+		err_set("%s is a pmthreads pool of format version 2, which this pmthreads (format "
+			"version %u: checksummed heap metadata pages) does not read; it was left "
 			"untouched: finish with the pmthreads that made it (its pmthreads-recover "
 			"dump saves the heap image), then remove the file and let the program "
 			"create a new pool", path, POOL_FORMAT_VERSION);
@@ -581,9 +590,9 @@ static int open_existing(const char *path, bool read_only, int *fd_out)
 /* Pages whose seq entries may be non-zero: up to the end of the last
  * allocated extent of the seq table (holes read as zeros).  npages when the
  * file system cannot say. */
-static uint64_t seq_extent(int fd, const struct pool_header *h)
+static uint64_t seq_extent(int fd, const struct pool_header *h, uint64_t sum_off)
 {
-	off_t off = (off_t)h->seq_off, end = (off_t)h->data_off, last = off;
+	off_t off = (off_t)h->seq_off, end = (off_t)sum_off, last = off;
 	while (off < end) {
 		off_t d = lseek(fd, off, SEEK_DATA);
 		if (d < 0 && errno == ENXIO)
@@ -659,6 +668,7 @@ static int map_and_fill(struct pool *p, const struct pool_header *h, const struc
 	memcpy(p->creator, h->creator, sizeof(p->creator));
 	p->file_size = h->file_size;
 	p->seq_off = h->seq_off;
+	p->sum_off = layout_for(h->npages, h->page_size).sum_off;
 	p->data_off = h->data_off;
 	if (rec->cur >= 0) {
 		p->rec_slot = rec->cur;
@@ -670,10 +680,11 @@ static int map_and_fill(struct pool *p, const struct pool_header *h, const struc
 	p->clean = &p->clean_now;
 	p->holder_pid = (volatile uint64_t *)(base + POOL_HOLDER_OFF);
 	p->seq = (uint64_t(*)[2])(base + h->seq_off);
+	p->sum = (uint64_t(*)[2])(base + p->sum_off);
 	p->data = base + h->data_off;
 	p->was_clean = p->clean_now == 1;
 	p->read_only = o->read_only;
-	p->seq_pages = p->created ? 0 : seq_extent(p->fd, h);
+	p->seq_pages = p->created ? 0 : seq_extent(p->fd, h, p->sum_off);
 	/* A new pool has no torn copies; an existing one is scanned by
 	 * pool_invalidate_torn before its first epoch. */
 	p->torn_invalidated = p->created;
@@ -899,13 +910,19 @@ static int allocate_range(int fd, uint64_t off, uint64_t len)
 	return r;
 }
 
-/* Reserve pages [from, to): their copies and the seq-table pages holding
- * their entries. */
+/* Reserve pages [from, to): their copies and the seq- and sum-table pages
+ * holding their entries. */
 static int reserve_range(struct pool *p, uint64_t from, uint64_t to)
 {
 	uint64_t ps = p->page_size;
 	uint64_t s0 = pool_seq_offset(p, from, 0) / ps * ps;
 	uint64_t s1 = round_up(pool_seq_offset(p, to, 0), ps);
+	if (s1 > p->sum_off)
+		s1 = p->sum_off;
+	if (allocate_range(p->fd, s0, s1 - s0) != 0)
+		return -1;
+	s0 = pool_sum_offset(p, from, 0) / ps * ps;
+	s1 = round_up(pool_sum_offset(p, to, 0), ps);
 	if (s1 > p->data_off)
 		s1 = p->data_off;
 	if (allocate_range(p->fd, s0, s1 - s0) != 0)
@@ -949,6 +966,48 @@ int pool_valid_copy(const struct pool *p, uint64_t page)
 	else
 		return -1;
 	return p->seq[page][c] == 0 ? -1 : c;
+}
+
+void pool_set_summed(struct pool *p, bool (*summed)(void *ctx, uint64_t page), void *ctx)
+{
+	p->summed = summed;
+	p->summed_ctx = ctx;
+}
+
+/* Seeded with the page index, so that a page's bytes stored as another page
+ * do not pass, and with the UUID, so that a page from another pool does not
+ * either. */
+uint64_t pool_page_sum(const struct pool *p, uint64_t page, const void *bytes)
+{
+	uint64_t seed;
+	memcpy(&seed, p->uuid, sizeof(seed));
+	uint64_t s = XXH3_64bits_withSeed(bytes, p->page_size,
+					  seed ^ ((page + 1) * 0x9e3779b97f4a7c15ULL));
+	return s != 0 ? s : 1;
+}
+
+int pool_verify_page(const struct pool *p, uint64_t page, const void *bytes, char *what,
+		     size_t what_len)
+{
+	int c = pool_valid_copy(p, page);
+	if (c < 0)
+		return 0;
+	uint64_t want = p->sum[page][c];
+	unsigned long long copy_off = (unsigned long long)(p->data_off + (2 * page + (uint64_t)c) *
+							   p->page_size);
+	if (want == 0) {
+		snprintf(what, what_len, "no checksum recorded for it (copy %d at offset %llu of "
+			 "pool %s; its checksum entry at offset %llu is 0)", c, copy_off, p->path,
+			 (unsigned long long)pool_sum_offset(p, page, c));
+		return -1;
+	}
+	if (pool_page_sum(p, page, bytes) != want) {
+		snprintf(what, what_len, "its content (copy %d at offset %llu of pool %s) does not "
+			 "match the checksum recorded when it was made durable (at offset %llu)", c,
+			 copy_off, p->path, (unsigned long long)pool_sum_offset(p, page, c));
+		return -1;
+	}
+	return 0;
 }
 
 void pool_reseal(unsigned char *head, size_t len)

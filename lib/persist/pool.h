@@ -10,6 +10,11 @@
  *                 in a further line the pid of the process holding the pool
  *                 read-write (advisory, for messages)
  *   seq table     uint64_t seq[npages][2]: sequence number of each copy
+ *   sum table     uint64_t sum[npages][2]: XXH3 checksum of each copy of the
+ *                 pages the pool's user declares summed (pool_set_summed:
+ *                 the heap's metadata pages), 0 for any other page; written
+ *                 by the epoch with the copy's data, before VER_d is
+ *                 published, so a valid copy always has its own checksum
  *   page pairs    copy c of heap page i at data_off + (2*i + c) * page_size
  * A copy is valid when its seq <= VER_d; seq 0 is "never written" (zeros);
  * POOL_SEQ_INVALID marks a copy invalidated by recovery.
@@ -48,7 +53,9 @@
 #include <sys/types.h>
 
 #define POOL_MAGIC "PMTHRDS\0"
-#define POOL_FORMAT_VERSION 2
+/* 3: the sum table (a version-2 pool has none, and its data starts where a
+ * version-3 pool's sum table does). */
+#define POOL_FORMAT_VERSION 3
 #define POOL_SEQ_INVALID UINT64_MAX
 #define POOL_CREATOR_MAX 256
 
@@ -73,17 +80,21 @@ struct pool {
 	int rec_slot;			/* its slot (0 or 1) */
 	/* Pointers into the mapping: */
 	uint64_t (*seq)[2];
+	uint64_t (*sum)[2];
 	unsigned char *data;
 	/* Added for tools and recovery: */
 	bool read_only;			/* opened read-only: nothing is ever written */
 	bool torn_invalidated;		/* no copy has seq > VER_d (checked after open) */
 	uint64_t file_size;
-	uint64_t seq_off, data_off;	/* file offsets of the seq table and copies */
+	uint64_t seq_off, sum_off, data_off;	/* file offsets of the seq and sum tables, copies */
 	volatile uint64_t *holder_pid;	/* pid of the read-write opener */
 	/* Seq entries of pages >= seq_pages are zero (never written: the seq
 	 * table's holes, found with SEEK_DATA at open); scans stop there, so a
 	 * large sparse pool costs start-up time in proportion to its use. */
 	uint64_t seq_pages;
+	/* Which pages get a checksum (pool_set_summed); NULL: none. */
+	bool (*summed)(void *ctx, uint64_t page);
+	void *summed_ctx;
 };
 
 struct pool_open_options {
@@ -182,10 +193,32 @@ int pool_valid_copy(const struct pool *p, uint64_t page);
 #define POOL_RESEAL_BYTES 1216
 void pool_reseal(unsigned char *head, size_t len);
 
+/* Pages for which summed(ctx, page) is true get a checksum of each copy the
+ * epoch writes (the runtime: the heap's metadata pages, asked at the
+ * quiescent point; epoch_persist asks when called).  Set before the first
+ * epoch. */
+void pool_set_summed(struct pool *p, bool (*summed)(void *ctx, uint64_t page), void *ctx);
+/* The checksum of page content bytes (page_size bytes) as page i of this
+ * pool: never 0 (0 in the sum table means "none recorded"). */
+uint64_t pool_page_sum(const struct pool *p, uint64_t page, const void *bytes);
+/* Check bytes, the content of page i as restored from the pool, against the
+ * checksum recorded for its valid copy.  0 when they match or the page was
+ * never persisted (its image is zeros); -1 when they differ or no checksum
+ * was recorded for it, with what[] (what_len bytes) saying which copy and
+ * the file offsets of the copy and its checksum.  Read-only. */
+int pool_verify_page(const struct pool *p, uint64_t page, const void *bytes, char *what,
+		     size_t what_len);
+
 /* File offset of page i's seq entry for copy c (for messages). */
 static inline uint64_t pool_seq_offset(const struct pool *p, uint64_t page, int c)
 {
 	return p->seq_off + (2 * page + (uint64_t)c) * sizeof(uint64_t);
+}
+
+/* File offset of page i's checksum for copy c (for messages). */
+static inline uint64_t pool_sum_offset(const struct pool *p, uint64_t page, int c)
+{
+	return p->sum_off + (2 * page + (uint64_t)c) * sizeof(uint64_t);
 }
 
 #endif

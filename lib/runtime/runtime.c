@@ -12,6 +12,7 @@
 #include "prim/prim.h"
 #include "quiesce/quiesce.h"
 #include "recovery/restore.h"
+#include "runtime/meta_sums.h"
 #include "runtime/stats.h"
 #include "runtime/target.h"
 #include "track/tracker.h"
@@ -381,6 +382,9 @@ static int start(void)
 	/* Only a pool that never made an epoch durable holds no heap yet; any
 	 * other is adopted or refused, never formatted again. */
 	heap_set_reserve(reserve_heap_pages, pool);
+	/* Adoption verifies the metadata pages (as restored) against the
+	 * pool's checksums; each epoch records new ones. */
+	meta_sums_bind(pool);
 	if (heap_init(heap_base, heap_len, pool->created || *pool->ver_d == 0) != 0)
 		goto fail_tracker;
 	/* The first write to the pool: it passed every check. */
@@ -407,6 +411,7 @@ fail_shadow:
 	shadow_release(heap_base, heap_len);
 	heap_base = NULL;
 fail_pool:
+	meta_sums_bind(NULL);
 	pool_close(pool);
 	pool = NULL;
 	epoch_log_close();
@@ -489,6 +494,7 @@ void runtime_shutdown(void)
 	/* The heap stays mapped: other threads and later destructors may still
 	 * use memory from it; it is simply no longer persisted. */
 	atomic_store(&state, RUNTIME_DETACHED);
+	meta_sums_bind(NULL);
 	pool_close(pool);
 	pool = NULL;
 	prim_unlock(&init_lock);
@@ -519,6 +525,7 @@ void runtime_atfork_child(void)
 		/* Closing the child's descriptor does not release the parent's
 		 * lock: the lock belongs to the open file description the
 		 * parent still holds.  Unmapping drops the child's view. */
+		meta_sums_bind(NULL);
 		pool_close(pool);
 		pool = NULL;
 	}

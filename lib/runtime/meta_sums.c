@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* meta_sums -- the heap's metadata pages checksummed by the pool.  See
+ * meta_sums.h. */
+#include "runtime/meta_sums.h"
+
+#include "heap/heap.h"
+
+#define HEAP_PAGE_BYTES 4096u	/* the heap's page (heap_layout.h) */
+
+/* Pool page page holds some heap metadata page. */
+static bool summed(void *ctx, uint64_t page)
+{
+	const struct pool *p = ctx;
+	uint64_t per = p->page_size / HEAP_PAGE_BYTES;
+	if (per <= 1)
+		return heap_page_is_meta(page * p->page_size / HEAP_PAGE_BYTES);
+	for (uint64_t i = 0; i < per; i++)
+		if (heap_page_is_meta(page * per + i))
+			return true;
+	return false;
+}
+
+/* Heap page hpage, at bytes: verify the pool page around it. */
+static int verify(void *ctx, uint64_t hpage, const void *bytes, char *what, size_t len)
+{
+	const struct pool *p = ctx;
+	uint64_t off = hpage * HEAP_PAGE_BYTES;
+	const unsigned char *page_start = (const unsigned char *)bytes - off % p->page_size;
+	return pool_verify_page(p, off / p->page_size, page_start, what, len);
+}
+
+void meta_sums_verify_with(const struct pool *p)
+{
+	heap_set_page_check(p != NULL ? verify : NULL, (void *)p);
+}
+
+void meta_sums_bind(struct pool *p)
+{
+	if (p == NULL) {
+		heap_set_page_check(NULL, NULL);
+		return;
+	}
+	pool_set_summed(p, summed, p);
+	heap_set_page_check(verify, p);
+}

@@ -10,6 +10,11 @@
  *              Baseline: memcpy of each whole dirty page to a mapping of a
  *              file beside the pool, then one pmem_persist (pmem) or
  *              pmem_msync (ordinary file) per page -- a fence per page.
+ *   sums       the checksums of summed pages (pool.h's sum table: the heap's
+ *              metadata pages in the runtime): the same epochs as persist
+ *              (1 line changed per page), alternately with every page
+ *              summed and with none, pair by pair: the median extra time
+ *              per summed page.
  *   pipeline   the real epoch pipeline (epoch.c) over a real tracked heap
  *              of PIPELINE_HEAP_PAGES pages: N = 1 ... 10,000 dirty pages
  *              spread over it (one line changed in each), epoch_pause then
@@ -37,7 +42,7 @@
  *              until the background pass completed (the pool is open
  *              already; the recovery section times pool_open).
  *
- * Usage: bench_persist DIR [CAPACITY [SECTION...]]  (persist, pipeline,
+ * Usage: bench_persist DIR [CAPACITY [SECTION...]]  (persist, sums, pipeline,
  * recovery, restore; default all)
  *   DIR on /dev/shm with PMEM_IS_PMEM_FORCE=1 exercises the pmem path
  *   (cache-line flushes); DIR on an ordinary file system the msync path.
@@ -258,6 +263,77 @@ static void bench_persist_epochs(void)
 	}
 	pmem_unmap(naive, naive_len);
 	unlink(naive_path);
+	prim_unmap(shadow, len);
+	free(pages);
+	pool_close(p);
+	unlink(path);
+}
+
+/* ---- sums -------------------------------------------------------------- */
+
+static bool sum_all(void *ctx, uint64_t page)
+{
+	(void)ctx;
+	(void)page;
+	return true;
+}
+
+static void bench_sums(void)
+{
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/bench_sums.pool", dir);
+	unlink(path);
+	struct pool *p = open_pool(path, (uint64_t)PERSIST_POOL_PAGES * page_size, true);
+	size_t len = (size_t)PERSIST_POOL_PAGES * page_size;
+	unsigned char *shadow = prim_map_any(len);
+	if (shadow == NULL)
+		die("shadow memory");
+	fill_random(shadow, len, 2);
+	uint64_t *pages = malloc(PERSIST_POOL_PAGES * sizeof(*pages));
+	for (unsigned i = 0; i < PERSIST_POOL_PAGES; i++)
+		pages[i] = i;
+	epoch_persist(p, shadow, pages, PERSIST_POOL_PAGES, NULL);
+	epoch_persist(p, shadow, pages, PERSIST_POOL_PAGES, NULL);
+	printf("\nsums (%s): epochs of N dirty pages, 1 line changed each, alternately every page "
+	       "summed and none;\nmedians of %s\n\n", p->nvm->ops->name, "the pairs");
+	printf("%6s | %10s %10s | %12s\n", "dirty", "no sums", "all summed", "extra/page");
+	static const unsigned dirty_counts[] = { 1, 16, 64, 1024 };
+	for (size_t d = 0; d < sizeof(dirty_counts) / sizeof(dirty_counts[0]); d++) {
+		unsigned n = dirty_counts[d];
+		unsigned reps = n >= 1024 ? 31 : 201;
+		uint64_t *t0 = malloc(reps * sizeof(uint64_t)), *t1 = malloc(reps * sizeof(uint64_t));
+		int64_t *diff = malloc(reps * sizeof(int64_t));
+		/* Two warm-up pairs: both copies of every page get a checksum
+		 * entry of each kind once. */
+		for (unsigned r = 0; r < reps + 2; r++) {
+			uint64_t dt[2];
+			for (int summed = 0; summed < 2; summed++) {
+				pool_set_summed(p, summed ? sum_all : NULL, NULL);
+				change_lines(shadow, n, 1, 2 * r + (unsigned)summed);
+				uint64_t a = prim_now_ns();
+				epoch_persist(p, shadow, pages, n, NULL);
+				dt[summed] = prim_now_ns() - a;
+			}
+			if (r < 2)
+				continue;
+			t0[r - 2] = dt[0];
+			t1[r - 2] = dt[1];
+			diff[r - 2] = (int64_t)dt[1] - (int64_t)dt[0];
+		}
+		/* median of the signed differences */
+		for (unsigned i = 1; i < reps; i++)
+			for (unsigned j = i; j > 0 && diff[j - 1] > diff[j]; j--) {
+				int64_t x = diff[j];
+				diff[j] = diff[j - 1];
+				diff[j - 1] = x;
+			}
+		printf("%6u | %8.2fus %8.2fus | %10.3fus\n", n, (double)median(t0, reps) / 1e3,
+		       (double)median(t1, reps) / 1e3, (double)diff[reps / 2] / 1e3 / n);
+		free(t0);
+		free(t1);
+		free(diff);
+	}
+	pool_set_summed(p, NULL, NULL);
 	prim_unmap(shadow, len);
 	free(pages);
 	pool_close(p);
@@ -640,7 +716,7 @@ int main(int argc, char **argv)
 				"  DIR: where the scratch pools go (/dev/shm with PMEM_IS_PMEM_FORCE=1 "
 				"for the pmem path,\n  an ordinary file system for the msync path); "
 				"CAPACITY: recovery pool size, default 1G;\n  SECTION: persist, "
-				"pipeline, recovery, restore (default: all)\n");
+				"sums, pipeline, recovery, restore (default: all)\n");
 		return 2;
 	}
 	snprintf(dir, sizeof(dir), "%s", argv[1]);
@@ -664,13 +740,16 @@ int main(int argc, char **argv)
 	bool all = argc < 4;
 	for (int a = 3; a < argc; a++)
 		if (strcmp(argv[a], "persist") != 0 && strcmp(argv[a], "pipeline") != 0 &&
+		    strcmp(argv[a], "sums") != 0 &&
 		    strcmp(argv[a], "recovery") != 0 && strcmp(argv[a], "restore") != 0) {
-			fprintf(stderr, "bench_persist: unknown section '%s' (persist, pipeline, "
+			fprintf(stderr, "bench_persist: unknown section '%s' (persist, sums, pipeline, "
 					"recovery, restore)\n", argv[a]);
 			return 2;
 		}
 	if (all || has_arg(argc, argv, "persist"))
 		bench_persist_epochs();
+	if (all || has_arg(argc, argv, "sums"))
+		bench_sums();
 	if (all || has_arg(argc, argv, "pipeline"))
 		bench_pipeline();
 	if (all || has_arg(argc, argv, "recovery"))

@@ -3,8 +3,9 @@
  * fuzz_pool -- libFuzzer harness over everything that reads a pool file:
  * pool_open (read-only, inspect and read-write), pool_check, the torn-copy
  * invalidation and recovery, heap adoption (heap_init with its validation),
- * the allocator on the adopted heap, and pmthreads-recover's check, info
- * and dump commands.
+ * the metadata pages' checksums, the allocator on the adopted heap (with
+ * and without the checksums), and pmthreads-recover's check, info and dump
+ * commands.
  *
  * Input: a pool file in "line" form, so that a 2 MiB sparse pool is a few
  * KiB of input and mutations land on its content, not on zeros:
@@ -124,8 +125,11 @@ static void run_tool(int argc, char **argv)
 }
 
 /* What a program does with the pool: open read-write, recover, adopt the
- * heap, allocate and free. */
-static void run_program_path(void)
+ * heap, allocate and free.  sums false: without the metadata pages'
+ * checksums (meta_sums), so that a mutated metadata page still reaches the
+ * structural validation and the allocator behind it, the second line of
+ * defence. */
+static void run_program_path(bool sums)
 {
 	struct pool_open_options o;
 	memset(&o, 0, sizeof(o));
@@ -142,7 +146,7 @@ static void run_program_path(void)
 		return;
 	}
 	pool_recover(p, shadow);
-	meta_sums_bind(p);
+	meta_sums_bind(sums ? p : NULL);
 	if (heap_init(shadow, len, *p->ver_d == 0) == 0 && sigsetjmp(corrupt_jump, 0) == 0) {
 		void *keep[64];
 		unsigned n = 0;
@@ -180,6 +184,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	run_tool(3, check_json);
 	run_tool(3, info);
 	run_tool(5, dump);
-	run_program_path();
+	run_program_path(true);
+	run_program_path(false);
 	return 0;
 }

@@ -19,8 +19,9 @@
 
 /* Format a new heap over [base, base+len) (zero-filled memory), or adopt the
  * recovered one found there (fresh == false): validates its header, page
- * map and every structure adoption follows (heap_validate.c), then returns
- * blocks left in dead threads' caches to the shared lists.  A heap is never
+ * map and every structure adoption follows (heap_validate.c), then the
+ * metadata pages' checksums (heap_set_page_check), then returns blocks
+ * left in dead threads' caches to the shared lists.  A heap is never
  * formatted unless fresh: an all-zero header with fresh == false is refused
  * like any other invalid heap.  Returns 0 or -1 with err_get() naming the
  * first problem, its heap offset and the count of others (the range does

@@ -7,7 +7,9 @@
  * torn until VER_d catches up) is durable before any of its data changes, so
  * a copy that still carries a valid seq always holds exactly the image of
  * that epoch; (2) all data is durable before (3) VER_d+1 is published, which
- * makes the new copies valid all at once.
+ * makes the new copies valid all at once.  A summed page's checksum (the sum
+ * table) is part of (2): computed from the bytes written, flushed with them,
+ * so it is valid exactly when its copy is.
  */
 #include "persist/persist.h"
 

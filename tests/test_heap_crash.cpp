@@ -179,7 +179,7 @@ struct prepared {
 	std::string base, work;
 	std::map<uint64_t, epoch_state> epochs; // VER_d -> state
 	std::vector<uint64_t> dirty2;
-	std::vector<bool> meta2; // the heap's metadata pages in epoch 2's image
+	std::vector<pool_range> meta2; // the heap's metadata pages in epoch 2's image
 
 	prepared() : base(dir.file("base.pool")), work(dir.file("work.pool"))
 	{
@@ -201,8 +201,10 @@ struct prepared {
 		epochs[2] = { image(shadow(), shadow() + kHeapLen), live, in_use() };
 		dirty2 = dirty_pages(before);
 		REQUIRE(dirty2.size() > 10);
-		for (uint64_t pg = 0; pg < npages(); pg++)
-			meta2.push_back(heap_page_is_meta(pg * page_size() / 4096));
+		REQUIRE(page_size() == 4096);
+		uint64_t r[2][2];
+		for (size_t i = 0, n = heap_meta_ranges(r); i < n; i++)
+			meta2.push_back({ r[i][0], r[i][1] });
 		meta_sums_bind(nullptr);
 		pool_close(p);
 		unmap_shadow();
@@ -246,7 +248,12 @@ int crash_child(prepared &pr, uint64_t crash_after, uint64_t seed, nvm_sim_survi
 		pool *p = nullptr;
 		if (pool_open(&p, &o) != 0)
 			_exit(10);
-		pool_set_summed(p, [](void *ctx, uint64_t pg) -> bool { return (*(std::vector<bool> *)ctx)[pg]; },
+		pool_set_summed(p,
+				[](void *ctx, pool_range *r) -> size_t {
+					auto *v = static_cast<std::vector<pool_range> *>(ctx);
+					std::copy(v->begin(), v->end(), r);
+					return v->size();
+				},
 				&pr.meta2);
 		const image &img = pr.epochs[2].img;
 		epoch_persist(p, img.data(), pr.dirty2.data(), pr.dirty2.size(), nullptr);

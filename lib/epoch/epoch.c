@@ -281,10 +281,11 @@ struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
 		/* Which pages get a checksum is decided now, at the quiescent
 		 * point whose image the write-back persists: the heap may move
 		 * its metadata once the gate reopens. */
-		struct pool *p = ep->pool;
+		struct pool_range sr[POOL_SUMMED_MAX];
+		size_t nsr = pool_summed_ranges(ep->pool, sr);
 		for (size_t k = 0; k < b->n; k++) {
 			__atomic_store_n(&b->state[k], EP_PENDING, __ATOMIC_RELAXED);
-			b->summed[k] = p->summed != NULL && p->summed(p->summed_ctx, b->pages[k]);
+			b->summed[k] = pool_in_ranges(sr, nsr, b->pages[k]);
 		}
 		if (!ep->opts.copy_in_pause) {
 			/* Published first: a fault on a page the guard just

@@ -133,10 +133,11 @@ unsigned heap_validate_image(void *base, size_t len, struct heap_validate_report
 void heap_set_reserve(int (*reserve)(void *ctx, uint64_t first, uint64_t end), void *ctx);
 
 /* The heap's own metadata pages, which a pool keeps checksums of: the
- * header, the page map and the name table's bucket run.  Exact at a
- * quiescent point (the epoch asks there, for each page it persists); false
- * before heap_init. */
-bool heap_page_is_meta(uint64_t page);
+ * header and the page map (r[0]), the name table's bucket run (r[1], when
+ * there is one), as [first, end) in 4 KiB heap pages; returns how many
+ * ranges (0 before heap_init).  Exact at a quiescent point (the epoch asks
+ * there). */
+size_t heap_meta_ranges(uint64_t r[2][2]);
 
 /* Verify each metadata page of a heap read from a pool against the pool's
  * checksum: check(ctx, page, bytes, what, len) returns 0 when page's content

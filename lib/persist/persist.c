@@ -149,13 +149,15 @@ void epoch_persist_from(struct pool *p, const struct persist_source *src, const 
 		publish(p, next);
 
 	uint64_t lines = 0;
+	struct pool_range sr[POOL_SUMMED_MAX];
+	size_t nsr = src->summed == NULL ? pool_summed_ranges(p, sr) : 0;
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
 		int w = p->seq[i][0] == next ? 0 : 1;
 		const void *image = src->begin(src->ctx, k, i);
 		lines += write_page(p, pool_copy(p, i, w), image);
 		bool summed = src->summed != NULL ? src->summed(src->ctx, k, i)
-			      : p->summed != NULL && p->summed(p->summed_ctx, i);
+						  : pool_in_ranges(sr, nsr, i);
 		/* From the very bytes persisted, durable with them before VER_d
 		 * makes the copy valid. */
 		set_sum(p, i, w, summed ? pool_page_sum(p, i, image) : 0);

@@ -36,7 +36,7 @@ struct persist_source {
 	void (*end)(void *ctx, size_t k);
 	void *ctx;
 	/* Whether pages[k] gets a checksum (pool.h, the sum table), as decided
-	 * when its image was taken; NULL: ask the pool's summed() now. */
+	 * when its image was taken; NULL: ask the pool's summed ranges now. */
 	bool (*summed)(void *ctx, size_t k, uint64_t page);
 };
 

@@ -968,7 +968,7 @@ int pool_valid_copy(const struct pool *p, uint64_t page)
 	return p->seq[page][c] == 0 ? -1 : c;
 }
 
-void pool_set_summed(struct pool *p, bool (*summed)(void *ctx, uint64_t page), void *ctx)
+void pool_set_summed(struct pool *p, size_t (*summed)(void *ctx, struct pool_range *r), void *ctx)
 {
 	p->summed = summed;
 	p->summed_ctx = ctx;

@@ -59,6 +59,12 @@
 #define POOL_SEQ_INVALID UINT64_MAX
 #define POOL_CREATOR_MAX 256
 
+/* Pages [first, end). */
+struct pool_range {
+	uint64_t first, end;
+};
+#define POOL_SUMMED_MAX 4
+
 struct pool {
 	int fd;
 	char path[PATH_MAX];
@@ -93,7 +99,7 @@ struct pool {
 	 * large sparse pool costs start-up time in proportion to its use. */
 	uint64_t seq_pages;
 	/* Which pages get a checksum (pool_set_summed); NULL: none. */
-	bool (*summed)(void *ctx, uint64_t page);
+	size_t (*summed)(void *ctx, struct pool_range *r);
 	void *summed_ctx;
 };
 
@@ -193,11 +199,24 @@ int pool_valid_copy(const struct pool *p, uint64_t page);
 #define POOL_RESEAL_BYTES 1216
 void pool_reseal(unsigned char *head, size_t len);
 
-/* Pages for which summed(ctx, page) is true get a checksum of each copy the
- * epoch writes (the runtime: the heap's metadata pages, asked at the
- * quiescent point; epoch_persist asks when called).  Set before the first
- * epoch. */
-void pool_set_summed(struct pool *p, bool (*summed)(void *ctx, uint64_t page), void *ctx);
+/* The pages in the ranges summed(ctx, r) fills in (at most POOL_SUMMED_MAX,
+ * returning how many) get a checksum of each copy the epoch writes (the
+ * runtime: the heap's metadata pages, asked once per epoch at the quiescent
+ * point; epoch_persist asks when called).  NULL: none.  Set before the
+ * first epoch. */
+void pool_set_summed(struct pool *p, size_t (*summed)(void *ctx, struct pool_range *r), void *ctx);
+/* The pool's summed ranges now (0 when none). */
+static inline size_t pool_summed_ranges(const struct pool *p, struct pool_range r[POOL_SUMMED_MAX])
+{
+	return p->summed != NULL ? p->summed(p->summed_ctx, r) : 0;
+}
+static inline bool pool_in_ranges(const struct pool_range *r, size_t n, uint64_t page)
+{
+	for (size_t i = 0; i < n; i++)
+		if (page >= r[i].first && page < r[i].end)
+			return true;
+	return false;
+}
 /* The checksum of page content bytes (page_size bytes) as page i of this
  * pool: never 0 (0 in the sum table means "none recorded"). */
 uint64_t pool_page_sum(const struct pool *p, uint64_t page, const void *bytes);

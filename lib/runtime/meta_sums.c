@@ -7,17 +7,17 @@
 
 #define HEAP_PAGE_BYTES 4096u	/* the heap's page (heap_layout.h) */
 
-/* Pool page page holds some heap metadata page. */
-static bool summed(void *ctx, uint64_t page)
+/* The pool pages holding heap metadata pages. */
+static size_t summed(void *ctx, struct pool_range *r)
 {
 	const struct pool *p = ctx;
-	uint64_t per = p->page_size / HEAP_PAGE_BYTES;
-	if (per <= 1)
-		return heap_page_is_meta(page * p->page_size / HEAP_PAGE_BYTES);
-	for (uint64_t i = 0; i < per; i++)
-		if (heap_page_is_meta(page * per + i))
-			return true;
-	return false;
+	uint64_t h[2][2];
+	size_t n = heap_meta_ranges(h);
+	for (size_t i = 0; i < n; i++) {
+		r[i].first = h[i][0] * HEAP_PAGE_BYTES / p->page_size;
+		r[i].end = (h[i][1] * HEAP_PAGE_BYTES + p->page_size - 1) / p->page_size;
+	}
+	return n;
 }
 
 /* Heap page hpage, at bytes: verify the pool page around it. */

@@ -70,6 +70,15 @@ int64_t heap_probe(const unsigned char *img, size_t len, enum probe_target t)
 		return (int64_t)offsetof(struct heap_hdr, in_use_shared);
 	case PROBE_PAGEMAP_ABOVE_HWM:
 		return h->hwm < h->npages ? (int64_t)(pagemap_off() + h->hwm * sizeof(uint32_t)) : -1;
+	case PROBE_CACHE_BIN:
+		for (unsigned i = 0; i <= HEAP_NSLOTS; i++)
+			for (unsigned c = 0; c < HEAP_NCLASSES; c++)
+				if (h->slots[i].bins[c].count != 0)
+					return (int64_t)(offsetof(struct heap_hdr, slots) +
+							 i * sizeof(struct heap_slot) +
+							 offsetof(struct heap_slot, bins) +
+							 c * sizeof(struct heap_bin));
+		return -1;
 	case PROBE_NAME_BUCKET_EMPTY: {
 		if (h->name_buckets == 0)
 			return -1;

@@ -24,6 +24,7 @@ enum probe_target {
 	PROBE_HDR_IN_USE,	/* the header's byte counter of released slots */
 	PROBE_PAGEMAP_ABOVE_HWM,/* the page-map entry of the page at hwm (unused) */
 	PROBE_NAME_BUCKET_EMPTY,/* an empty bucket in the name table's bucket run */
+	PROBE_CACHE_BIN,	/* a thread cache's bin that holds blocks (its head) */
 };
 
 /* Heap offset of target t in the image, -1 when the heap has none. */

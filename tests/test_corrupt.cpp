@@ -296,6 +296,25 @@ TEST_CASE("corrupt pools: plausible values in metadata pages fail their checksum
 	expect_checksum_refusal(b.path, b.addrs, b.d.path);
 }
 
+// Found by the fuzzer: a thread cache's bin whose count claims 4 billion
+// blocks and whose list is a cycle made every reader walk it 4 billion steps
+// (the count bounds the walk).  A count beyond what a cache holds is refused
+// at once.
+TEST_CASE("corrupt pools: a cache bin counting billions of blocks in a cycle", "[corrupt][fuzz]")
+{
+	killed_pool b;
+	std::string v = b.d.file("bin.pool");
+	copy_file(b.path, v);
+	image img(v);
+	int64_t bin = img.probe(PROBE_CACHE_BIN);
+	REQUIRE(bin >= 0); // the killed program's thread left blocks in its cache
+	uint64_t head;
+	memcpy(&head, img.bytes.data() + bin, sizeof(head));
+	patch(v, img.file_offset((uint64_t)bin + 8), (uint32_t)0xffffffff); // count
+	patch(v, img.file_offset(head), head);	// the first block's next: itself
+	expect_refused(v, b.addrs, "more than a cache holds", "more than a cache holds");
+}
+
 // Span headers and span free lists are not walked at start-up (that would
 // touch every span page); the allocator checks each link the first time it
 // reads it, and the full check finds them.

@@ -393,6 +393,13 @@ static void check_caches(struct hc *c, struct heap_validate_report *r,
 			const struct heap_bin *bin = &h->slots[i].bins[cls];
 			uint32_t n = 0;
 			bool ok = true;
+			/* The count bounds the walk (a cycle ends it): a corrupt
+			 * one must not make it billions of steps. */
+			if (bin->count > heap_cls[cls].limit) {
+				problem(c, "cache slot %u, class %u counts %u blocks, more than a cache "
+					"holds (%u)", i, cls, bin->count, heap_cls[cls].limit);
+				continue;
+			}
 			for (uint64_t b = bin->head; b != 0; b = ((struct heap_block *)heap_at(b))->next) {
 				uint64_t so;
 				if (n++ >= bin->count || !block_of_class(b, cls, &so) ||
@@ -420,6 +427,13 @@ static void check_caches(struct hc *c, struct heap_validate_report *r,
 			const struct heap_bin *rb = &h->slots[i].runs[k];
 			uint32_t n = 0;
 			bool ok = true;
+			if (rb->count > HEAP_RUN_CACHE_PAGES / (k + 1)) {
+				problem(c, "run cache of slot %u (%u pages) counts %u runs, more than a "
+					"cache holds (%u)", i, k + 1, rb->count,
+					HEAP_RUN_CACHE_PAGES / (k + 1));
+				runs_ok = false;
+				continue;
+			}
 			for (uint64_t b = rb->head; b != 0; b = ((struct heap_block *)heap_at(b))->next) {
 				if (n++ >= rb->count || !page_in_data(b) ||
 				    heap_rt.pagemap[b >> HEAP_PAGE_SHIFT] != pm_make(PM_LARGE, k + 1) ||

@@ -132,7 +132,8 @@ int cmd_list(int argc, char **argv)
 			n++;
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), by_name);
+	if (n > 1) /* qsort(NULL, 0, ...) is undefined: an empty directory */
+		qsort(names, n, sizeof(*names), by_name);
 	printf("%-40s %-20s %10s %10s  %s\n", "POOL", "PROGRAM", "CAPACITY", "ON DISK", "STATE");
 	for (size_t i = 0; i < n; i++) {
 		list_one(dir, names[i]);

@@ -52,12 +52,12 @@ struct tracked {
 	unsigned char *base;
 	tracker *t = nullptr;
 
-	tracked(tracker_kind kind, size_t n) : npages(n)
+	tracked(tracker_kind kind, size_t n, unsigned flags = 0) : npages(n)
 	{
 		base = static_cast<unsigned char *>(shadow_reserve(0, n * page));
 		REQUIRE(base != nullptr);
 		INFO(err_get());
-		REQUIRE(tracker_open(&t, kind, base, n * page) == 0);
+		REQUIRE(tracker_open_flags(&t, kind, base, n * page, flags) == 0);
 	}
 	~tracked()
 	{
@@ -551,6 +551,48 @@ TEST_CASE("mprotect: the VMA count stays bounded", "[tracker]")
 		(void)read_byte(r.at(6));
 		CHECK(r.collect() == std::vector<uint64_t>{ 4 });
 		CHECK(r.t->stats.overflows == 1);
+	}
+}
+
+TEST_CASE("opened to be covered later: exact inside tracker_cover, never lost above it",
+	  "[tracker]")
+{
+	const size_t mib = (size_t)1 << 20;
+	const size_t npages = 128 * mib / page;
+	for (auto kind : backends()) {
+		INFO("backend " << kind_name(kind));
+		// As the runtime does: cover, then use, collecting up to the
+		// part in use (the heap's high-water mark).
+		tracked r(kind, npages, TRACKER_OPEN_COVER_LATER);
+		INFO(err_get());
+		REQUIRE(tracker_cover(r.t, 4 * mib) == 0);
+		tracker_set_extent(r.t, 4 * mib);
+		CHECK(r.collect().empty());
+		write_byte(r.at(10), 1);
+		CHECK(read_byte(r.at(20)) == 0);	// a read is not a write
+		CHECK(r.collect() == std::vector<uint64_t>{ 10 });
+
+		// A write above what was covered (uffd covers in 64 MiB
+		// steps) is never lost: the first collection that reaches it
+		// reports it, with (uffd) the rest of the uncovered part, once.
+		const size_t hi = 100 * mib / page;
+		write_byte(r.at(hi), 2);
+		CHECK(r.collect().empty());		// above the extent: deferred
+		tracker_set_extent(r.t, npages * page);
+		std::vector<uint64_t> got = r.collect();
+		CHECK(std::find(got.begin(), got.end(), hi) != got.end());
+		if (kind == TRACKER_MPROTECT)
+			CHECK(got == std::vector<uint64_t>{ hi });
+		CHECK(r.collect().empty());
+		write_byte(r.at(hi), 3);
+		CHECK(r.collect() == std::vector<uint64_t>{ hi });
+
+		// Covered all the way: exact there too.
+		REQUIRE(tracker_cover(r.t, npages * page) == 0);
+		const size_t top = npages - 7;
+		write_byte(r.at(top), 4);
+		CHECK(read_byte(r.at(top - 300)) == 0);
+		CHECK(r.collect() == std::vector<uint64_t>{ top });
 	}
 }
 

@@ -77,6 +77,9 @@ struct tracker_ops {
 	/* End of the write-back: the guard of protect_batch is no longer
 	 * needed (pages stay tracked as before). */
 	void (*release_batch)(struct tracker *t);
+	/* Optional (tracker_cover): make first writes to [base, base+len)
+	 * tracked exactly from now on.  NULL: attach already did. */
+	int (*cover)(struct tracker *t, size_t len);
 	/* Stop tracking; the range stays mapped and becomes plainly writable.
 	 * Safe in a fork child (acts on the child's own mappings only). */
 	void (*detach)(struct tracker *t);
@@ -101,6 +104,14 @@ struct tracker {
  * protects only the part it registers; see there for what that means above
  * it). */
 #define TRACKER_OPEN_MISSING 1u
+/* tracker_open_flags: do not arm the whole range at attach; the owner calls
+ * tracker_cover before it first uses each part.  Above the covered part the
+ * uffd backend reports a page as written after its first touch (even a
+ * read), and may report its never-touched neighbours in the same 2 MiB page
+ * table once: conservative, never a lost write.  Arming all of an 8 GiB
+ * range costs ~40 ms at every start-up; the runtime covers what its heap
+ * uses (the restored image, then each growth of the heap). */
+#define TRACKER_OPEN_COVER_LATER 2u
 
 /* Create a tracker of the given kind over [base, base+len) (TRACKER_AUTO:
  * uffd when the kernel supports it, else mprotect) and attach it.  base and
@@ -122,6 +133,11 @@ int tracker_uffd_register_missing(struct tracker *t, size_t len, bool *kernel_fa
 /* Whether this process may open a userfaultfd whose kernel-mode faults wait
  * (see tracker_uffd_register_missing). */
 bool tracker_uffd_kernel_faults_possible(void);
+/* Track first writes to [base, base+len) exactly from now on (see
+ * TRACKER_OPEN_COVER_LATER); call before the part is first used.  Cheap
+ * when already covered; thread-safe.  Returns 0, or -1 with err_get() set
+ * (the part then stays conservatively tracked: nothing is lost). */
+int tracker_cover(struct tracker *t, size_t len);
 /* Detach and free.  NULL is a no-op. */
 void tracker_close(struct tracker *t);
 /* ops->collect_dirty, counted in t->stats. */

@@ -568,15 +568,23 @@ class EvictionWatch:
             self.thread.start()
 
     def read(self):
+        # the log lines end in a bare "\n" (only the OK had "\r\n")
+        buf = self.conn.buf  # what came with the OK first
         try:
             while True:
-                line = self.conn._line()
-                for field in line.split():
-                    if field.startswith(b"key="):
-                        self.keys.add(field[4:])
-                    elif field.startswith(b"skipped="):
-                        self.skipped += int(field[8:] or 0)
-        except (OSError, ConnectionError, ValueError):
+                lines = buf.split(b"\n")
+                buf = lines.pop()
+                for line in lines:
+                    for field in line.split():
+                        if field.startswith(b"key="):
+                            self.keys.add(field[4:])
+                        elif field.startswith(b"skipped="):
+                            self.skipped += int(field[8:] or 0)
+                chunk = self.conn.s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        except (OSError, ValueError):
             pass
 
     def finish(self):
@@ -1121,6 +1129,25 @@ def self_test():
     mc.verify(FakeConn(set()), "[restart] relinked 5 items, dropped 2 incomplete linked items",
               recent_only=False)
     expect("memcached: recovery dropping items is torn", mc.stats.torn == torn_before + 2)
+    # `watch evictions` as memcached 1.6 speaks it: "OK\r\n", then lines
+    # ending in a bare "\n"
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+
+    def fake_memcached():
+        c, _ = srv.accept()
+        c.recv(100)
+        c.sendall(b"OK\r\nts=1.0 gid=5 type=eviction key=k1-3 fetch=no ttl=-1 la=1 clsid=6 "
+                  b"size=200\nts=1.1 gid=6 type=eviction key=k1-4 fetch=no\nskipped=2\n")
+        c.close()
+    th = threading.Thread(target=fake_memcached)
+    th.start()
+    keys, skipped = EvictionWatch(srv.getsockname()[1]).finish()
+    th.join()
+    srv.close()
+    expect("memcached: `watch evictions` lines are read",
+           keys == {b"k1-3", b"k1-4"} and skipped == 2)
     # two streams, one slot: the slot alternates (a Semaphore starved one)
     slots, order = FairSlots(1), []
 

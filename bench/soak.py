@@ -819,7 +819,7 @@ class MemcachedStream(Stream):
             span = (f", acked {ages[0]:.0f}-{ages[-1]:.0f} ms before its kill" if ages else "")
             before_cut = (f", {min(last_cut - a for _, a in lst) / 1e6:.0f} ms or more before "
                           f"the last kill's cutoff" if last_cut else "")
-            parts.append(f"round {rnd}: {len(lst)} of {len(self.acks.get(rnd, []))} keys "
+            parts.append(f"round {rnd}: {len(lst)} of {info.get('acked', '?')} keys "
                          f"(i {min(i for i, _ in lst)}..{max(i for i, _ in lst)}){span}"
                          f"{before_cut}")
         last = self.runs.get(self.round_no - 1, {}) if self.pending else {}

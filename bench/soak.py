@@ -652,14 +652,34 @@ class MemcachedStream(Stream):
                                      env=self.env())
 
     def wait_up(self, until_ns):
+        """A connection to this run's server, once it listens; False when it
+        exited (or the port is another process's), None after until_ns."""
         while now_ns() < until_ns:
             if self.proc.poll() is not None:
                 return False
             try:
                 c = McConn(self.port, timeout=1.0)
-                return c
             except OSError:
                 time.sleep(0.005)
+                continue
+            # The port was free when chosen, but the server binds it only
+            # after recovery (seconds with many items): another process may
+            # listen there by then, and checking our keys against its cache
+            # would report them lost.  Talk only to our own pid.
+            try:
+                pid = int(c.stats().get("pid", -1))
+            except (OSError, ConnectionError, ValueError):
+                c.close()
+                time.sleep(0.005)
+                continue
+            if pid == self.proc.pid:
+                return c
+            c.close()
+            self.stats.errors += 1
+            self.stats.note(f"port {self.port} is answered by another process's memcached "
+                            f"(pid {pid}), not this run's (pid {self.proc.pid}); not checked")
+            self.kill_now()
+            return False
         return None
 
     def why_not_up(self, rnd):
@@ -841,11 +861,14 @@ class MemcachedStream(Stream):
         if early_kill:
             timer = threading.Timer(self.rng.uniform(0, 0.3), self.kill_now)
             timer.start()
+        errors_before = s.errors
         conn = self.wait_up(self.t_exec + int(30e9))
         if not conn:
             if timer is not None:
                 timer.join()
-            if self.killed_at is None:
+            if s.errors != errors_before:
+                pass  # wait_up said why
+            elif self.killed_at is None:
                 s.errors += 1
                 s.note(self.why_not_up(rnd))
             else:
@@ -1148,6 +1171,27 @@ def self_test():
     srv.close()
     expect("memcached: `watch evictions` lines are read",
            keys == {b"k1-3", b"k1-4"} and skipped == 2)
+    # a server on our port that is not ours (its `stats` pid differs)
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+
+    def foreign_memcached():
+        c, _ = srv.accept()
+        c.recv(100)
+        c.sendall(b"STAT pid 1\r\nSTAT curr_items 5\r\nEND\r\n")
+        c.close()
+    th = threading.Thread(target=foreign_memcached)
+    th.start()
+    mc.port = srv.getsockname()[1]
+    mc.proc = subprocess.Popen(["sleep", "30"])
+    errors_before = mc.stats.errors
+    up = mc.wait_up(now_ns() + int(5e9))
+    th.join()
+    srv.close()
+    mc.proc.wait()
+    expect("memcached: a port answered by another pid is not checked",
+           up is False and mc.stats.errors == errors_before + 1)
     # two streams, one slot: the slot alternates (a Semaphore starved one)
     slots, order = FairSlots(1), []
 

@@ -1193,17 +1193,22 @@ def self_test():
     expect("memcached: a port answered by another pid is not checked",
            up is False and mc.stats.errors == errors_before + 1)
     # two streams, one slot: the slot alternates (a Semaphore starved one)
-    slots, order = FairSlots(1), []
+    slots, order, done = FairSlots(1), [], {}
 
-    def take(name):
+    def take(name, other):
         for _ in range(5):
             with slots:
                 order.append(name)
-                time.sleep(0.01)
-    ths = [threading.Thread(target=take, args=(n,)) for n in "ab"]
+                # hold the slot until the other stream waits for it (a
+                # loaded machine may start it late)
+                give_up = time.monotonic() + 10
+                while (not slots.queue and not done.get(other)
+                       and time.monotonic() < give_up):
+                    time.sleep(0.001)
+        done[name] = True
+    ths = [threading.Thread(target=take, args=(n, o)) for n, o in ("ab", "ba")]
     for th in ths:
         th.start()
-        time.sleep(0.002)
     for th in ths:
         th.join()
     expect("slots: --jobs 1 alternates between streams",

@@ -30,7 +30,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 /* glibc's other public name for sigaction(2): preload/ interposes
@@ -184,19 +183,18 @@ static int set_access(const struct mp_impl *m, size_t first, size_t count, bool 
 
 /* ---- the signal handler ---- */
 
-static bool is_write_fault(const void *ucv)
+/* Whether a fault may be a first write to a tracked page.  A read cannot
+ * be (the range is readable), and an instruction fetch must not look like a
+ * write: jumping into the heap would unprotect the page and the fault repeat
+ * forever.  When the CPU part cannot tell (prim_fault_access UNKNOWN: the
+ * generic build), a fault in a tracked range counts as a write -- reads there
+ * do not fault, and treating a write as foreign would hand every first
+ * write to the program's SIGSEGV disposition; the price is that a jump into
+ * the heap loops instead of crashing. */
+static bool may_be_write(const siginfo_t *si, const void *ucv)
 {
-#if defined(__x86_64__)
-	/* Page-fault error code: bit 1 write access, bit 4 instruction
-	 * fetch.  Jumping into the heap must not look like a write, or the
-	 * handler would unprotect the page and the fault repeat forever. */
-	const ucontext_t *uc = ucv;
-	unsigned long err = (unsigned long)uc->uc_mcontext.gregs[REG_ERR];
-	return (err & 0x2) != 0 && (err & 0x10) == 0;
-#else
-	(void)ucv;
-	return true;
-#endif
+	enum prim_fault_access access = prim_fault_access(si, ucv);
+	return access == PRIM_FAULT_WRITE || access == PRIM_FAULT_UNKNOWN;
 }
 
 static _Atomic(tracker_write_hook) write_hook;
@@ -535,7 +533,8 @@ static void chain_to_application(int sig, siginfo_t *si, void *ucv)
 		dfl.sa_handler = SIG_DFL;
 		app_action_write(&dfl);	/* every signal is blocked here */
 	}
-	sigset_t mask = ((const ucontext_t *)ucv)->uc_sigmask;
+	sigset_t mask;
+	prim_interrupted_sigmask(ucv, &mask);
 	sigorset(&mask, &mask, &app.sa_mask);
 	if (!(app.sa_flags & SA_NODEFER))
 		sigaddset(&mask, sig);
@@ -553,7 +552,7 @@ static void on_sigsegv(int sig, siginfo_t *si, void *ucv)
 	bool ours = false;
 	atomic_fetch_add(&readers_inside, 1);
 	/* si_code > 0: raised by the kernel for this access, not sent. */
-	if (si->si_code > 0 && is_write_fault(ucv)) {
+	if (si->si_code > 0 && may_be_write(si, ucv)) {
 		ours = handle_tracked_write((uintptr_t)si->si_addr, ucv);
 		if (!ours)
 			ours = handle_guarded_write((uintptr_t)si->si_addr);

@@ -132,7 +132,7 @@ static void emulate_latency(size_t lines)
 		return;
 	uint64_t end = prim_now_ns() + (uint64_t)latency_ns * lines;
 	while (prim_now_ns() < end)
-		__builtin_ia32_pause();
+		prim_cpu_relax();
 }
 
 /* The naive scheme: every dirty page copied whole and made durable on its

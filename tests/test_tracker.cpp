@@ -28,6 +28,7 @@
 
 extern "C" {
 #include "base/log.h"
+#include "track/fault_signal.h"
 #include "track/tracker.h"
 }
 
@@ -414,7 +415,7 @@ TEST_CASE("mprotect: the application's SIGSEGV handler still gets its faults", "
 
 	SECTION("handler installed before the tracker attaches")
 	{
-		REQUIRE(tracker_sigaction(SIGSEGV, &app, nullptr) == 0);
+		REQUIRE(fault_signal_sigaction(SIGSEGV, &app, nullptr) == 0);
 		tracked r(TRACKER_MPROTECT, 8);
 		write_byte(r.at(2), 1);	// ours: no call
 		CHECK(app_calls == 0);
@@ -428,10 +429,10 @@ TEST_CASE("mprotect: the application's SIGSEGV handler still gets its faults", "
 	{
 		tracked r(TRACKER_MPROTECT, 8);
 		struct sigaction before;
-		REQUIRE(tracker_sigaction(SIGSEGV, &app, &before) == 0);
+		REQUIRE(fault_signal_sigaction(SIGSEGV, &app, &before) == 0);
 		CHECK(before.sa_sigaction == saved.sa_sigaction);	// what was there
 		struct sigaction now;
-		REQUIRE(tracker_sigaction(SIGSEGV, nullptr, &now) == 0);
+		REQUIRE(fault_signal_sigaction(SIGSEGV, nullptr, &now) == 0);
 		CHECK(now.sa_sigaction == app_handler);	// the app sees its own
 		CHECK(faults_to_app(guard));
 		CHECK(app_calls == 1);

@@ -9,8 +9,10 @@
  *                       PAGEMAP_SCAN ioctl with PM_SCAN_WP_MATCHING: the
  *                       kernel resolves first writes itself; one ioctl
  *                       returns the written pages and re-protects them
- *   tracker_mprotect.c  SIGSEGV + mprotect, for older kernels; chains to the
- *                       application's own SIGSEGV handler
+ *   tracker_mprotect.c  SIGSEGV + mprotect, for older kernels (and the uffd
+ *                       backend's batch guard)
+ *   fault_signal.c      the process's SIGSEGV disposition: our handler, and
+ *                       chaining to the application's own (fault_signal.h)
  *   tracker.c           backend choice, open/close/collect, counters
  *   shadow.c            the fixed-address reservation
  * Both report exactly the pages written since the previous collection (the
@@ -27,7 +29,6 @@
 
 #include "base/config.h"
 
-#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -189,7 +190,8 @@ void tracker_set_cow_hook(tracker_cow_hook fn);
 int tracker_protect_batch(struct tracker *t, const uint64_t *pages, size_t n);
 void tracker_release_batch(struct tracker *t);
 
-/* The uffd backend's batch guard (tracker_mprotect.c owns SIGSEGV):
+/* The uffd backend's batch guard (tracker_mprotect.c, its faults through
+ * fault_signal.c):
  * mprotect read-only a few ranges covering pages[0..n) (gaps between
  * batch pages of up to TRACKER_GUARD_GAP pages are covered too, and wider
  * ones until at most TRACKER_GUARD_RANGES ranges remain), so that every
@@ -209,17 +211,6 @@ int tracker_guard_register(struct tracker *t);
 void tracker_guard_unregister(struct tracker *t);
 int tracker_guard_protect(struct tracker *t, const uint64_t *pages, size_t n);
 void tracker_guard_release(struct tracker *t);
-
-/* Signal chaining (mprotect backend): preload/'s sigaction and signal
- * wrappers forward here.  While an mprotect tracker is attached, our SIGSEGV
- * handler stays installed and the application's SIGSEGV disposition is only
- * recorded: faults that are not first writes to a tracked page are handed to
- * it (or, for the default action, end the process with SIGSEGV after a
- * one-line diagnostic).  Every other signal, and SIGSEGV when no mprotect
- * tracker is attached, goes straight to the kernel (SIGBUS never arises from
- * write protection, so the application's SIGBUS handler is the kernel's).
- * Same contract as sigaction(2). */
-int tracker_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 /* The mprotect backend keeps at most this many separately writable runs of
  * pages per epoch (each costs up to two VMAs; vm.max_map_count is 65530 by

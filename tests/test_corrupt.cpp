@@ -315,6 +315,51 @@ TEST_CASE("corrupt pools: a cache bin counting billions of blocks in a cycle", "
 	expect_refused(v, b.addrs, "more than a cache holds", "more than a cache holds");
 }
 
+// Found by the fuzzer (the program path without the metadata checksums): a
+// page-map tag above the high-water mark is not looked at by adoption; when
+// the heap later grew over it, it became the end of a "free extent" of a
+// billion pages.  The allocator clears such tags as it raises hwm, and the
+// full check reports them.
+TEST_CASE("corrupt pools: a page-map tag above the high-water mark (no checksums)", "[corrupt][fuzz]")
+{
+	base_pool b;
+	image img(b.path);
+	int64_t at = img.probe(PROBE_PAGEMAP_ABOVE_HWM);
+	REQUIRE(at >= 0);
+	size_t len = img.bytes.size();
+	void *heap = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(heap != MAP_FAILED);
+	memcpy(heap, img.bytes.data(), len);
+	// Every entry above hwm a stray tag: the first run taken from the top
+	// leaves one right below hwm, where the next growth looked for a free
+	// extent ending at hwm.
+	const int64_t end = img.probe(PROBE_PAGEMAP_FIRST) - img.probe(PROBE_PAGEMAP_FIRST) % 4096 +
+			    (int64_t)(len / 4096) * 4;	// past the last entry
+	uint32_t stray = 0xffffffff;
+	for (int64_t o = at; o < end; o += 4)
+		memcpy(static_cast<char *>(heap) + o, &stray, sizeof(stray));
+	heap_validate_report rep;
+	REQUIRE(heap_validate_image(heap, len, &rep, nullptr, nullptr) > 0); // the full check sees it
+	REQUIRE(heap_init(heap, len, false) == 0);	// adoption does not look there
+	const size_t hwm = heap_high_water();
+	std::vector<void *> runs;
+	while (heap_high_water() < hwm + 16 * 4096 && runs.size() < 128) { // crashed here
+		void *r = heap_malloc(8 * 4096);
+		REQUIRE(r != nullptr);
+		runs.push_back(r);
+	}
+	CHECK(heap_high_water() >= hwm + 16 * 4096);
+	for (void *r : runs)
+		heap_free(r);
+	// What is left: only the stray tags still above hwm.
+	std::vector<std::string> problems;
+	heap_validate_all(&rep, [](const char *m, void *v) { static_cast<std::vector<std::string> *>(v)->push_back(m); },
+			  &problems);
+	REQUIRE(problems.size() == 1);
+	CHECK(contains(problems[0], "above the high-water mark"));
+	munmap(heap, len);
+}
+
 // Span headers and span free lists are not walked at start-up (that would
 // touch every span page); the allocator checks each link the first time it
 // reads it, and the full check finds them.

@@ -220,6 +220,19 @@ bool heap_reserve_to(uint64_t new_hwm)
 
 static bool may_grow_to(uint64_t new_hwm) { return heap_reserve_to(new_hwm); }
 
+/* Raise hwm.  The page map of never-used pages is zero, but nothing read
+ * from a pool is trusted and the entries above hwm are not validated at
+ * adoption (the metadata checksums cover them): clear any left there, so
+ * that a stray tag never becomes the end of a free extent. */
+static void grow_hwm(struct heap_hdr *h, uint64_t new_hwm)
+{
+	uint32_t *pm = heap_rt.pagemap;
+	for (uint64_t i = h->hwm; i < new_hwm; i++)
+		if (pm[i] != 0)
+			pm[i] = 0;
+	h->hwm = new_hwm;
+}
+
 /* n pages, no alignment; 0 when there is no room. */
 static uint64_t take_locked(struct heap_hdr *h, uint64_t n, bool *fresh)
 {
@@ -247,7 +260,7 @@ static uint64_t take_locked(struct heap_hdr *h, uint64_t n, bool *fresh)
 	if (h->npages - start < n || !may_grow_to(start + n))
 		return 0;
 	if (start + n > h->hwm)
-		h->hwm = start + n;
+		grow_hwm(h, start + n);
 	return start;
 }
 
@@ -334,9 +347,9 @@ bool heap_pages_resize(uint64_t pg, uint64_t n, uint64_t newn)
 			   may_grow_to(end + need)) {
 			/* a free extent up to hwm, then never-used pages */
 			extent_del(h, end, pm_len(pm[end]));
-			h->hwm = end + need;
+			grow_hwm(h, end + need);
 		} else if (end == h->hwm && h->npages - end >= need && may_grow_to(end + need)) {
-			h->hwm = end + need;
+			grow_hwm(h, end + need);
 		} else {
 			ok = false;
 		}

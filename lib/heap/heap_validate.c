@@ -185,7 +185,7 @@ static int check_header(struct hc *c)
  * run, the page map saying so consistently.  Returns -1 when it is not: the
  * walks that rely on the page map (spans of blocks) are then unsafe. */
 static int walk_pages(struct hc *c, struct heap_validate_report *r, uint64_t used_blocks[HEAP_NCLASSES],
-		      uint64_t spans_per_class[HEAP_NCLASSES])
+		      uint64_t spans_per_class[HEAP_NCLASSES], uint64_t *free_tagged)
 {
 	const struct heap_hdr *h = H();
 	const uint32_t *pm = heap_rt.pagemap;
@@ -215,6 +215,8 @@ static int walk_pages(struct hc *c, struct heap_validate_report *r, uint64_t use
 			}
 			for (uint64_t i = 1; i + 1 < n && ok; i++)
 				ok = pm[pg + i] == 0;
+			if (ok)
+				*free_tagged += n;
 			break;
 		case PM_SPAN: {
 			unsigned cls = pm_span_class(e);
@@ -251,7 +253,19 @@ static int walk_pages(struct hc *c, struct heap_validate_report *r, uint64_t use
 		pg += n;
 	}
 	(void)used_blocks;
-	return c->problems == before ? 0 : -1;
+	int rc = c->problems == before ? 0 : -1;
+	/* Never-used pages have no tag (the allocator clears any it finds
+	 * when it raises hwm); the full walk reads the rest of the map.  Not
+	 * a reason to stop: nothing below hwm follows those entries. */
+	if (c->full)
+		for (uint64_t i = h->hwm; i < h->npages; i++)
+			if (pm[i] != 0) {
+				problem(c, "page map: page %llu, above the high-water mark %llu, has "
+					"entry 0x%08x (never-used pages have none)",
+					(unsigned long long)i, (unsigned long long)h->hwm, pm[i]);
+				break;
+			}
+	return rc;
 }
 
 /* Every span's header and free list (full check only). */
@@ -537,7 +551,8 @@ static unsigned run_checks(struct hc *c, struct heap_validate_report *rep)
 	c->header_ok = true;
 	uint64_t used[HEAP_NCLASSES] = { 0 }, spans[HEAP_NCLASSES] = { 0 };
 	uint64_t cached[HEAP_NCLASSES] = { 0 }, cached_runs = 0;
-	if (walk_pages(c, &r, used, spans) != 0)
+	uint64_t free_tagged = 0;
+	if (walk_pages(c, &r, used, spans, &free_tagged) != 0)
 		return c->problems;	/* everything below follows the page map */
 	const struct heap_hdr *h = H();
 	uint64_t prev_end = 0;
@@ -546,6 +561,11 @@ static unsigned run_checks(struct hc *c, struct heap_validate_report *rep)
 		problem(c, "free-extent tree: %llu pages in %llu extents, the header counts %llu "
 			"in %llu", (unsigned long long)r.free_pages, (unsigned long long)r.free_extents,
 			(unsigned long long)h->free_pages, (unsigned long long)h->free_extents);
+	/* A free extent the tree does not hold would be coalesced with, and
+	 * its stale node read, by the next free beside it. */
+	if (free_tagged != r.free_pages)
+		problem(c, "page map: %llu pages are tagged free, the free-extent tree holds %llu",
+			(unsigned long long)free_tagged, (unsigned long long)r.free_pages);
 	if (r.large_pages != h->large_pages)
 		problem(c, "large runs: %llu pages, the header counts %llu",
 			(unsigned long long)r.large_pages, (unsigned long long)h->large_pages);

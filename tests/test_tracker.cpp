@@ -4,6 +4,8 @@
 // signal chaining, genuine crashes, the VMA bound, fork.
 #include <catch2/catch.hpp>
 
+#include "uffd_half.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -35,13 +37,11 @@ namespace {
 
 const size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
-// The backends this kernel can run.
+// The backends of this half (uffd_half.h): mprotect, or uffd in the
+// tracker-uffd test, which meson skips where uffd tracking is unsupported.
 std::vector<tracker_kind> backends()
 {
-	std::vector<tracker_kind> v{ TRACKER_MPROTECT };
-	if (tracker_uffd_supported())
-		v.push_back(TRACKER_UFFD);
-	return v;
+	return { uffd_half() ? TRACKER_UFFD : TRACKER_MPROTECT };
 }
 
 const char *kind_name(tracker_kind k) { return config_tracker_name(k); }
@@ -152,7 +152,7 @@ TEST_CASE("the auto choice and the uffd support report agree", "[tracker]")
 	}
 }
 
-TEST_CASE("tracker_open rejects a range that is not page-aligned", "[tracker]")
+TEST_CASE("tracker_open rejects a range that is not page-aligned", "[tracker][trackers]")
 {
 	for (auto kind : backends()) {
 		tracker *t = nullptr;
@@ -165,7 +165,7 @@ TEST_CASE("tracker_open rejects a range that is not page-aligned", "[tracker]")
 	}
 }
 
-TEST_CASE("a first write to a never-touched page is reported, a read is not", "[tracker]")
+TEST_CASE("a first write to a never-touched page is reported, a read is not", "[tracker][trackers]")
 {
 	for (auto kind : backends()) {
 		INFO("backend " << kind_name(kind));
@@ -188,7 +188,7 @@ TEST_CASE("a first write to a never-touched page is reported, a read is not", "[
 	}
 }
 
-TEST_CASE("random writes over many rounds are reported exactly", "[tracker]")
+TEST_CASE("random writes over many rounds are reported exactly", "[tracker][trackers]")
 {
 	for (auto kind : backends()) {
 		INFO("backend " << kind_name(kind));
@@ -225,7 +225,7 @@ TEST_CASE("random writes over many rounds are reported exactly", "[tracker]")
 }
 
 TEST_CASE("an extent bounds collection: every page written below it is reported",
-	  "[tracker]")
+	  "[tracker][trackers]")
 {
 	for (auto kind : backends()) {
 		INFO("backend " << kind_name(kind));
@@ -264,7 +264,7 @@ TEST_CASE("an extent bounds collection: every page written below it is reported"
 	}
 }
 
-TEST_CASE("more dirty pages than max: the first max now, the rest later", "[tracker]")
+TEST_CASE("more dirty pages than max: the first max now, the rest later", "[tracker][trackers]")
 {
 	for (auto kind : backends()) {
 		INFO("backend " << kind_name(kind));
@@ -290,7 +290,7 @@ TEST_CASE("more dirty pages than max: the first max now, the rest later", "[trac
 	}
 }
 
-TEST_CASE("threads faulting at once are all recorded", "[tracker]")
+TEST_CASE("threads faulting at once are all recorded", "[tracker][trackers]")
 {
 	for (auto kind : backends()) {
 		INFO("backend " << kind_name(kind));
@@ -327,19 +327,6 @@ TEST_CASE("threads faulting at once are all recorded", "[tracker]")
 TEST_CASE("read() into the heap works and is reported", "[tracker]")
 {
 	temp_input in(2 * page);
-	SECTION("uffd: a kernel write resolves itself and shows as written")
-	{
-		if (!tracker_uffd_supported())
-			WARN("uffd tracking unsupported here: " << tracker_uffd_unsupported_reason());
-		else {
-			tracked r(TRACKER_UFFD, 16);
-			CHECK(r.collect().empty());
-			ssize_t got = read(in.fd, r.at(4, 100), 2 * page - 200);
-			CHECK(got == (ssize_t)(2 * page - 200));
-			CHECK(r.at(4, 100)[1] == 8);
-			CHECK(r.collect() == (std::vector<uint64_t>{ 4, 5 }));
-		}
-	}
 	SECTION("mprotect: EFAULT without prefault, works with it")
 	{
 		tracked r(TRACKER_MPROTECT, 16);
@@ -359,6 +346,17 @@ TEST_CASE("read() into the heap works and is reported", "[tracker]")
 	}
 }
 
+TEST_CASE("uffd: read() into the heap resolves itself and shows as written", "[tracker][uffd]")
+{
+	temp_input in(2 * page);
+	tracked r(TRACKER_UFFD, 16);
+	CHECK(r.collect().empty());
+	ssize_t got = read(in.fd, r.at(4, 100), 2 * page - 200);
+	CHECK(got == (ssize_t)(2 * page - 200));
+	CHECK(r.at(4, 100)[1] == 8);
+	CHECK(r.collect() == (std::vector<uint64_t>{ 4, 5 }));
+}
+
 TEST_CASE("tracker_prefault counts exactly the pages it covers", "[tracker]")
 {
 	tracked r(TRACKER_MPROTECT, 32);
@@ -367,11 +365,13 @@ TEST_CASE("tracker_prefault counts exactly the pages it covers", "[tracker]")
 	tracker_prefault(r.at(40), page);	// outside entirely
 	tracker_prefault(r.at(9), 0);	// empty
 	CHECK(r.collect() == (std::vector<uint64_t>{ 0, 1, 5, 6, 7 }));
-	if (tracker_uffd_supported()) {
-		tracked u(TRACKER_UFFD, 8);
-		tracker_prefault(u.at(2), page);	// no-op: nothing written
-		CHECK(u.collect().empty());
-	}
+}
+
+TEST_CASE("uffd: tracker_prefault writes nothing", "[tracker][uffd]")
+{
+	tracked u(TRACKER_UFFD, 8);
+	tracker_prefault(u.at(2), page);	// no-op: nothing written
+	CHECK(u.collect().empty());
 }
 
 namespace {
@@ -554,12 +554,8 @@ TEST_CASE("mprotect: the VMA count stays bounded", "[tracker]")
 	}
 }
 
-TEST_CASE("uffd: dirtying pages does not split the VMA", "[tracker]")
+TEST_CASE("uffd: dirtying pages does not split the VMA", "[tracker][uffd]")
 {
-	if (!tracker_uffd_supported()) {
-		WARN("uffd tracking unsupported here: " << tracker_uffd_unsupported_reason());
-		return;
-	}
 	tracked r(TRACKER_UFFD, 4000);
 	size_t before = count_vmas();
 	std::set<uint64_t> written;
@@ -572,7 +568,7 @@ TEST_CASE("uffd: dirtying pages does not split the VMA", "[tracker]")
 	CHECK(r.collect() == sorted(written));
 }
 
-TEST_CASE("detach leaves the range writable; trackers can be reopened and combined", "[tracker]")
+TEST_CASE("detach leaves the range writable; trackers can be reopened and combined", "[tracker][trackers]")
 {
 	for (auto kind : backends()) {
 		INFO("backend " << kind_name(kind));
@@ -603,7 +599,7 @@ TEST_CASE("detach leaves the range writable; trackers can be reopened and combin
 	}
 }
 
-TEST_CASE("a fork child closing its tracker leaves the parent's tracking intact", "[tracker]")
+TEST_CASE("a fork child closing its tracker leaves the parent's tracking intact", "[tracker][trackers]")
 {
 	for (auto kind : backends()) {
 		INFO("backend " << kind_name(kind));

@@ -7,8 +7,9 @@
 //              cases "[uffd],[trackers]": the uffd-only ones, and the
 //              per-tracker ones over uffd
 // so that a machine without userfaultfd shows the uffd half as skipped
-// rather than passing it silently.  A case tagged [trackers] loops over
-// this_half_trackers(); one tagged [uffd] needs the uffd tracker outright.
+// rather than passing it silently.  A case tagged [trackers] loops over its
+// file's list for this half (backends(), cases(), trackers(), modes(), the
+// restore paths); one tagged [uffd] needs the uffd tracker outright.
 #ifndef PMT_TESTS_UFFD_HALF_H
 #define PMT_TESTS_UFFD_HALF_H
 

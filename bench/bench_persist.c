@@ -132,7 +132,7 @@ static void emulate_latency(size_t lines)
 		return;
 	uint64_t end = prim_now_ns() + (uint64_t)latency_ns * lines;
 	while (prim_now_ns() < end)
-		__builtin_ia32_pause();
+		prim_cpu_relax();
 }
 
 /* The naive scheme: every dirty page copied whole and made durable on its
@@ -342,8 +342,8 @@ static void bench_pipeline_tracker(enum tracker_kind kind)
 	printf("%6s | %-28s | %9s %9s | %10s %9s | %8s %8s\n", "pages", "", "p50", "p99", "p50", "",
 	       "/epoch", "faults/e");
 
-	struct pipe_mode modes[2] = { { "guarded (copy-before-write)", false, NULL, NULL, 0 },
-				      { "copy in pause (baseline)", true, NULL, NULL, 0 } };
+	struct pipe_mode modes[2] = { { .name = "guarded (copy-before-write)", .copy_in_pause = false },
+				      { .name = "copy in pause (baseline)", .copy_in_pause = true } };
 	static const unsigned counts[] = { 1, 64, 1000, 4096, 10000 };
 	uint64_t *pages = malloc(10000 * sizeof(*pages));
 	struct rewriter w = { .heap = heap };

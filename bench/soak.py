@@ -17,14 +17,22 @@ After each recovery it checks:
   durable lost     work acknowledged as durable before the kill is missing:
                    (a) everything acknowledged before the start of the last
                    epoch that completed before the kill (the killed run's
-                   PMTHREADS_EPOCH_LOG: that epoch's pause began at
-                   t_ms - (persist_us - stage_us + pause_us); mapped to the
+                   PMTHREADS_EPOCH_LOG: that epoch's pause began no later than
+                   t_ms - (persist_us - stage_us + pause_us), and after the
+                   previous line's t_ms: the earlier of the two; mapped to the
                    driver's clock from the exec time, a lower bound of the
                    runtime's clock origin, so the check never asks too much);
                    (b) bank and bptree: a count read before a durable epoch
                    that a later progress line shows advanced by two
                    (pmthreads_durable_epoch; by one is the documented rule, see
                    "durable_rule1" in the summary).
+                   memcached: a set acknowledged before (a), and every set a
+                   later check found, must be there after every later crash
+                   unless memcached evicted it: keys `watch evictions` named,
+                   or any missing key when `stats` counted evictions it did
+                   not name (the slab mover's) -- "evicted_loss", not durable
+                   loss.  Runs with -M (a full cache refuses sets) unless
+                   --mc-evict.
   lost work        kill time - time the first unrecovered piece of work was
                    reported (bank/bptree: the first progress line whose count
                    exceeds what was recovered, resolution one tick; memcached:
@@ -38,6 +46,7 @@ whichever comes first.  Exit status: 0 no torn FASE, no durable loss, no
 error; 1 otherwise; 2 bad arguments.
 """
 import argparse
+import collections
 import json
 import os
 import random
@@ -88,7 +97,15 @@ def epoch_facts(rows, t_exec_ns):
     achieved = None
     if rows:
         last = rows[-1]
+        # t_ms - (write-back + pause) is when the epoch thread began the
+        # write-back minus the pause: later than the gate's closing by the
+        # time between reopening the gate and starting the write-back, which
+        # on a loaded machine can be milliseconds (the woken threads run
+        # first).  The line of the epoch before was written before this
+        # epoch's gate closed (one thread does both, in order): a bound that
+        # cannot be late.  A single epoch: only the exec is known to precede it.
         snap_ms = last["t_ms"] - (last["persist_us"] - last["stage_us"] + last["pause_us"]) / 1000.0
+        snap_ms = min(snap_ms, rows[-2]["t_ms"]) if len(rows) >= 2 else 0.0
         cutoff = t_exec_ns + int(snap_ms * 1e6)
         # two periods at least: a run killed in its first epochs has no
         # period to speak of (and the first ones after start-up are short)
@@ -118,9 +135,35 @@ class Stats:
         self.notes = []
 
     def note(self, msg):
-        if len(self.notes) < 20:
+        if len(self.notes) < 40:
             self.notes.append(msg)
         print(f"soak: {self.program}/{self.tracker}: {msg}", file=sys.stderr, flush=True)
+
+
+class FairSlots:
+    """At most n holders at a time, waiters served in arrival order.  (A
+    threading.Semaphore lets the releasing thread take the slot straight back:
+    with --jobs 1 one stream ran every round and the other none.)"""
+
+    def __init__(self, n):
+        self.free = n
+        self.queue = collections.deque()
+        self.cv = threading.Condition()
+
+    def __enter__(self):
+        me = object()
+        with self.cv:
+            self.queue.append(me)
+            while self.queue[0] is not me or self.free == 0:
+                self.cv.wait()
+            self.queue.popleft()
+            self.free -= 1
+            self.cv.notify_all()
+
+    def __exit__(self, *exc):
+        with self.cv:
+            self.free += 1
+            self.cv.notify_all()
 
 
 class Budget:
@@ -130,7 +173,7 @@ class Budget:
     def __init__(self, kills_per_stream, deadline_ns, jobs):
         self.per_stream = kills_per_stream
         self.deadline_ns = deadline_ns
-        self.slots = threading.Semaphore(jobs)
+        self.slots = FairSlots(jobs)
         self.stop = threading.Event()
 
     def more(self, stats):
@@ -502,21 +545,82 @@ def mc_value(rnd, i):
     return (unit * (length // len(unit) + 1))[:length]
 
 
+class EvictionWatch:
+    """`watch evictions` on its own connection for one server run: the keys
+    memcached names as it evicts them from an LRU tail.  (The slab mover's
+    evictions are not named; the run's `stats` count those.)  Ends when the
+    server dies."""
+
+    def __init__(self, port):
+        self.keys = set()
+        self.skipped = 0  # lines the logger dropped (the watcher was slow)
+        self.ok = False
+        self.conn = None
+        try:
+            self.conn = McConn(port, timeout=5.0)
+            self.conn.s.sendall(b"watch evictions\r\n")
+            self.ok = self.conn._line() == b"OK"
+            self.conn.s.settimeout(None)
+        except (OSError, ConnectionError):
+            self.ok = False
+        self.thread = threading.Thread(target=self.read, daemon=True)
+        if self.ok:
+            self.thread.start()
+
+    def read(self):
+        # the log lines end in a bare "\n" (only the OK had "\r\n")
+        buf = self.conn.buf  # what came with the OK first
+        try:
+            while True:
+                lines = buf.split(b"\n")
+                buf = lines.pop()
+                for line in lines:
+                    for field in line.split():
+                        if field.startswith(b"key="):
+                            self.keys.add(field[4:])
+                        elif field.startswith(b"skipped="):
+                            self.skipped += int(field[8:] or 0)
+                chunk = self.conn.s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        except (OSError, ValueError):
+            pass
+
+    def finish(self):
+        """After the server was killed: the keys named, lines dropped."""
+        if self.ok:
+            self.thread.join(timeout=10)
+        if self.conn is not None:
+            self.conn.close()
+        return self.keys, self.skipped
+
+
+# evictions memcached counts in `stats`: the LRU's, the slab mover's when it
+# had no room to rescue an item, and its deletes of items busy for too long
+MC_EVICTION_STATS = ("evictions", "slab_reassign_evictions_nomem", "slab_reassign_busy_deletes")
+
+
 class MemcachedStream(Stream):
     def __init__(self, *a):
         super().__init__(*a)
         self.exe = self.args.memcached
         self.proc = None
         self.log_path = os.path.join(self.dir, "server.log")
+        self.prev_epoch_log = os.path.join(self.dir, "epochs-prev.csv")
         self.round_no = 0
         self.acks = {}  # round -> [(i, ack_ns)]
         # rounds from this one on have not been checked since their kill
         self.first_unchecked = 1
         self.port = None
-        # items this stream's servers evicted since the last reset, as read
-        # from `stats` during the runs: a key missing then may be a
-        # legitimate eviction, not durable loss
+        # since the last reset: items the servers evicted as counted by
+        # `stats` during the runs (MC_EVICTION_STATS), and the keys
+        # `watch evictions` named.  A key missing then may be a legitimate
+        # eviction, not durable loss.
         self.evicted_seen = 0
+        self.evicted_keys = set()
+        self.evictions_unnamed = 0  # counted by stats but not named
+        self.runs = {}  # round -> what its run did (for the diagnostics)
 
     def start(self):
         """Starts the server; returns its log lines of this start (recovery)."""
@@ -527,16 +631,20 @@ class MemcachedStream(Stream):
             s.close()
             break
         self.log_from = os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
+        # the killed run's epoch log stays for the diagnostics of a loss
         try:
-            os.unlink(self.epoch_log)
+            os.replace(self.epoch_log, self.prev_epoch_log)
         except FileNotFoundError:
             pass
         self.t_exec = now_ns()
         argv = [self.exe, "-l", "127.0.0.1", "-p", str(self.port), "-U", "0",
-                "-t", str(self.args.threads), "-m", "128", "-M", "-v"]
+                "-t", str(self.args.threads), "-m", "128", "-v"]
         # -M: a full cache refuses sets (not acknowledged) instead of evicting
         # acknowledged ones; evictions that happen anyway (the slab
-        # rebalancer's) are read from `stats` during the run (evicted_seen)
+        # rebalancer's) are read from `stats` during the run (evicted_seen).
+        # --mc-evict leaves it out (memcached's default: evict the LRU tail).
+        if not self.args.mc_evict:
+            argv.append("-M")
         if os.getuid() == 0:
             argv += ["-u", "root"]
         self.logf = open(self.log_path, "ab")
@@ -544,14 +652,34 @@ class MemcachedStream(Stream):
                                      env=self.env())
 
     def wait_up(self, until_ns):
+        """A connection to this run's server, once it listens; False when it
+        exited (or the port is another process's), None after until_ns."""
         while now_ns() < until_ns:
             if self.proc.poll() is not None:
                 return False
             try:
                 c = McConn(self.port, timeout=1.0)
-                return c
             except OSError:
                 time.sleep(0.005)
+                continue
+            # The port was free when chosen, but the server binds it only
+            # after recovery (seconds with many items): another process may
+            # listen there by then, and checking our keys against its cache
+            # would report them lost.  Talk only to our own pid.
+            try:
+                pid = int(c.stats().get("pid", -1))
+            except (OSError, ConnectionError, ValueError):
+                c.close()
+                time.sleep(0.005)
+                continue
+            if pid == self.proc.pid:
+                return c
+            c.close()
+            self.stats.errors += 1
+            self.stats.note(f"port {self.port} is answered by another process's memcached "
+                            f"(pid {pid}), not this run's (pid {self.proc.pid}); not checked")
+            self.kill_now()
+            return False
         return None
 
     def why_not_up(self, rnd):
@@ -583,6 +711,20 @@ class MemcachedStream(Stream):
             f.seek(self.log_from)
             return f.read().decode(errors="replace")
 
+    def relinked(self):
+        """This start's "[restart] relinked N items", or None."""
+        try:
+            log = self.log_since()
+        except OSError:
+            return None
+        for ln in log.splitlines():
+            if "relinked" in ln:
+                try:
+                    return int(ln.split("relinked", 1)[1].split()[0])
+                except (ValueError, IndexError):
+                    return None
+        return None
+
     def kill(self):
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
@@ -597,7 +739,8 @@ class MemcachedStream(Stream):
     def verify(self, conn, log, recent_only=False):
         """Checks the recovered cache against the acknowledged sets since the
         last reset (recent_only: of the last 3 rounds); returns the first
-        missing acknowledgement time and how many required sets are missing."""
+        missing acknowledgement time and the required sets that are missing,
+        [(round, i, ack_ns)]."""
         s = self.stats
         for ln in log.splitlines():
             if "incomplete linked items" in ln and "dropped 0 " not in ln:
@@ -608,8 +751,9 @@ class MemcachedStream(Stream):
             s.note("the restart did not reuse its memory: " + log.strip()[-300:])
         first_missing = None
         wrong = 0
-        required_missing = 0
+        required = []
         cutoff = self.pending["req_cut"] if self.pending else None
+        gone_by_round = {}
         for rnd, acks in self.acks.items():
             # the recent rounds, and every round whose kill no check has seen
             # yet (kills in start-up skip the check)
@@ -627,22 +771,82 @@ class MemcachedStream(Stream):
                         if first_missing is None or ack < first_missing:
                             first_missing = ack
                         if cutoff is not None and ack <= cutoff:
-                            required_missing += 1
-                            if required_missing <= 3:
-                                s.note(f"missing k{rnd}-{i}: acknowledged "
-                                       f"{(self.pending['t_kill'] - ack) / 1e6:.1f} ms before "
-                                       f"the kill, {(cutoff - ack) / 1e6:.1f} ms before the "
-                                       f"last complete epoch began (round {self.round_no})")
+                            required.append((rnd, i, ack))
                     elif v != mc_value(rnd, i):
                         wrong += 1
-            # lost in this crash (allowed when not required): no longer
-            # expected; everything present stays required from now on
+            gone_by_round[rnd] = gone
+        # lost in this crash (allowed when not required): no longer
+        # expected; everything present stays required from now on.  Only
+        # once the whole check went through: a check the kill cut short
+        # leaves everything for the next one to judge.
+        for rnd, gone in gone_by_round.items():
             if gone:
-                acks[:] = [(i, ack) for i, ack in acks if i not in gone]
+                self.acks[rnd][:] = [(i, ack) for i, ack in self.acks[rnd] if i not in gone]
         if wrong:
             s.torn += 1
             s.note(f"TORN FASE: {wrong} keys served with a wrong value")
-        return first_missing, required_missing
+        return first_missing, required
+
+    def judge_missing(self, required, where, conn):
+        """Sorts the required sets that are missing into evictions and
+        durable loss, and says everything known about them."""
+        s = self.stats
+        if not required:
+            return
+        named = [r for r in required if b"k%d-%d" % (r[0], r[1]) in self.evicted_keys]
+        unnamed = [r for r in required if b"k%d-%d" % (r[0], r[1]) not in self.evicted_keys]
+        try:
+            st = conn.stats() if conn is not None else {}
+        except (OSError, ConnectionError):
+            st = {}
+        detail = self.describe_missing(unnamed or named, st)
+        if not unnamed:
+            s.evicted_loss += 1
+            s.note(f"{len(named)} sets missing ({where}), each named by `watch evictions`: "
+                   f"evicted, not lost. {detail}")
+        elif self.evictions_unnamed:
+            s.evicted_loss += 1
+            s.note(f"{len(required)} sets missing ({where}), {len(named)} named as evicted; "
+                   f"the cache also evicted {self.evictions_unnamed} items it did not name "
+                   f"since the reset: not counted as durable loss. {detail}")
+        else:
+            s.durable_lost += 1
+            saved = os.path.join(self.dir, f"loss-round{self.round_no}-epochs.csv")
+            try:
+                import shutil
+                shutil.copy(self.prev_epoch_log, saved)
+            except OSError:
+                saved = "(no epoch log)"
+            s.note(f"DURABLE WORK LOST: {len(unnamed)} sets acknowledged before the last "
+                   f"complete epoch began are missing ({where}), none of them evicted "
+                   f"(named {len(self.evicted_keys)}, unnamed {self.evictions_unnamed} "
+                   f"evictions since the reset). {detail}; the killed run's epoch log: {saved}")
+
+    def describe_missing(self, missing, st_now):
+        """Per round: how many of its acknowledged sets are missing, their
+        acknowledgement times against that round's kill and the last kill's
+        cutoff; the items before the last kill and after this restart."""
+        last_cut = self.pending["req_cut"] if self.pending else None
+        by_round = collections.defaultdict(list)
+        for rnd, i, ack in missing:
+            by_round[rnd].append((i, ack))
+        parts = []
+        for rnd in sorted(by_round):
+            lst = by_round[rnd]
+            info = self.runs.get(rnd, {})
+            t_kill = info.get("t_kill")
+            ages = sorted((t_kill - ack) / 1e6 for _, ack in lst) if t_kill else []
+            span = (f", acked {ages[0]:.0f}-{ages[-1]:.0f} ms before its kill" if ages else "")
+            before_cut = (f", {min(last_cut - a for _, a in lst) / 1e6:.0f} ms or more before "
+                          f"the last kill's cutoff" if last_cut else "")
+            parts.append(f"round {rnd}: {len(lst)} of {info.get('acked', '?')} keys "
+                         f"(i {min(i for i, _ in lst)}..{max(i for i, _ in lst)}){span}"
+                         f"{before_cut}")
+        last = self.runs.get(self.round_no - 1, {}) if self.pending else {}
+        items = (f"curr_items before the kill (last sample) {last.get('curr_items', '?')}, "
+                 f"relinked now {self.relinked()}, curr_items now {st_now.get('curr_items', '?')}")
+        return "; ".join(parts[:6]) + (f"; +{len(parts) - 6} rounds" if len(parts) > 6 else "") \
+            + "; " + items
 
     def round(self):
         """One kill.  Most kills land during the load; one in five lands in
@@ -657,43 +861,33 @@ class MemcachedStream(Stream):
         if early_kill:
             timer = threading.Timer(self.rng.uniform(0, 0.3), self.kill_now)
             timer.start()
+        errors_before = s.errors
         conn = self.wait_up(self.t_exec + int(30e9))
         if not conn:
             if timer is not None:
                 timer.join()
-            if self.killed_at is None:
+            if s.errors != errors_before:
+                pass  # wait_up said why
+            elif self.killed_at is None:
                 s.errors += 1
                 s.note(self.why_not_up(rnd))
             else:
                 s.kills += 1  # killed in start-up; the earlier kill is still unchecked
             self.kill()
             return
+        watch = EvictionWatch(self.port)
+        run = dict(t_exec=self.t_exec)
+        self.runs[rnd] = run
         try:
             if self.pending is not None:
-                first_missing, required_missing = self.verify(conn, self.log_since(),
-                                                              recent_only=not self.args.mc_verify_all
-                                                              and rnd % 10 != 0)
+                first_missing, required = self.verify(conn, self.log_since(),
+                                                      recent_only=not self.args.mc_verify_all
+                                                      and rnd % 10 != 0)
+                self.judge_missing(required, f"round {rnd}", conn)
                 p = self.pending
                 self.pending = None
                 self.first_unchecked = rnd
                 s.checked += 1
-                if required_missing and self.evicted_seen:
-                    s.evicted_loss += 1
-                    s.note(f"{required_missing} sets missing (round {rnd}), but the cache "
-                           f"evicted {self.evicted_seen} items since the reset: not counted "
-                           f"as durable loss")
-                elif required_missing:
-                    s.durable_lost += 1
-                    s.note(f"DURABLE WORK LOST: {required_missing} sets acknowledged before "
-                           f"the last complete epoch began are missing (round {rnd}); this "
-                           f"restart's log: " + " / ".join(
-                               l.strip() for l in self.log_since().splitlines()
-                               if "relinked" in l or "reusing" in l)
-                           + "; stats: " + " ".join(
-                               f"{k}={v}" for k, v in conn.stats().items()
-                               if k in ("curr_items", "evictions", "reclaimed", "expired_unfetched",
-                                        "evicted_unfetched", "slab_reassign_rescues",
-                                        "slabs_moved", "limit_maxbytes", "bytes")))
                 if p["had_acks"]:
                     lost = 0.0 if first_missing is None else \
                         max(0.0, (p["t_kill"] - first_missing) / 1e6)
@@ -713,6 +907,7 @@ class MemcachedStream(Stream):
                 timer.join()
             conn.close()
             self.kill()
+            self.note_evictions(watch, {})
             s.kills += 1  # killed while serving the check: checked next time
             return
         acks = []
@@ -721,26 +916,39 @@ class MemcachedStream(Stream):
             timer = threading.Timer(self.kill_delay_ms() / 1000.0, self.kill_now)
             timer.start()
         i = 0
-        run_evicted = 0
+        st = {}
         try:
             while self.killed_at is None:
                 if conn.set(b"k%d-%d" % (rnd, i), mc_value(rnd, i)):
                     acks.append((i, now_ns()))
                 i += 1
-                if i % 500 == 0:
+                if i % 50 == 0:
                     st = conn.stats()
-                    run_evicted = sum(int(st.get(k, 0)) for k in
-                                      ("evictions", "slab_reassign_evictions_nomem"))
         except (OSError, ConnectionError, ValueError):
             pass
-        self.evicted_seen += run_evicted
         timer.join()
         conn.close()
         self.kill()
+        self.note_evictions(watch, st)
         s.kills += 1
         cutoff, achieved = epoch_facts(read_epoch_log(self.epoch_log), self.t_exec)
+        run.update(t_kill=self.killed_at, cutoff=cutoff, sets=i, acked=len(acks),
+                   curr_items=st.get("curr_items"))
         self.pending = dict(t_kill=self.killed_at, req_cut=cutoff, achieved=achieved,
                             had_acks=bool(acks))
+
+    def note_evictions(self, watch, st):
+        """Adds a killed run's evictions: the keys its watcher named and the
+        count in its last `stats` sample."""
+        keys, skipped = watch.finish()
+        counted = sum(int(st.get(k, 0)) for k in MC_EVICTION_STATS)
+        lru = int(st.get("evictions", 0))
+        self.evicted_keys |= keys
+        self.evicted_seen += max(counted, len(keys))
+        # the slab mover's, lines the logger dropped, and the LRU's beyond
+        # the keys named (all of them when the watcher did not start)
+        self.evictions_unnamed += (counted - lru + skipped +
+                                   (max(0, lru - len(keys)) if watch.ok else lru))
 
     def kill_now(self):
         self.killed_at = now_ns()
@@ -748,9 +956,8 @@ class MemcachedStream(Stream):
             self.proc.send_signal(signal.SIGKILL)
 
     def final_check(self):
-        evicted, self.evicted_seen = self.evicted_seen, 0
         if self.pending is None:
-            self.acks = {}
+            self.reset_bookkeeping()
             return
         self.start()
         conn = self.wait_up(self.t_exec + int(30e9))
@@ -759,22 +966,22 @@ class MemcachedStream(Stream):
             self.stats.note("final check: " + self.why_not_up(self.round_no))
             self.kill()
             self.pending = None
-            self.acks = {}
+            self.reset_bookkeeping()
             return
-        first_missing, required_missing = self.verify(conn, self.log_since())
+        first_missing, required = self.verify(conn, self.log_since())
         self.stats.checked += 1
-        self.acks = {}
-        if required_missing and evicted:
-            self.stats.evicted_loss += 1
-            self.stats.note(f"{required_missing} sets missing (final check), but the cache "
-                            f"evicted {evicted} items since the reset")
-        elif required_missing:
-            self.stats.durable_lost += 1
-            self.stats.note(f"DURABLE WORK LOST: {required_missing} sets missing (final check)")
+        self.judge_missing(required, "final check", conn)
         conn.close()
         self.kill()
         self.pending = None
+        self.reset_bookkeeping()
+
+    def reset_bookkeeping(self):
         self.acks = {}
+        self.runs = {}
+        self.evicted_seen = 0
+        self.evicted_keys = set()
+        self.evictions_unnamed = 0
 
 
 STREAMS = {"bank": BankStream, "bptree": BptreeStream, "memcached": MemcachedStream}
@@ -783,7 +990,7 @@ STREAMS = {"bank": BankStream, "bptree": BptreeStream, "memcached": MemcachedStr
 def summarize(all_stats, args, elapsed_s):
     rows = []
     hdr = ("program", "tracker", "kills", "checked", "torn", "durable_lost", "durable_rule1",
-           "errors", "lost_p50_ms", "lost_p99_ms", "lost_max_ms", "achieved_ms",
+           "evicted_loss", "errors", "lost_p50_ms", "lost_p99_ms", "lost_max_ms", "achieved_ms",
            "lost_p50_iv", "lost_p99_iv", "lost_max_iv")
     groups = [(s.program, s.tracker, [s]) for s in all_stats]
     groups.append(("all", "all", all_stats))
@@ -795,7 +1002,8 @@ def summarize(all_stats, args, elapsed_s):
             program=prog, tracker=trk, kills=sum(s.kills for s in ss),
             checked=sum(s.checked for s in ss), torn=sum(s.torn for s in ss),
             durable_lost=sum(s.durable_lost for s in ss),
-            durable_rule1=sum(s.durable_rule1 for s in ss), errors=sum(s.errors for s in ss),
+            durable_rule1=sum(s.durable_rule1 for s in ss),
+            evicted_loss=sum(s.evicted_loss for s in ss), errors=sum(s.errors for s in ss),
             lost_p50_ms=percentile(lost, 0.5), lost_p99_ms=percentile(lost, 0.99),
             lost_max_ms=lost[-1] if lost else float("nan"),
             achieved_ms=statistics.median(ach) if ach else float("nan"),
@@ -822,7 +1030,7 @@ def self_test():
     import tempfile
     ns = argparse.Namespace(pool_dir=None, seed=1, build="build", interval_ms=50,
                             pool_size="1G", nvm="pmem", kill_min_ms=10, kill_max_ms=500,
-                            threads=2, tick_us=1000, memcached="memcached")
+                            threads=2, tick_us=1000, memcached="memcached", mc_evict=False)
     work = tempfile.mkdtemp(prefix="pmthreads-soak-selftest.")
     budget = Budget(1, now_ns(), 1)
     failures = []
@@ -867,8 +1075,12 @@ def self_test():
                 "150.000,2,1000,1,4096,64,500,2500,40000,0\n"
                 "200.000,3,1000,1,4096,64,500,2500,50000,0\n201.0,4,1")
     cutoff, achieved = epoch_facts(read_epoch_log(log), 0)
-    expect("epoch log: cutoff = last epoch's pause start, cut line ignored",
-           cutoff == int((200.0 - 3.0) * 1e6))
+    expect("epoch log: cutoff = the line before the last epoch's, cut line ignored",
+           cutoff == int(150.0 * 1e6))
+    near = [dict(r) for r in read_epoch_log(log)[:3]]
+    near[1]["t_ms"] = 199.0
+    expect("epoch log: cutoff = the last epoch's pause start when that is earlier",
+           epoch_facts(near, 0)[0] == int((200.0 - 3.0) * 1e6))
     expect("epoch log: achieved period = median of the last periods", achieved == 50.0)
     rows = read_epoch_log(log)[:1]
     expect("epoch log: one period is not enough", epoch_facts(rows, 0)[1] is None)
@@ -896,15 +1108,42 @@ def self_test():
     lost = {(2, 8), (2, 9)}
     first, required = mc.verify(FakeConn(lost), "", recent_only=True)
     expect("memcached: a round whose kill no check saw is checked",
-           first == 2008 and required == 0 and len(mc.acks[2]) == 8)
+           first == 2008 and required == [] and len(mc.acks[2]) == 8)
     mc.pending = dict(req_cut=99999, t_kill=99999)
     mc.round_no = 30
     mc.first_unchecked = 29
     first, required = mc.verify(FakeConn(lost), "", recent_only=False)
-    expect("memcached: keys lost in an earlier kill are not required later", required == 0)
+    expect("memcached: keys lost in an earlier kill are not required later", required == [])
     first, required = mc.verify(FakeConn(lost | {(1, 3)}), "", recent_only=False)
-    expect("memcached: a key that survived a check and then vanished is durable loss",
-           required == 1)
+    expect("memcached: a key that survived a check and then vanished is required",
+           required == [(1, 3, 1003)])
+    mc.acks[1].append((3, 1003))
+    mc.judge_missing(required, "self-test", None)
+    expect("memcached: a required key missing, nothing evicted: durable loss",
+           mc.stats.durable_lost == 1 and mc.stats.evicted_loss == 0)
+    mc.evicted_keys = {b"k1-3"}
+    mc.judge_missing(required, "self-test", None)
+    expect("memcached: a required key missing that `watch evictions` named: evicted",
+           mc.stats.durable_lost == 1 and mc.stats.evicted_loss == 1)
+    mc.evicted_keys = set()
+    mc.evictions_unnamed = 4
+    mc.judge_missing(required, "self-test", None)
+    expect("memcached: a required key missing after unnamed evictions: evicted_loss",
+           mc.stats.durable_lost == 1 and mc.stats.evicted_loss == 2)
+    mc.evictions_unnamed = 0
+
+    class CutConn(FakeConn):
+        def get_many(self, keys):
+            if keys[0].startswith(b"k2-"):
+                raise ConnectionError("killed")
+            return FakeConn.get_many(self, keys)
+    n1 = len(mc.acks[1])
+    try:
+        mc.verify(CutConn({(1, 4)}), "", recent_only=False)
+    except ConnectionError:
+        pass
+    expect("memcached: a check the kill cut short forgets nothing",
+           len(mc.acks[1]) == n1)
     wrong = FakeConn(set())
     wrong.get_many = lambda keys: {k: b"x" for k in keys}
     torn_before = mc.stats.torn
@@ -913,6 +1152,67 @@ def self_test():
     mc.verify(FakeConn(set()), "[restart] relinked 5 items, dropped 2 incomplete linked items",
               recent_only=False)
     expect("memcached: recovery dropping items is torn", mc.stats.torn == torn_before + 2)
+    # `watch evictions` as memcached 1.6 speaks it: "OK\r\n", then lines
+    # ending in a bare "\n"
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+
+    def fake_memcached():
+        c, _ = srv.accept()
+        c.recv(100)
+        c.sendall(b"OK\r\nts=1.0 gid=5 type=eviction key=k1-3 fetch=no ttl=-1 la=1 clsid=6 "
+                  b"size=200\nts=1.1 gid=6 type=eviction key=k1-4 fetch=no\nskipped=2\n")
+        c.close()
+    th = threading.Thread(target=fake_memcached)
+    th.start()
+    keys, skipped = EvictionWatch(srv.getsockname()[1]).finish()
+    th.join()
+    srv.close()
+    expect("memcached: `watch evictions` lines are read",
+           keys == {b"k1-3", b"k1-4"} and skipped == 2)
+    # a server on our port that is not ours (its `stats` pid differs)
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+
+    def foreign_memcached():
+        c, _ = srv.accept()
+        c.recv(100)
+        c.sendall(b"STAT pid 1\r\nSTAT curr_items 5\r\nEND\r\n")
+        c.close()
+    th = threading.Thread(target=foreign_memcached)
+    th.start()
+    mc.port = srv.getsockname()[1]
+    mc.proc = subprocess.Popen(["sleep", "30"])
+    errors_before = mc.stats.errors
+    up = mc.wait_up(now_ns() + int(5e9))
+    th.join()
+    srv.close()
+    mc.proc.wait()
+    expect("memcached: a port answered by another pid is not checked",
+           up is False and mc.stats.errors == errors_before + 1)
+    # two streams, one slot: the slot alternates (a Semaphore starved one)
+    slots, order, done = FairSlots(1), [], {}
+
+    def take(name, other):
+        for _ in range(5):
+            with slots:
+                order.append(name)
+                # hold the slot until the other stream waits for it (a
+                # loaded machine may start it late)
+                give_up = time.monotonic() + 10
+                while (not slots.queue and not done.get(other)
+                       and time.monotonic() < give_up):
+                    time.sleep(0.001)
+        done[name] = True
+    ths = [threading.Thread(target=take, args=(n, o)) for n, o in ("ab", "ba")]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    expect("slots: --jobs 1 alternates between streams",
+           "".join(order) in ("ababababab", "bababababa"))
     expect("memcached values: deterministic, differ between keys",
            mc_value(1, 2) == mc_value(1, 2) and mc_value(1, 2) != mc_value(1, 3))
     import shutil
@@ -948,6 +1248,9 @@ def main():
     ap.add_argument("--mc-verify-all", action="store_true",
                     help="memcached: check every round since the reset after every restart "
                          "(default: the last 3 rounds, all of them every 10th round)")
+    ap.add_argument("--mc-evict", action="store_true",
+                    help="memcached without -M: a full cache evicts its LRU tail (the keys it "
+                         "names are not counted as durable loss)")
     ap.add_argument("--workdir", default=None)
     args = ap.parse_args()
 

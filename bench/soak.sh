@@ -12,6 +12,10 @@
 #                     completed before the kill (its PMTHREADS_EPOCH_LOG line)
 #                     is there; bank and B+tree also by the durable epoch
 #                     (pmthreads_durable_epoch advanced by 2).  Must be 0.
+#                     memcached: a missing key memcached evicted (named by
+#                     `watch evictions`, or counted by `stats` unnamed) is
+#                     "evicted_loss" instead; it runs with -M (no evictions
+#                     but the slab mover's) unless --mc-evict.
 #   lost work         per crash, in ms and in achieved epoch periods (the
 #                     killed run's last period_us values): p50/p99/max.
 # Pools on /dev/shm with PMEM_IS_PMEM_FORCE=1 (--nvm msync --pool-dir DIR for
@@ -23,7 +27,7 @@
 #                 [--programs bank,bptree,memcached] [--trackers uffd,mprotect]
 #                 [--interval-ms 50] [--kill-min-ms 10] [--kill-max-ms 500]
 #                 [--jobs 2] [--reset-every 40] [--json OUT] [--workdir DIR]
-#                 [--self-test]
+#                 [--mc-verify-all] [--mc-evict] [--self-test]
 # memcached-pmthreads must be built first:
 #   memcached-demo/fetch-and-build.sh -B BUILD_DIR
 # (or --programs bank,bptree).  Prints a Markdown table; exit status 0 when no

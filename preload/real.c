@@ -105,6 +105,10 @@ void real_resolve(void)
 	NEXT(fstat, "fstat");
 	NEXT(lstat, "lstat");
 	NEXT(fstatat, "fstatat");
+	NEXT(stat64, "stat64");
+	NEXT(fstat64, "fstat64");
+	NEXT(lstat64, "lstat64");
+	NEXT(fstatat64, "fstatat64");
 	NEXT(statx, "statx");
 	NEXT(getcwd, "getcwd");
 	NEXT(opendir, "opendir");

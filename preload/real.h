@@ -95,6 +95,10 @@ struct real_fns {
 	int (*fstat)(int, struct stat *);
 	int (*lstat)(const char *, struct stat *);
 	int (*fstatat)(int, const char *, struct stat *, int);
+	int (*stat64)(const char *, struct stat64 *);
+	int (*fstat64)(int, struct stat64 *);
+	int (*lstat64)(const char *, struct stat64 *);
+	int (*fstatat64)(int, const char *, struct stat64 *, int);
 	int (*statx)(int, const char *, int, unsigned, struct statx *);
 	char *(*getcwd)(char *, size_t);
 	DIR *(*opendir)(const char *);

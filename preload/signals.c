@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * signals -- the application's signal dispositions pass through the tracker.
+ * signals -- the application's signal dispositions pass through
+ * lib/track/fault_signal.c.
  *
- * The mprotect tracker owns SIGSEGV while it is attached; tracker_sigaction
- * records the application's SIGSEGV handler (and chains to it for faults
- * that are not first writes) and hands every other request to the kernel.
+ * The runtime owns SIGSEGV while a write tracker needs it;
+ * fault_signal_sigaction records the application's SIGSEGV handler (and
+ * chains to it for faults that are not the tracker's) and hands every other
+ * request to the kernel.
  * signal() is sigaction with glibc's BSD semantics (SA_RESTART, handler not
  * reset).
  */
 #include "base/export.h"
-#include "track/tracker.h"
+#include "track/fault_signal.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -17,7 +19,7 @@
 
 PMT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	return tracker_sigaction(sig, act, old);
+	return fault_signal_sigaction(sig, act, old);
 }
 
 PMT_EXPORT sighandler_t signal(int sig, sighandler_t handler)
@@ -32,7 +34,7 @@ PMT_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 	sigemptyset(&act.sa_mask);
 	sigaddset(&act.sa_mask, sig);
 	act.sa_flags = SA_RESTART;
-	if (tracker_sigaction(sig, &act, &old) != 0)
+	if (fault_signal_sigaction(sig, &act, &old) != 0)
 		return SIG_ERR;
 	return old.sa_handler;
 }

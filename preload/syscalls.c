@@ -273,8 +273,9 @@ PMT_EXPORT ssize_t getrandom(void *buf, size_t n, unsigned flags)
 
 /* Since glibc 2.33 stat & co. are exported functions (older binaries call
  * __xstat, which goes through the same system call from glibc: those are not
- * covered).  On x86-64 struct stat64 is struct stat, and the *64 names are
- * aliases of the same functions. */
+ * covered).  A program built with _FILE_OFFSET_BITS=64 calls the *64 names,
+ * which are wrapped on their own: on 64-bit ABIs glibc makes them aliases of
+ * the same functions, on 32-bit ones struct stat64 is a different struct. */
 PMT_EXPORT int stat(const char *path, struct stat *st)
 {
 	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(stat)(path, st));
@@ -295,28 +296,25 @@ PMT_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(fstatat)(dirfd, path, st, flags));
 }
 
-#if defined(__x86_64__)
-_Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat64 is stat on x86-64");
 PMT_EXPORT int stat64(const char *path, struct stat64 *st)
 {
-	return stat(path, (struct stat *)st);
+	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(stat64)(path, st));
 }
 
 PMT_EXPORT int fstat64(int fd, struct stat64 *st)
 {
-	return fstat(fd, (struct stat *)st);
+	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(fstat64)(fd, st));
 }
 
 PMT_EXPORT int lstat64(const char *path, struct stat64 *st)
 {
-	return lstat(path, (struct stat *)st);
+	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(lstat64)(path, st));
 }
 
 PMT_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
 {
-	return fstatat(dirfd, path, (struct stat *)st, flags);
+	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(fstatat64)(dirfd, path, st, flags));
 }
-#endif
 
 PMT_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *st)
 {

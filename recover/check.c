@@ -257,31 +257,12 @@ static char open_error[1024];
 
 int cmd_check(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	bool json = false;
-	opterr = 0;
-	optind = 1;
-	int c;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		if (c == 'h') {
-			fputs(check_help, stdout);
-			return TOOL_OK;
-		}
-		if (c == 'j') {
-			json = true;
-			continue;
-		}
-		return tool_bad_option(check_usage, "check", argv);
-	}
-	if (argc - optind != 1)
-		return tool_usage_error(check_usage, "check: expected one POOL, got %d operands",
-					argc - optind);
-
-	const char *path = argv[optind];
+	bool json;
+	const char *path;
+	int parsed = tool_parse_pool_command(argc, argv, "check", check_help, check_usage, &json,
+					     &path);
+	if (parsed >= 0)
+		return parsed;
 	struct findings f;
 	memset(&f, 0, sizeof(f));
 	char heap_summary[256] = "";

@@ -141,27 +141,14 @@ static void print_json(const struct pool *p, const struct pool_summary *s,
 
 int cmd_info(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	bool json = false;
-	opterr = 0;
-	optind = 1;
-	int c;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = true; break;
-		case 'h': fputs(info_help, stdout); return TOOL_OK;
-		default: return tool_bad_option(info_usage, "info", argv);
-		}
-	}
-	if (argc - optind != 1)
-		return tool_usage_error(info_usage, "info: expected one POOL, got %d operands",
-					argc - optind);
+	bool json;
+	const char *path;
+	int parsed = tool_parse_pool_command(argc, argv, "info", info_help, info_usage, &json,
+					     &path);
+	if (parsed >= 0)
+		return parsed;
 
-	struct pool *p = tool_open_pool(argv[optind]);
+	struct pool *p = tool_open_pool(path);
 	if (p == NULL)
 		return TOOL_PROBLEM;
 	struct pool_summary s;

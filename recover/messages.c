@@ -39,6 +39,32 @@ int tool_bad_option(const char *usage, const char *cmd, char **argv)
 	return tool_usage_error(usage, "%s: unknown option '%s'", cmd, argv[optind - 1]);
 }
 
+int tool_parse_pool_command(int argc, char **argv, const char *cmd, const char *help,
+			    const char *usage, bool *json, const char **path)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	*json = false;
+	opterr = 0;
+	optind = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': *json = true; break;
+		case 'h': fputs(help, stdout); return TOOL_OK;
+		default: return tool_bad_option(usage, cmd, argv);
+		}
+	}
+	if (argc - optind != 1)
+		return tool_usage_error(usage, "%s: expected one POOL, got %d operands", cmd,
+					argc - optind);
+	*path = argv[optind];
+	return -1;
+}
+
 void tool_human_size(uint64_t bytes, char *out, size_t len)
 {
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };

@@ -46,6 +46,12 @@ int tool_usage_error(const char *usage, const char *fmt, ...)
  * as a usage error of command cmd; returns TOOL_USAGE. */
 int tool_bad_option(const char *usage, const char *cmd, char **argv);
 
+/* The options of `check` and `info` (--json, --help) and their one POOL
+ * operand: returns -1 with *json and *path set when the command should run,
+ * else the exit status (TOOL_OK after --help, TOOL_USAGE). */
+int tool_parse_pool_command(int argc, char **argv, const char *cmd, const char *help,
+			    const char *usage, bool *json, const char **path);
+
 /* bytes as "12 B", "3.5 MiB" ... for the tool's tables (messages.c). */
 void tool_human_size(uint64_t bytes, char *out, size_t len);
 

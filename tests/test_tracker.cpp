@@ -30,6 +30,7 @@
 
 extern "C" {
 #include "base/log.h"
+#include "track/fault_signal.h"
 #include "track/tracker.h"
 }
 
@@ -52,12 +53,12 @@ struct tracked {
 	unsigned char *base;
 	tracker *t = nullptr;
 
-	tracked(tracker_kind kind, size_t n) : npages(n)
+	tracked(tracker_kind kind, size_t n, unsigned flags = 0) : npages(n)
 	{
 		base = static_cast<unsigned char *>(shadow_reserve(0, n * page));
 		REQUIRE(base != nullptr);
 		INFO(err_get());
-		REQUIRE(tracker_open(&t, kind, base, n * page) == 0);
+		REQUIRE(tracker_open_flags(&t, kind, base, n * page, flags) == 0);
 	}
 	~tracked()
 	{
@@ -414,7 +415,7 @@ TEST_CASE("mprotect: the application's SIGSEGV handler still gets its faults", "
 
 	SECTION("handler installed before the tracker attaches")
 	{
-		REQUIRE(tracker_sigaction(SIGSEGV, &app, nullptr) == 0);
+		REQUIRE(fault_signal_sigaction(SIGSEGV, &app, nullptr) == 0);
 		tracked r(TRACKER_MPROTECT, 8);
 		write_byte(r.at(2), 1);	// ours: no call
 		CHECK(app_calls == 0);
@@ -428,10 +429,10 @@ TEST_CASE("mprotect: the application's SIGSEGV handler still gets its faults", "
 	{
 		tracked r(TRACKER_MPROTECT, 8);
 		struct sigaction before;
-		REQUIRE(tracker_sigaction(SIGSEGV, &app, &before) == 0);
+		REQUIRE(fault_signal_sigaction(SIGSEGV, &app, &before) == 0);
 		CHECK(before.sa_sigaction == saved.sa_sigaction);	// what was there
 		struct sigaction now;
-		REQUIRE(tracker_sigaction(SIGSEGV, nullptr, &now) == 0);
+		REQUIRE(fault_signal_sigaction(SIGSEGV, nullptr, &now) == 0);
 		CHECK(now.sa_sigaction == app_handler);	// the app sees its own
 		CHECK(faults_to_app(guard));
 		CHECK(app_calls == 1);
@@ -551,6 +552,48 @@ TEST_CASE("mprotect: the VMA count stays bounded", "[tracker]")
 		(void)read_byte(r.at(6));
 		CHECK(r.collect() == std::vector<uint64_t>{ 4 });
 		CHECK(r.t->stats.overflows == 1);
+	}
+}
+
+TEST_CASE("opened to be covered later: exact inside tracker_cover, never lost above it",
+	  "[tracker][trackers]")
+{
+	const size_t mib = (size_t)1 << 20;
+	const size_t npages = 128 * mib / page;
+	for (auto kind : backends()) {
+		INFO("backend " << kind_name(kind));
+		// As the runtime does: cover, then use, collecting up to the
+		// part in use (the heap's high-water mark).
+		tracked r(kind, npages, TRACKER_OPEN_COVER_LATER);
+		INFO(err_get());
+		REQUIRE(tracker_cover(r.t, 4 * mib) == 0);
+		tracker_set_extent(r.t, 4 * mib);
+		CHECK(r.collect().empty());
+		write_byte(r.at(10), 1);
+		CHECK(read_byte(r.at(20)) == 0);	// a read is not a write
+		CHECK(r.collect() == std::vector<uint64_t>{ 10 });
+
+		// A write above what was covered (uffd covers in 64 MiB
+		// steps) is never lost: the first collection that reaches it
+		// reports it, with (uffd) the rest of the uncovered part, once.
+		const size_t hi = 100 * mib / page;
+		write_byte(r.at(hi), 2);
+		CHECK(r.collect().empty());		// above the extent: deferred
+		tracker_set_extent(r.t, npages * page);
+		std::vector<uint64_t> got = r.collect();
+		CHECK(std::find(got.begin(), got.end(), hi) != got.end());
+		if (kind == TRACKER_MPROTECT)
+			CHECK(got == std::vector<uint64_t>{ hi });
+		CHECK(r.collect().empty());
+		write_byte(r.at(hi), 3);
+		CHECK(r.collect() == std::vector<uint64_t>{ hi });
+
+		// Covered all the way: exact there too.
+		REQUIRE(tracker_cover(r.t, npages * page) == 0);
+		const size_t top = npages - 7;
+		write_byte(r.at(top), 4);
+		CHECK(read_byte(r.at(top - 300)) == 0);
+		CHECK(r.collect() == std::vector<uint64_t>{ top });
 	}
 }
 

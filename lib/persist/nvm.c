@@ -28,7 +28,7 @@ static void emulate_latency(const struct nvm *n, size_t lines)
 		return;
 	uint64_t end = prim_now_ns() + (uint64_t)n->latency_ns * lines;
 	while (prim_now_ns() < end)
-		__builtin_ia32_pause();
+		prim_cpu_relax();
 }
 
 static void check_writable(const struct nvm *n, const char *what)

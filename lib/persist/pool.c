@@ -1,16 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* pool -- the pool file: format, create/open/lock, checks.  See pool.h. */
+/* pool -- the pool file: create, open, close, publish, reserve.  See pool.h
+ * and pool_internal.h for the other files of the pool. */
 #include "persist/pool.h"
+#include "persist/pool_internal.h"
 
 #include "base/log.h"
 #include "persist/persist.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <stdalign.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,211 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
-#include <xxhash.h>
-
-/* On-media header, at offset 0.  Everything up to and including checksum is
- * written once at creation; the mutable lines follow at fixed offsets. */
-struct pool_header {
-	char magic[8];
-	uint32_t format_version;
-	uint32_t header_bytes;		/* sizeof(struct pool_header) */
-	uint8_t uuid[16];
-	uint64_t page_size;
-	uint64_t npages;
-	uint64_t shadow_base;
-	uint64_t seq_off;
-	uint64_t data_off;
-	uint64_t file_size;
-	uint64_t created_sec;		/* CLOCK_REALTIME at creation */
-	char creator[POOL_CREATOR_MAX];
-	uint64_t checksum;		/* XXH3-64 of every byte before it */
-};
-
-/* A version record (see pool.h); each slot has a cache line of its own, so
- * that a record is flushed as one line.  The advisory holder pid gets its
- * own line too, so that its (unflushed) store never rides along with them. */
-struct ver_record {
-	uint64_t gen;
-	uint64_t ver_d;
-	uint64_t clean;
-	uint64_t check;		/* XXH3-64 of the fields above, seeded per slot */
-};
-#define POOL_MUTABLE_OFF 1024
-#define POOL_REC_OFF(slot) (POOL_MUTABLE_OFF + (slot) * NVM_LINE)
-#define POOL_HOLDER_OFF (POOL_MUTABLE_OFF + 2 * NVM_LINE)
-#define POOL_HEADER_READ (POOL_HOLDER_OFF + NVM_LINE)
-
-_Static_assert(sizeof(struct pool_header) <= POOL_MUTABLE_OFF, "header overlaps mutable part");
-_Static_assert(sizeof(struct ver_record) <= NVM_LINE, "a version record spans two lines");
-
-/* Capacity limit: keeps every offset computation far from overflow. */
-#define POOL_MAX_PAGES (1ULL << 32)
 
 #define REFUSE_FIX "choose another PMTHREADS_POOL path, or remove the file if its data is expendable"
-
-static uint64_t header_checksum(const struct pool_header *h)
-{
-	return XXH3_64bits(h, offsetof(struct pool_header, checksum));
-}
-
-/* Seeded with the slot, so a record copied into the other slot does not
- * pass; and with the UUID, so one copied from another pool does not. */
-static uint64_t record_checksum(const struct ver_record *r, int slot, const uint8_t uuid[16])
-{
-	uint64_t seed;
-	memcpy(&seed, uuid, sizeof(seed));
-	return XXH3_64bits_withSeed(r, offsetof(struct ver_record, check),
-				    seed ^ (uint64_t)(slot + 1));
-}
-
-static struct ver_record make_record(uint64_t gen, uint64_t ver_d, uint64_t clean, int slot,
-				     const uint8_t uuid[16])
-{
-	struct ver_record r = { gen, ver_d, clean, 0 };
-	r.check = record_checksum(&r, slot, uuid);
-	return r;
-}
-
-static bool record_valid(const struct ver_record *r, int slot, const uint8_t uuid[16])
-{
-	return r->check == record_checksum(r, slot, uuid) && r->ver_d != POOL_SEQ_INVALID &&
-	       r->clean <= 1;
-}
-
-/* Which record is current: the valid one with the larger generation.
- * -1 when neither is valid, or when both are but they cannot be two
- * consecutive records (generations adjacent, VER_d equal or one apart). */
-static int current_record(const struct ver_record r[2], const uint8_t uuid[16])
-{
-	bool ok0 = record_valid(&r[0], 0, uuid), ok1 = record_valid(&r[1], 1, uuid);
-	if (ok0 && ok1) {
-		int cur = r[1].gen > r[0].gen ? 1 : 0;
-		const struct ver_record *n = &r[cur], *o = &r[1 - cur];
-		if (n->gen != o->gen + 1 || n->ver_d < o->ver_d || n->ver_d - o->ver_d > 1)
-			return -1;
-		return cur;
-	}
-	return ok0 ? 0 : ok1 ? 1 : -1;
-}
-
-static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
-struct layout {
-	uint64_t seq_off, data_off, file_size;
-};
-
-static struct layout layout_for(uint64_t npages, uint64_t page_size)
-{
-	struct layout l;
-	l.seq_off = page_size;
-	l.data_off = l.seq_off + round_up(npages * 2 * sizeof(uint64_t), page_size);
-	l.file_size = l.data_off + npages * 2 * page_size;
-	return l;
-}
-
-/* ---- locking and the holder's identity ---- */
-
-static int lock_fd(int fd, bool shared)
-{
-	struct flock fl = { .l_type = shared ? F_RDLCK : F_WRLCK, .l_whence = SEEK_SET };
-	return fcntl(fd, F_OFD_SETLK, &fl);
-}
-
-static bool pid_alive(pid_t pid)
-{
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
-}
-
-/* Some other process with the file open: a candidate holder when the header
- * names none (a read-only holder writes nothing).  Only processes whose
- * /proc/PID/fd we may read are seen. */
-static pid_t scan_proc_for_file(const struct stat *st)
-{
-	DIR *d = opendir("/proc");
-	if (d == NULL)
-		return 0;
-	pid_t self = getpid(), found = 0;
-	struct dirent *e;
-	while (found == 0 && (e = readdir(d)) != NULL) {
-		char *end;
-		long pid = strtol(e->d_name, &end, 10);
-		if (*end != '\0' || pid <= 0 || pid == self)
-			continue;
-		char dir[64];
-		snprintf(dir, sizeof(dir), "/proc/%ld/fd", pid);
-		DIR *fds = opendir(dir);
-		if (fds == NULL)
-			continue;
-		struct dirent *f;
-		while ((f = readdir(fds)) != NULL) {
-			char link[sizeof(dir) + sizeof(f->d_name)];
-			struct stat fst;
-			snprintf(link, sizeof(link), "%s/%s", dir, f->d_name);
-			if (f->d_name[0] != '.' && stat(link, &fst) == 0 && fst.st_dev == st->st_dev &&
-			    fst.st_ino == st->st_ino) {
-				found = (pid_t)pid;
-				break;
-			}
-		}
-		closedir(fds);
-	}
-	closedir(d);
-	return found;
-}
-
-/* Another descriptor of this process refers to the file (fd excepted). */
-static bool open_here(int fd, const struct stat *st)
-{
-	DIR *d = opendir("/proc/self/fd");
-	if (d == NULL)
-		return false;
-	bool found = false;
-	struct dirent *e;
-	while (!found && (e = readdir(d)) != NULL) {
-		char *end;
-		long n = strtol(e->d_name, &end, 10);
-		struct stat fst;
-		if (*end == '\0' && e->d_name[0] != '\0' && n != fd && n != dirfd(d) &&
-		    fstat((int)n, &fst) == 0 && fst.st_dev == st->st_dev && fst.st_ino == st->st_ino)
-			found = true;
-	}
-	closedir(d);
-	return found;
-}
-
-static _Thread_local pid_t last_lock_holder;
-
-pid_t pool_last_lock_holder(void) { return last_lock_holder; }
-
-static void set_locked_error(int fd, const char *path, const struct stat *st)
-{
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	bool reader = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_RDLCK;
-	pid_t pid = 0;
-	unsigned char buf[POOL_HEADER_READ];
-	if (!reader && pread(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) &&
-	    memcmp(buf, POOL_MAGIC, 8) == 0) {
-		uint64_t v;
-		memcpy(&v, buf + POOL_HOLDER_OFF, sizeof(v));
-		if (v <= INT32_MAX && pid_alive((pid_t)v))
-			pid = (pid_t)v;
-	}
-	if (pid == 0 && open_here(fd, st))
-		pid = getpid();
-	if (pid == 0)
-		pid = scan_proc_for_file(st);
-	last_lock_holder = pid;
-	const char *how = reader ? "being read (shared lock)" : "in use (exclusive lock)";
-	if (pid == getpid())
-		err_set("pool %s is already open in this process (%s); open it once, or use "
-			"another PMTHREADS_POOL path", path, how);
-	else if (pid != 0)
-		err_set("pool %s is %s by process %d; stop that process first, or use another "
-			"PMTHREADS_POOL path", path, how, (int)pid);
-	else
-		err_set("pool %s is %s by another process (pid unknown); stop it first, or use "
-			"another PMTHREADS_POOL path", path, how);
-}
 
 /* ---- creation ---- */
 
@@ -263,7 +58,7 @@ static int format_pool(int fd, const char *path, const struct pool_open_options 
 		err_set("cannot create pool %s: capacity 0 (set PMTHREADS_POOL_SIZE)", path);
 		return -1;
 	}
-	uint64_t npages = round_up(o->capacity, page_size) / page_size;
+	uint64_t npages = pool_round_up(o->capacity, page_size) / page_size;
 	if (npages > POOL_MAX_PAGES || o->capacity > UINT64_MAX - page_size) {
 		err_set("cannot create pool %s: capacity %llu bytes is too large (at most %llu)",
 			path, (unsigned long long)o->capacity,
@@ -275,7 +70,7 @@ static int format_pool(int fd, const char *path, const struct pool_open_options 
 			(unsigned long long)o->shadow_base);
 		return -1;
 	}
-	struct layout l = layout_for(npages, page_size);
+	struct pool_layout l = pool_layout_for(npages, page_size);
 	_Alignas(64) unsigned char buf[POOL_HEADER_READ];
 	memset(buf, 0, sizeof(buf));
 	struct pool_header h;
@@ -296,12 +91,12 @@ static int format_pool(int fd, const char *path, const struct pool_open_options 
 	if (o->creator != NULL)
 		snprintf(h.creator, sizeof(h.creator), "%s", o->creator);
 	memcpy(h.magic, POOL_MAGIC, 8);
-	h.checksum = header_checksum(&h);
+	h.checksum = pool_header_checksum(&h);
 	memcpy(buf, &h, sizeof(h));
 	/* A new pool counts as cleanly closed: nothing to recover.  Both
 	 * slots hold a valid record, generations 0 and 1. */
 	for (int slot = 0; slot < 2; slot++) {
-		struct ver_record r = make_record((uint64_t)slot, 0, 1, slot, h.uuid);
+		struct ver_record r = pool_make_record((uint64_t)slot, 0, 1, slot, h.uuid);
 		memcpy(buf + POOL_REC_OFF(slot), &r, sizeof(r));
 	}
 
@@ -351,7 +146,7 @@ static int create_pool(const char *path, const struct pool_open_options *o, size
 	dir_of(path, dir, sizeof(dir));
 	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd >= 0) {
-		if (lock_fd(fd, false) != 0) {
+		if (pool_lock_fd(fd, false) != 0) {
 			err_set_errno(errno, "cannot lock the new pool %s", path);
 			close(fd);
 			return -1;
@@ -380,7 +175,7 @@ static int create_pool(const char *path, const struct pool_open_options *o, size
 		err_set_errno(errno, "cannot create pool %s", path);
 		return -1;
 	}
-	if (lock_fd(fd, false) != 0) {
+	if (pool_lock_fd(fd, false) != 0) {
 		/* Someone opened our brand-new empty file and locked it first;
 		 * it is theirs to format now. */
 		close(fd);
@@ -432,7 +227,7 @@ static int validate_header(const unsigned char *buf, const struct stat *st, cons
 			path, h->format_version, POOL_FORMAT_VERSION, REFUSE_FIX);
 		return -1;
 	}
-	if (h->header_bytes != sizeof(*h) || header_checksum(h) != h->checksum) {
+	if (h->header_bytes != sizeof(*h) || pool_header_checksum(h) != h->checksum) {
 		err_set("the header of pool %s fails its checksum (the file is corrupt); it was "
 			"left untouched: %s", path, REFUSE_FIX);
 		return -1;
@@ -443,7 +238,7 @@ static int validate_header(const unsigned char *buf, const struct stat *st, cons
 			(unsigned long long)h->page_size, page_size, REFUSE_FIX);
 		return -1;
 	}
-	struct layout l = layout_for(h->npages, page_size);
+	struct pool_layout l = pool_layout_for(h->npages, page_size);
 	if (h->npages == 0 || h->npages > POOL_MAX_PAGES || h->seq_off != l.seq_off ||
 	    h->data_off != l.data_off || h->file_size != l.file_size) {
 		err_set("pool %s has an inconsistent layout in its header (corrupt); it was left "
@@ -464,7 +259,7 @@ static int validate_header(const unsigned char *buf, const struct stat *st, cons
 	}
 	memcpy(&rec->r[0], buf + POOL_REC_OFF(0), sizeof(rec->r[0]));
 	memcpy(&rec->r[1], buf + POOL_REC_OFF(1), sizeof(rec->r[1]));
-	rec->cur = current_record(rec->r, h->uuid);
+	rec->cur = pool_current_record(rec->r, h->uuid);
 	if (rec->cur < 0 && !o->inspect) {
 		err_set("pool %s has no valid version record (VER_d): the records at offsets %d "
 			"and %d fail their checksums or contradict each other (the file is "
@@ -742,9 +537,9 @@ int pool_open(struct pool **out, const struct pool_open_options *o)
 			"to a file path", o->path);
 		goto fail;
 	}
-	if (!p->created && lock_fd(p->fd, o->read_only) != 0) {
+	if (!p->created && pool_lock_fd(p->fd, o->read_only) != 0) {
 		if (errno == EAGAIN || errno == EACCES)
-			set_locked_error(p->fd, o->path, &st);
+			pool_set_locked_error(p->fd, o->path, &st);
 		else
 			err_set_errno(errno, "cannot lock pool %s", o->path);
 		goto fail;
@@ -821,9 +616,9 @@ int pool_remove(const char *path)
 		close(fd);
 		return -1;
 	}
-	if (fstat(fd, &st) != 0 || lock_fd(fd, false) != 0) {
+	if (fstat(fd, &st) != 0 || pool_lock_fd(fd, false) != 0) {
 		if (errno == EAGAIN || errno == EACCES)
-			set_locked_error(fd, path, &st);
+			pool_set_locked_error(fd, path, &st);
 		else
 			err_set_errno(errno, "cannot lock pool %s", path);
 		char why[600];
@@ -860,7 +655,7 @@ void pool_close(struct pool *p)
 static void write_record(struct pool *p, uint64_t ver_d, uint64_t clean)
 {
 	int slot = 1 - p->rec_slot;
-	struct ver_record r = make_record(p->rec_gen + 1, ver_d, clean, slot, p->uuid);
+	struct ver_record r = pool_make_record(p->rec_gen + 1, ver_d, clean, slot, p->uuid);
 	unsigned char *dst = (unsigned char *)p->nvm->base + POOL_REC_OFF(slot);
 	memcpy(dst, &r, sizeof(r));
 	nvm_flush(p->nvm, dst, sizeof(r));
@@ -905,7 +700,7 @@ static int reserve_range(struct pool *p, uint64_t from, uint64_t to)
 {
 	uint64_t ps = p->page_size;
 	uint64_t s0 = pool_seq_offset(p, from, 0) / ps * ps;
-	uint64_t s1 = round_up(pool_seq_offset(p, to, 0), ps);
+	uint64_t s1 = pool_round_up(pool_seq_offset(p, to, 0), ps);
 	if (s1 > p->data_off)
 		s1 = p->data_off;
 	if (allocate_range(p->fd, s0, s1 - s0) != 0)
@@ -949,135 +744,4 @@ int pool_valid_copy(const struct pool *p, uint64_t page)
 	else
 		return -1;
 	return p->seq[page][c] == 0 ? -1 : c;
-}
-
-void pool_reseal(unsigned char *head, size_t len)
-{
-	_Static_assert(POOL_HEADER_READ == POOL_RESEAL_BYTES, "POOL_RESEAL_BYTES is stale");
-	if (len < POOL_HEADER_READ)
-		return;
-	struct pool_header h;
-	memcpy(&h, head, sizeof(h));
-	h.checksum = header_checksum(&h);
-	memcpy(head, &h, sizeof(h));
-	for (int slot = 0; slot < 2; slot++) {
-		struct ver_record r;
-		memcpy(&r, head + POOL_REC_OFF(slot), sizeof(r));
-		r.check = record_checksum(&r, slot, h.uuid);
-		memcpy(head + POOL_REC_OFF(slot), &r, sizeof(r));
-	}
-}
-
-/* ---- checks ---- */
-
-#define CHECK_DETAILS 64
-
-struct problem_list {
-	void (*report)(const char *msg, void *arg);
-	void *arg;
-	unsigned problems;
-};
-
-__attribute__((format(printf, 2, 3))) static void problem(struct problem_list *c, const char *fmt, ...)
-{
-	c->problems++;
-	if (c->report == NULL || c->problems > CHECK_DETAILS)
-		return;
-	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	c->report(msg, c->arg);
-}
-
-unsigned pool_check(const struct pool *p, void (*report)(const char *msg, void *arg), void *arg)
-{
-	struct problem_list c = { report, arg, 0 };
-	struct pool_header h;
-	memcpy(&h, p->nvm->base, sizeof(h));
-	if (memcmp(h.magic, POOL_MAGIC, 8) != 0)
-		problem(&c, "header: magic is gone");
-	if (h.format_version != POOL_FORMAT_VERSION)
-		problem(&c, "header: format version %u, expected %u", h.format_version,
-			POOL_FORMAT_VERSION);
-	if (header_checksum(&h) != h.checksum)
-		problem(&c, "header: checksum mismatch (the immutable part changed after open)");
-	struct layout l = layout_for(p->npages, p->page_size);
-	if (h.npages != p->npages || h.page_size != p->page_size || l.file_size != p->file_size)
-		problem(&c, "header: layout differs from the one found at open");
-	struct stat st;
-	if (fstat(p->fd, &st) == 0 && (uint64_t)st.st_size != p->file_size)
-		problem(&c, "file: %llu bytes, the header says %llu", (unsigned long long)st.st_size,
-			(unsigned long long)p->file_size);
-
-	struct ver_record rec[2];
-	memcpy(rec, (const unsigned char *)p->nvm->base + POOL_REC_OFF(0), sizeof(rec[0]));
-	memcpy(rec + 1, (const unsigned char *)p->nvm->base + POOL_REC_OFF(1), sizeof(rec[1]));
-	int cur = current_record(rec, h.uuid);
-	if (cur < 0) {
-		problem(&c, "version records (offsets %d and %d): %s; VER_d is unknown, taken "
-			"as %llu below", POOL_REC_OFF(0), POOL_REC_OFF(1),
-			record_valid(&rec[0], 0, h.uuid) || record_valid(&rec[1], 1, h.uuid)
-				? "they contradict each other" : "both fail their checksums",
-			(unsigned long long)*p->ver_d);
-	} else if (!record_valid(&rec[1 - cur], 1 - cur, h.uuid)) {
-		/* normal after a crash while the record was written: the
-		 * current one stands */
-	}
-	uint64_t v = *p->ver_d, clean = *p->clean;
-	uint64_t torn = 0;
-	for (uint64_t i = 0; i < p->seq_pages; i++) {
-		uint64_t s[2] = { p->seq[i][0], p->seq[i][1] };
-		bool is_torn[2], invalid[2];
-		for (int k = 0; k < 2; k++) {
-			invalid[k] = s[k] == POOL_SEQ_INVALID;
-			is_torn[k] = !invalid[k] && s[k] > v;
-			if (is_torn[k] && s[k] != v + 1)
-				problem(&c, "page %llu copy %d: seq %llu (offset %llu) is beyond the "
-					"next epoch %llu", (unsigned long long)i, k,
-					(unsigned long long)s[k],
-					(unsigned long long)pool_seq_offset(p, i, k),
-					(unsigned long long)(v + 1));
-			torn += is_torn[k];
-		}
-		/* Each epoch writes one copy of a page, and the next working copy
-		 * is always an invalid or torn one: so at most one copy of a page
-		 * is ever not valid, and two valid copies never share a seq. */
-		if ((invalid[0] || is_torn[0]) && (invalid[1] || is_torn[1]))
-			problem(&c, "page %llu: neither copy is valid (seq %llu and %llu, VER_d %llu)",
-				(unsigned long long)i, (unsigned long long)s[0],
-				(unsigned long long)s[1], (unsigned long long)v);
-		else if (s[0] == s[1] && s[0] != 0)
-			problem(&c, "page %llu: both copies have seq %llu", (unsigned long long)i,
-				(unsigned long long)s[0]);
-	}
-	if (torn != 0 && clean == 1)
-		problem(&c, "the pool is marked cleanly closed but %llu copies are from an "
-			"interrupted epoch", (unsigned long long)torn);
-	if (c.problems > CHECK_DETAILS && report != NULL) {
-		char msg[128];
-		snprintf(msg, sizeof(msg), "... and %u more problems", c.problems - CHECK_DETAILS);
-		report(msg, arg);
-	}
-	return c.problems;
-}
-
-void pool_summarize(const struct pool *p, struct pool_summary *s)
-{
-	memset(s, 0, sizeof(*s));
-	s->ver_d = *p->ver_d;
-	s->clean = *p->clean == 1;
-	s->holder_pid = *p->holder_pid;
-	for (uint64_t i = 0; i < p->seq_pages; i++) {
-		for (int k = 0; k < 2; k++) {
-			uint64_t q = p->seq[i][k];
-			if (q == POOL_SEQ_INVALID)
-				s->invalid_copies++;
-			else if (q > s->ver_d)
-				s->torn_copies++;
-		}
-		if (pool_valid_copy(p, i) >= 0)
-			s->pages_written++;
-	}
 }

@@ -1,12 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * prim -- the small set of OS primitives the runtime uses directly.
+ * prim -- the small set of OS and CPU primitives the runtime uses directly.
  *
  * Owns: raw system calls that are not pthread or stdio: time, futexes,
- * thread ids, fixed-address reservations.  Implemented for Linux in
- * prim_linux.c.  The runtime's own locks (prim_lock) are futex-based and never
- * go through pthread_mutex_*, so the interposition layer never sees or counts
- * them and they work before anything has been resolved with dlsym.
+ * thread ids, fixed-address reservations, the signal-frame facts the
+ * SIGSEGV handler needs; and the few things that differ by CPU: the
+ * spin-wait hint and whether a fault was a write.  Nothing outside prim/
+ * tests for an architecture.
+ *
+ *   prim_linux.c      the OS part (Linux, glibc)
+ *   cpu_x86_64.c      the CPU part, one file per architecture, chosen by
+ *   cpu_aarch64.c     meson (-Dprim=auto: host_machine.cpu_family();
+ *   cpu_generic.c     -Dprim=generic: the portable file on any CPU)
+ *
+ * A port to another CPU is one more cpu_<family>.c and one line in
+ * lib/meson.build; without it the generic file builds and runs (see
+ * prim_fault_access for what it cannot tell).
+ *
+ * The runtime's own locks (prim_lock) are futex-based and never go through
+ * pthread_mutex_*, so the interposition layer never sees or counts them and
+ * they work before anything has been resolved with dlsym.
  */
 #ifndef PMT_PRIM_H
 #define PMT_PRIM_H
@@ -14,6 +27,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -50,18 +64,10 @@ void prim_discard(void *addr, size_t len);
  * there.  Returns 0, or -1 with errno set (EINVAL: the kernel lacks it). */
 int prim_populate_write(void *addr, size_t len);
 
-/* One step of a spin-wait loop; prim_yield gives the processor away
- * (async-signal-safe, unlike pthread calls). */
-static inline void prim_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	atomic_signal_fence(memory_order_seq_cst);
-#endif
-}
+/* One step of a spin-wait loop: the CPU's spin hint (x86 pause, arm yield),
+ * a compiler barrier on the generic build.  prim_yield gives the processor
+ * away (async-signal-safe, unlike pthread calls). */
+void prim_cpu_relax(void);
 void prim_yield(void);
 
 /* A futex mutex, zero-initialised (PRIM_LOCK_INIT).  Not recursive. */
@@ -70,5 +76,23 @@ typedef struct { atomic_uint state; } prim_lock_t;
 void prim_lock(prim_lock_t *l);
 bool prim_trylock(prim_lock_t *l);
 void prim_unlock(prim_lock_t *l);
+
+/* What the access that raised a SIGSEGV was, decoded from the signal frame
+ * (cpu_<arch>.c: the x86-64 page-fault error code; the aarch64 fault's ESR,
+ * from the esr_context record the kernel puts in the frame).  The generic
+ * build cannot tell and answers PRIM_FAULT_UNKNOWN; so can a real CPU file
+ * when the frame lacks the record.  Callers must document what they do with
+ * UNKNOWN.  Async-signal-safe; si and ucontext are the handler's arguments
+ * (ucontext a ucontext_t *), for a fault the kernel raised (si_code > 0). */
+enum prim_fault_access {
+	PRIM_FAULT_UNKNOWN,
+	PRIM_FAULT_READ,
+	PRIM_FAULT_WRITE,
+	PRIM_FAULT_EXEC,	/* an instruction fetch */
+};
+enum prim_fault_access prim_fault_access(const siginfo_t *si, const void *ucontext);
+/* The signal mask of the context a handler interrupted (uc_sigmask of its
+ * ucontext_t *), which returning from the handler restores. */
+void prim_interrupted_sigmask(const void *ucontext, sigset_t *mask);
 
 #endif

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -136,4 +137,9 @@ void prim_unlock(prim_lock_t *l)
 {
 	if (atomic_exchange_explicit(&l->state, 0, memory_order_release) == 2)
 		prim_futex_wake(&l->state, 1);
+}
+
+void prim_interrupted_sigmask(const void *ucontext, sigset_t *mask)
+{
+	*mask = ((const ucontext_t *)ucontext)->uc_sigmask;
 }

@@ -341,8 +341,9 @@ int restore_open(struct restore **out, struct tracker **tracker_out, struct pool
 	memset(&last_stats, 0, sizeof(last_stats));
 	uint64_t t0 = prim_now_ns();
 	if (p->created) {
-		/* Nothing was ever persisted: the fresh range is the image. */
-		int rc = tracker_open(tracker_out, kind, shadow, len);
+		/* Nothing was ever persisted: the fresh range is the image,
+		 * and the heap covers what it uses as it grows. */
+		int rc = tracker_open_flags(tracker_out, kind, shadow, len, TRACKER_OPEN_COVER_LATER);
 		last_stats.complete_ns = last_stats.usable_ns = prim_now_ns() - t0;
 		return rc;
 	}
@@ -398,7 +399,12 @@ int restore_open(struct restore **out, struct tracker **tracker_out, struct pool
 	last_stats.pages = pages;
 	last_stats.eager_pages = pool_copy_image(p, shadow);
 	/* After the copy: the copy's writes must not count as dirty. */
-	int rc = tracker_open(tracker_out, kind, shadow, len);
+	int rc = tracker_open_flags(tracker_out, kind, shadow, len, TRACKER_OPEN_COVER_LATER);
+	if (rc == 0 && tracker_cover(*tracker_out, limit * p->page_size) != 0) {
+		tracker_close(*tracker_out);
+		*tracker_out = NULL;
+		rc = -1;
+	}
 	last_stats.complete_ns = last_stats.usable_ns = prim_now_ns() - t0;
 	return rc;
 }

@@ -222,11 +222,35 @@ static int open_pool(void)
 }
 
 /* The heap's growth hook: disk space for its new pages before it uses them
- * (a full file system is an allocation failure, not a SIGBUS). */
+ * (a full file system is an allocation failure, not a SIGBUS), and exact
+ * write tracking of them (the tracker was opened to be covered as the heap
+ * grows: TRACKER_OPEN_COVER_LATER).  Shutdown and a fork child turn it off
+ * under growth_lock before the tracker and the pool go: the heap stays in
+ * use after them, and may grow. */
+static prim_lock_t growth_lock = PRIM_LOCK_INIT;
+static bool growth_off;
+
+static void growth_hook_off(void)
+{
+	prim_lock(&growth_lock);
+	growth_off = true;
+	prim_unlock(&growth_lock);
+}
+
 static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 {
 	static _Atomic bool told;
-	if (pool_reserve(ctx, first, end) == 0)
+	struct pool *p = ctx;
+	int rc = 0;
+	prim_lock(&growth_lock);
+	if (!growth_off) {
+		if (tracker_cover(tracker, end * p->page_size) != 0)
+			log_msg(LOG_DEBUG, "%s; those pages count as written once on first touch",
+				err_get());
+		rc = pool_reserve(p, first, end);
+	}
+	prim_unlock(&growth_lock);
+	if (rc == 0)
 		return 0;
 	if (!atomic_exchange(&told, true))
 		log_msg(LOG_ERR, "%s", err_get());
@@ -380,6 +404,9 @@ static int start(void)
 
 	/* Only a pool that never made an epoch durable holds no heap yet; any
 	 * other is adopted or refused, never formatted again. */
+	prim_lock(&growth_lock);
+	growth_off = false;
+	prim_unlock(&growth_lock);
 	heap_set_reserve(reserve_heap_pages, pool);
 	if (heap_init(heap_base, heap_len, pool->created || *pool->ver_d == 0) != 0)
 		goto fail_tracker;
@@ -399,6 +426,7 @@ static int start(void)
 fail_pipeline:
 	close_pipeline(false);
 fail_tracker:
+	growth_hook_off();
 	restore_close(restorer);
 	restorer = NULL;
 	tracker_close(tracker);
@@ -482,6 +510,7 @@ void runtime_shutdown(void)
 	 * before the tracker's userfaultfd goes. */
 	restore_close(restorer);
 	restorer = NULL;
+	growth_hook_off();
 	stats_note_tracker(tracker->ops->name, &tracker->stats);
 	tracker_close(tracker);
 	tracker = NULL;
@@ -499,8 +528,10 @@ void runtime_atfork_child(void)
 	/* Only this thread exists in the child; the locks the parent's other
 	 * threads held are meaningless here. */
 	init_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	growth_lock = (prim_lock_t)PRIM_LOCK_INIT;
 	if (atomic_load(&state) != RUNTIME_RUNNING)
 		return;
+	growth_hook_off();
 	quiesce_atfork_child();
 	epoch_log_close();
 	/* The child never persists; the batch the parent's epoch thread may be

@@ -95,6 +95,13 @@ void tracker_close(struct tracker *t)
 	prim_unmap(t, sizeof(*t));
 }
 
+int tracker_cover(struct tracker *t, size_t len)
+{
+	if (t->ops->cover == NULL)
+		return 0;
+	return t->ops->cover(t, len < t->len ? len : t->len);
+}
+
 void tracker_set_extent(struct tracker *t, size_t extent)
 {
 	if (extent > t->len)

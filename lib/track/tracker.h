@@ -9,8 +9,10 @@
  *                       PAGEMAP_SCAN ioctl with PM_SCAN_WP_MATCHING: the
  *                       kernel resolves first writes itself; one ioctl
  *                       returns the written pages and re-protects them
- *   tracker_mprotect.c  SIGSEGV + mprotect, for older kernels; chains to the
- *                       application's own SIGSEGV handler
+ *   tracker_mprotect.c  SIGSEGV + mprotect, for older kernels (and the uffd
+ *                       backend's batch guard)
+ *   fault_signal.c      the process's SIGSEGV disposition: our handler, and
+ *                       chaining to the application's own (fault_signal.h)
  *   tracker.c           backend choice, open/close/collect, counters
  *   shadow.c            the fixed-address reservation
  * Both report exactly the pages written since the previous collection (the
@@ -27,7 +29,6 @@
 
 #include "base/config.h"
 
-#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,6 +78,9 @@ struct tracker_ops {
 	/* End of the write-back: the guard of protect_batch is no longer
 	 * needed (pages stay tracked as before). */
 	void (*release_batch)(struct tracker *t);
+	/* Optional (tracker_cover): make first writes to [base, base+len)
+	 * tracked exactly from now on.  NULL: attach already did. */
+	int (*cover)(struct tracker *t, size_t len);
 	/* Stop tracking; the range stays mapped and becomes plainly writable.
 	 * Safe in a fork child (acts on the child's own mappings only). */
 	void (*detach)(struct tracker *t);
@@ -101,6 +105,14 @@ struct tracker {
  * protects only the part it registers; see there for what that means above
  * it). */
 #define TRACKER_OPEN_MISSING 1u
+/* tracker_open_flags: do not arm the whole range at attach; the owner calls
+ * tracker_cover before it first uses each part.  Above the covered part the
+ * uffd backend reports a page as written after its first touch (even a
+ * read), and may report its never-touched neighbours in the same 2 MiB page
+ * table once: conservative, never a lost write.  Arming all of an 8 GiB
+ * range costs ~40 ms at every start-up; the runtime covers what its heap
+ * uses (the restored image, then each growth of the heap). */
+#define TRACKER_OPEN_COVER_LATER 2u
 
 /* Create a tracker of the given kind over [base, base+len) (TRACKER_AUTO:
  * uffd when the kernel supports it, else mprotect) and attach it.  base and
@@ -122,6 +134,11 @@ int tracker_uffd_register_missing(struct tracker *t, size_t len, bool *kernel_fa
 /* Whether this process may open a userfaultfd whose kernel-mode faults wait
  * (see tracker_uffd_register_missing). */
 bool tracker_uffd_kernel_faults_possible(void);
+/* Track first writes to [base, base+len) exactly from now on (see
+ * TRACKER_OPEN_COVER_LATER); call before the part is first used.  Cheap
+ * when already covered; thread-safe.  Returns 0, or -1 with err_get() set
+ * (the part then stays conservatively tracked: nothing is lost). */
+int tracker_cover(struct tracker *t, size_t len);
 /* Detach and free.  NULL is a no-op. */
 void tracker_close(struct tracker *t);
 /* ops->collect_dirty, counted in t->stats. */
@@ -173,7 +190,8 @@ void tracker_set_cow_hook(tracker_cow_hook fn);
 int tracker_protect_batch(struct tracker *t, const uint64_t *pages, size_t n);
 void tracker_release_batch(struct tracker *t);
 
-/* The uffd backend's batch guard (tracker_mprotect.c owns SIGSEGV):
+/* The uffd backend's batch guard (tracker_mprotect.c, its faults through
+ * fault_signal.c):
  * mprotect read-only a few ranges covering pages[0..n) (gaps between
  * batch pages of up to TRACKER_GUARD_GAP pages are covered too, and wider
  * ones until at most TRACKER_GUARD_RANGES ranges remain), so that every
@@ -193,17 +211,6 @@ int tracker_guard_register(struct tracker *t);
 void tracker_guard_unregister(struct tracker *t);
 int tracker_guard_protect(struct tracker *t, const uint64_t *pages, size_t n);
 void tracker_guard_release(struct tracker *t);
-
-/* Signal chaining (mprotect backend): preload/'s sigaction and signal
- * wrappers forward here.  While an mprotect tracker is attached, our SIGSEGV
- * handler stays installed and the application's SIGSEGV disposition is only
- * recorded: faults that are not first writes to a tracked page are handed to
- * it (or, for the default action, end the process with SIGSEGV after a
- * one-line diagnostic).  Every other signal, and SIGSEGV when no mprotect
- * tracker is attached, goes straight to the kernel (SIGBUS never arises from
- * write protection, so the application's SIGBUS handler is the kernel's).
- * Same contract as sigaction(2). */
-int tracker_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 /* The mprotect backend keeps at most this many separately writable runs of
  * pages per epoch (each costs up to two VMAs; vm.max_map_count is 65530 by

@@ -12,31 +12,24 @@
  * /proc/self/pagemap says (resident or swapped: a superset of the written
  * ones).
  *
- * Faults that are not first writes to a tracked page belong to the
- * application: they go to the handler it installed (recorded by
- * tracker_sigaction), or, if it has none, end the process with SIGSEGV just
- * as they would have without us. */
+ * The faults come through fault_signal.c, which owns the process's SIGSEGV
+ * disposition: claim_fault below takes the first writes to tracked pages
+ * (and the writes to the uffd backend's guarded pages); every other fault
+ * goes to the application's own disposition. */
 #include "track/tracker.h"
 
 #include "base/log.h"
 #include "prim/prim.h"
+#include "track/fault_signal.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <ucontext.h>
 #include <unistd.h>
-
-/* glibc's other public name for sigaction(2): preload/ interposes
- * "sigaction" itself and forwards to tracker_sigaction, so the runtime's own
- * calls must not go through that symbol. */
-extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 /* Trackers that may be attached at once (the heap, plus tests and tools). */
 #define MAX_TRACKERS 8
@@ -66,53 +59,9 @@ static _Atomic(struct mp_impl *) active[MAX_TRACKERS];
  * detach waits for them before freeing what they may be reading. */
 static atomic_int readers_inside;
 
-/* Serialises attach, detach and tracker_sigaction. */
-static prim_lock_t install_lock = PRIM_LOCK_INIT;
-static int attached_count;	/* our handler is installed while > 0 */
-
-/* The application's SIGSEGV disposition while our handler is installed.  A
- * sequence lock, because the signal handler reads it and cannot take a lock;
- * writers block every signal, so a handler never waits for its own thread. */
-static struct sigaction app_action;
-static atomic_uint app_action_seq;
-
-static void app_action_write(const struct sigaction *sa)
-{
-	unsigned s;
-	do {
-		s = atomic_load_explicit(&app_action_seq, memory_order_relaxed) & ~1u;
-	} while (!atomic_compare_exchange_weak_explicit(&app_action_seq, &s, s + 1,
-							memory_order_acquire,
-							memory_order_relaxed));
-	atomic_thread_fence(memory_order_release);
-	memcpy(&app_action, sa, sizeof(app_action));
-	atomic_store_explicit(&app_action_seq, s + 2, memory_order_release);
-}
-
-static void app_action_read(struct sigaction *out)
-{
-	for (;;) {
-		unsigned s = atomic_load_explicit(&app_action_seq, memory_order_acquire);
-		if (s & 1) {
-			sched_yield();
-			continue;
-		}
-		memcpy(out, &app_action, sizeof(*out));
-		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&app_action_seq, memory_order_relaxed) == s)
-			return;
-	}
-}
-
-/* app_action_write with every signal blocked (outside the handler). */
-static void app_action_write_blocked(const struct sigaction *sa)
-{
-	sigset_t all, saved;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &saved);
-	app_action_write(sa);
-	pthread_sigmask(SIG_SETMASK, &saved, NULL);
-}
+/* Serialises attach and detach (of trackers and guards): a slot is
+ * published only once the SIGSEGV handler is installed. */
+static prim_lock_t slots_lock = PRIM_LOCK_INIT;
 
 /* ---- dirty bitmap ---- */
 
@@ -184,19 +133,18 @@ static int set_access(const struct mp_impl *m, size_t first, size_t count, bool 
 
 /* ---- the signal handler ---- */
 
-static bool is_write_fault(const void *ucv)
+/* Whether a fault may be a first write to a tracked page.  A read cannot
+ * be (the range is readable), and an instruction fetch must not look like a
+ * write: jumping into the heap would unprotect the page and the fault repeat
+ * forever.  When the CPU part cannot tell (prim_fault_access UNKNOWN: the
+ * generic build), a fault in a tracked range counts as a write -- reads there
+ * do not fault, and treating a write as foreign would hand every first
+ * write to the program's SIGSEGV disposition; the price is that a jump into
+ * the heap loops instead of crashing. */
+static bool may_be_write(const siginfo_t *si, const void *ucv)
 {
-#if defined(__x86_64__)
-	/* Page-fault error code: bit 1 write access, bit 4 instruction
-	 * fetch.  Jumping into the heap must not look like a write, or the
-	 * handler would unprotect the page and the fault repeat forever. */
-	const ucontext_t *uc = ucv;
-	unsigned long err = (unsigned long)uc->uc_mcontext.gregs[REG_ERR];
-	return (err & 0x2) != 0 && (err & 0x10) == 0;
-#else
-	(void)ucv;
-	return true;
-#endif
+	enum prim_fault_access access = prim_fault_access(si, ucv);
+	return access == PRIM_FAULT_WRITE || access == PRIM_FAULT_UNKNOWN;
 }
 
 static _Atomic(tracker_write_hook) write_hook;
@@ -243,8 +191,7 @@ static bool handle_tracked_write(uintptr_t a, void *ucv)
  * are written, for the next epoch).  A few covering ranges keep
  * the pause's mprotect calls few; pages in the gaps just fault once. */
 
-static int install_handler(void);
-static void uninstall_handler(void);
+static bool claim_fault(const siginfo_t *si, void *ucv);
 
 struct guard_range {
 	uintptr_t lo, hi;
@@ -360,6 +307,20 @@ static bool handle_guarded_write(uintptr_t a)
 	return false;
 }
 
+/* fault_signal's claim: a first write to a tracked page, or a write to a
+ * page the batch guard protected.  In the SIGSEGV handler. */
+static bool claim_fault(const siginfo_t *si, void *ucv)
+{
+	if (!may_be_write(si, ucv))
+		return false;
+	atomic_fetch_add(&readers_inside, 1);
+	bool ours = handle_tracked_write((uintptr_t)si->si_addr, ucv);
+	if (!ours)
+		ours = handle_guarded_write((uintptr_t)si->si_addr);
+	atomic_fetch_sub(&readers_inside, 1);
+	return ours;
+}
+
 /* A system call is about to write [a, e): save and unprotect its pages. */
 static void guard_prefault(uintptr_t a, uintptr_t e)
 {
@@ -391,27 +352,26 @@ int tracker_guard_register(struct tracker *t)
 	g->lo = (uintptr_t)t->base;
 	g->hi = g->lo + t->len;
 	g->ps = t->page_size;
-	prim_lock(&install_lock);
+	prim_lock(&slots_lock);
 	int slot = -1;
 	for (int i = 0; i < MAX_TRACKERS && slot < 0; i++)
 		if (atomic_load(&guards[i]) == NULL)
 			slot = i;
-	if (slot < 0 || (attached_count == 0 && install_handler() != 0)) {
-		prim_unlock(&install_lock);
+	if (slot < 0 || fault_signal_install(claim_fault) != 0) {
+		prim_unlock(&slots_lock);
 		err_set_errno(slot < 0 ? EMFILE : errno, "cannot install the write-back guard's "
 			      "SIGSEGV handler");
 		prim_unmap(g, sizeof(*g));
 		return -1;
 	}
-	attached_count++;
 	atomic_store(&guards[slot], g);
-	prim_unlock(&install_lock);
+	prim_unlock(&slots_lock);
 	return 0;
 }
 
 void tracker_guard_unregister(struct tracker *t)
 {
-	prim_lock(&install_lock);
+	prim_lock(&slots_lock);
 	struct guard *g = NULL;
 	for (int i = 0; i < MAX_TRACKERS; i++) {
 		struct guard *c = atomic_load(&guards[i]);
@@ -421,7 +381,7 @@ void tracker_guard_unregister(struct tracker *t)
 		}
 	}
 	if (g == NULL) {
-		prim_unlock(&install_lock);
+		prim_unlock(&slots_lock);
 		return;
 	}
 	/* Also in a fork child, whose copy of the ranges is still read-only. */
@@ -429,9 +389,8 @@ void tracker_guard_unregister(struct tracker *t)
 		guard_unprotect_ranges(g);
 		atomic_store(&g->armed, false);
 	}
-	if (--attached_count == 0)
-		uninstall_handler();
-	prim_unlock(&install_lock);
+	fault_signal_uninstall();
+	prim_unlock(&slots_lock);
 	while (atomic_load(&readers_inside) != 0)
 		sched_yield();
 	prim_unmap(g, sizeof(*g));
@@ -490,126 +449,6 @@ void tracker_guard_release(struct tracker *t)
 	guard_unprotect_ranges(g);
 	atomic_fetch_add(&g->releases, 1);
 	atomic_store(&g->armed, false);
-}
-
-static const char *signal_name(int sig)
-{
-	return sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : "signal";
-}
-
-/* The application has no handler: end the process as the kernel would have.
- * Returning from our handler re-executes the faulting access, which then
- * takes the default action (and dumps core with the faulting context); a
- * signal sent by kill() is re-sent instead, pending until we return. */
-static void die_by_default(int sig, const siginfo_t *si)
-{
-	log_msg(LOG_ERR, "%s at address %p, outside the tracked persistent heap pages and with "
-		"no handler in the program: terminating", signal_name(sig), si->si_addr);
-	struct sigaction dfl;
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	__sigaction(sig, &dfl, NULL);
-	if (si->si_code <= 0)
-		syscall(SYS_tgkill, getpid(), prim_gettid(), sig);
-}
-
-/* Hand the signal to the application's disposition, as the kernel would
- * have: its mask (plus the signal unless SA_NODEFER) added to the
- * interrupted context's, SA_RESETHAND honoured. */
-static void chain_to_application(int sig, siginfo_t *si, void *ucv)
-{
-	struct sigaction app;
-	app_action_read(&app);
-	bool with_info = (app.sa_flags & SA_SIGINFO) != 0;
-	if (!with_info && (app.sa_handler == SIG_DFL || app.sa_handler == SIG_IGN)) {
-		/* A fault cannot be ignored (the kernel forces the default
-		 * action); a SIGSEGV sent by kill() can. */
-		if (app.sa_handler == SIG_IGN && si->si_code <= 0)
-			return;
-		die_by_default(sig, si);
-		return;
-	}
-	if (app.sa_flags & SA_RESETHAND) {
-		struct sigaction dfl;
-		memset(&dfl, 0, sizeof(dfl));
-		dfl.sa_handler = SIG_DFL;
-		app_action_write(&dfl);	/* every signal is blocked here */
-	}
-	sigset_t mask = ((const ucontext_t *)ucv)->uc_sigmask;
-	sigorset(&mask, &mask, &app.sa_mask);
-	if (!(app.sa_flags & SA_NODEFER))
-		sigaddset(&mask, sig);
-	pthread_sigmask(SIG_SETMASK, &mask, NULL);
-	if (with_info)
-		app.sa_sigaction(sig, si, ucv);
-	else
-		app.sa_handler(sig);
-	/* Returning restores the interrupted context's mask. */
-}
-
-static void on_sigsegv(int sig, siginfo_t *si, void *ucv)
-{
-	int saved_errno = errno;
-	bool ours = false;
-	atomic_fetch_add(&readers_inside, 1);
-	/* si_code > 0: raised by the kernel for this access, not sent. */
-	if (si->si_code > 0 && is_write_fault(ucv)) {
-		ours = handle_tracked_write((uintptr_t)si->si_addr, ucv);
-		if (!ours)
-			ours = handle_guarded_write((uintptr_t)si->si_addr);
-	}
-	atomic_fetch_sub(&readers_inside, 1);
-	if (!ours)
-		chain_to_application(sig, si, ucv);
-	errno = saved_errno;
-}
-
-static int install_handler(void)
-{
-	struct sigaction cur;
-	if (__sigaction(SIGSEGV, NULL, &cur) != 0)
-		return -1;
-	app_action_write_blocked(&cur);
-	struct sigaction ours;
-	memset(&ours, 0, sizeof(ours));
-	ours.sa_sigaction = on_sigsegv;
-	/* Everything blocked while we run: an application handler that
-	 * writes the heap must not interrupt us, since a write fault with
-	 * SIGSEGV blocked kills the process.  SA_ONSTACK keeps stack-overflow
-	 * handlers on their alternate stack working. */
-	sigfillset(&ours.sa_mask);
-	ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-	return __sigaction(SIGSEGV, &ours, NULL);
-}
-
-static void uninstall_handler(void)
-{
-	struct sigaction app;
-	app_action_read(&app);
-	__sigaction(SIGSEGV, &app, NULL);
-}
-
-int tracker_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
-	if (sig != SIGSEGV)
-		return __sigaction(sig, act, old);
-	struct sigaction new_action;	/* act and old may be the same object */
-	if (act != NULL)
-		new_action = *act;
-	int r = 0;
-	prim_lock(&install_lock);
-	if (attached_count > 0) {
-		struct sigaction prev;
-		app_action_read(&prev);
-		if (act != NULL)
-			app_action_write_blocked(&new_action);
-		if (old != NULL)
-			*old = prev;
-	} else {
-		r = __sigaction(sig, act != NULL ? &new_action : NULL, old);
-	}
-	prim_unlock(&install_lock);
-	return r;
 }
 
 /* ---- prefault ---- */
@@ -680,29 +519,28 @@ static int mp_attach(struct tracker *t)
 	 * the whole range. */
 	m->pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 
-	prim_lock(&install_lock);
+	prim_lock(&slots_lock);
 	for (int i = 0; i < MAX_TRACKERS && m->slot < 0; i++)
 		if (atomic_load(&active[i]) == NULL)
 			m->slot = i;
 	if (m->slot < 0) {
-		prim_unlock(&install_lock);
+		prim_unlock(&slots_lock);
 		err_set("cannot track more than %d ranges with the mprotect backend at once",
 			MAX_TRACKERS);
 		free_impl(m);
 		return -1;
 	}
-	if (attached_count == 0 && install_handler() != 0) {
-		prim_unlock(&install_lock);
+	if (fault_signal_install(claim_fault) != 0) {
+		prim_unlock(&slots_lock);
 		err_set_errno(errno, "cannot install the SIGSEGV handler of the mprotect write "
 			      "tracker");
 		free_impl(m);
 		return -1;
 	}
-	attached_count++;
 	/* Published before the range is protected: every fault it can cause
 	 * finds it. */
 	atomic_store(&active[m->slot], m);
-	prim_unlock(&install_lock);
+	prim_unlock(&slots_lock);
 	t->impl = m;
 
 	/* Give the range's VMA its anon_vma now, while it is one VMA.  Else
@@ -865,11 +703,10 @@ static void mp_detach(struct tracker *t)
 	if (mprotect(t->base, t->len, PROT_READ | PROT_WRITE) != 0)
 		log_msg(LOG_WARN, "cannot unprotect %p + %zu when detaching the tracker (errno %d)",
 			t->base, t->len, errno);
-	prim_lock(&install_lock);
+	prim_lock(&slots_lock);
 	atomic_store(&active[m->slot], NULL);
-	if (--attached_count == 0)
-		uninstall_handler();
-	prim_unlock(&install_lock);
+	fault_signal_uninstall();
+	prim_unlock(&slots_lock);
 	while (atomic_load(&readers_inside) != 0)
 		sched_yield();
 	free_impl(m);

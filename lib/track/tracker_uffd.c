@@ -76,6 +76,11 @@ struct uffd_impl {
 	int pagemap;
 	bool kernel_faults;	/* opened without UFFD_USER_MODE_ONLY */
 	size_t missing_len;	/* [base, base+missing_len) registered MISSING too */
+	/* [base, base+covered) is write-protected where not written since
+	 * (tracker_cover); above it a page's first touch counts as a write,
+	 * once.  Grown under cover_lock by the heap's growth hook. */
+	size_t covered;
+	prim_lock_t cover_lock;
 	pid_t owner;		/* both descriptors speak about this process */
 	/* After a failed scan, every page from here on is reported dirty
 	 * (SIZE_MAX: none pending). */
@@ -177,22 +182,42 @@ const char *tracker_uffd_unsupported_reason(void)
 	return support_reason;
 }
 
-static int wp_part(struct tracker *t, struct uffd_impl *u, size_t len, bool protect)
+/* Write-protect (or not) [base+from, base+to). */
+static int wp_span(struct tracker *t, struct uffd_impl *u, size_t from, size_t to, bool protect)
 {
 	struct uffdio_writeprotect wp = {
-		.range = { .start = (uintptr_t)t->base, .len = len },
+		.range = { .start = (uintptr_t)t->base + from, .len = to - from },
 		.mode = protect ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
 	};
 	return ioctl(u->uffd, UFFDIO_WRITEPROTECT, &wp);
 }
 
-static int wp_range(struct tracker *t, struct uffd_impl *u, bool protect)
+/* Protection ahead of the heap grows in steps this large: a step costs
+ * ~0.3 ms of page-table work, and the whole capacity at once (~5 ms per
+ * GiB; the default pool is 8 GiB) would be paid at every start-up. */
+#define COVER_STEP ((size_t)64 << 20)
+
+static int uffd_cover(struct tracker *t, size_t len)
 {
-	struct uffdio_writeprotect wp = {
-		.range = { .start = (uintptr_t)t->base, .len = t->len },
-		.mode = protect ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
-	};
-	return ioctl(u->uffd, UFFDIO_WRITEPROTECT, &wp);
+	struct uffd_impl *u = t->impl;
+	/* Detached (a fork child's heap is plain memory): nothing to arm. */
+	if (u == NULL || len <= __atomic_load_n(&u->covered, __ATOMIC_ACQUIRE))
+		return 0;
+	len = (len + COVER_STEP - 1) / COVER_STEP * COVER_STEP;
+	if (len > t->len)
+		len = t->len;
+	int rc = 0;
+	prim_lock(&u->cover_lock);
+	if (len > u->covered) {
+		rc = wp_span(t, u, u->covered, len, true);
+		if (rc == 0)
+			__atomic_store_n(&u->covered, len, __ATOMIC_RELEASE);
+		else
+			err_set_errno(errno, "cannot write-protect %p + %zu with userfaultfd",
+				      (void *)((char *)t->base + u->covered), len - u->covered);
+	}
+	prim_unlock(&u->cover_lock);
+	return rc;
 }
 
 static int uffd_attach(struct tracker *t)
@@ -230,12 +255,16 @@ static int uffd_attach(struct tracker *t)
 		goto fail;
 	}
 	/* Lazy restore (TRACKER_OPEN_MISSING) protects only the part it
-	 * registers (tracker_uffd_register_missing): see there. */
-	if (!(t->open_flags & TRACKER_OPEN_MISSING) && wp_range(t, u, true) != 0) {
-		err_set_errno(errno, "cannot write-protect %p + %zu with userfaultfd", t->base,
-			      t->len);
+	 * registers (tracker_uffd_register_missing: see there); with
+	 * TRACKER_OPEN_COVER_LATER the owner protects what it uses as it
+	 * goes (tracker_cover). */
+	t->impl = u;
+	if (!(t->open_flags & (TRACKER_OPEN_MISSING | TRACKER_OPEN_COVER_LATER)) &&
+	    uffd_cover(t, t->len) != 0) {
+		t->impl = NULL;
 		goto fail_unregister;
 	}
+	t->impl = NULL;
 	u->pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (u->pagemap < 0) {
 		err_set_errno(errno, "cannot open /proc/self/pagemap to collect written pages "
@@ -271,7 +300,7 @@ static size_t report_all(struct tracker *t, struct uffd_impl *u, uint64_t *pages
 		u->all_dirty_from = i;
 	} else {
 		u->all_dirty_from = SIZE_MAX;
-		if (wp_range(t, u, true) != 0)
+		if (u->covered != 0 && wp_span(t, u, 0, u->covered, true) != 0)
 			u->all_dirty_from = 0;	/* still unknown next time */
 	}
 	return n;
@@ -341,7 +370,8 @@ static void uffd_detach(struct tracker *t)
 	 * memory: only close them (the child's copy of the range was not
 	 * registered, since no UFFD_FEATURE_EVENT_FORK was asked for). */
 	if (getpid() == u->owner) {
-		(void)wp_range(t, u, false);
+		if (u->covered != 0)
+			(void)wp_span(t, u, 0, u->covered, false);
 		struct uffdio_range range = { .start = (uintptr_t)t->base, .len = t->len };
 		(void)ioctl(u->uffd, UFFDIO_UNREGISTER, &range);
 	}
@@ -396,11 +426,8 @@ int tracker_uffd_register_missing(struct tracker *t, size_t len, bool *kernel_fa
 	size_t wp_len = (len + PAGE_TABLE_SPAN - 1) / PAGE_TABLE_SPAN * PAGE_TABLE_SPAN;
 	if (wp_len > t->len)
 		wp_len = t->len;
-	if (wp_part(t, u, wp_len, true) != 0) {
-		err_set_errno(errno, "cannot write-protect %p + %zu with userfaultfd", t->base,
-			      wp_len);
+	if (uffd_cover(t, wp_len) != 0)
 		return -1;
-	}
 	u->missing_len = len;
 	*kernel_faults = u->kernel_faults;
 	return u->uffd;
@@ -412,5 +439,6 @@ const struct tracker_ops tracker_uffd_ops = {
 	.collect_dirty = uffd_collect,
 	.protect_batch = tracker_guard_protect,
 	.release_batch = tracker_guard_release,
+	.cover = uffd_cover,
 	.detach = uffd_detach,
 };

@@ -11,16 +11,30 @@ that rotates from round to round; a slowdown is the median over rounds of the
 paired ratio pmthreads / native of the same round, with its spread."""
 
 import statistics
+from pathlib import Path
 from dataclasses import dataclass
 
 from context import Context, Progress, note
 from runner import MPROTECT, NATIVE, UFFD, environment, paired, rotated, run, seconds_fact, stat_ms
 
-SUITES = {
-    "PARSEC": ["blackscholes", "canneal", "dedup", "ferret", "streamcluster", "swaptions"],
-    "Phoenix": ["histogram", "kmeans", "linear_regression", "matrix_multiply", "pca",
-                "reverse_index", "string_match", "word_count"],
-}
+WORKLOAD_LIST = Path(__file__).resolve().parent.parent / "workloads.list"
+
+
+def read_suites(path: Path = WORKLOAD_LIST) -> dict:
+    """suite -> workload names, in file order, from parsec-ports/workloads.list
+    (the list meson.build builds from)."""
+    suites: dict = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        if len(words) < 4:
+            raise SystemExit(f"{path}:{number}: needs suite, name, include directory and sources")
+        suites.setdefault(words[0], []).append(words[1])
+    return suites
+
+
+SUITES = read_suites()
 
 
 @dataclass

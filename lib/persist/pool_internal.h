@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pool_internal -- what the pool's files share: the on-media structures and
+ * their checksums (pool_format.c), the file lock and its holder
+ * (pool_lock.c).  Private to persist/pool*.c; everything else uses pool.h.
+ *
+ *   pool.c         create, open, close, remove; VER_d publication; disk space
+ *   pool_format.c  header and version records: layout, checksums, choice
+ *   pool_lock.c    the exclusive/shared OFD lock and who holds it
+ *   pool_check.c   pmthreads-recover check: every problem of an open pool
+ */
+#ifndef PMT_POOL_INTERNAL_H
+#define PMT_POOL_INTERNAL_H
+
+#include "persist/nvm.h"
+#include "persist/pool.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+/* On-media header, at offset 0.  Everything up to and including checksum is
+ * written once at creation; the mutable lines follow at fixed offsets. */
+struct pool_header {
+	char magic[8];
+	uint32_t format_version;
+	uint32_t header_bytes;		/* sizeof(struct pool_header) */
+	uint8_t uuid[16];
+	uint64_t page_size;
+	uint64_t npages;
+	uint64_t shadow_base;
+	uint64_t seq_off;
+	uint64_t data_off;
+	uint64_t file_size;
+	uint64_t created_sec;		/* CLOCK_REALTIME at creation */
+	char creator[POOL_CREATOR_MAX];
+	uint64_t checksum;		/* XXH3-64 of every byte before it */
+};
+
+/* A version record (see pool.h); each slot has a cache line of its own, so
+ * that a record is flushed as one line.  The advisory holder pid gets its
+ * own line too, so that its (unflushed) store never rides along with them. */
+struct ver_record {
+	uint64_t gen;
+	uint64_t ver_d;
+	uint64_t clean;
+	uint64_t check;		/* XXH3-64 of the fields above, seeded per slot */
+};
+#define POOL_MUTABLE_OFF 1024
+#define POOL_REC_OFF(slot) (POOL_MUTABLE_OFF + (slot) * NVM_LINE)
+#define POOL_HOLDER_OFF (POOL_MUTABLE_OFF + 2 * NVM_LINE)
+#define POOL_HEADER_READ (POOL_HOLDER_OFF + NVM_LINE)
+
+_Static_assert(sizeof(struct pool_header) <= POOL_MUTABLE_OFF, "header overlaps mutable part");
+_Static_assert(sizeof(struct ver_record) <= NVM_LINE, "a version record spans two lines");
+
+/* Capacity limit: keeps every offset computation far from overflow. */
+#define POOL_MAX_PAGES (1ULL << 32)
+
+static inline uint64_t pool_round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+/* Where the seq table and the data start, and the file's size. */
+struct pool_layout {
+	uint64_t seq_off, data_off, file_size;
+};
+struct pool_layout pool_layout_for(uint64_t npages, uint64_t page_size);
+
+uint64_t pool_header_checksum(const struct pool_header *h);
+/* Seeded with the slot, so a record copied into the other slot does not
+ * pass; and with the UUID, so one copied from another pool does not. */
+uint64_t pool_record_checksum(const struct ver_record *r, int slot, const uint8_t uuid[16]);
+struct ver_record pool_make_record(uint64_t gen, uint64_t ver_d, uint64_t clean, int slot,
+				   const uint8_t uuid[16]);
+bool pool_record_valid(const struct ver_record *r, int slot, const uint8_t uuid[16]);
+/* Which record is current: the valid one with the larger generation.
+ * -1 when neither is valid, or when both are but they cannot be two
+ * consecutive records (generations adjacent, VER_d equal or one apart). */
+int pool_current_record(const struct ver_record r[2], const uint8_t uuid[16]);
+
+/* Take the pool's OFD lock (shared for readers) without waiting: 0, or -1
+ * with errno set. */
+int pool_lock_fd(int fd, bool shared);
+/* The lock is taken: set err_get() to a message naming the holder (its pid
+ * from the header, this process, or a /proc scan) and the fix; remembered
+ * for pool_last_lock_holder. */
+void pool_set_locked_error(int fd, const char *path, const struct stat *st);
+
+#endif

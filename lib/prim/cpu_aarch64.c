@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* cpu_aarch64 -- prim's CPU part for AArch64 (meson picks it for
+ * cpu_family aarch64 unless -Dprim=generic).  See prim.h. */
+#include "prim/prim.h"
+
+#include <asm/sigcontext.h>
+#include <string.h>
+#include <ucontext.h>
+
+void prim_cpu_relax(void)
+{
+	__asm__ __volatile__("yield" ::: "memory");
+}
+
+/* The syndrome of the abort, ESR_EL1 (Arm ARM D17.2.37): exception class in
+ * bits 31:26; for a data abort WnR (bit 6) says write, but cache maintenance
+ * instructions (CM, bit 8) report WnR = 1 without writing -- the kernel's
+ * is_write_abort() reads it the same way. */
+#define ESR_EC_SHIFT 26
+#define ESR_EC_MASK 0x3fU
+#define ESR_EC_IABT_LOW 0x20U	/* instruction abort from EL0 */
+#define ESR_EC_DABT_LOW 0x24U	/* data abort from EL0 */
+#define ESR_WNR (1ULL << 6)
+#define ESR_CM (1ULL << 8)
+
+/* Find the esr_context record among the records the kernel lays out in
+ * uc_mcontext.__reserved (uapi asm/sigcontext.h: a list of _aarch64_ctx
+ * headers, each followed by its body, ended by a null header; the ESR
+ * record is always in __reserved, never in the extra space, and the kernel
+ * writes it only for a fault, whose ESR it has). */
+static bool find_esr(const ucontext_t *uc, uint64_t *esr)
+{
+	const unsigned char *area = (const unsigned char *)uc->uc_mcontext.__reserved;
+	size_t len = sizeof(uc->uc_mcontext.__reserved);
+	size_t off = 0;
+	while (off + sizeof(struct _aarch64_ctx) <= len) {
+		struct _aarch64_ctx head;
+		memcpy(&head, area + off, sizeof(head));
+		if (head.magic == 0 || head.magic == EXTRA_MAGIC)
+			return false;
+		if (head.size < sizeof(head) || head.size > len - off)
+			return false;	/* malformed: do not guess */
+		if (head.magic == ESR_MAGIC && head.size >= sizeof(struct esr_context)) {
+			struct esr_context rec;
+			memcpy(&rec, area + off, sizeof(rec));
+			*esr = rec.esr;
+			return true;
+		}
+		off += head.size;
+	}
+	return false;
+}
+
+enum prim_fault_access prim_fault_access(const siginfo_t *si, const void *ucontext)
+{
+	(void)si;
+	uint64_t esr;
+	if (!find_esr(ucontext, &esr))
+		return PRIM_FAULT_UNKNOWN;
+	unsigned ec = (unsigned)(esr >> ESR_EC_SHIFT) & ESR_EC_MASK;
+	if (ec == ESR_EC_IABT_LOW)
+		return PRIM_FAULT_EXEC;
+	if (ec != ESR_EC_DABT_LOW)
+		return PRIM_FAULT_UNKNOWN;
+	return (esr & ESR_WNR) && !(esr & ESR_CM) ? PRIM_FAULT_WRITE : PRIM_FAULT_READ;
+}

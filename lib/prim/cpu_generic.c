@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* cpu_generic -- prim's CPU part for any CPU without a file of its own, and
+ * for -Dprim=generic.  Portable C only.  See prim.h. */
+#include "prim/prim.h"
+
+void prim_cpu_relax(void)
+{
+	/* No spin hint: at least keep the compiler from folding the loop's
+	 * reloads together (the call itself is opaque to the caller). */
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* The access kind lives in CPU-specific parts of the signal frame. */
+enum prim_fault_access prim_fault_access(const siginfo_t *si, const void *ucontext)
+{
+	(void)si;
+	(void)ucontext;
+	return PRIM_FAULT_UNKNOWN;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* cpu_x86_64 -- prim's CPU part for x86-64 (meson picks it for
+ * cpu_family x86_64 unless -Dprim=generic).  See prim.h. */
+#include "prim/prim.h"
+
+#include <ucontext.h>
+
+void prim_cpu_relax(void)
+{
+	__builtin_ia32_pause();
+}
+
+/* The kernel copies the trap number and its error code into the frame
+ * (REG_TRAPNO, REG_ERR).  For a page fault (trap 14) the error code has bit 1
+ * set for a write and bit 4 for an instruction fetch; a read has neither.
+ * Other traps that raise SIGSEGV (a general-protection fault: si_code
+ * SI_KERNEL, no address) carry error codes of another meaning. */
+#define X86_TRAP_PF 14
+#define X86_PF_WRITE 0x2UL
+#define X86_PF_INSTR 0x10UL
+
+enum prim_fault_access prim_fault_access(const siginfo_t *si, const void *ucontext)
+{
+	(void)si;
+	const ucontext_t *uc = ucontext;
+	if (uc->uc_mcontext.gregs[REG_TRAPNO] != X86_TRAP_PF)
+		return PRIM_FAULT_UNKNOWN;
+	unsigned long err = (unsigned long)uc->uc_mcontext.gregs[REG_ERR];
+	if (err & X86_PF_INSTR)
+		return PRIM_FAULT_EXEC;
+	return (err & X86_PF_WRITE) ? PRIM_FAULT_WRITE : PRIM_FAULT_READ;
+}

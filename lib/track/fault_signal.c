@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* fault_signal -- the process's SIGSEGV disposition while write tracking
+ * needs it.  See fault_signal.h.
+ *
+ * Our handler stays installed while any tracker needs it; what the
+ * application sets meanwhile is only recorded, and a fault the claim
+ * function does not take goes where the application's disposition says, as
+ * the kernel would have sent it. */
+#include "track/fault_signal.h"
+
+#include "base/log.h"
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* glibc's other public name for sigaction(2): preload/ interposes
+ * "sigaction" itself and forwards to fault_signal_sigaction, so the
+ * runtime's own calls must not go through that symbol. */
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* Serialises install, uninstall and fault_signal_sigaction. */
+static prim_lock_t disposition_lock = PRIM_LOCK_INIT;
+static int users;	/* our handler is installed while > 0 */
+static _Atomic(fault_signal_claim_fn) claimer;
+
+/* The application's SIGSEGV disposition while our handler is installed.  A
+ * sequence lock, because the signal handler reads it and cannot take a lock;
+ * writers block every signal, so a handler never waits for its own thread. */
+static struct sigaction app_action;
+static atomic_uint app_action_seq;
+
+static void app_action_write(const struct sigaction *sa)
+{
+	unsigned s;
+	do {
+		s = atomic_load_explicit(&app_action_seq, memory_order_relaxed) & ~1u;
+	} while (!atomic_compare_exchange_weak_explicit(&app_action_seq, &s, s + 1,
+							memory_order_acquire,
+							memory_order_relaxed));
+	atomic_thread_fence(memory_order_release);
+	memcpy(&app_action, sa, sizeof(app_action));
+	atomic_store_explicit(&app_action_seq, s + 2, memory_order_release);
+}
+
+static void app_action_read(struct sigaction *out)
+{
+	for (;;) {
+		unsigned s = atomic_load_explicit(&app_action_seq, memory_order_acquire);
+		if (s & 1) {
+			sched_yield();
+			continue;
+		}
+		memcpy(out, &app_action, sizeof(*out));
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&app_action_seq, memory_order_relaxed) == s)
+			return;
+	}
+}
+
+/* app_action_write with every signal blocked (outside the handler). */
+static void app_action_write_blocked(const struct sigaction *sa)
+{
+	sigset_t all, saved;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &saved);
+	app_action_write(sa);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+}
+
+static const char *signal_name(int sig)
+{
+	return sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : "signal";
+}
+
+/* The application has no handler: end the process as the kernel would have.
+ * Returning from our handler re-executes the faulting access, which then
+ * takes the default action (and dumps core with the faulting context); a
+ * signal sent by kill() is re-sent instead, pending until we return. */
+static void die_by_default(int sig, const siginfo_t *si)
+{
+	log_msg(LOG_ERR, "%s at address %p, outside the tracked persistent heap pages and with "
+		"no handler in the program: terminating", signal_name(sig), si->si_addr);
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	__sigaction(sig, &dfl, NULL);
+	if (si->si_code <= 0)
+		syscall(SYS_tgkill, getpid(), prim_gettid(), sig);
+}
+
+/* Hand the signal to the application's disposition, as the kernel would
+ * have: its mask (plus the signal unless SA_NODEFER) added to the
+ * interrupted context's, SA_RESETHAND honoured. */
+static void chain_to_application(int sig, siginfo_t *si, void *ucv)
+{
+	struct sigaction app;
+	app_action_read(&app);
+	bool with_info = (app.sa_flags & SA_SIGINFO) != 0;
+	if (!with_info && (app.sa_handler == SIG_DFL || app.sa_handler == SIG_IGN)) {
+		/* A fault cannot be ignored (the kernel forces the default
+		 * action); a SIGSEGV sent by kill() can. */
+		if (app.sa_handler == SIG_IGN && si->si_code <= 0)
+			return;
+		die_by_default(sig, si);
+		return;
+	}
+	if (app.sa_flags & SA_RESETHAND) {
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		app_action_write(&dfl);	/* every signal is blocked here */
+	}
+	sigset_t mask;
+	prim_interrupted_sigmask(ucv, &mask);
+	sigorset(&mask, &mask, &app.sa_mask);
+	if (!(app.sa_flags & SA_NODEFER))
+		sigaddset(&mask, sig);
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	if (with_info)
+		app.sa_sigaction(sig, si, ucv);
+	else
+		app.sa_handler(sig);
+	/* Returning restores the interrupted context's mask. */
+}
+
+static void on_sigsegv(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	/* si_code > 0: raised by the kernel for this access, not sent. */
+	fault_signal_claim_fn claim = atomic_load_explicit(&claimer, memory_order_acquire);
+	if (si->si_code <= 0 || claim == NULL || !claim(si, ucv))
+		chain_to_application(sig, si, ucv);
+	errno = saved_errno;
+}
+
+static int install_handler(void)
+{
+	struct sigaction cur;
+	if (__sigaction(SIGSEGV, NULL, &cur) != 0)
+		return -1;
+	app_action_write_blocked(&cur);
+	struct sigaction ours;
+	memset(&ours, 0, sizeof(ours));
+	ours.sa_sigaction = on_sigsegv;
+	/* Everything blocked while we run: an application handler that
+	 * writes the heap must not interrupt us, since a write fault with
+	 * SIGSEGV blocked kills the process.  SA_ONSTACK keeps stack-overflow
+	 * handlers on their alternate stack working. */
+	sigfillset(&ours.sa_mask);
+	ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	return __sigaction(SIGSEGV, &ours, NULL);
+}
+
+static void uninstall_handler(void)
+{
+	struct sigaction app;
+	app_action_read(&app);
+	__sigaction(SIGSEGV, &app, NULL);
+}
+
+int fault_signal_install(fault_signal_claim_fn claim)
+{
+	int r = 0;
+	prim_lock(&disposition_lock);
+	fault_signal_claim_fn cur = atomic_load_explicit(&claimer, memory_order_relaxed);
+	if (users > 0 && cur != claim) {
+		errno = EBUSY;
+		r = -1;
+	} else {
+		/* Set before the handler is installed: it never sees NULL. */
+		atomic_store_explicit(&claimer, claim, memory_order_release);
+		if (users == 0)
+			r = install_handler();
+		if (r == 0)
+			users++;
+	}
+	prim_unlock(&disposition_lock);
+	return r;
+}
+
+void fault_signal_uninstall(void)
+{
+	prim_lock(&disposition_lock);
+	if (users > 0 && --users == 0)
+		uninstall_handler();
+	prim_unlock(&disposition_lock);
+}
+
+int fault_signal_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (sig != SIGSEGV)
+		return __sigaction(sig, act, old);
+	struct sigaction new_action;	/* act and old may be the same object */
+	if (act != NULL)
+		new_action = *act;
+	int r = 0;
+	prim_lock(&disposition_lock);
+	if (users > 0) {
+		struct sigaction prev;
+		app_action_read(&prev);
+		if (act != NULL)
+			app_action_write_blocked(&new_action);
+		if (old != NULL)
+			*old = prev;
+	} else {
+		r = __sigaction(sig, act != NULL ? &new_action : NULL, old);
+	}
+	prim_unlock(&disposition_lock);
+	return r;
+}

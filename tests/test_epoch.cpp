@@ -389,7 +389,9 @@ TEST_CASE("writers racing the write-back in clusters of pages never leak into th
 						uint64_t first = rng() % kPages;
 						uint64_t len = 1 + rng() % 6;
 						for (uint64_t i = first; i < first + len && i < kPages; i++)
-							r.page(i)[rng() % page_size()] = (unsigned char)'Z';
+							// Atomic: the two writers may pick one byte.
+							__atomic_store_n(&r.page(i)[rng() % page_size()],
+									 (unsigned char)'Z', __ATOMIC_RELAXED);
 					}
 				};
 				std::thread w1(writer, 2 * round), w2(writer, 2 * round + 1);

@@ -1,3 +1,89 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#define CATCH_CONFIG_MAIN
+// Catch2's main for every unit test, plus the skip that Debian 12's Catch2
+// 2.13 lacks: a meson test whose cases need something this machine may not
+// have sets PMT_TEST_NEEDS, and the executable then exits 77 (meson: SKIP)
+// with the reason when it is missing, before any case runs.  Values:
+//   uffd                the uffd write tracker (WP async + PAGEMAP_SCAN)
+//   uffd-kernel-faults  a userfaultfd whose kernel accesses wait (root or
+//                       vm.unprivileged_userfaultfd=1): lazy restore's
+//                       system-call cases
+//   debug               a -Dbuildtype=debug build (PMT_ASSERT compiled in)
+//   root                root, and /usr/bin/setpriv to run a program as nobody
+//   userns              `/usr/bin/unshare -rm` works (user and mount namespaces)
+//   populate-write      madvise(MADV_POPULATE_WRITE), Linux >= 5.14
+#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sys/mman.h>
+#include <unistd.h>
+
+extern "C" {
+#include "track/tracker.h"
+}
+
+namespace {
+
+// Empty when this machine has what `need` names, else why not.
+std::string missing(const char *need)
+{
+	if (strcmp(need, "uffd") == 0)
+		return tracker_uffd_supported() ? "" : tracker_uffd_unsupported_reason();
+	if (strcmp(need, "uffd-kernel-faults") == 0) {
+		if (!tracker_uffd_supported())
+			return tracker_uffd_unsupported_reason();
+		return tracker_uffd_kernel_faults_possible()
+			       ? ""
+			       : "userfaultfd is user-mode-only here (needs root, CAP_SYS_PTRACE or "
+				 "vm.unprivileged_userfaultfd=1)";
+	}
+	if (strcmp(need, "debug") == 0) {
+#ifdef PMT_DEBUG
+		return "";
+#else
+		return "not a -Dbuildtype=debug build: PMT_ASSERT is compiled out";
+#endif
+	}
+	if (strcmp(need, "root") == 0) {
+		if (geteuid() != 0)
+			return "not root";
+		return access("/usr/bin/setpriv", X_OK) == 0 ? "" : "no /usr/bin/setpriv";
+	}
+	if (strcmp(need, "userns") == 0)
+		return system("/usr/bin/unshare -rm true >/dev/null 2>&1") == 0
+			       ? ""
+			       : "`/usr/bin/unshare -rm true` failed (no util-linux, or no user "
+				 "namespaces for this user)";
+	if (strcmp(need, "populate-write") == 0) {
+		size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+		void *p = mmap(nullptr, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return "mmap failed";
+		bool ok = madvise(p, ps, 23 /* MADV_POPULATE_WRITE */) == 0;
+		munmap(p, ps);
+		return ok ? "" : "madvise(MADV_POPULATE_WRITE) is not supported (Linux < 5.14)";
+	}
+	return std::string("unknown PMT_TEST_NEEDS value '") + need + "'";
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	const char *need = getenv("PMT_TEST_NEEDS");
+	if (need != nullptr && need[0] != '\0') {
+		std::string why = missing(need);
+		if (why.rfind("unknown", 0) == 0) {
+			fprintf(stderr, "%s (expected uffd, uffd-kernel-faults, debug, root, userns or "
+				"populate-write)\n", why.c_str());
+			return 2;
+		}
+		if (!why.empty()) {
+			printf("SKIP: needs %s: %s\n", need, why.c_str());
+			return 77;
+		}
+	}
+	return Catch::Session().run(argc, argv);
+}

@@ -16,6 +16,7 @@
 // new").  Deliberately broken persist orders (persist_set_fault) must be
 // caught by the same sweep.
 #include "pool_test_util.h"
+#include "uffd_half.h"
 
 extern "C" {
 #include "recovery/restore.h"
@@ -143,18 +144,6 @@ struct child_work {
 	bool background = false;	// with the background pass racing the epoch
 	const image *expect = nullptr;	// lazy, no persist: the image to find
 };
-
-bool lazy_supported()
-{
-	static bool warned;
-	if (tracker_uffd_supported())
-		return true;
-	if (!warned)
-		WARN("uffd tracker unsupported (" << tracker_uffd_unsupported_reason()
-						  << "): lazy restore sweeps skipped");
-	warned = true;
-	return false;
-}
 
 // The child's lazy path (see child_work); exits 12-15 on a mismatch.
 void lazy_child(pool *p, const child_work &w)
@@ -494,10 +483,8 @@ TEST_CASE("crash at every point of a multi-page epoch recovers the old or the ne
 }
 
 TEST_CASE("lazy restore: crash at every point of an epoch persisted while pages wait for "
-	  "their restore", "[crash][sweep][lazy]")
+	  "their restore", "[crash][sweep][lazy][uffd]")
 {
-	if (!lazy_supported())
-		return;
 	prepared pr;
 	image_map images = pr.images;
 	image next = next_image(images[pr.ver()], kDirty, 5);
@@ -562,7 +549,8 @@ std::vector<uint64_t> data_phase_points(uint64_t total)
 
 } // namespace
 
-TEST_CASE("a crash during recovery is followed by the same recovery", "[crash][recovery]")
+// Copying recovery in the crash test, lazy restore in crash-uffd (uffd_half.h).
+TEST_CASE("a crash during recovery is followed by the same recovery", "[crash][recovery][trackers]")
 {
 	prepared pr;
 	image_map images = pr.images;
@@ -574,9 +562,7 @@ TEST_CASE("a crash during recovery is followed by the same recovery", "[crash][r
 	uint64_t total = count_primitives(pr, pr.base, epoch);
 	std::string torn = pr.dir.file("torn.pool");
 	uint64_t points = 0;
-	for (bool lazy : { false, true }) {
-	if (lazy && !lazy_supported())
-		continue;
+	for (bool lazy : { uffd_half() }) {
 	lazy_recovery = lazy;
 	for (uint64_t k1 : data_phase_points(total)) {
 		INFO("first crash after primitive " << k1 << (lazy ? ", lazy restore" : ""));
@@ -601,10 +587,12 @@ TEST_CASE("a crash during recovery is followed by the same recovery", "[crash][r
 	}
 	}
 	lazy_recovery = false;
-	WARN("recovery sweep (copying and lazy restore): " << points << " crash points");
+	WARN("recovery sweep (" << (uffd_half() ? "lazy restore" : "copying") << "): " << points
+				<< " crash points");
 }
 
-TEST_CASE("double crash: crash mid-epoch, recover, crash mid-epoch again", "[crash][double]")
+// Copying recovery in the crash test, the lazy paths in crash-uffd (uffd_half.h).
+TEST_CASE("double crash: crash mid-epoch, recover, crash mid-epoch again", "[crash][double][trackers]")
 {
 	prepared pr;
 	image next = next_image(pr.images[pr.ver()], kDirty, 8);
@@ -628,9 +616,7 @@ TEST_CASE("double crash: crash mid-epoch, recover, crash mid-epoch again", "[cra
 	};
 	// Copying recovery, then the runtime's path: lazy restore with the
 	// epoch racing the background pass or not, recovered lazily again.
-	for (int path = 0; path < 3; path++) {
-	if (path > 0 && !lazy_supported())
-		continue;
+	for (int path : uffd_half() ? std::vector<int>{ 1, 2 } : std::vector<int>{ 0 }) {
 	lazy_recovery = path > 0;
 	for (size_t fi = 0; fi < firsts.size(); fi++) {
 		auto [k1, m1] = firsts[fi];
@@ -667,8 +653,8 @@ TEST_CASE("double crash: crash mid-epoch, recover, crash mid-epoch again", "[cra
 	}
 	}
 	lazy_recovery = false;
-	WARN("double-crash sweep (copying, lazy, lazy with background): " << points
-									   << " crash points");
+	WARN("double-crash sweep (" << (uffd_half() ? "lazy, lazy with background" : "copying")
+				    << "): " << points << " crash points");
 }
 
 TEST_CASE("torn copies are not resurrected by the next epoch", "[crash][resurrection]")

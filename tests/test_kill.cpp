@@ -195,14 +195,15 @@ void kill_loop(const char *tracker, const char *restore, int rounds)
 } // namespace
 
 // Every restart recovers lazily (the killed runs too: they run, and are
-// killed, while their background restore may still be going).
-TEST_CASE("bank survives kill -9 at random times with the uffd tracker", "[kill]")
+// killed, while their background restore may still be going).  The [uffd]
+// cases run as the kill-uffd test, which meson skips without the uffd tracker.
+TEST_CASE("bank survives kill -9 at random times with the uffd tracker", "[kill][uffd]")
 {
 	kill_loop("uffd", "lazy", 4);
 }
 
 TEST_CASE("bank survives kill -9 at random times with the uffd tracker, copying recovery",
-	  "[kill]")
+	  "[kill][uffd]")
 {
 	kill_loop("uffd", "eager", 2);
 }

@@ -14,6 +14,7 @@
 // without the link, run under LD_PRELOAD=PMT_LIB with PMTHREADS_HEAP=malloc),
 // PMTHREADS_RECOVER_TOOL.
 #include "pool_test_util.h"
+#include "uffd_half.h"
 #include "subprocess.hpp"
 
 extern "C" {
@@ -77,14 +78,20 @@ struct scenario {
 	}
 };
 
+// This half's trackers (uffd_half.h): persist-e2e-uffd, which meson skips
+// where uffd tracking is unsupported, runs the uffd ones.
 std::vector<const char *> trackers()
 {
-	std::vector<const char *> v{ "mprotect" };
-	if (tracker_uffd_supported())
-		v.insert(v.begin(), "uffd");
-	else
-		WARN("uffd tracker not tested: " << tracker_uffd_unsupported_reason());
-	return v;
+	return { uffd_half() ? "uffd" : "mprotect" };
+}
+
+// Build with ts[i], restart with ts[i + 1]: in the uffd half a pool written
+// under uffd restarts under mprotect and the other way round.
+std::vector<const char *> round_trip_trackers()
+{
+	if (uffd_half())
+		return { "uffd", "mprotect" };
+	return { "mprotect" };
 }
 
 // build, restart (verify), restart again (verify): structures, addresses,
@@ -138,18 +145,18 @@ void structs_round_trip(const std::string &prog, const char *tracker, const char
 
 } // namespace
 
-TEST_CASE("a named list and tree survive a clean restart at the same addresses", "[e2e]")
+TEST_CASE("a named list and tree survive a clean restart at the same addresses", "[e2e][trackers]")
 {
-	auto ts = trackers();
+	auto ts = round_trip_trackers();
 	for (size_t i = 0; i < ts.size(); i++) {
 		INFO("tracker " << ts[i]);
 		structs_round_trip(env_or_fail("PMT_PS"), ts[i], ts[(i + 1) % ts.size()], false, false);
 	}
 }
 
-TEST_CASE("a named list and tree survive kill -9 after an epoch at the same addresses", "[e2e]")
+TEST_CASE("a named list and tree survive kill -9 after an epoch at the same addresses", "[e2e][trackers]")
 {
-	auto ts = trackers();
+	auto ts = round_trip_trackers();
 	for (size_t i = 0; i < ts.size(); i++) {
 		INFO("tracker " << ts[i]);
 		structs_round_trip(env_or_fail("PMT_PS"), ts[i], ts[(i + 1) % ts.size()], true, false);
@@ -157,16 +164,16 @@ TEST_CASE("a named list and tree survive kill -9 after an epoch at the same addr
 }
 
 TEST_CASE("an unlinked program under LD_PRELOAD with PMTHREADS_HEAP=malloc keeps its structures",
-	  "[e2e][preload]")
+	  "[e2e][preload][trackers]")
 {
-	auto ts = trackers();
+	auto ts = round_trip_trackers();
 	for (size_t i = 0; i < ts.size(); i++) {
 		INFO("tracker " << ts[i]);
 		structs_round_trip(env_or_fail("PMT_PS_PLAIN"), ts[i], ts[(i + 1) % ts.size()], true, true);
 	}
 }
 
-TEST_CASE("read() from a file into a persistent buffer, under both trackers", "[e2e]")
+TEST_CASE("read() from a file into a persistent buffer, under both trackers", "[e2e][trackers]")
 {
 	std::vector<std::pair<std::string, bool>> progs = { { env_or_fail("PMT_PS"), false },
 							    { env_or_fail("PMT_PS_PLAIN"), true } };
@@ -199,7 +206,7 @@ TEST_CASE("read() from a file into a persistent buffer, under both trackers", "[
 // pmthreads_sync promises durability, not a staged snapshot: with epochs
 // persisted after the gate reopens, a sync that returned at the quiescent
 // point would let the kill right after it lose the last round.
-TEST_CASE("pmthreads_sync makes the data durable before it returns", "[e2e]")
+TEST_CASE("pmthreads_sync makes the data durable before it returns", "[e2e][trackers]")
 {
 	std::vector<std::pair<std::string, bool>> progs = { { env_or_fail("PMT_PS"), false },
 							    { env_or_fail("PMT_PS_PLAIN"), true } };
@@ -225,7 +232,7 @@ TEST_CASE("pmthreads_sync makes the data durable before it returns", "[e2e]")
 	}
 }
 
-TEST_CASE("a program's own SIGSEGV handler gets its faults, heap writes keep working", "[e2e]")
+TEST_CASE("a program's own SIGSEGV handler gets its faults, heap writes keep working", "[e2e][trackers]")
 {
 	std::vector<std::pair<std::string, bool>> progs = { { env_or_fail("PMT_PS"), false },
 							    { env_or_fail("PMT_PS_PLAIN"), true } };

@@ -5,6 +5,7 @@
 // and with the persistent heap behind malloc under each tracker -- must print
 // exactly the same, and the statistics must show epochs happening.
 #include "subprocess.hpp"
+#include "uffd_half.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -62,11 +63,15 @@ void check_epoch_log(const std::string &log, const std::string &json)
 struct mode {
 	const char *name, *heap, *tracker;
 };
-const mode modes[] = {
-	{ "interception only", "nvmalloc", "auto" },
-	{ "malloc heap, uffd tracker", "malloc", "uffd" },
-	{ "malloc heap, mprotect tracker", "malloc", "mprotect" },
-};
+// This half's modes (uffd_half.h): preload-uffd, which meson skips where
+// uffd tracking is unsupported, runs the uffd tracker.
+std::vector<mode> modes()
+{
+	if (uffd_half())
+		return { { "malloc heap, uffd tracker", "malloc", "uffd" } };
+	return { { "interception only", "nvmalloc", "auto" },
+		 { "malloc heap, mprotect tracker", "malloc", "mprotect" } };
+}
 
 // Run prog natively and in every mode; return the stats JSON of each mode.
 std::map<std::string, std::string> compare_with_native(const std::string &prog,
@@ -79,7 +84,7 @@ std::map<std::string, std::string> compare_with_native(const std::string &prog,
 	REQUIRE_FALSE(native.out.empty());
 	scratch_dir dir;
 	std::map<std::string, std::string> stats;
-	for (const mode &m : modes) {
+	for (const mode &m : modes()) {
 		INFO(prog << ": " << m.name);
 		std::string json = dir.path + "/" + m.heap + "-" + m.tracker + ".json";
 		std::string epoch_log = dir.path + "/" + m.heap + "-" + m.tracker + ".epochs.csv";
@@ -112,27 +117,27 @@ std::map<std::string, std::string> compare_with_native(const std::string &prog,
 }
 } // namespace
 
-TEST_CASE("producer/consumer with condition variables", "[preload]")
+TEST_CASE("producer/consumer with condition variables", "[preload][trackers]")
 {
 	compare_with_native("prog_prodcons");
 }
 
-TEST_CASE("readers and writers with rwlocks", "[preload]")
+TEST_CASE("readers and writers with rwlocks", "[preload][trackers]")
 {
 	compare_with_native("prog_rwlock");
 }
 
-TEST_CASE("nested, hand-over-hand, try, timed and spin locks", "[preload]")
+TEST_CASE("nested, hand-over-hand, try, timed and spin locks", "[preload][trackers]")
 {
 	compare_with_native("prog_locks");
 }
 
-TEST_CASE("short-lived and detached threads", "[preload]")
+TEST_CASE("short-lived and detached threads", "[preload][trackers]")
 {
 	compare_with_native("prog_shortthreads");
 }
 
-TEST_CASE("detached threads exit while the heap is write-protected", "[preload]")
+TEST_CASE("detached threads exit while the heap is write-protected", "[preload][trackers]")
 {
 	// A detached thread frees glibc's cached stacks (their DTVs) with all
 	// its signals blocked; under the mprotect tracker a DTV in the
@@ -141,7 +146,7 @@ TEST_CASE("detached threads exit while the heap is write-protected", "[preload]"
 	compare_with_native("prog_detachedexit");
 }
 
-TEST_CASE("a thread parked in read() does not stop epochs", "[preload]")
+TEST_CASE("a thread parked in read() does not stop epochs", "[preload][trackers]")
 {
 	// 400 ms of work at a 10 ms interval: about 40 epochs are due.
 	for (auto &kv : compare_with_native("prog_blockedread")) {
@@ -154,7 +159,7 @@ TEST_CASE("a thread parked in read() does not stop epochs", "[preload]")
 	}
 }
 
-TEST_CASE("semaphore waits and joins under a lock do not deadlock and are counted", "[preload]")
+TEST_CASE("semaphore waits and joins under a lock do not deadlock and are counted", "[preload][trackers]")
 {
 	for (auto &kv : compare_with_native("prog_blockwait")) {
 		INFO(kv.first << "\n" << kv.second);
@@ -163,12 +168,12 @@ TEST_CASE("semaphore waits and joins under a lock do not deadlock and are counte
 	}
 }
 
-TEST_CASE("fork with and without exec", "[preload]")
+TEST_CASE("fork with and without exec", "[preload][trackers]")
 {
 	compare_with_native("prog_forkexec");
 }
 
-TEST_CASE("the old pthread_cond_wait version is interposed too", "[preload]")
+TEST_CASE("the old pthread_cond_wait version is interposed too", "[preload][trackers]")
 {
 	// A thread waits 300 ms in the GLIBC_2.2.5 wait while epochs are due
 	// every 10 ms: had the wait not released the FASE, epochs would be
@@ -180,7 +185,7 @@ TEST_CASE("the old pthread_cond_wait version is interposed too", "[preload]")
 	}
 }
 
-TEST_CASE("libc's own reads into malloc'd memory (stdio, getpwuid, epoll, poll)", "[preload]")
+TEST_CASE("libc's own reads into malloc'd memory (stdio, getpwuid, epoll, poll)", "[preload][trackers]")
 {
 	// Under the mprotect tracker these failed with EFAULT: glibc fills a
 	// stream buffer it malloc'd with an internal read(2), and event loops
@@ -189,7 +194,7 @@ TEST_CASE("libc's own reads into malloc'd memory (stdio, getpwuid, epoll, poll)"
 }
 
 TEST_CASE("kernel writes into malloc'd memory: addresses, links, stat, getrandom, "
-	  "opendir, getcwd(NULL)", "[preload]")
+	  "opendir, getcwd(NULL)", "[preload][trackers]")
 {
 	// Under the mprotect tracker getcwd(NULL, 0) failed with EFAULT (glibc
 	// mallocs the result and has the kernel fill it), and so would any of

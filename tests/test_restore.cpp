@@ -83,16 +83,6 @@ struct heap_range {
 	~heap_range() { shadow_release(mem, len); }
 };
 
-bool uffd_ok()
-{
-	if (!tracker_uffd_supported()) {
-		WARN("uffd tracker unsupported here (" << tracker_uffd_unsupported_reason()
-						       << "): lazy restore not tested");
-		return false;
-	}
-	return true;
-}
-
 std::vector<uint64_t> collect(tracker *t)
 {
 	std::vector<uint64_t> v(kPages);
@@ -127,10 +117,8 @@ size_t touch_all_and_compare(const unsigned char *heap, const image &img, unsign
 } // namespace
 
 TEST_CASE("lazy restore serves the consistent image, in any order, from several threads",
-	  "[restore]")
+	  "[restore][uffd]")
 {
-	if (!uffd_ok())
-		return;
 	for (bool background : { false, true }) {
 		INFO("background pass " << background);
 		fixture f;
@@ -189,10 +177,8 @@ TEST_CASE("lazy restore serves the consistent image, in any order, from several 
 	}
 }
 
-TEST_CASE("lazy restore: the background pass completes without any touch", "[restore]")
+TEST_CASE("lazy restore: the background pass completes without any touch", "[restore][uffd]")
 {
-	if (!uffd_ok())
-		return;
 	fixture f;
 	pool *p = f.open();
 	heap_range h(kPages * page_size());
@@ -224,10 +210,43 @@ TEST_CASE("lazy restore: the background pass completes without any touch", "[res
 	pool_close(p);
 }
 
-TEST_CASE("lazy restore: kernel accesses, prefault, discarded pages, fork", "[restore]")
+// Needs a userfaultfd whose kernel accesses wait for the restorer (root, or
+// vm.unprivileged_userfaultfd=1): the restore-uffd-kernel test, skipped
+// (PMT_TEST_NEEDS=uffd-kernel-faults) where userfaultfd is user-mode-only.
+TEST_CASE("lazy restore: a system call reads and writes pages not yet restored",
+	  "[restore][uffd-kernel]")
 {
-	if (!uffd_ok())
-		return;
+	fixture f;
+	pool *p = f.open();
+	const size_t ps = page_size();
+	heap_range h(kPages * ps);
+	restore *r = nullptr;
+	tracker *t = nullptr;
+	restore_options o{};
+	o.policy = RESTORE_LAZY;
+	o.no_background = true;
+	REQUIRE(restore_open(&r, &t, p, h.mem, h.len, TRACKER_UFFD, &o) == 0);
+	restore_stats st;
+	restore_get_stats(r, &st);
+	REQUIRE(st.kernel_faults);
+	int fds[2];
+	REQUIRE(pipe(fds) == 0);
+	// write() reads page 20 in the kernel: it waits for the restore.
+	REQUIRE(write(fds[1], h.mem + 20 * ps, ps) == (ssize_t)ps);
+	// read() writes page 30 in the kernel.
+	REQUIRE(read(fds[0], h.mem + 30 * ps, ps) == (ssize_t)ps);
+	close(fds[0]);
+	close(fds[1]);
+	CHECK(memcmp(h.mem + 30 * ps, f.img.data() + 20 * ps, ps) == 0);
+	auto d = collect(t);
+	CHECK(d == std::vector<uint64_t>{ 30 });
+	restore_close(r);
+	tracker_close(t);
+	pool_close(p);
+}
+
+TEST_CASE("lazy restore: prefault, discarded pages, fork", "[restore][uffd]")
+{
 	fixture f;
 	pool *p = f.open();
 	const size_t ps = page_size();
@@ -241,24 +260,6 @@ TEST_CASE("lazy restore: kernel accesses, prefault, discarded pages, fork", "[re
 	restore_stats st;
 	restore_get_stats(r, &st);
 
-	SECTION("a system call reads and writes pages not yet restored")
-	{
-		if (!st.kernel_faults) {
-			WARN("user-mode-only userfaultfd: kernel accesses not tested");
-		} else {
-			int fds[2];
-			REQUIRE(pipe(fds) == 0);
-			// write() reads page 20 in the kernel: it waits for the restore.
-			REQUIRE(write(fds[1], h.mem + 20 * ps, ps) == (ssize_t)ps);
-			// read() writes page 30 in the kernel.
-			REQUIRE(read(fds[0], h.mem + 30 * ps, ps) == (ssize_t)ps);
-			close(fds[0]);
-			close(fds[1]);
-			CHECK(memcmp(h.mem + 30 * ps, f.img.data() + 20 * ps, ps) == 0);
-			auto d = collect(t);
-			CHECK(d == std::vector<uint64_t>{ 30 });
-		}
-	}
 	SECTION("restore_prefault restores a range on the calling thread")
 	{
 		restore_prefault(h.mem + 40 * ps + 100, 3 * ps);
@@ -317,17 +318,21 @@ TEST_CASE("eager restore with the mprotect tracker, and new pools", "[restore]")
 	CHECK(collect(t) == std::vector<uint64_t>{ 7 });
 	tracker_close(t);
 	pool_close(p);
+}
 
-	// PMTHREADS_RESTORE=eager with the uffd tracker.
-	if (tracker_uffd_supported()) {
-		p = f.open();
-		heap_range h2(kPages * page_size());
-		o.policy = RESTORE_EAGER;
-		REQUIRE(restore_open(&r, &t, p, h2.mem, h2.len, TRACKER_UFFD, &o) == 0);
-		CHECK(r == nullptr);
-		CHECK(touch_all_and_compare(h2.mem, f.img, 2) == 0);
-		CHECK(collect(t).empty());
-		tracker_close(t);
-		pool_close(p);
-	}
+TEST_CASE("eager restore with the uffd tracker (PMTHREADS_RESTORE=eager)", "[restore][uffd]")
+{
+	fixture f;
+	pool *p = f.open();
+	heap_range h(kPages * page_size());
+	restore *r = nullptr;
+	tracker *t = nullptr;
+	restore_options o{};
+	o.policy = RESTORE_EAGER;
+	REQUIRE(restore_open(&r, &t, p, h.mem, h.len, TRACKER_UFFD, &o) == 0);
+	CHECK(r == nullptr);
+	CHECK(touch_all_and_compare(h.mem, f.img, 2) == 0);
+	CHECK(collect(t).empty());
+	tracker_close(t);
+	pool_close(p);
 }

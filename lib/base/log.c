@@ -2,6 +2,8 @@
 /* log -- messages and the per-thread last error.  See log.h. */
 #include "base/log.h"
 
+#include "base/assert.h"
+
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -82,5 +84,37 @@ void log_fatal(const char *fmt, ...)
 	va_start(ap, fmt);
 	log_vmsg(LOG_ERR, fmt, ap);
 	va_end(ap);
+	abort();
+}
+
+/* Async-signal-safe: the pieces go into a stack buffer by hand (no
+ * snprintf), then out through one write(2). */
+static size_t append(char *buf, size_t at, size_t cap, const char *s)
+{
+	while (*s != '\0' && at < cap)
+		buf[at++] = *s++;
+	return at;
+}
+
+void pmt_assert_fail(const char *expr, const char *file, int line, const char *func)
+{
+	char buf[MSG_MAX], digits[12];
+	size_t cap = sizeof(buf) - 1, at = 0;
+	int nd = 0;
+	unsigned v = line > 0 ? (unsigned)line : 0;
+	do
+		digits[nd++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0 && nd < (int)sizeof(digits));
+	at = append(buf, at, cap, "pmthreads: assertion failed: ");
+	at = append(buf, at, cap, file);
+	at = append(buf, at, cap, ":");
+	while (nd > 0 && at < cap)
+		buf[at++] = digits[--nd];
+	at = append(buf, at, cap, ": ");
+	at = append(buf, at, cap, func);
+	at = append(buf, at, cap, ": ");
+	at = append(buf, at, cap, expr);
+	buf[at++] = '\n';
+	(void)prim_write_all(STDERR_FILENO, buf, at);
 	abort();
 }

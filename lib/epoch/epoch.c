@@ -3,6 +3,7 @@
 #include "epoch/epoch.h"
 
 #include "epoch/epoch_log.h"
+#include "base/assert.h"
 #include "base/log.h"
 #include "persist/persist.h"
 #include "prim/prim.h"
@@ -83,6 +84,8 @@ static void save_page(struct epoch_pipeline *ep, struct epoch_batch *b, size_t k
 							 __ATOMIC_ACQUIRE))
 				continue;
 			uint32_t slot = __atomic_fetch_add(&b->nslots, 1, __ATOMIC_RELAXED);
+			/* Each batch page is saved at most once (the CAS above). */
+			PMT_ASSERT(slot < b->n);
 			memcpy(ep->slots + (size_t)slot * ep->ps, ep->heap + b->pages[k] * ep->ps,
 			       ep->ps);
 			b->slot[k] = slot;
@@ -142,6 +145,8 @@ static const void *writeback_begin(void *ctx, size_t k, uint64_t page)
 		while (__atomic_load_n(&b->state[k], __ATOMIC_ACQUIRE) == EP_SAVING)
 			wait_step(&spins);
 	}
+	PMT_ASSERT(__atomic_load_n(&b->state[k], __ATOMIC_ACQUIRE) == EP_SAVED);
+	PMT_ASSERT(b->slot[k] < __atomic_load_n(&b->nslots, __ATOMIC_RELAXED));
 	return ep->slots + (size_t)b->slot[k] * ep->ps;
 }
 
@@ -277,6 +282,11 @@ struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
 	if (ep->extent_fn != NULL)
 		tracker_set_extent(ep->tracker, ep->extent_fn());
 	b->n = tracker_collect_dirty(ep->tracker, b->pages, ep->capacity);
+	PMT_ASSERT(b->n <= ep->capacity);
+	/* save_range binary-searches the batch. */
+	for (size_t k = 1; k < b->n; k++)
+		PMT_ASSERT(b->pages[k - 1] < b->pages[k]);
+	PMT_ASSERT(b->n == 0 || b->pages[b->n - 1] < ep->capacity);
 	if (b->n != 0) {
 		/* Which pages get a checksum is decided now, at the quiescent
 		 * point whose image the write-back persists: the heap may move
@@ -311,6 +321,7 @@ struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
  * only once EPOCH_SHRINK_EPOCHS epochs in a row used under a quarter. */
 static void account_slots(struct epoch_pipeline *ep, size_t used)
 {
+	PMT_ASSERT(used <= ep->capacity);
 	if (used > ep->slots_resident)
 		ep->slots_resident = used;
 	if (used > ep->recent_max)
@@ -328,6 +339,8 @@ static void account_slots(struct epoch_pipeline *ep, size_t used)
 		ep->low_epochs = 0;
 		ep->recent_max = 0;
 	}
+	/* Every slot this epoch used stays resident (no discard below it). */
+	PMT_ASSERT(used <= ep->slots_resident && ep->slots_resident <= ep->capacity);
 	ep->counters.slot_bytes_resident = (uint64_t)ep->slots_resident * ep->ps;
 }
 

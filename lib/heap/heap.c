@@ -11,6 +11,7 @@
 #include "heap/heap.h"
 
 #include "heap/heap_layout.h"
+#include "base/assert.h"
 #include "base/log.h"
 #include "quiesce/quiesce.h"
 
@@ -246,6 +247,7 @@ static inline void *bin_pop(struct heap_slot *s, unsigned c)
  * user is set (the name table's own blocks are metadata). */
 static void *small_alloc(unsigned c, bool user)
 {
+	PMT_ASSERT(c < HEAP_NCLASSES);
 	struct heap_slot *s = heap_slot_claim();
 	void *p;
 	if (likely(s != &heap_rt.hdr->slots[0])) {

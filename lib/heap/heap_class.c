@@ -15,6 +15,7 @@
  * only touched under its class lock.
  */
 #include "heap/heap_layout.h"
+#include "base/assert.h"
 #include "base/log.h"
 
 #include <errno.h>
@@ -86,6 +87,7 @@ void heap_classes_init(void)
 	for (unsigned i = 0; i <= HEAP_SMALL_MAX / 16; i++) {
 		while (class_sizes[c] < i * 16)
 			c++;
+		PMT_ASSERT(c < HEAP_NCLASSES);
 		heap_cls_of[i] = (uint8_t)c;
 	}
 }
@@ -157,6 +159,7 @@ static void list_unlink(struct heap_class_state *cs, struct heap_span *sp)
 
 static uint64_t span_new(unsigned c)
 {
+	PMT_ASSERT(c < HEAP_NCLASSES);
 	const struct heap_class_info *ci = &heap_cls[c];
 	bool fresh;
 	uint64_t pg = heap_pages_alloc(ci->span_pages, 0, c, &fresh);
@@ -249,6 +252,7 @@ static uint32_t gather(unsigned c, uint32_t want, uint64_t *head)
 		}
 		sp->used += taken;
 		got += taken;
+		PMT_ASSERT(sp->bump <= sp->nblocks && sp->used + sp->nfree == sp->bump);
 		if (sp->free_head == 0 && sp->bump == sp->nblocks)
 			list_unlink(cs, sp);
 	}
@@ -258,6 +262,7 @@ static uint32_t gather(unsigned c, uint32_t want, uint64_t *head)
 
 void *heap_class_refill(struct heap_slot *s, unsigned c)
 {
+	PMT_ASSERT(c < HEAP_NCLASSES);
 	struct heap_class_state *cs = &heap_rt.hdr->classes[c];
 	struct heap_bin *bin = &s->bins[c];
 	for (int attempt = 0; attempt < 2; attempt++) {
@@ -284,6 +289,7 @@ void *heap_class_refill(struct heap_slot *s, unsigned c)
 
 void heap_class_flush(struct heap_slot *s, unsigned c, uint32_t keep)
 {
+	PMT_ASSERT(c < HEAP_NCLASSES);
 	const struct heap_class_info *ci = &heap_cls[c];
 	struct heap_class_state *cs = &heap_rt.hdr->classes[c];
 	struct heap_bin *bin = &s->bins[c];

@@ -2,6 +2,7 @@
 /* nvm -- common dispatch, latency emulation and backend choice.  See nvm.h. */
 #include "persist/nvm.h"
 
+#include "base/assert.h"
 #include "base/log.h"
 #include "persist/nvm_backend.h"
 #include "prim/prim.h"
@@ -37,9 +38,17 @@ static void check_writable(const struct nvm *n, const char *what)
 			  what);
 }
 
+/* For PMT_ASSERT: [addr, addr+len) lies in the pool's mapping. */
+static inline bool nvm_in_mapping(const struct nvm *n, const void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr, b = (uintptr_t)n->base;
+	return a >= b && a - b <= n->len && len <= n->len - (a - b);
+}
+
 void nvm_flush(struct nvm *n, const void *addr, size_t len)
 {
 	check_writable(n, "flush");
+	PMT_ASSERT(nvm_in_mapping(n, addr, len));
 	size_t lines = nvm_lines(addr, len);
 	n->stats.flushes++;
 	n->stats.lines_flushed += lines;
@@ -50,6 +59,7 @@ void nvm_flush(struct nvm *n, const void *addr, size_t len)
 void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len)
 {
 	check_writable(n, "copy_flush");
+	PMT_ASSERT(nvm_in_mapping(n, dst, len));
 	size_t lines = nvm_lines(dst, len);
 	n->stats.flushes++;
 	n->stats.lines_flushed += lines;

@@ -13,6 +13,7 @@
  */
 #include "persist/persist.h"
 
+#include "base/assert.h"
 #include "base/log.h"
 
 #include <string.h>
@@ -136,7 +137,14 @@ void epoch_persist_from(struct pool *p, const struct persist_source *src, const 
 				  (unsigned long long)i, (unsigned long long)p->npages);
 		if (p->seq[i][0] == next || p->seq[i][1] == next)
 			continue;	/* listed twice */
+		/* Torn copies were invalidated, so no seq is past VER_d --
+		 * unless the test fault that skips the invalidation is on. */
+		PMT_ASSERT(persist_fault_active == PERSIST_FAULT_SKIP_INVALIDATE ||
+			   ((p->seq[i][0] < next || p->seq[i][0] == POOL_SEQ_INVALID) &&
+			    (p->seq[i][1] < next || p->seq[i][1] == POOL_SEQ_INVALID)));
 		int w = working_copy(p, i);
+		/* The copy overwritten is never the one recovery would read. */
+		PMT_ASSERT(pool_valid_copy(p, i) != w);
 		if (i >= p->seq_pages)
 			p->seq_pages = i + 1;
 		p->seq[i][w] = next;
@@ -154,6 +162,7 @@ void epoch_persist_from(struct pool *p, const struct persist_source *src, const 
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
 		int w = p->seq[i][0] == next ? 0 : 1;
+		PMT_ASSERT(p->seq[i][w] == next);
 		const void *image = src->begin(src->ctx, k, i);
 		lines += write_page(p, pool_copy(p, i, w), image);
 		bool summed = src->summed != NULL ? src->summed(src->ctx, k, i)

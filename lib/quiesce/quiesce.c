@@ -174,7 +174,8 @@ void quiesce_thread_exit(void)
 	 * would stall every later epoch until abandonment. */
 	atomic_store_explicit(&r->depth, 0, memory_order_release);
 	atomic_store_explicit(&r->in_use, 0, memory_order_release);
-	atomic_fetch_sub(&registered, 1);
+	unsigned was_registered = atomic_fetch_sub(&registered, 1);
+	PMT_ASSERT(was_registered > 0);
 	if (atomic_load_explicit(&quiesce_gate, memory_order_relaxed) == GATE_CLOSING) {
 		atomic_fetch_add(&wake_word, 1);
 		prim_futex_wake(&wake_word, 1);
@@ -218,6 +219,7 @@ void fase_enter_slow(struct quiesce_rec *r)
 		atomic_store_explicit(&r->depth, 1, memory_order_relaxed);
 	}
 	/* depth is 1 here. */
+	PMT_ASSERT(quiesce_self.depth == 1 && atomic_load(&r->depth) == 1);
 	for (;;) {
 		/* As in fase_enter_fast: the store must be visible before the
 		 * gate is read; without membarrier only a full fence does it. */
@@ -249,6 +251,7 @@ void fase_reenter(void)
 		return;
 	struct quiesce_rec *r = my_record();
 	unsigned d = quiesce_self.depth;
+	PMT_ASSERT(d + 1 != 0);
 	quiesce_self.depth = d + 1;
 	if (d != 0) {
 		atomic_store_explicit(&r->depth, d + 1, memory_order_relaxed);

@@ -21,6 +21,8 @@
 #ifndef PMT_QUIESCE_H
 #define PMT_QUIESCE_H
 
+#include "base/assert.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -105,6 +107,7 @@ static inline __attribute__((always_inline)) void fase_enter_fast(void)
 	unsigned d = quiesce_self.depth;
 	struct quiesce_rec *r = quiesce_self.rec;
 	if (d != 0) {
+		PMT_ASSERT(d + 1 != 0 && r != NULL);	/* depth never wraps; depth != 0 has a record */
 		quiesce_self.depth = d + 1;
 		atomic_store_explicit(&r->depth, d + 1, memory_order_relaxed);
 		return;
@@ -131,6 +134,9 @@ static inline __attribute__((always_inline)) void fase_leave_fast(void)
 	unsigned d = quiesce_self.depth;
 	if (__builtin_expect(d == 0, 0))
 		return;
+	/* The record mirrors the private depth (see quiesce_self below). */
+	PMT_ASSERT(quiesce_self.rec != NULL &&
+		   atomic_load_explicit(&quiesce_self.rec->depth, memory_order_relaxed) == d);
 	quiesce_self.depth = d - 1;
 	/* Release: the epoch thread that reads 0 also sees the FASE's writes. */
 	atomic_store_explicit(&quiesce_self.rec->depth, d - 1, memory_order_release);

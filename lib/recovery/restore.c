@@ -3,6 +3,7 @@
  * restore.h. */
 #include "recovery/restore.h"
 
+#include "base/assert.h"
 #include "base/log.h"
 #include "persist/persist.h"
 #include "recovery/recovery.h"
@@ -65,9 +66,15 @@ static bool atfork_registered;
 
 static void mark_done(struct restore *r, uint64_t page, bool has_image)
 {
-	if (atomic_exchange_explicit(&r->state[page], 1, memory_order_acq_rel) != 0 || !has_image)
+	/* A page goes from 0 to 1 once and never back. */
+	unsigned char was = atomic_exchange_explicit(&r->state[page], 1, memory_order_acq_rel);
+	PMT_ASSERT(was <= 1);
+	if (was != 0 || !has_image)
 		return;
-	if (atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel) == 1)
+	uint_fast64_t left = atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel);
+	/* Each page with an image was counted once in pending. */
+	PMT_ASSERT(left != 0);
+	if (left == 1)
 		atomic_store(&r->complete_ns, prim_now_ns() - r->t0);
 }
 
@@ -107,6 +114,7 @@ static void wake_page(struct restore *r, uint64_t page)
 
 static void restore_page(struct restore *r, uint64_t page, enum who who)
 {
+	PMT_ASSERT(page < r->limit);	/* only pages below limit are registered MISSING */
 	bool pending = atomic_load_explicit(&r->state[page], memory_order_acquire) == 0;
 	if (!pending && who != BY_FAULT)
 		return;
@@ -279,6 +287,7 @@ static int start_lazy(struct restore **out, struct tracker *t, struct pool *p, v
 	r->uffd = uffd;
 	r->no_background = o->no_background;
 	r->t0 = t0;
+	PMT_ASSERT(pages > 0 && pages <= limit);	/* lazy only with pages to restore */
 	atomic_store(&r->pending, pages);
 	r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r->state_len = limit > 0 ? limit : 1;

@@ -3,6 +3,7 @@
  * tracker.h. */
 #include "track/tracker.h"
 
+#include "base/assert.h"
 #include "base/log.h"
 #include "prim/prim.h"
 
@@ -63,6 +64,7 @@ int tracker_open_flags(struct tracker **out, enum tracker_kind kind, void *base,
 	t->extent = len;
 	t->page_size = ps;
 	t->open_flags = flags;
+	PMT_ASSERT((uintptr_t)base % ps == 0 && len % ps == 0);	/* checked above */
 
 	/* Base pages only: a transparent huge page would make both backends
 	 * report 512 pages for one write.  Failure (THP not configured) is
@@ -105,11 +107,17 @@ void tracker_set_extent(struct tracker *t, size_t extent)
 	if (extent > t->len)
 		extent = t->len;
 	t->extent = (extent + t->page_size - 1) / t->page_size * t->page_size;
+	PMT_ASSERT(t->extent <= t->len && t->extent % t->page_size == 0);
 }
 
 size_t tracker_collect_dirty(struct tracker *t, uint64_t *pages, size_t max)
 {
 	size_t n = t->ops->collect_dirty(t, pages, max);
+	PMT_ASSERT(n <= max);
+	/* Ascending and unique (tracker.h): the epoch's guard binary-searches it. */
+	for (size_t k = 1; k < n; k++)
+		PMT_ASSERT(pages[k - 1] < pages[k]);
+	PMT_ASSERT(n == 0 || pages[n - 1] < t->len / t->page_size);
 	t->stats.collections++;
 	t->stats.pages_collected += n;
 	return n;
@@ -121,6 +129,10 @@ int tracker_protect_batch(struct tracker *t, const uint64_t *pages, size_t n)
 		return -1;
 	if (n == 0)
 		return 0;
+	/* The guard binary-searches the batch and protects whole pages of the range. */
+	PMT_ASSERT(n <= t->len / t->page_size && pages[n - 1] < t->len / t->page_size);
+	for (size_t k = 1; k < n; k++)
+		PMT_ASSERT(pages[k - 1] < pages[k]);
 	int r = t->ops->protect_batch(t, pages, n);
 	if (r == 0)
 		t->stats.batches_guarded++;

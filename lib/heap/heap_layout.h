@@ -23,6 +23,7 @@
 #ifndef PMT_HEAP_LAYOUT_H
 #define PMT_HEAP_LAYOUT_H
 
+#include "heap/heap.h"
 #include "prim/prim.h"
 
 #include <stdatomic.h>
@@ -30,7 +31,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HEAP_PAGE_SHIFT 12
 #define HEAP_PAGE ((size_t)1 << HEAP_PAGE_SHIFT)
 #define HEAP_MAGIC 0x3150414548544d50ULL /* "PMTHEAP1" little-endian */
 /* 2: size classes from 64 B up are whole cache lines (heap_class.c); a

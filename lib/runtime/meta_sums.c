@@ -5,7 +5,7 @@
 
 #include "heap/heap.h"
 
-#define HEAP_PAGE_BYTES 4096u	/* the heap's page (heap_layout.h) */
+#define HEAP_PAGE_BYTES ((uint64_t)1 << HEAP_PAGE_SHIFT)
 
 /* The pool pages holding heap metadata pages. */
 static size_t summed(void *ctx, struct pool_range *r)

@@ -197,11 +197,9 @@ static int wp_span(struct tracker *t, struct uffd_impl *u, size_t from, size_t t
  * GiB; the default pool is 8 GiB) would be paid at every start-up. */
 #define COVER_STEP ((size_t)64 << 20)
 
-static int uffd_cover(struct tracker *t, size_t len)
+static int cover_to(struct tracker *t, struct uffd_impl *u, size_t len)
 {
-	struct uffd_impl *u = t->impl;
-	/* Detached (a fork child's heap is plain memory): nothing to arm. */
-	if (u == NULL || len <= __atomic_load_n(&u->covered, __ATOMIC_ACQUIRE))
+	if (len <= __atomic_load_n(&u->covered, __ATOMIC_ACQUIRE))
 		return 0;
 	len = (len + COVER_STEP - 1) / COVER_STEP * COVER_STEP;
 	if (len > t->len)
@@ -218,6 +216,12 @@ static int uffd_cover(struct tracker *t, size_t len)
 	}
 	prim_unlock(&u->cover_lock);
 	return rc;
+}
+
+static int uffd_cover(struct tracker *t, size_t len)
+{
+	/* Detached (a fork child's heap is plain memory): nothing to arm. */
+	return t->impl != NULL ? cover_to(t, t->impl, len) : 0;
 }
 
 static int uffd_attach(struct tracker *t)
@@ -258,13 +262,9 @@ static int uffd_attach(struct tracker *t)
 	 * registers (tracker_uffd_register_missing: see there); with
 	 * TRACKER_OPEN_COVER_LATER the owner protects what it uses as it
 	 * goes (tracker_cover). */
-	t->impl = u;
 	if (!(t->open_flags & (TRACKER_OPEN_MISSING | TRACKER_OPEN_COVER_LATER)) &&
-	    uffd_cover(t, t->len) != 0) {
-		t->impl = NULL;
+	    cover_to(t, u, t->len) != 0)
 		goto fail_unregister;
-	}
-	t->impl = NULL;
 	u->pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (u->pagemap < 0) {
 		err_set_errno(errno, "cannot open /proc/self/pagemap to collect written pages "
@@ -426,7 +426,7 @@ int tracker_uffd_register_missing(struct tracker *t, size_t len, bool *kernel_fa
 	size_t wp_len = (len + PAGE_TABLE_SPAN - 1) / PAGE_TABLE_SPAN * PAGE_TABLE_SPAN;
 	if (wp_len > t->len)
 		wp_len = t->len;
-	if (uffd_cover(t, wp_len) != 0)
+	if (cover_to(t, u, wp_len) != 0)
 		return -1;
 	u->missing_len = len;
 	*kernel_faults = u->kernel_faults;

@@ -95,8 +95,12 @@ def epoch_facts(rows, t_exec_ns):
     """(cutoff_ns, achieved_ms): what must have survived, the period achieved."""
     cutoff = None
     achieved = None
-    if rows:
-        last = rows[-1]
+    # A carried-over write-back (durable = 0) published nothing: what must
+    # have survived is the image of the last durable line's pause.
+    durable = [i for i, r in enumerate(rows) if r.get("durable", 1.0) != 0]
+    if durable:
+        i = durable[-1]
+        last = rows[i]
         # t_ms - (write-back + pause) is when the epoch thread began the
         # write-back minus the pause: later than the gate's closing by the
         # time between reopening the gate and starting the write-back, which
@@ -105,7 +109,7 @@ def epoch_facts(rows, t_exec_ns):
         # epoch's gate closed (one thread does both, in order): a bound that
         # cannot be late.  A single epoch: only the exec is known to precede it.
         snap_ms = last["t_ms"] - (last["persist_us"] - last["stage_us"] + last["pause_us"]) / 1000.0
-        snap_ms = min(snap_ms, rows[-2]["t_ms"]) if len(rows) >= 2 else 0.0
+        snap_ms = min(snap_ms, rows[i - 1]["t_ms"]) if i >= 1 else 0.0
         cutoff = t_exec_ns + int(snap_ms * 1e6)
         # two periods at least: a run killed in its first epochs has no
         # period to speak of (and the first ones after start-up are short)
@@ -1084,6 +1088,14 @@ def self_test():
     expect("epoch log: achieved period = median of the last periods", achieved == 50.0)
     rows = read_epoch_log(log)[:1]
     expect("epoch log: one period is not enough", epoch_facts(rows, 0)[1] is None)
+    with open(log, "w") as f:
+        f.write("t_ms,epoch,pause_us,pages,bytes_dirty,bytes_written,stage_us,persist_us,"
+                "period_us,pages_saved,conflicts,durable\n"
+                "100.000,1,1000,1,4096,64,500,2500,50000,0,0,1\n"
+                "150.000,2,1000,1,4096,64,500,2500,40000,0,0,1\n"
+                "200.000,2,1000,1,4096,64,500,2500,50000,0,3,0\n")
+    expect("epoch log: a carried-over line (durable 0) is not what survives",
+           epoch_facts(read_epoch_log(log), 0)[0] == int(100.0 * 1e6))
     # memcached bookkeeping: round 2's last keys were lost in its own kill
     # (allowed: after that kill's cutoff); rounds 3-6 were killed in
     # start-up, so the check of round 7 is the first to see round 2

@@ -113,6 +113,8 @@ void real_resolve(void)
 	NEXT(getcwd, "getcwd");
 	NEXT(opendir, "opendir");
 	NEXT(fdopendir, "fdopendir");
+	NEXT(sigmask, "pthread_sigmask");
+	NEXT(sigsuspend, "sigsuspend");
 	NEXT(malloc_usable_size, "malloc_usable_size");
 	__atomic_store_n(&real_resolved, 1, __ATOMIC_RELEASE);
 	prim_unlock(&resolve_lock);

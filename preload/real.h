@@ -106,6 +106,9 @@ struct real_fns {
 	/* exec (exec.c) */
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);
+	/* signal masks (sigmask.c) */
+	int (*sigmask)(int, const sigset_t *, sigset_t *);
+	int (*sigsuspend)(const sigset_t *);
 	/* malloc_usable_size of glibc's blocks */
 	size_t (*malloc_usable_size)(void *);
 };

@@ -9,18 +9,16 @@
  * be re-protected by an epoch between the pre-fault and the system call when
  * the caller is outside a FASE; the kernel then fails before consuming any
  * data, so the call is pre-faulted and retried.  With the uffd tracker the
- * kernel resolves such writes itself, except to the pages an epoch's
- * write-back has guarded with mprotect (epoch.h) for the few milliseconds
- * it runs: tracker_prefault saves and unprotects those.
+ * kernel resolves such writes itself (nothing else ever write-protects a
+ * heap page) and these wrappers only forward.
  *
  * Covered: the read and recv families, epoll/poll event arrays, stdio reads,
  * accept/getsockname/getpeername/getsockopt, readlink, getrandom, the stat
  * family and statx; opendir/fdopendir and getcwd(NULL) keep the buffers they
  * fill themselves in glibc's heap.  A system call made any other way (a raw
  * syscall(2), ioctl, another libc function's internal call) into a clean
- * heap page still fails with EFAULT under mprotect, and under uffd while
- * that page is being written back: use the uffd tracker with
- * PMTHREADS_WRITEBACK=paused if a program meets it.
+ * heap page still fails with EFAULT under the mprotect tracker (never under
+ * uffd).
  */
 /* pread and pread64 (preadv, preadv64) are separate symbols to interpose;
  * with 64-bit file offsets the header would make both names pread64. */

@@ -142,6 +142,11 @@ struct child_work {
 	// pages are still waiting for their restore.
 	bool lazy = false;
 	bool background = false;	// with the background pass racing the epoch
+	// First an attempt that is not published (persist.h; epoch.c when the
+	// program wrote a page while it was read): these pages of this image,
+	// ended without VER_d; then, if persist is set, its redo.
+	const image *carried = nullptr;
+	const std::vector<uint64_t> *carried_dirty = nullptr;
 	const image *expect = nullptr;	// lazy, no persist: the image to find
 };
 
@@ -206,6 +211,21 @@ child_result run_child(const std::string &path, const child_work &w, uint64_t cr
 		else if (w.recover) {
 			shadow_buf scratch(kPages * page_size());
 			pool_recover(p, scratch.mem);
+		}
+		if (w.carried) {
+			const void *ctx[2] = { p, w.carried->data() };
+			persist_source src = {
+				[](void *c, size_t, uint64_t page) -> const void * {
+					auto **v = (const void **)c;
+					return (const unsigned char *)v[1] +
+					       page * ((const pool *)v[0])->page_size;
+				},
+				[](void *, size_t) {}, (void *)ctx, nullptr
+			};
+			persist_epoch e;
+			persist_epoch_begin(&e, p, w.carried_dirty->data(), w.carried_dirty->size());
+			persist_epoch_write(&e, &src, w.carried_dirty->data(), w.carried_dirty->size());
+			persist_epoch_end(&e, false, nullptr);
 		}
 		if (w.persist && !w.lazy)
 			epoch_persist(p, w.persist->data(), w.dirty->data(), w.dirty->size(), nullptr);
@@ -655,6 +675,115 @@ TEST_CASE("double crash: crash mid-epoch, recover, crash mid-epoch again", "[cra
 	lazy_recovery = false;
 	WARN("double-crash sweep (" << (uffd_half() ? "lazy, lazy with background" : "copying")
 				    << "): " << points << " crash points");
+}
+
+// An attempt carried over (epoch.c: a page read live was written meanwhile)
+// writes every page of its batch, some of them with a state the program never
+// had at a quiescent point, and is not published; its redo rewrites only the
+// pages written since, and publishes.  The unpublished copies must never
+// come back after a crash, and those the redo does not rewrite must come back
+// exactly as the attempt wrote them once it is published.
+namespace {
+struct carried_case {
+	image final_img, mixed;
+	std::vector<uint64_t> conflicted = { 1, 5, 13 }, redo = { 1, 5, 9, 13 };
+	carried_case(const image &prev)
+	{
+		final_img = next_image(prev, kDirty, 21);
+		mutate(final_img, redo, 22);
+		// What the attempt read: the pages that conflicted mid-change.
+		mixed = final_img;
+		mutate(mixed, conflicted, 23);
+	}
+	child_work work() const
+	{
+		child_work w;
+		w.carried = &mixed;
+		w.carried_dirty = &kDirty;
+		w.persist = &final_img;
+		w.dirty = &redo;
+		return w;
+	}
+};
+} // namespace
+
+TEST_CASE("crash at every point of a carried-over attempt and its redo", "[crash][sweep][carried]")
+{
+	prepared pr;
+	image_map images = pr.images;
+	carried_case cc(images[pr.ver()]);
+	images[pr.ver() + 1] = cc.final_img;
+	child_work w = cc.work();
+	uint64_t total = count_primitives(pr, pr.base, w);
+	sweep_result r = sweep(pr, w, images, pr.ver(), pr.ver() + 1, total, true,
+			       [&] { pr.reset_work(); });
+	INFO(first_problems(r));
+	CHECK(r.problems.empty());
+	CHECK(r.crash_points == total * sim_modes().size());
+	CHECK(r.new_image > 0);
+	WARN("carried-over sweep: " << r.crash_points << " crash points, new image after "
+				    << r.new_image);
+}
+
+TEST_CASE("a crash between a carried-over attempt and its redo: recovery, crashed recovery, "
+	  "double crash", "[crash][carried][recovery][double]")
+{
+	prepared pr;
+	image_map images = pr.images;
+	carried_case cc(images[pr.ver()]);
+	// The attempt alone, to its end: its copies at VER_d+1 all durable.
+	child_work attempt;
+	attempt.carried = &cc.mixed;
+	attempt.carried_dirty = &kDirty;
+	uint64_t total = count_primitives(pr, pr.base, attempt);
+	std::string between = pr.dir.file("between.pool");
+	copy_file(pr.work, between);	// count_primitives ran it whole
+	REQUIRE(durable_ver(between) == pr.ver());
+	// Recovery of that pool, crashing at each of its primitives, then
+	// recovered again: always the old image.
+	child_work rec;
+	rec.recover = true;
+	rec.expect = &images[pr.ver()];
+	uint64_t rtotal = count_primitives(pr, between, rec);
+	REQUIRE(rtotal >= 2);	// the invalidations of the attempt's copies + a fence
+	sweep_result r1 = sweep(pr, rec, images, pr.ver(), pr.ver(), rtotal, false,
+				[&] { copy_file(between, pr.work); });
+	INFO(first_problems(r1));
+	CHECK(r1.problems.empty());
+	// Double crash: the next run recovers it and persists a new epoch,
+	// which reuses VER_d+1, crashing at each point; and crashes inside the
+	// attempt itself, followed by that same recovery and epoch.
+	image second = next_image(images[pr.ver()], { 2, 5, 14 }, 31);
+	const std::vector<uint64_t> dirty2 = { 2, 5, 14 };
+	image_map images2 = images;
+	images2[pr.ver() + 1] = second;
+	child_work w2;
+	w2.recover = true;
+	w2.persist = &second;
+	w2.dirty = &dirty2;
+	uint64_t total2 = count_primitives(pr, between, w2);
+	sweep_result r2 = sweep(pr, w2, images2, pr.ver(), pr.ver() + 1, total2, true,
+				[&] { copy_file(between, pr.work); });
+	INFO(first_problems(r2));
+	CHECK(r2.problems.empty());
+	CHECK(r2.new_image > 0);
+	std::string first = pr.dir.file("first.pool");
+	uint64_t points = r1.crash_points + r2.crash_points;
+	for (uint64_t k1 : { total / 3, total / 2, total - 1 }) {
+		INFO("first crash after primitive " << k1 << " of the attempt's " << total);
+		pr.reset_work();
+		REQUIRE(WEXITSTATUS(run_child(pr.work, attempt, k1, { 5, NVM_SIM_RANDOM }).status) ==
+			NVM_SIM_CRASH_EXIT);
+		copy_file(pr.work, first);
+		REQUIRE(durable_ver(first) == pr.ver());
+		uint64_t t2 = count_primitives(pr, first, w2);
+		sweep_result r3 = sweep(pr, w2, images2, pr.ver(), pr.ver() + 1, t2, true,
+					[&] { copy_file(first, pr.work); });
+		INFO(first_problems(r3));
+		CHECK(r3.problems.empty());
+		points += r3.crash_points;
+	}
+	WARN("carried-over recovery and double-crash sweeps: " << points << " crash points");
 }
 
 TEST_CASE("torn copies are not resurrected by the next epoch", "[crash][resurrection]")

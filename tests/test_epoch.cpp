@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// The epoch pipeline (lib/epoch/epoch.c): the pause only collects and guards, the
-// write-back reads live pages after the program runs again, and a page the
-// program writes before its write-back is saved first.  Whatever the
-// program writes after the pause must never reach the pool in that epoch.
+// The epoch pipeline (lib/epoch/epoch.c): the pause collects (and copies the
+// hot pages), the write-back reads the other pages live after the program
+// runs again, and an attempt during which the program wrote a page it read
+// live is carried over, never published.  A published epoch is always the
+// heap as it was at its quiescent point; nothing ever write-protects a live
+// page for the write-back's sake.
 #include "pool_test_util.h"
 #include "uffd_half.h"
 
@@ -76,10 +78,19 @@ struct rig {
 		pool_close(p);
 	}
 	unsigned char *page(uint64_t i) { return heap + i * page_size(); }
-	void epoch(epoch_result *r = nullptr)
+	bool epoch(epoch_result *r = nullptr)
 	{
 		epoch_batch *b = epoch_pause(ep, false);
-		epoch_writeback(ep, b, r);
+		return epoch_writeback(ep, b, r);
+	}
+	std::vector<unsigned char> snapshot() { return { heap, heap + len }; }
+	// The pool's consistent image of the whole heap.
+	std::vector<unsigned char> durable_all()
+	{
+		std::vector<unsigned char> v(len);
+		for (uint64_t i = 0; i < kPages; i++)
+			pool_read_page(p, i, v.data() + i * page_size());
+		return v;
 	}
 	// The pool's consistent image of page i.
 	std::vector<unsigned char> durable(uint64_t i)
@@ -102,7 +113,7 @@ bool all_bytes(const std::vector<unsigned char> &v, unsigned char b)
 
 } // namespace
 
-TEST_CASE("writes after the pause are saved first and persisted only in the next epoch",
+TEST_CASE("writes after the pause are never published by it: the attempt is carried over",
 	  "[epoch][trackers]")
 {
 	for (const auto &c : cases()) {
@@ -115,7 +126,8 @@ TEST_CASE("writes after the pause are saved first and persisted only in the next
 				fill(r.page(i), 'A');
 			epoch_batch *b = epoch_pause(r.ep, false);
 			REQUIRE(b->n == 64);
-			CHECK(b->guarded == !c.copy_in_pause);
+			// Nothing is hot yet: only the whole-batch mode copies.
+			CHECK(b->nslots == (c.copy_in_pause ? 64u : 0u));
 			// The program runs again before the write-back: it
 			// overwrites every other page and a page outside the
 			// batch.
@@ -123,76 +135,187 @@ TEST_CASE("writes after the pause are saved first and persisted only in the next
 				fill(r.page(i), 'B');
 			fill(r.page(80), 'C');
 			epoch_result res{};
-			epoch_writeback(r.ep, b, &res);
+			bool durable = epoch_writeback(r.ep, b, &res);
 			CHECK(res.pages == 64);
-			// uffd's guard saves whole blocks on a fault
-			// (TRACKER_GUARD_FAULT_AROUND); the mprotect tracker's
-			// first-write fault saves the page alone.
-			if (!c.copy_in_pause)
-				CHECK(res.pages_saved == (c.kind == TRACKER_UFFD ? 64u : 32u));
-			for (uint64_t i = 0; i < 64; i++) {
-				INFO("page " << i);
-				CHECK(all_bytes(r.durable(i), 'A'));
+			CHECK(durable == c.copy_in_pause);
+			CHECK(res.durable == durable);
+			if (c.copy_in_pause) {
+				CHECK(res.conflicts == 0);
+				CHECK(*r.p->ver_d == 1);
+				for (uint64_t i = 0; i < 64; i++) {
+					INFO("page " << i);
+					CHECK(all_bytes(r.durable(i), 'A'));
+				}
+			} else {
+				// Read live, written meanwhile: never published.
+				CHECK(res.conflicts == 32);
+				CHECK(*r.p->ver_d == 0);
+				for (uint64_t i = 0; i < 64; i++)
+					CHECK(all_bytes(r.durable(i), 0));
 			}
 			CHECK(all_bytes(r.durable(80), 0));
-			// Epoch 2 takes the later writes.
-			r.epoch(&res);
-			CHECK(res.pages == 33);
+			// Epoch 2 takes the later writes; the conflicting pages
+			// are hot now and copied inside its pause.
+			b = epoch_pause(r.ep, false);
+			CHECK(b->n == 33);
+			CHECK(b->nslots == (c.copy_in_pause ? 33u : 32u));
+			durable = epoch_writeback(r.ep, b, &res);
+			CHECK(durable);
+			CHECK(*r.p->ver_d == (c.copy_in_pause ? 2u : 1u));
 			for (uint64_t i = 0; i < 64; i++) {
 				INFO("page " << i);
 				CHECK(all_bytes(r.durable(i), i % 2 == 0 ? 'B' : 'A'));
 			}
 			CHECK(all_bytes(r.durable(80), 'C'));
-			// Nothing dirty: an empty epoch.
-			r.epoch(&res);
+			// Nothing dirty: an empty epoch, durable as it is.
+			CHECK(r.epoch(&res));
 			CHECK(res.pages == 0);
+			epoch_counters ec{};
+			epoch_get_counters(r.ep, &ec);
+			CHECK(ec.carried_epochs == (c.copy_in_pause ? 0u : 1u));
+			CHECK(ec.conflict_pages == (c.copy_in_pause ? 0u : 32u));
 		}
 	}
 }
 
-TEST_CASE("a writer racing the write-back never leaks into the epoch", "[epoch][race][trackers]")
+TEST_CASE("attempts carried over in a row end with the whole batch copied in the pause",
+	  "[epoch][trackers]")
+{
+	for (const auto &c : cases()) {
+		if (c.copy_in_pause)
+			continue;
+		SECTION(c.name)
+		{
+			scratch_dir d;
+			rig r(d.file("pool"), c);
+			// Each round writes pages nothing made hot yet, then
+			// writes them again after the pause: a conflict.
+			for (unsigned round = 0; round < EPOCH_CARRY_MAX; round++) {
+				for (uint64_t i = 10 * round; i < 10 * round + 5; i++)
+					fill(r.page(i), (unsigned char)('a' + round));
+				epoch_batch *b = epoch_pause(r.ep, false);
+				for (uint64_t i = 10 * round; i < 10 * round + 5; i++)
+					r.page(i)[7] = 'X';
+				epoch_result res{};
+				INFO("round " << round);
+				CHECK(!epoch_writeback(r.ep, b, &res));
+				CHECK(res.conflicts == 5);
+				CHECK(*r.p->ver_d == 0);
+			}
+			// The next pause copies all, so the same race cannot stop
+			// it: published, with the heap as it was at that pause.
+			fill(r.page(60), 'z');
+			epoch_batch *b = epoch_pause(r.ep, false);
+			CHECK(b->nslots == b->n);
+			auto at_pause = r.snapshot();
+			fill(r.page(60), 'Y');
+			epoch_result res{};
+			CHECK(epoch_writeback(r.ep, b, &res));
+			CHECK(*r.p->ver_d == 1);
+			CHECK(r.durable_all() == at_pause);
+			epoch_counters ec{};
+			epoch_get_counters(r.ep, &ec);
+			CHECK(ec.paused_epochs == 1);
+			CHECK(ec.carried_epochs == EPOCH_CARRY_MAX);
+			// And the budget is back to the hot pages only.
+			r.epoch(&res);
+			CHECK(res.pages_saved <= res.pages);
+			CHECK(r.durable_all() == r.snapshot());
+		}
+	}
+}
+
+// Writers racing the write-back: after each write-back the pool holds either
+// the heap as it was at that pause (published) or the last published image
+// (carried over) -- never a page with a later write.
+static void race_rounds(rig &r, int rounds, int writers, bool clusters)
+{
+	auto last_durable = r.durable_all();
+	unsigned published = 0;
+	for (int round = 0; round < rounds; round++) {
+		unsigned char gen = (unsigned char)('a' + round);
+		for (uint64_t i = 0; i < kPages; i += 1 + (uint64_t)round % 3)
+			fill(r.page(i), gen);
+		epoch_batch *b = epoch_pause(r.ep, false);
+		auto at_pause = r.snapshot();
+		std::atomic<int> ready{ 0 };
+		std::atomic<bool> go{ false }, done{ false };
+		auto writer = [&](unsigned seed) {
+			std::mt19937 rng(seed);
+			ready++;
+			while (!go.load())
+				;
+			for (int k = 0; clusters ? !done.load() : k < 200; k++) {
+				uint64_t first = rng() % kPages;
+				uint64_t n = clusters ? 1 + rng() % 6 : 1;
+				for (uint64_t i = first; i < first + n && i < kPages; i++)
+					// Atomic: two writers may pick one byte.
+					__atomic_store_n(&r.page(i)[rng() % page_size()],
+							 (unsigned char)'Z', __ATOMIC_RELAXED);
+			}
+		};
+		std::vector<std::thread> ws;
+		for (int w = 0; w < writers; w++)
+			ws.emplace_back(writer, (unsigned)(writers * round + w));
+		while (ready.load() < writers)
+			;
+		go.store(true);
+		epoch_result res{};
+		bool durable = epoch_writeback(r.ep, b, &res);
+		done.store(true);
+		for (auto &t : ws)
+			t.join();
+		INFO("round " << round << (durable ? " published" : " carried over"));
+		auto now = r.durable_all();
+		if (durable) {
+			REQUIRE(now == at_pause);
+			last_durable = now;
+			published++;
+		} else {
+			REQUIRE(res.conflicts > 0);
+			REQUIRE(now == last_durable);
+		}
+	}
+	// Quiet epochs: the pool catches up with the heap within
+	// EPOCH_CARRY_MAX + 1 of them.
+	bool durable = false;
+	for (int k = 0; k <= EPOCH_CARRY_MAX && !durable; k++)
+		durable = r.epoch();
+	REQUIRE(durable);
+	REQUIRE(r.durable_all() == r.snapshot());
+	WARN(published << " of " << rounds << " racing write-backs published");
+}
+
+TEST_CASE("a writer racing the write-back never leaks into a published epoch",
+	  "[epoch][race][trackers]")
 {
 	for (const auto &c : cases()) {
 		SECTION(c.name)
 		{
 			scratch_dir d;
 			rig r(d.file("pool"), c);
-			for (int round = 0; round < 20; round++) {
-				unsigned char gen = (unsigned char)('a' + round);
-				for (uint64_t i = 0; i < kPages; i++)
-					fill(r.page(i), gen);
-				epoch_batch *b = epoch_pause(r.ep, false);
-				REQUIRE(b->n == kPages);
-				std::atomic<bool> go{ false };
-				std::thread writer([&] {
-					std::mt19937 rng(round);
-					while (!go.load())
-						;
-					// Each page's first bytes, in random order, then
-					// whole pages: faults race the write-back.
-					for (int k = 0; k < 200; k++) {
-						uint64_t i = rng() % kPages;
-						r.page(i)[rng() % page_size()] = (unsigned char)'Z';
-					}
-				});
-				go.store(true);
-				epoch_writeback(r.ep, b, nullptr);
-				writer.join();
-				for (uint64_t i = 0; i < kPages; i++) {
-					INFO("round " << round << " page " << i);
-					REQUIRE(all_bytes(r.durable(i), gen));
-				}
-			}
-			// The racing writes were tracked: one more epoch makes the
-			// pool equal to the heap.
-			r.epoch();
-			for (uint64_t i = 0; i < kPages; i++)
-				REQUIRE(memcmp(r.durable(i).data(), r.page(i), page_size()) == 0);
+			race_rounds(r, 20, 1, false);
 		}
 	}
 }
 
-TEST_CASE("a system call writing a guarded page is prefaulted and saved", "[epoch][trackers]")
+TEST_CASE("writers racing a slow write-back in clusters of pages never leak into it",
+	  "[epoch][race][trackers]")
+{
+	for (const auto &c : cases()) {
+		SECTION(c.name)
+		{
+			scratch_dir d;
+			// A slow NVM (2 us per line written): each write-back
+			// takes long enough for both writers to hit pages it has
+			// read and pages it has not read yet.
+			rig r(d.file("pool"), c, NVM_MSYNC, nullptr, true, 2000);
+			race_rounds(r, 8, 2, true);
+		}
+	}
+}
+
+TEST_CASE("a system call writing a page of the batch is only a write", "[epoch][trackers]")
 {
 	for (const auto &c : cases()) {
 		SECTION(c.name)
@@ -205,23 +328,34 @@ TEST_CASE("a system call writing a guarded page is prefaulted and saved", "[epoc
 			int fds[2];
 			REQUIRE(pipe(fds) == 0);
 			REQUIRE(write(fds[1], "kernel", 6) == 6);
-			// What preload/syscalls.c does before read().
-			tracker_prefault(r.page(5) + 100, 6);
+			// The mprotect tracker's own protection makes the kernel's
+			// write fail unless prefaulted (preload/syscalls.c does
+			// that); with uffd nothing is protected for the
+			// write-back, so the kernel's write just works.
+			if (c.kind == TRACKER_MPROTECT)
+				tracker_prefault(r.page(5) + 100, 6);
 			CHECK(read(fds[0], r.page(5) + 100, 6) == 6);
 			close(fds[0]);
 			close(fds[1]);
-			epoch_writeback(r.ep, b, nullptr);
-			CHECK(all_bytes(r.durable(5), 'A'));
-			r.epoch();
+			bool durable = epoch_writeback(r.ep, b, nullptr);
+			CHECK(durable == c.copy_in_pause);
+			if (durable)
+				CHECK(all_bytes(r.durable(5), 'A'));
+			else
+				CHECK(all_bytes(r.durable(5), 0));
+			CHECK(r.epoch());
 			CHECK(memcmp(r.durable(5).data() + 100, "kernel", 6) == 0);
 		}
 	}
 }
 
-TEST_CASE("the pause does not copy: its cost does not follow the dirty pages", "[epoch][trackers]")
+TEST_CASE("the pause copies only hot pages: its cost does not follow the dirty pages",
+	  "[epoch][trackers]")
 {
-	// Not a timing test: it checks the mechanism.  With a guard, no page
-	// is copied unless written during the write-back.
+	// Not a timing test: it checks the mechanism.  A quiet epoch copies
+	// nothing in the pause and faults nothing; only pages written during
+	// a write-back become hot, and stop being hot after EPOCH_HOT_EPOCHS
+	// quiet write-backs.
 	for (const auto &c : cases()) {
 		if (c.copy_in_pause)
 			continue;
@@ -231,26 +365,49 @@ TEST_CASE("the pause does not copy: its cost does not follow the dirty pages", "
 			rig r(d.file("pool"), c);
 			for (uint64_t i = 0; i < kPages; i++)
 				fill(r.page(i), 'q');
+			uint64_t faults0 = r.t->stats.faults;
 			epoch_result res{};
-			r.epoch(&res);
+			CHECK(r.epoch(&res));
 			CHECK(res.pages == kPages);
 			CHECK(res.pages_saved == 0);
+			// The write-back itself takes no fault.
+			if (c.kind == TRACKER_MPROTECT)
+				CHECK(r.t->stats.faults == faults0);
 			epoch_counters ec{};
 			epoch_get_counters(r.ep, &ec);
-			CHECK(ec.unguarded_epochs == 0);
+			CHECK(ec.paused_epochs == 0);
 			CHECK(ec.slot_bytes_resident == 0);
+			// Page 3 written during a write-back: hot.
+			fill(r.page(3), 'h');
+			epoch_batch *b = epoch_pause(r.ep, false);
+			fill(r.page(3), 'i');
+			CHECK(!epoch_writeback(r.ep, b, &res));
+			for (int e = 0; e < EPOCH_HOT_EPOCHS; e++) {
+				fill(r.page(3), (unsigned char)('j' + e));
+				fill(r.page(4), (unsigned char)('j' + e));
+				CHECK(r.epoch(&res));
+				INFO("quiet write-back " << e);
+				CHECK(res.pages == 2);
+				CHECK(res.pages_saved == 1);	// page 3, not 4
+			}
+			fill(r.page(3), 'x');
+			CHECK(r.epoch(&res));
+			CHECK(res.pages_saved == 0);	// cooled down
 		}
 	}
 }
 
 // Crash sweep through the pipeline with the persistence simulator: pages
-// are written between the pause and the write-back, and the write-back
-// crashes after every primitive.  Recovery must give the old image or the
-// paused one, never a page with the later writes.
-TEST_CASE("crash at every point of a guarded write-back recovers the old or the paused image",
+// are written between the pause and the write-back (a conflict: carried
+// over), then a second epoch publishes; the run crashes after every
+// primitive of both.  Recovery must give the old image or the second
+// pause's, never the first pause's (never published) nor a mix.
+TEST_CASE("crash at every point of a carried-over write-back and its redo",
 	  "[epoch][crash][trackers]")
 {
 	for (const auto &c : cases()) {
+		if (c.copy_in_pause)
+			continue;
 		SECTION(c.name)
 		{
 			scratch_dir d;
@@ -259,10 +416,8 @@ TEST_CASE("crash at every point of a guarded write-back recovers the old or the 
 				rig r(base, c);
 				for (uint64_t i = 0; i < 40; i++)
 					fill(r.page(i), 'O');
-				r.epoch();
+				REQUIRE(r.epoch());
 			}
-			// In a child: reopen under the simulator, write 'N', pause,
-			// write 'X' over some of it, write back; crash after k.
 			auto child = [&](uint64_t crash_after) {
 				pid_t pid = fork();
 				REQUIRE(pid >= 0);
@@ -272,14 +427,18 @@ TEST_CASE("crash at every point of a guarded write-back recovers the old or the 
 					so.survival = NVM_SIM_RANDOM;
 					so.crash_after = crash_after;
 					rig r(work, c, NVM_SIM, &so, false);
+					pool_set_clean(r.p, false);	// in use, as the runtime marks it
 					for (uint64_t i = 0; i < 40; i += 3)
 						fill(r.page(i), 'N');
 					fill(r.page(50), 'N');
 					epoch_batch *b = epoch_pause(r.ep, false);
 					for (uint64_t i = 0; i < 40; i += 6)
 						fill(r.page(i), 'X');
-					epoch_writeback(r.ep, b, nullptr);
-					_exit(nvm_sim_primitives(r.p->nvm) > 255 ? 255
+					if (epoch_writeback(r.ep, b, nullptr))
+						_exit(250);	// must be carried
+					if (!r.epoch())
+						_exit(251);
+					_exit(nvm_sim_primitives(r.p->nvm) > 249 ? 249
 						: (int)nvm_sim_primitives(r.p->nvm));
 				}
 				int st = 0;
@@ -290,22 +449,33 @@ TEST_CASE("crash at every point of a guarded write-back recovers the old or the 
 			int st = child(0);
 			REQUIRE(WIFEXITED(st));
 			uint64_t total = (uint64_t)WEXITSTATUS(st);
-			REQUIRE(total > 3);
-			REQUIRE(total < 255);
+			REQUIRE(total > 6);
+			REQUIRE(total < 249);
+			unsigned newer = 0;
 			for (uint64_t k = 1; k <= total; k++) {
 				copy_file(base, work);
 				(void)child(k);
 				auto o = options(work, kPages);
 				o.create = false;
 				pool *p = open_or_fail(o);
+				std::string why;
+				unsigned problems = pool_check(
+					p,
+					[](const char *m, void *a) { *(std::string *)a += std::string(m) + "; "; },
+					&why);
+				INFO("crash after " << k << ": pool_check before recovery: " << why);
+				REQUIRE(problems == 0);
 				std::vector<unsigned char> img(kPages * page_size());
 				pool_recover(p, img.data());
 				bool is_new = *p->ver_d == 2;
+				newer += is_new;
 				INFO("crash after " << k << " of " << total << ", VER_d " << *p->ver_d);
 				REQUIRE((*p->ver_d == 1 || is_new));
 				for (uint64_t i = 0; i < kPages; i++) {
 					unsigned char want = i < 40 ? 'O' : 0;
-					if (is_new && ((i < 40 && i % 3 == 0) || i == 50))
+					if (is_new && i < 40 && i % 6 == 0)
+						want = 'X';
+					else if (is_new && ((i < 40 && i % 3 == 0) || i == 50))
 						want = 'N';
 					std::vector<unsigned char> pg(img.begin() + i * page_size(),
 								      img.begin() + (i + 1) * page_size());
@@ -314,102 +484,7 @@ TEST_CASE("crash at every point of a guarded write-back recovers the old or the 
 				}
 				pool_close(p);
 			}
-		}
-	}
-}
-
-// Guard fault-around (uffd's batch guard, tracker_mprotect.c): a write
-// fault on a guarded page saves the still-pending pages of its aligned
-// block and unprotects the block with one mprotect.  The neighbours must be
-// saved before any thread can write them.
-TEST_CASE("a guard fault saves its block of pages, which then write without faulting",
-	  "[epoch][faultaround][uffd]")
-{
-	// the guard serves the uffd tracker only
-	const tracker_case c = { "uffd", TRACKER_UFFD, false };
-	const uint64_t blk = TRACKER_GUARD_FAULT_AROUND;
-	static_assert(kPages >= 4 * TRACKER_GUARD_FAULT_AROUND, "room for blocks");
-	scratch_dir d;
-	rig r(d.file("pool"), c);
-	for (uint64_t i = 0; i < kPages; i++)
-		fill(r.page(i), 'P');
-	epoch_batch *b = epoch_pause(r.ep, false);
-	REQUIRE(b->n == kPages);
-	uint64_t f0 = r.t->stats.guard_faults;
-	r.page(blk + 3)[7] = 'W';	// faults: saves and opens [blk, 2 blk)
-	CHECK(r.t->stats.guard_faults == f0 + 1);
-	for (uint64_t i = blk; i < 2 * blk; i++)
-		r.page(i)[11] = 'W';
-	CHECK(r.t->stats.guard_faults == f0 + 1);
-	r.page(2 * blk)[5] = 'W';	// the next block faults again
-	CHECK(r.t->stats.guard_faults == f0 + 2);
-	epoch_result res{};
-	epoch_writeback(r.ep, b, &res);
-	CHECK(res.pages_saved == 2 * blk);
-	for (uint64_t i = 0; i < kPages; i++) {
-		INFO("page " << i);
-		REQUIRE(all_bytes(r.durable(i), 'P'));
-	}
-	r.epoch(&res);
-	CHECK(res.pages == blk + 1);
-	for (uint64_t i = 0; i < kPages; i++)
-		REQUIRE(memcmp(r.durable(i).data(), r.page(i), page_size()) == 0);
-}
-
-TEST_CASE("writers racing the write-back in clusters of pages never leak into the epoch",
-	  "[epoch][faultaround][race][trackers]")
-{
-	for (const auto &c : cases()) {
-		SECTION(c.name)
-		{
-			scratch_dir d;
-			// A slow NVM (2 us per line written): the write-back holds
-			// each page WRITING for ~100 us, so a fault whose block
-			// holds that page waits inside the handler -- the window
-			// in which a block unprotected before it is saved would
-			// let the other writer's stores reach the epoch.
-			rig r(d.file("pool"), c, NVM_MSYNC, nullptr, true, 2000);
-			for (int round = 0; round < 6; round++) {
-				unsigned char gen = (unsigned char)('a' + round);
-				for (uint64_t i = 0; i < kPages; i++)
-					fill(r.page(i), gen);
-				epoch_batch *b = epoch_pause(r.ep, false);
-				REQUIRE(b->n == kPages);
-				std::atomic<int> ready{ 0 };
-				std::atomic<bool> go{ false }, done{ false };
-				// Two writers storing into runs of neighbouring
-				// pages until the write-back ends: one's fault opens
-				// a block the other writes into without a fault.
-				auto writer = [&](unsigned seed) {
-					std::mt19937 rng(seed);
-					ready++;
-					while (!go.load())
-						;
-					while (!done.load()) {
-						uint64_t first = rng() % kPages;
-						uint64_t len = 1 + rng() % 6;
-						for (uint64_t i = first; i < first + len && i < kPages; i++)
-							// Atomic: the two writers may pick one byte.
-							__atomic_store_n(&r.page(i)[rng() % page_size()],
-									 (unsigned char)'Z', __ATOMIC_RELAXED);
-					}
-				};
-				std::thread w1(writer, 2 * round), w2(writer, 2 * round + 1);
-				while (ready.load() < 2)
-					;
-				go.store(true);
-				epoch_writeback(r.ep, b, nullptr);
-				done.store(true);
-				w1.join();
-				w2.join();
-				for (uint64_t i = 0; i < kPages; i++) {
-					INFO("round " << round << " page " << i);
-					REQUIRE(all_bytes(r.durable(i), gen));
-				}
-			}
-			r.epoch();
-			for (uint64_t i = 0; i < kPages; i++)
-				REQUIRE(memcmp(r.durable(i).data(), r.page(i), page_size()) == 0);
+			CHECK(newer > 0);
 		}
 	}
 }

@@ -19,7 +19,7 @@ static const char *const heap_names[] = { "nvmalloc", "malloc" };
 static const char *const tracker_names[] = { "auto", "uffd", "mprotect" };
 /* "sim" is for tests, which select it through the pool API. */
 static const char *const nvm_names[] = { "auto", "pmem", "msync", "sim" };
-static const char *const writeback_names[] = { "guarded", "paused" };
+static const char *const writeback_names[] = { "live", "paused" };
 static const char *const check_names[] = { "0", "1", "fail" };
 
 const char *config_heap_name(enum heap_mode m) { return heap_names[m]; }
@@ -48,8 +48,8 @@ static const struct config_option options[] = {
 	{ "PMTHREADS_TRACKER", "--tracker", "KIND", false, NULL, "auto",
 	  "write tracking: auto, uffd (userfaultfd write-protect), mprotect",
 	  CONFIG_CHOICE, tracker_names, 3, 0, 0, FIELD(tracker) },
-	{ "PMTHREADS_WRITEBACK", "--writeback", "WHEN", false, NULL, "guarded",
-	  "guarded: write back live pages after the pause; paused: copy them in it",
+	{ "PMTHREADS_WRITEBACK", "--writeback", "WHEN", false, NULL, "live",
+	  "live: write back after the pause, hot pages copied in it; paused: copy all in it",
 	  CONFIG_CHOICE, writeback_names, 2, 0, 0, FIELD(writeback) },
 	{ "PMTHREADS_RESTORE", "--restore", "HOW", false, NULL, "auto",
 	  "after a crash: lazy (pages on first touch), eager (copy all first), auto",
@@ -153,7 +153,7 @@ void config_defaults(struct config *c)
 	c->tracker = TRACKER_AUTO;
 	c->tracker_asked = TRACKER_AUTO;
 	c->nvm = NVM_AUTO;
-	c->writeback = WRITEBACK_GUARDED;
+	c->writeback = WRITEBACK_LIVE;
 	c->check = CHECK_OFF;
 	c->shadow_base = CONFIG_DEFAULT_SHADOW_BASE;
 }

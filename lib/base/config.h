@@ -28,7 +28,7 @@ enum heap_mode { HEAP_NVMALLOC = 0, HEAP_MALLOC = 1 };
 enum tracker_kind { TRACKER_AUTO = 0, TRACKER_UFFD = 1, TRACKER_MPROTECT = 2 };
 enum nvm_kind { NVM_AUTO = 0, NVM_PMEM = 1, NVM_MSYNC = 2, NVM_SIM = 3 };
 /* Where an epoch's pages are read for the write-back (epoch.h). */
-enum writeback_kind { WRITEBACK_GUARDED = 0, WRITEBACK_PAUSED = 1 };
+enum writeback_kind { WRITEBACK_LIVE = 0, WRITEBACK_PAUSED = 1 };
 /* How a reopened pool's image reaches the heap (restore.h). */
 enum restore_policy { RESTORE_AUTO = 0, RESTORE_EAGER = 1, RESTORE_LAZY = 2 };
 /* PMTHREADS_CHECK: off, report unlocked writes, report and exit non-zero. */
@@ -55,7 +55,7 @@ struct config {
 	enum tracker_kind tracker;	/* PMTHREADS_TRACKER (check mode: mprotect) */
 	enum tracker_kind tracker_asked;	/* as given, before check mode */
 	enum nvm_kind nvm;		/* PMTHREADS_NVM=auto|pmem|msync */
-	enum writeback_kind writeback;	/* PMTHREADS_WRITEBACK=guarded|paused */
+	enum writeback_kind writeback;	/* PMTHREADS_WRITEBACK=live|paused */
 	enum restore_policy restore;	/* PMTHREADS_RESTORE=auto|eager|lazy */
 	char stats_path[PATH_MAX];	/* PMTHREADS_STATS: "" off, "-" stderr */
 	char epoch_log_path[PATH_MAX];	/* PMTHREADS_EPOCH_LOG: "" off */

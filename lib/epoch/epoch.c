@@ -24,11 +24,15 @@ struct epoch_pipeline {
 	struct epoch_options opts;
 
 	/* The one batch in flight: filled by epoch_pause, consumed by
-	 * epoch_writeback on the same (epoch) thread; the write faults of
-	 * application threads reach it through `guarded` meanwhile. */
+	 * epoch_writeback on the same (epoch) thread. */
 	struct epoch_batch batch;
 	struct epoch_batch *inflight;	/* between epoch_on_quiescent and _reopened */
 	unsigned char *slots;		/* capacity pages, reserved */
+	uint8_t *heat;			/* per heap page: write-backs it stays hot */
+
+	/* Attempts carried over in a row (not published; persist.h): the
+	 * pool's working copies at VER_d+1 wait for the next publication. */
+	unsigned carried;
 
 	/* Slot memory: [0, slots_resident) pages have been used and stay
 	 * faulted in; recent_max / low_epochs decide when to give back. */
@@ -47,107 +51,16 @@ struct epoch_pipeline {
 	atomic_bool final_done;
 };
 
-/* The pipeline whose batch is guarded right now (write faults save pages of
- * it), and the number of cow hooks running: the epoch thread waits for them
- * before it reuses the batch's arrays.  Process-wide, like the signal
- * handler that reads them. */
-static _Atomic(struct epoch_pipeline *) guarded;
-static atomic_int hooks_inside;
-
-static void wait_for_hooks(void)
-{
-	while (atomic_load(&hooks_inside) != 0)
-		prim_yield();
-}
-
-/* Spin briefly, then give the processor to whoever we wait for (on a
- * loaded machine it may be the epoch thread itself). */
-static void wait_step(unsigned *spins)
-{
-	if (++*spins < 256)
-		prim_cpu_relax();
-	else
-		prim_yield();
-}
-
-/* Copy-before-write of batch page k.  Async-signal-safe: atomics, memcpy,
- * sched_yield. */
-static void save_page(struct epoch_pipeline *ep, struct epoch_batch *b, size_t k)
-{
-	unsigned spins = 0;
-	for (;;) {
-		uint8_t s = __atomic_load_n(&b->state[k], __ATOMIC_ACQUIRE);
-		if (s == EP_SAVED || s == EP_DONE)
-			return;
-		if (s == EP_PENDING) {
-			if (!__atomic_compare_exchange_n(&b->state[k], &s, EP_SAVING, false, __ATOMIC_ACQ_REL,
-							 __ATOMIC_ACQUIRE))
-				continue;
-			uint32_t slot = __atomic_fetch_add(&b->nslots, 1, __ATOMIC_RELAXED);
-			/* Each batch page is saved at most once (the CAS above). */
-			PMT_ASSERT(slot < b->n);
-			memcpy(ep->slots + (size_t)slot * ep->ps, ep->heap + b->pages[k] * ep->ps,
-			       ep->ps);
-			b->slot[k] = slot;
-			__atomic_store_n(&b->state[k], EP_SAVED, __ATOMIC_RELEASE);
-			return;
-		}
-		/* WRITING (the write-back reads the live page: one page's NVM
-		 * write) or SAVING on another thread. */
-		wait_step(&spins);
-	}
-}
-
-/* tracker_cow_hook: pages of [lo, hi) are about to become writable. */
-static void save_range(uintptr_t lo, uintptr_t hi)
-{
-	atomic_fetch_add(&hooks_inside, 1);
-	struct epoch_pipeline *ep = atomic_load(&guarded);
-	if (ep != NULL) {
-		struct epoch_batch *b = &ep->batch;
-		uintptr_t base = (uintptr_t)ep->heap;
-		uintptr_t end = base + ep->capacity * ep->ps;
-		if (lo < base)
-			lo = base;
-		if (hi > end)
-			hi = end;
-		if (lo < hi) {
-			uint64_t first = (lo - base) / ep->ps;
-			uint64_t last = (hi - base + ep->ps - 1) / ep->ps;	/* exclusive */
-			/* The batch is ascending: binary search the first page. */
-			size_t a = 0, z = b->n;
-			while (a < z) {
-				size_t m = a + (z - a) / 2;
-				if (b->pages[m] < first)
-					a = m + 1;
-				else
-					z = m;
-			}
-			for (size_t k = a; k < b->n && b->pages[k] < last; k++)
-				save_page(ep, b, k);
-		}
-	}
-	atomic_fetch_sub(&hooks_inside, 1);
-}
-
 /* ---- the write-back's view of each page (persist_source) ---- */
 
 static const void *writeback_begin(void *ctx, size_t k, uint64_t page)
 {
 	struct epoch_pipeline *ep = ctx;
-	struct epoch_batch *b = &ep->batch;
-	if (b->guarded) {
-		uint8_t s = EP_PENDING;
-		if (__atomic_compare_exchange_n(&b->state[k], &s, EP_WRITING, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
-			return ep->heap + page * ep->ps;
-		unsigned spins = 0;
-		while (__atomic_load_n(&b->state[k], __ATOMIC_ACQUIRE) == EP_SAVING)
-			wait_step(&spins);
-	}
-	PMT_ASSERT(__atomic_load_n(&b->state[k], __ATOMIC_ACQUIRE) == EP_SAVED);
-	PMT_ASSERT(b->slot[k] < __atomic_load_n(&b->nslots, __ATOMIC_RELAXED));
-	return ep->slots + (size_t)b->slot[k] * ep->ps;
+	uint32_t s = ep->batch.slot[k];
+	if (s == EPOCH_LIVE)
+		return ep->heap + page * ep->ps;
+	PMT_ASSERT(s < ep->batch.nslots);
+	return ep->slots + (size_t)s * ep->ps;
 }
 
 static bool writeback_summed(void *ctx, size_t k, uint64_t page)
@@ -158,8 +71,8 @@ static bool writeback_summed(void *ctx, size_t k, uint64_t page)
 
 static void writeback_end(void *ctx, size_t k)
 {
-	struct epoch_pipeline *ep = ctx;
-	__atomic_store_n(&ep->batch.state[k], EP_DONE, __ATOMIC_RELEASE);
+	(void)ctx;
+	(void)k;
 }
 
 /* ---- set-up ---- */
@@ -177,12 +90,14 @@ static void unmap_arrays(struct epoch_pipeline *ep)
 	size_t cap = ep->capacity;
 	if (ep->batch.pages != NULL)
 		prim_unmap(ep->batch.pages, cap * sizeof(uint64_t));
-	if (ep->batch.state != NULL)
-		prim_unmap((void *)ep->batch.state, cap);
 	if (ep->batch.slot != NULL)
 		prim_unmap(ep->batch.slot, cap * sizeof(uint32_t));
 	if (ep->batch.summed != NULL)
 		prim_unmap(ep->batch.summed, cap);
+	if (ep->batch.written != NULL)
+		prim_unmap(ep->batch.written, cap);
+	if (ep->heat != NULL)
+		prim_unmap(ep->heat, cap);
 	if (ep->slots != NULL)
 		prim_unmap(ep->slots, cap * ep->ps);
 	prim_unmap(ep, sizeof(*ep));
@@ -207,26 +122,22 @@ int epoch_pipeline_open(struct epoch_pipeline **out, struct pool *pool, struct t
 		ep->opts = *o;
 	ep->started_ns = prim_now_ns();
 	/* Address space only (MAP_NORESERVE): memory is used as pages are. */
-	ep->batch.pages = reserve(ep->capacity * sizeof(uint64_t), "dirty-page list", ep->capacity);
-	ep->batch.state = ep->batch.pages == NULL ? NULL
-			  : reserve(ep->capacity, "write-back page states", ep->capacity);
-	ep->batch.slot = ep->batch.state == NULL ? NULL
-			 : reserve(ep->capacity * sizeof(uint32_t), "slot index", ep->capacity);
-	ep->batch.summed = ep->batch.slot == NULL ? NULL
-			   : reserve(ep->capacity, "checksum flags", ep->capacity);
-	ep->slots = ep->batch.summed == NULL ? NULL
-		    : reserve(ep->capacity * ep->ps, "copy-before-write slots", ep->capacity);
-	if (ep->slots == NULL) {
+	size_t cap = ep->capacity;
+	if ((ep->batch.pages = reserve(cap * sizeof(uint64_t), "dirty-page list", cap)) == NULL ||
+	    (ep->batch.slot = reserve(cap * sizeof(uint32_t), "slot index", cap)) == NULL ||
+	    (ep->batch.summed = reserve(cap, "checksum flags", cap)) == NULL ||
+	    (ep->batch.written = reserve(cap, "written-page flags", cap)) == NULL ||
+	    (ep->heat = reserve(cap, "hot-page counters", cap)) == NULL ||
+	    (ep->slots = reserve(cap * ep->ps, "pause copy slots", cap)) == NULL) {
 		unmap_arrays(ep);
 		return -1;
 	}
-	/* A huge page would make the first save of one page zero 2 MiB. */
-	(void)madvise(ep->slots, ep->capacity * ep->ps, MADV_NOHUGEPAGE);
+	/* A huge page would make the first copy of one page zero 2 MiB. */
+	(void)madvise(ep->slots, cap * ep->ps, MADV_NOHUGEPAGE);
 	/* Only for memory-like pools (tmpfs or DAX under libpmem): on an
 	 * ordinary file, populating for write would dirty page-cache pages
 	 * that msync then writes whether the epoch changed them or not. */
 	ep->populate = strcmp(pool->nvm->ops->name, "pmem") == 0;
-	tracker_set_cow_hook(save_range);
 	*out = ep;
 	return 0;
 }
@@ -235,39 +146,49 @@ void epoch_pipeline_close(struct epoch_pipeline *ep)
 {
 	if (ep == NULL)
 		return;
-	if (atomic_load(&guarded) == ep) {
-		atomic_store(&guarded, NULL);
-		wait_for_hooks();
-	}
-	tracker_set_cow_hook(NULL);
 	unmap_arrays(ep);
 }
 
 void epoch_pipeline_abandon(struct epoch_pipeline *ep)
 {
-	/* The fork child has one thread: no hook can be running. */
-	atomic_store(&guarded, NULL);
+	/* The fork child writes nothing to the pool: the parent persists
+	 * (or carries over) the batch in flight. */
 	epoch_pipeline_close(ep);
 }
 
 /* ---- the two halves ---- */
 
-/* Without a guard: copy the batch into slots 0..n-1 now, while paused. */
-static void copy_batch(struct epoch_pipeline *ep, struct epoch_batch *b)
+/* Copy batch pages into slots now, while paused: every page when all, else
+ * the hot ones, up to budget.  Adjacent pages that get adjacent slots are
+ * copied with one memcpy. */
+static void copy_in_pause(struct epoch_pipeline *ep, struct epoch_batch *b, bool all,
+			  size_t budget)
 {
 	const size_t ps = ep->ps;
-	for (size_t k = 0; k < b->n;) {
-		size_t j = k + 1;
-		while (j < b->n && b->pages[j] == b->pages[j - 1] + 1)
-			j++;
-		memcpy(ep->slots + k * ps, ep->heap + b->pages[k] * ps, (j - k) * ps);
-		for (size_t i = k; i < j; i++) {
-			b->slot[i] = (uint32_t)i;
-			__atomic_store_n(&b->state[i], EP_SAVED, __ATOMIC_RELAXED);
+	uint32_t used = 0;
+	size_t run_k = 0, run_len = 0;	/* pages[run_k..] -> slots[slot[run_k]..] */
+	for (size_t k = 0; k < b->n; k++) {
+		bool copy = used < budget && (all || ep->heat[b->pages[k]] != 0);
+		if (!copy) {
+			b->slot[k] = EPOCH_LIVE;
+			continue;
 		}
-		k = j;
+		b->slot[k] = used++;
+		if (run_len > 0 && b->pages[k] == b->pages[run_k] + run_len &&
+		    b->slot[k] == b->slot[run_k] + run_len) {
+			run_len++;
+			continue;
+		}
+		if (run_len > 0)
+			memcpy(ep->slots + (size_t)b->slot[run_k] * ps,
+			       ep->heap + b->pages[run_k] * ps, run_len * ps);
+		run_k = k;
+		run_len = 1;
 	}
-	__atomic_store_n(&b->nslots, (uint32_t)b->n, __ATOMIC_RELAXED);
+	if (run_len > 0)
+		memcpy(ep->slots + (size_t)b->slot[run_k] * ps, ep->heap + b->pages[run_k] * ps,
+		       run_len * ps);
+	b->nslots = used;
 }
 
 struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
@@ -275,15 +196,13 @@ struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
 	struct epoch_batch *b = &ep->batch;
 	uint64_t t0 = prim_now_ns();
 	b->final = final;
-	b->guarded = false;
-	__atomic_store_n(&b->nslots, 0, __ATOMIC_RELAXED);
+	b->nslots = 0;
 	/* Nothing above the heap's high-water mark is ever written, and
 	 * scanning a mostly unused pool costs ~1 ms per GiB with uffd. */
 	if (ep->extent_fn != NULL)
 		tracker_set_extent(ep->tracker, ep->extent_fn());
 	b->n = tracker_collect_dirty(ep->tracker, b->pages, ep->capacity);
 	PMT_ASSERT(b->n <= ep->capacity);
-	/* save_range binary-searches the batch. */
 	for (size_t k = 1; k < b->n; k++)
 		PMT_ASSERT(b->pages[k - 1] < b->pages[k]);
 	PMT_ASSERT(b->n == 0 || b->pages[b->n - 1] < ep->capacity);
@@ -293,25 +212,13 @@ struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
 		 * its metadata once the gate reopens. */
 		struct pool_range sr[POOL_SUMMED_MAX];
 		size_t nsr = pool_summed_ranges(ep->pool, sr);
-		for (size_t k = 0; k < b->n; k++) {
-			__atomic_store_n(&b->state[k], EP_PENDING, __ATOMIC_RELAXED);
+		for (size_t k = 0; k < b->n; k++)
 			b->summed[k] = pool_in_ranges(sr, nsr, b->pages[k]);
-		}
-		if (!ep->opts.copy_in_pause) {
-			/* Published first: a fault on a page the guard just
-			 * protected must find the batch. */
-			atomic_store(&guarded, ep);
-			if (tracker_protect_batch(ep->tracker, b->pages, b->n) == 0) {
-				b->guarded = true;
-			} else {
-				atomic_store(&guarded, NULL);
-				wait_for_hooks();
-			}
-		}
-		if (!b->guarded) {
-			copy_batch(ep, b);
-			ep->counters.unguarded_epochs++;
-		}
+		bool all = ep->opts.copy_in_pause || final || ep->carried >= EPOCH_CARRY_MAX;
+		size_t budget = all ? b->n : (size_t)EPOCH_COPY_BUDGET << (2 * ep->carried);
+		copy_in_pause(ep, b, all, budget);
+		if (all)
+			ep->counters.paused_epochs++;
 	}
 	b->collect_ns = prim_now_ns() - t0;
 	return b;
@@ -383,37 +290,67 @@ static void populate_pool(struct epoch_pipeline *ep, const struct epoch_batch *b
 	}
 }
 
-void epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct epoch_result *res)
+/* After the live pages were read: which of them were written meanwhile
+ * (conflicts: never published from that read), and which pages are hot. */
+static size_t count_conflicts(struct epoch_pipeline *ep, struct epoch_batch *b)
+{
+	int known = tracker_written_since(ep->tracker, b->pages, b->n, b->written);
+	size_t conflicts = 0;
+	for (size_t k = 0; k < b->n; k++) {
+		uint8_t *h = &ep->heat[b->pages[k]];
+		if (b->written[k]) {
+			if (b->slot[k] == EPOCH_LIVE)
+				conflicts++;
+			if (known == 0)
+				*h = EPOCH_HOT_EPOCHS;
+		} else if (*h != 0) {
+			(*h)--;
+		}
+	}
+	return conflicts;
+}
+
+bool epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct epoch_result *res)
 {
 	uint64_t t0 = prim_now_ns();
 	struct pool *p = ep->pool;
 	struct epoch_result r = { .epoch = *p->ver_d, .collect_ns = b->collect_ns };
-	if (b->n == 0) {
+	bool durable;
+	if (b->n == 0 && ep->carried == 0) {
 		ep->counters.empty_epochs++;
+		durable = true;
 	} else {
+		/* With an attempt pending and nothing dirty since, its copies
+		 * are the image of this quiescent point: publish them alone. */
 		struct persist_stats st = { 0 };
 		struct persist_source src = { writeback_begin, writeback_end, ep, writeback_summed };
+		struct persist_epoch pe;
 		populate_pool(ep, b);
-		epoch_persist_from(p, &src, b->pages, b->n, &st);
-		ep->counters.epochs++;
+		persist_epoch_begin(&pe, p, b->pages, b->n);
+		persist_epoch_write(&pe, &src, b->pages, b->n);
+		size_t conflicts = b->n != 0 && b->nslots < b->n ? count_conflicts(ep, b) : 0;
+		durable = conflicts == 0;
+		persist_epoch_end(&pe, durable, &st);
+		if (durable) {
+			ep->carried = 0;
+			ep->counters.epochs++;
+		} else {
+			ep->carried++;
+			ep->counters.carried_epochs++;
+			ep->counters.conflict_pages += conflicts;
+		}
 		ep->counters.pages += st.pages;
 		ep->counters.lines_written += st.lines_written;
 		ep->counters.bytes_written += st.bytes_written;
 		ep->counters.bytes_compared += st.bytes_compared;
 		ep->counters.fences += st.fences;
 		r.epoch = *p->ver_d;
-		r.pages = st.pages;
+		r.conflicts = conflicts;
+		r.pages = b->n;
 		r.bytes_written = st.bytes_written;
 	}
-	if (b->guarded) {
-		/* Every page is DONE: writes need no saving any more.  No hook
-		 * may still look at the arrays when the next pause refills
-		 * them. */
-		atomic_store(&guarded, NULL);
-		wait_for_hooks();
-		tracker_release_batch(ep->tracker);
-	}
-	size_t used = __atomic_load_n(&b->nslots, __ATOMIC_RELAXED);
+	r.durable = durable;
+	size_t used = b->nslots;
 	ep->counters.pages_saved += used;
 	account_slots(ep, used);
 	r.pages_saved = used;
@@ -421,11 +358,12 @@ void epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct ep
 	ep->counters.persist_ns += r.persist_ns;
 	ep->counters.stage_ns += b->collect_ns;
 	/* Only now, durable, may shutdown mark the pool clean. */
-	if (b->final)
+	if (b->final && durable)
 		atomic_store(&ep->final_done, true);
 	b->n = 0;
 	if (res != NULL)
 		*res = r;
+	return durable;
 }
 
 bool epoch_final_done(const struct epoch_pipeline *ep)
@@ -451,15 +389,15 @@ void epoch_on_quiescent(void *arg)
 	ep->inflight = epoch_pause(ep, quiesce_in_final_epoch());
 }
 
-void epoch_on_reopened(void *arg)
+bool epoch_on_reopened(void *arg)
 {
 	struct epoch_pipeline *ep = arg;
 	struct epoch_batch *b = ep->inflight;
 	ep->inflight = NULL;
 	if (b == NULL)
-		return;
+		return true;
 	struct epoch_result r;
-	epoch_writeback(ep, b, &r);
+	bool durable = epoch_writeback(ep, b, &r);
 	struct epoch_record rec = {
 		.t_ns = prim_now_ns() - ep->started_ns,
 		.epoch = r.epoch,
@@ -471,6 +409,9 @@ void epoch_on_reopened(void *arg)
 		.persist_ns = r.persist_ns,
 		.period_ns = quiesce_last_period_ns(),
 		.pages_saved = r.pages_saved,
+		.conflicts = r.conflicts,
+		.durable = durable,
 	};
 	epoch_log_record(&rec);
+	return durable;
 }

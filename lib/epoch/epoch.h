@@ -3,33 +3,38 @@
  * epoch -- the epoch pipeline: from a quiescent point to a durable image.
  *
  * Owns: the batch an epoch carries from the pause to the write-back, the
- * copy-before-write slots, and the counters of persisted work.
+ * pages copied inside the pause, which pages are hot, carried-over attempts,
+ * and the counters of persisted work.
  *
  * One epoch, in two halves (quiesce_start_split):
  *   epoch_pause      at the quiescent point, gate closed: collect the dirty
- *                    pages and re-arm tracking (one tracker call), then
- *                    guard them (tracker_protect_batch) so that the next
- *                    write to any of them faults.  Nothing is copied: the
- *                    pause does not grow with the number of dirty pages.
+ *                    pages and re-arm tracking (one tracker call), and copy
+ *                    the batch's hot pages (written during a recent
+ *                    write-back) into slots, at most a budget of them.
  *   epoch_writeback  on the epoch thread once the gate is open again:
- *                    persist each page of the batch from the live shadow
- *                    page (epoch_persist_from), unless the program wrote it
- *                    in the meantime -- then from the copy its write fault
- *                    saved first (copy-before-write).  Then release the
- *                    guard.  Durable on return.
- * Per page a small state machine decides who reads the live page:
- *   PENDING -> WRITING (write-back reads the live page) -> DONE
- *   PENDING -> SAVING (a writer copies it to a slot) -> SAVED -> DONE
- * A writer that finds WRITING waits until DONE (one page's NVM write); the
- * write-back that finds SAVING waits until SAVED.  Either way the image
- * persisted is the page as it was at the quiescent point.
+ *                    persist each page from its slot or else from the live
+ *                    shadow page, then ask the tracker, read-only, which
+ *                    batch pages were written since the pause
+ *                    (tracker_written_since).  A page read live and written
+ *                    meanwhile may hold a mix of two states: then the
+ *                    attempt is not published but carried over (its working
+ *                    copies stay at VER_d+1, persist.h) -- the next pause
+ *                    collects every page written since, including those, so
+ *                    the next attempt completes the same VER_d+1 with the
+ *                    image of its own quiescent point.  Otherwise VER_d+1
+ *                    is published: every page equal to the heap at the
+ *                    quiescent point.
+ * Nothing ever write-protects a live page for the write-back's sake: the
+ * only faults the program takes are the tracker's own (none with uffd).
  *
- * When the tracker cannot guard a batch (or copy_in_pause is asked), the
- * pause copies every dirty page into the slots instead and the write-back
- * reads the slots: the previous, pause-bound pipeline, kept as the fallback
- * and as the baseline of bench_persist.
+ * Progress: pages written during a write-back become hot and are copied in
+ * the next pauses (EPOCH_HOT_EPOCHS); each attempt carried over in a row
+ * multiplies the budget by 4 (EPOCH_COPY_BUDGET), and after
+ * EPOCH_CARRY_MAX of them the next pause copies the whole batch, which
+ * cannot conflict.  The final epoch at shutdown, and
+ * PMTHREADS_WRITEBACK=paused (copy_in_pause), always copy the whole batch.
  *
- * Memory: the dirty list, the per-page state and the slots are reserved
+ * Memory: the dirty list, the per-page arrays and the slots are reserved
  * once for the whole heap (address space only).  Slots are handed out from
  * the bottom, so those in use are always the low ones; they stay faulted in
  * from epoch to epoch and are given back only after EPOCH_SHRINK_EPOCHS
@@ -56,27 +61,39 @@
 /* Heap pages per madvise of that population (both copies: 1 MiB). */
 #define EPOCH_POPULATE_STEP 128
 
-enum epoch_page_state { EP_PENDING = 0, EP_WRITING, EP_SAVING, EP_SAVED, EP_DONE };
+/* Hot pages copied inside a pause, at most (4 MiB of 4 KiB pages: ~0.5 ms of
+ * copying); times 4 for each attempt carried over in a row. */
+#define EPOCH_COPY_BUDGET 1024
+/* After this many attempts in a row carried over, the next pause copies its
+ * whole batch (and so publishes). */
+#define EPOCH_CARRY_MAX 3
+/* A page written during a write-back stays hot (copied in the pause when
+ * dirty) for this many of its later write-backs without such a write. */
+#define EPOCH_HOT_EPOCHS 8
+
+/* slot[] of a page read from the live heap. */
+#define EPOCH_LIVE UINT32_MAX
 
 /* What an epoch carries from epoch_pause to epoch_writeback. */
 struct epoch_batch {
 	uint64_t *pages;		/* dirty pages, ascending */
 	size_t n;
-	uint8_t *state;			/* enum epoch_page_state, per page
-					 * (accessed atomically) */
-	uint32_t *slot;			/* per page: its slot once SAVED */
+	uint32_t *slot;			/* per page: its slot, or EPOCH_LIVE */
 	uint8_t *summed;		/* per page: gets a checksum (the pool's
 					 * summed(), asked in the pause) */
-	uint32_t nslots;		/* slots handed out in this batch
-					 * (accessed atomically) */
-	bool guarded;			/* tracker_protect_batch succeeded */
+	uint8_t *written;		/* per page: written since the pause
+					 * (tracker_written_since) */
+	uint32_t nslots;		/* slots used by this batch */
 	bool final;			/* shutdown's final epoch */
-	uint64_t collect_ns;		/* the pause's share: collect + guard (or copy) */
+	uint64_t collect_ns;		/* the pause's share: collect + copies */
 };
 
 struct epoch_counters {
-	uint64_t epochs;		/* epochs that persisted at least one page */
+	uint64_t epochs;		/* epochs published with at least one page */
 	uint64_t empty_epochs;		/* quiescent points with nothing dirty */
+	uint64_t carried_epochs;	/* write-backs not published: a page read
+					 * live was written meanwhile */
+	uint64_t conflict_pages;	/* such pages, in all */
 	uint64_t pages;			/* dirty pages persisted */
 	uint64_t lines_written;		/* 64-byte lines written to NVM */
 	uint64_t bytes_written;
@@ -84,8 +101,9 @@ struct epoch_counters {
 	uint64_t fences;
 	uint64_t persist_ns;		/* collect + write-back, all epochs */
 	uint64_t stage_ns;		/* of which inside the pause */
-	uint64_t pages_saved;		/* copied before a write (or in the pause) */
-	uint64_t unguarded_epochs;	/* epochs that copied inside the pause */
+	uint64_t pages_saved;		/* copied into slots inside the pause */
+	uint64_t paused_epochs;		/* epochs that copied their whole batch
+					 * inside the pause */
 	uint64_t slot_bytes_resident;	/* slot memory currently faulted in */
 	uint64_t slot_shrinks;		/* times slot memory was given back */
 	uint64_t pool_bytes_populated;	/* pool pages allocated ahead of the
@@ -95,9 +113,11 @@ struct epoch_counters {
 /* What one epoch did, for the epoch log. */
 struct epoch_result {
 	uint64_t epoch;			/* VER_d after it */
+	bool durable;			/* false: carried over to the next epoch */
 	uint64_t pages;
 	uint64_t bytes_written;
-	uint64_t pages_saved;
+	uint64_t pages_saved;		/* copied in the pause */
+	uint64_t conflicts;		/* pages read live and written meanwhile */
 	uint64_t collect_ns;		/* inside the pause */
 	uint64_t persist_ns;		/* collect + write-back */
 };
@@ -105,13 +125,12 @@ struct epoch_result {
 struct epoch_pipeline;
 
 struct epoch_options {
-	bool copy_in_pause;		/* never guard: copy in the pause */
+	bool copy_in_pause;		/* copy every batch whole in the pause */
 };
 
 /* Set up the pipeline over the heap [heap, heap + pool->npages pages),
  * tracked by t.  extent_fn, when not NULL, gives the heap's high-water mark
- * (collections look no higher).  Installs the tracker's cow hook.  Returns
- * 0 or -1 with err_get() set.  One pipeline at a time per process. */
+ * (collections look no higher).  Returns 0 or -1 with err_get() set. */
 int epoch_pipeline_open(struct epoch_pipeline **out, struct pool *pool, struct tracker *t,
 			void *heap, size_t (*extent_fn)(void), const struct epoch_options *o);
 /* Release it (after the epoch thread stopped).  NULL is a no-op. */
@@ -121,16 +140,19 @@ void epoch_pipeline_close(struct epoch_pipeline *ep);
 void epoch_pipeline_abandon(struct epoch_pipeline *ep);
 
 /* The two halves (see above).  final: this is shutdown's final epoch.
- * epoch_pause returns the batch epoch_writeback must be given. */
+ * epoch_pause returns the batch epoch_writeback must be given.
+ * epoch_writeback returns true when the image of that quiescent point is
+ * durable: published, or nothing was dirty and no attempt is pending. */
 struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final);
-void epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b,
+bool epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b,
 		     struct epoch_result *res);
 
-/* The same pair as quiesce_epoch_fn procedures (arg: the pipeline):
+/* The same pair as quiesce procedures (arg: the pipeline):
  * epoch_on_quiescent runs epoch_pause (final when quiesce_in_final_epoch),
- * epoch_on_reopened the write-back, then writes the epoch log's line. */
+ * epoch_on_reopened the write-back, then writes the epoch log's line, and
+ * returns what epoch_writeback did. */
 void epoch_on_quiescent(void *arg);
-void epoch_on_reopened(void *arg);
+bool epoch_on_reopened(void *arg);
 
 /* True once a final batch (epoch_pause(ep, true)) is durable. */
 bool epoch_final_done(const struct epoch_pipeline *ep);

@@ -40,7 +40,7 @@ void epoch_log_record(const struct epoch_record *r)
 	char line[256];
 	/* Milliseconds with microsecond resolution: what a plot over a run of
 	 * seconds to hours wants on its x axis. */
-	int n = snprintf(line, sizeof(line), "%llu.%03llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n",
+	int n = snprintf(line, sizeof(line), "%llu.%03llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%d\n",
 			 (unsigned long long)(r->t_ns / 1000000),
 			 (unsigned long long)(r->t_ns / 1000 % 1000),
 			 (unsigned long long)r->epoch, (unsigned long long)(r->pause_ns / 1000),
@@ -49,7 +49,8 @@ void epoch_log_record(const struct epoch_record *r)
 			 (unsigned long long)(r->stage_ns / 1000),
 			 (unsigned long long)(r->persist_ns / 1000),
 			 (unsigned long long)(r->period_ns / 1000),
-			 (unsigned long long)r->pages_saved);
+			 (unsigned long long)r->pages_saved, (unsigned long long)r->conflicts,
+			 r->durable ? 1 : 0);
 	if (n <= 0 || (size_t)n >= sizeof(line))
 		return;
 	if (prim_write_all(log_fd, line, (size_t)n) != 0) {

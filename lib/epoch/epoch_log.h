@@ -15,6 +15,7 @@
 #ifndef PMT_EPOCH_LOG_H
 #define PMT_EPOCH_LOG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct epoch_record {
@@ -24,16 +25,19 @@ struct epoch_record {
 	uint64_t pages;			/* dirty pages persisted (0: empty epoch) */
 	uint64_t bytes_dirty;		/* pages * page size */
 	uint64_t bytes_written;		/* bytes that differed and were written */
-	uint64_t stage_ns;		/* collect + guard (or copy), inside the pause */
+	uint64_t stage_ns;		/* collect + copies, inside the pause */
 	uint64_t persist_ns;		/* stage_ns + write-back: NVM writes and fences */
 	uint64_t period_ns;		/* achieved: since the previous epoch began */
-	uint64_t pages_saved;		/* copied before a write during the write-back */
+	uint64_t pages_saved;		/* copied inside the pause */
+	uint64_t conflicts;		/* pages read live and written meanwhile */
+	bool durable;			/* this quiescent point's image is durable
+					 * (false: carried over to the next) */
 };
 
 /* The header line of the file: the names of the fields, in order. */
 #define EPOCH_LOG_HEADER \
 	"t_ms,epoch,pause_us,pages,bytes_dirty,bytes_written,stage_us,persist_us,period_us," \
-	"pages_saved\n"
+	"pages_saved,conflicts,durable\n"
 
 /* Create (or truncate) path, mode 0644, and write the header.  Returns 0, or
  * -1 with err_get() naming PMTHREADS_EPOCH_LOG, the path and the reason. */

@@ -122,21 +122,31 @@ void epoch_persist_from(struct pool *p, const struct persist_source *src, const 
 {
 	if (n == 0)
 		return;
+	struct persist_epoch e;
+	persist_epoch_begin(&e, p, pages, n);
+	persist_epoch_write(&e, src, pages, n);
+	persist_epoch_end(&e, true, st);
+}
+
+void persist_epoch_begin(struct persist_epoch *e, struct pool *p, const uint64_t *pages, size_t n)
+{
 	if (p->read_only)
 		log_fatal("epoch_persist on %s, which was opened read-only", p->path);
 	if (!p->torn_invalidated)
 		pool_invalidate_torn(p);
 	const uint64_t next = *p->ver_d + 1;
-	const uint64_t fences0 = p->nvm->stats.fences;
-	uint64_t persisted = 0;
+	*e = (struct persist_epoch){ .p = p, .next = next, .fences0 = p->nvm->stats.fences };
 
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
 		if (i >= p->npages)
 			log_fatal("epoch_persist: page %llu is outside the heap (%llu pages)",
 				  (unsigned long long)i, (unsigned long long)p->npages);
+		/* Listed twice, or its working copy already carries next: an
+		 * attempt at this epoch that was not published (see
+		 * persist_epoch_end) chose it, and it is chosen again. */
 		if (p->seq[i][0] == next || p->seq[i][1] == next)
-			continue;	/* listed twice */
+			continue;
 		/* Torn copies were invalidated, so no seq is past VER_d --
 		 * unless the test fault that skips the invalidation is on. */
 		PMT_ASSERT(persist_fault_active == PERSIST_FAULT_SKIP_INVALIDATE ||
@@ -149,13 +159,19 @@ void epoch_persist_from(struct pool *p, const struct persist_source *src, const 
 			p->seq_pages = i + 1;
 		p->seq[i][w] = next;
 		nvm_flush(p->nvm, &p->seq[i][w], sizeof(uint64_t));
-		persisted++;
+		e->st.pages++;
 	}
-	if (persist_fault_active != PERSIST_FAULT_SKIP_SEQ_FENCE)
+	if (n != 0 && persist_fault_active != PERSIST_FAULT_SKIP_SEQ_FENCE)
 		nvm_fence(p->nvm);
 	if (persist_fault_active == PERSIST_FAULT_VER_BEFORE_DATA)
 		publish(p, next);
+}
 
+void persist_epoch_write(struct persist_epoch *e, const struct persist_source *src,
+			 const uint64_t *pages, size_t n)
+{
+	struct pool *p = e->p;
+	const uint64_t next = e->next;
 	uint64_t lines = 0;
 	struct pool_range sr[POOL_SUMMED_MAX];
 	size_t nsr = src->summed == NULL ? pool_summed_ranges(p, sr) : 0;
@@ -172,17 +188,28 @@ void epoch_persist_from(struct pool *p, const struct persist_source *src, const 
 		set_sum(p, i, w, summed ? pool_page_sum(p, i, image) : 0);
 		src->end(src->ctx, k);
 	}
+	e->st.lines_written += lines;
+	e->st.bytes_written += lines * NVM_LINE;
+	e->st.bytes_compared += (uint64_t)n * p->page_size;
+}
+
+void persist_epoch_end(struct persist_epoch *e, bool publish_it, struct persist_stats *st)
+{
+	struct pool *p = e->p;
+	/* Fenced even when not published: a page of this attempt that nothing
+	 * writes again before the next attempt is published keeps the data
+	 * written now. */
 	if (persist_fault_active != PERSIST_FAULT_SKIP_DATA_FENCE)
 		nvm_fence(p->nvm);
-	if (persist_fault_active != PERSIST_FAULT_VER_BEFORE_DATA)
-		publish(p, next);
+	if (publish_it && persist_fault_active != PERSIST_FAULT_VER_BEFORE_DATA)
+		publish(p, e->next);
 
 	if (st != NULL) {
-		st->pages += persisted;
-		st->lines_written += lines;
-		st->bytes_written += lines * NVM_LINE;
-		st->bytes_compared += (uint64_t)n * p->page_size;
-		st->fences += p->nvm->stats.fences - fences0;
+		st->pages += e->st.pages;
+		st->lines_written += e->st.lines_written;
+		st->bytes_written += e->st.bytes_written;
+		st->bytes_compared += e->st.bytes_compared;
+		st->fences += p->nvm->stats.fences - e->fences0;
 	}
 }
 

@@ -14,11 +14,13 @@
 
 #include "persist/pool.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct persist_stats {
-	uint64_t pages;		/* dirty pages persisted */
+	uint64_t pages;		/* working copies chosen (a page already chosen by
+				 * an unpublished attempt is not counted again) */
 	uint64_t lines_written;	/* 64-byte lines that differed and were written */
 	uint64_t bytes_written;	/* lines_written * 64 */
 	uint64_t bytes_compared;/* bytes diffed */
@@ -26,11 +28,12 @@ struct persist_stats {
 };
 
 /* Where epoch_persist_from reads the image of each page.  begin returns the
- * image of pages[k] (page_size bytes, line-aligned) and keeps it stable
- * until end(ctx, k); each k is begun and ended once, in order, during the
- * data phase (after the seq fence, before the data fence).  The epoch
- * pipeline (epoch.c) uses it to read the live shadow page unless the
- * program has since saved a copy of it (copy-before-write). */
+ * image of pages[k] (page_size bytes, line-aligned) until end(ctx, k); each
+ * k is begun and ended once, in order, during the data phase (after the seq
+ * fence, before the data fence).  The epoch pipeline (epoch.c) reads a page
+ * from the copy it took inside the pause, or else from the live shadow page
+ * -- which the program may be writing meanwhile: the image need not stay
+ * stable, the pipeline then does not publish what it read. */
 struct persist_source {
 	const void *(*begin)(void *ctx, size_t k, uint64_t page);
 	void (*end)(void *ctx, size_t k);
@@ -52,6 +55,32 @@ void epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, si
 /* The same, reading each page's image through src. */
 void epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
 			size_t n, struct persist_stats *st);
+
+/* The same in three steps, for a caller that must look at what it read
+ * before it decides to publish (epoch.c: a live page written while it was
+ * being read is never published).  begin chooses each page's working copy
+ * and durably gives it seq VER_d+1 (the first fence); write stores the
+ * lines that differ and their checksums (no fence); end fences the data
+ * (the second fence) and, when publish is true, publishes VER_d+1 (the
+ * third), then adds the attempt's counts to *st (may be NULL).
+ *
+ * An attempt ended without publishing leaves its working copies at VER_d+1:
+ * invalid after a crash (recovery invalidates them), and chosen again by the
+ * next begin, which then only rewrites what its own pages list.  So the
+ * next attempt must list every page whose image changed since the
+ * unpublished one read it; pages it does not list keep what that attempt
+ * wrote (fenced by its end) and are published with it.  begin with n == 0
+ * and end(publish) publish such an attempt's copies alone. */
+struct persist_epoch {
+	struct pool *p;
+	uint64_t next;			/* VER_d + 1 */
+	uint64_t fences0;
+	struct persist_stats st;
+};
+void persist_epoch_begin(struct persist_epoch *e, struct pool *p, const uint64_t *pages, size_t n);
+void persist_epoch_write(struct persist_epoch *e, const struct persist_source *src,
+			 const uint64_t *pages, size_t n);
+void persist_epoch_end(struct persist_epoch *e, bool publish, struct persist_stats *st);
 
 /* Durably mark every copy with seq > VER_d (left by an interrupted epoch) as
  * POOL_SEQ_INVALID: one flush per seq-table line holding any, one fence

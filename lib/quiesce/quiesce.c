@@ -61,7 +61,7 @@ static quiesce_epoch_fn epoch_fn;
 /* Run after the gate reopened, before sync waiters are released: the slow
  * half of the epoch (persisting what epoch_fn staged) must not stall FASEs,
  * yet pmthreads_sync promises durability, not a snapshot. */
-static quiesce_epoch_fn after_fn;
+static quiesce_after_fn after_fn;
 static void *epoch_arg;
 static atomic_uint interval_ms = 100;
 static atomic_bool running;
@@ -359,7 +359,8 @@ static bool attempt_epoch(void)
 			/* Taken under epoch_lock, so that quiesce_start swapping
 			 * the procedure cannot pair one epoch's fn with another's
 			 * after. */
-			quiesce_epoch_fn fn = epoch_fn, after = after_fn;
+			quiesce_epoch_fn fn = epoch_fn;
+			quiesce_after_fn after = after_fn;
 			void *arg = epoch_arg;
 			if (fn != NULL)
 				fn(arg);
@@ -388,10 +389,11 @@ static bool attempt_epoch(void)
 			/* On this thread, so the next quiescent point (which
 			 * this thread also runs) cannot start before it is
 			 * done: epochs stay ordered and never overlap. */
-			if (after != NULL)
-				after(arg);
-			atomic_store_explicit(&served, covers, memory_order_release);
-			prim_futex_wake(&served, INT_MAX);
+			bool durable = after == NULL || after(arg);
+			if (durable) {
+				atomic_store_explicit(&served, covers, memory_order_release);
+				prim_futex_wake(&served, INT_MAX);
+			}
 			return true;
 		}
 		prim_unlock(&epoch_lock);
@@ -492,7 +494,7 @@ int quiesce_start(unsigned ms, quiesce_epoch_fn fn, void *arg)
 	return quiesce_start_split(ms, fn, NULL, arg);
 }
 
-int quiesce_start_split(unsigned ms, quiesce_epoch_fn fn, quiesce_epoch_fn after, void *arg)
+int quiesce_start_split(unsigned ms, quiesce_epoch_fn fn, quiesce_after_fn after, void *arg)
 {
 	if (ms == 0) {
 		err_set("quiesce: the epoch interval must be at least 1 ms");

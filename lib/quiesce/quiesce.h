@@ -155,8 +155,12 @@ static inline __attribute__((always_inline)) void fase_leave_fast(void)
  * right after the gate reopened (application threads run again), and before
  * the next quiescent point and before quiesce_sync callers of this epoch
  * return -- the place for work that must finish but need not stall FASEs
- * (persisting the staged pages). */
+ * (persisting the staged pages).  after returns whether the image of that
+ * quiescent point is durable: when it is not (the write-back was carried
+ * over), sync callers keep waiting and, while any waits, the next epoch
+ * starts at once. */
 typedef void (*quiesce_epoch_fn)(void *arg);
+typedef bool (*quiesce_after_fn)(void *arg);
 
 /* Start the epoch thread.  interval_ms: the period (> 0), kept at a fixed
  * rate: an epoch is due one interval after the previous one started, and
@@ -169,7 +173,7 @@ typedef void (*quiesce_epoch_fn)(void *arg);
 int quiesce_start(unsigned interval_ms, quiesce_epoch_fn fn, void *arg);
 /* The same with a second procedure run after the gate reopened (see
  * quiesce_epoch_fn); both get arg.  quiesce_start is this with after NULL. */
-int quiesce_start_split(unsigned interval_ms, quiesce_epoch_fn fn, quiesce_epoch_fn after,
+int quiesce_start_split(unsigned interval_ms, quiesce_epoch_fn fn, quiesce_after_fn after,
 			void *arg);
 
 /* Stop the epoch thread, after one final epoch attempt when final is true
@@ -185,7 +189,8 @@ bool quiesce_in_final_epoch(void);
 bool quiesce_running(void);
 
 /* Force an epoch and wait until one that started after the call has
- * completed (the epoch procedure and its after procedure returned).  Returns 0; -1 with errno
+ * completed durably (the epoch procedure ran and its after procedure
+ * returned true).  Returns 0; -1 with errno
  * EDEADLK when the caller is inside a FASE, ESRCH when no epoch thread
  * runs. */
 int quiesce_sync(void);

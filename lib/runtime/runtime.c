@@ -335,10 +335,11 @@ static int reset_unreachable_heap(void)
 }
 
 /* The epoch thread, after each epoch's write-back. */
-static void after_epoch(void *arg)
+static bool after_epoch(void *arg)
 {
-	epoch_on_reopened(arg);
+	bool durable = epoch_on_reopened(arg);
 	stats_periodic();	/* figures that survive a kill -9 */
+	return durable;
 }
 
 /* Bring the modules up in dependency order.  Recovery writes the shadow

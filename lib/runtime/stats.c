@@ -28,9 +28,8 @@ void stats_note_tracker(const char *backend, const struct tracker_stats *st)
 	noted.pages_collected += st->pages_collected;
 	noted.overflows += st->overflows;
 	noted.scan_errors += st->scan_errors;
-	noted.batches_guarded += st->batches_guarded;
-	noted.guard_faults += st->guard_faults;
-	noted.guard_giveups += st->guard_giveups;
+	noted.rescans += st->rescans;
+	noted.rescan_failures += st->rescan_failures;
 	prim_unlock(&noted_lock);
 }
 
@@ -181,7 +180,10 @@ int stats_write_json(const struct stats_report *r, const char *path)
 	put_u(&o, "persist_ns", r->runtime.epoch.persist_ns, false);
 	put_u(&o, "stage_ns", r->runtime.epoch.stage_ns, false);
 	put_u(&o, "pages_saved", r->runtime.epoch.pages_saved, false);
-	put_u(&o, "unguarded_epochs", r->runtime.epoch.unguarded_epochs, false);
+	put_u(&o, "paused_epochs", r->runtime.epoch.paused_epochs, false);
+	put_u(&o, "carried_epochs", r->runtime.epoch.carried_epochs, false);
+	put_u(&o, "conflict_pages", r->runtime.epoch.conflict_pages, false);
+	put_u(&o, "pool_bytes_populated", r->runtime.epoch.pool_bytes_populated, false);
 	put_u(&o, "slot_bytes_resident", r->runtime.epoch.slot_bytes_resident, false);
 	put_u(&o, "slot_shrinks", r->runtime.epoch.slot_shrinks, false);
 	const struct restore_stats *rs = &r->runtime.restore;
@@ -201,9 +203,8 @@ int stats_write_json(const struct stats_report *r, const char *path)
 	put_u(&o, "tracker_pages", r->tracker_stats.pages_collected, false);
 	put_u(&o, "tracker_overflows", r->tracker_stats.overflows, false);
 	put_u(&o, "tracker_scan_errors", r->tracker_stats.scan_errors, false);
-	put_u(&o, "tracker_batches_guarded", r->tracker_stats.batches_guarded, false);
-	put_u(&o, "tracker_guard_faults", r->tracker_stats.guard_faults, false);
-	put_u(&o, "tracker_guard_giveups", r->tracker_stats.guard_giveups, true);
+	put_u(&o, "tracker_rescans", r->tracker_stats.rescans, false);
+	put_u(&o, "tracker_rescan_failures", r->tracker_stats.rescan_failures, true);
 	put(&o, "}\n");
 	if (o.overflow) {
 		err_set("stats: the report does not fit its buffer");

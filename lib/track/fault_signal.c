@@ -130,14 +130,53 @@ static void chain_to_application(int sig, siginfo_t *si, void *ucv)
 	/* Returning restores the interrupted context's mask. */
 }
 
+/* Whether the application asked for SIGSEGV to be blocked in this thread
+ * (fault_signal_sigmask keeps it unblocked all the same). */
+static __thread bool app_blocks_segv;
+
 static void on_sigsegv(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
 	/* si_code > 0: raised by the kernel for this access, not sent. */
 	fault_signal_claim_fn claim = atomic_load_explicit(&claimer, memory_order_acquire);
-	if (si->si_code <= 0 || claim == NULL || !claim(si, ucv))
-		chain_to_application(sig, si, ucv);
+	if (si->si_code <= 0 || claim == NULL || !claim(si, ucv)) {
+		/* The kernel's rule for a fault with the signal blocked. */
+		if (si->si_code > 0 && app_blocks_segv)
+			die_by_default(sig, si);
+		else
+			chain_to_application(sig, si, ucv);
+	}
 	errno = saved_errno;
+}
+
+void fault_signal_filter_mask(sigset_t *mask)
+{
+	sigdelset(mask, SIGSEGV);
+}
+
+int fault_signal_sigmask(int how, const sigset_t *set, sigset_t *old,
+			 int (*real)(int, const sigset_t *, sigset_t *))
+{
+	bool was = app_blocks_segv, now = was;
+	sigset_t filtered;
+	if (set != NULL) {
+		bool named = sigismember(set, SIGSEGV) == 1;
+		if (how == SIG_SETMASK)
+			now = named;
+		else if (how == SIG_BLOCK && named)
+			now = true;
+		else if (how == SIG_UNBLOCK && named)
+			now = false;
+		filtered = *set;
+		fault_signal_filter_mask(&filtered);
+	}
+	int r = real(how, set != NULL ? &filtered : NULL, old);
+	if (r != 0)
+		return r;
+	app_blocks_segv = now;
+	if (old != NULL && was)
+		sigaddset(old, SIGSEGV);
+	return 0;
 }
 
 static int install_handler(void)
@@ -195,11 +234,15 @@ void fault_signal_uninstall(void)
 
 int fault_signal_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (sig != SIGSEGV)
-		return __sigaction(sig, act, old);
 	struct sigaction new_action;	/* act and old may be the same object */
-	if (act != NULL)
+	if (act != NULL) {
 		new_action = *act;
+		/* A handler running with SIGSEGV blocked dies at its first
+		 * write to a clean heap page (fault_signal_sigmask). */
+		fault_signal_filter_mask(&new_action.sa_mask);
+	}
+	if (sig != SIGSEGV)
+		return __sigaction(sig, act != NULL ? &new_action : NULL, old);
 	int r = 0;
 	prim_lock(&disposition_lock);
 	if (users > 0) {

@@ -12,9 +12,8 @@
  * the application's handler with its mask and flags, or, for the default
  * action, the end of the process by SIGSEGV after a one-line diagnostic.
  *
- * The claim function is the write trackers' (tracker_mprotect.c: first writes
- * to pages the mprotect backend protected, and writes to the pages of the
- * uffd backend's batch guard).
+ * The claim function is the mprotect write tracker's (tracker_mprotect.c:
+ * first writes to the pages it protected); the uffd backend takes no signal.
  */
 #ifndef PMT_FAULT_SIGNAL_H
 #define PMT_FAULT_SIGNAL_H
@@ -44,5 +43,22 @@ void fault_signal_uninstall(void);
  * kernel (SIGBUS never arises from write protection, so the application's
  * SIGBUS handler is the kernel's).  Same contract as sigaction(2). */
 int fault_signal_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* pthread_sigmask(3) as the application sees it, over real (libc's).
+ * SIGSEGV is never blocked: a write fault taken with it blocked ends the
+ * process (the kernel forces the default action), and the mprotect tracker
+ * takes a write fault at a thread's first write to each heap page.  Programs
+ * block "every signal" around thread creation (xz, zstd) or in worker
+ * threads, so the request is honoured for every other signal, and SIGSEGV's
+ * blocked state is kept per thread as the application asked for it and
+ * reported back in old; a fault that is not the tracker's, taken while the
+ * application believes SIGSEGV blocked, ends the process as the kernel
+ * would have.  (The same for the masks of signal handlers: sigaction drops
+ * SIGSEGV from sa_mask.)  Returns 0 or an error number. */
+int fault_signal_sigmask(int how, const sigset_t *set, sigset_t *old,
+			 int (*real)(int, const sigset_t *, sigset_t *));
+/* mask without SIGSEGV (for masks a call installs for its own duration:
+ * sigsuspend, ppoll, pselect, epoll_pwait). */
+void fault_signal_filter_mask(sigset_t *mask);
 
 #endif

@@ -8,6 +8,7 @@
 #include "prim/prim.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -114,7 +115,8 @@ size_t tracker_collect_dirty(struct tracker *t, uint64_t *pages, size_t max)
 {
 	size_t n = t->ops->collect_dirty(t, pages, max);
 	PMT_ASSERT(n <= max);
-	/* Ascending and unique (tracker.h): the epoch's guard binary-searches it. */
+	/* Ascending and unique (tracker.h): written_since walks it beside the
+	 * written regions. */
 	for (size_t k = 1; k < n; k++)
 		PMT_ASSERT(pages[k - 1] < pages[k]);
 	PMT_ASSERT(n == 0 || pages[n - 1] < t->len / t->page_size);
@@ -123,24 +125,18 @@ size_t tracker_collect_dirty(struct tracker *t, uint64_t *pages, size_t max)
 	return n;
 }
 
-int tracker_protect_batch(struct tracker *t, const uint64_t *pages, size_t n)
+int tracker_written_since(struct tracker *t, const uint64_t *pages, size_t n, uint8_t *written)
 {
-	if (t->ops->protect_batch == NULL)
-		return -1;
+	t->stats.rescans++;
 	if (n == 0)
 		return 0;
-	/* The guard binary-searches the batch and protects whole pages of the range. */
-	PMT_ASSERT(n <= t->len / t->page_size && pages[n - 1] < t->len / t->page_size);
+	PMT_ASSERT(pages[n - 1] < t->len / t->page_size);
 	for (size_t k = 1; k < n; k++)
 		PMT_ASSERT(pages[k - 1] < pages[k]);
-	int r = t->ops->protect_batch(t, pages, n);
-	if (r == 0)
-		t->stats.batches_guarded++;
+	int r = t->ops->written_since(t, pages, n, written);
+	if (r != 0) {
+		t->stats.rescan_failures++;
+		memset(written, 1, n);
+	}
 	return r;
-}
-
-void tracker_release_batch(struct tracker *t)
-{
-	if (t->ops->release_batch != NULL)
-		t->ops->release_batch(t);
 }

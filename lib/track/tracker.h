@@ -9,8 +9,7 @@
  *                       PAGEMAP_SCAN ioctl with PM_SCAN_WP_MATCHING: the
  *                       kernel resolves first writes itself; one ioctl
  *                       returns the written pages and re-protects them
- *   tracker_mprotect.c  SIGSEGV + mprotect, for older kernels (and the uffd
- *                       backend's batch guard)
+ *   tracker_mprotect.c  SIGSEGV + mprotect, for older kernels
  *   fault_signal.c      the process's SIGSEGV disposition: our handler, and
  *                       chaining to the application's own (fault_signal.h)
  *   tracker.c           backend choice, open/close/collect, counters
@@ -52,9 +51,9 @@ struct tracker_stats {
 	uint64_t overflows;	/* mprotect: VMA budget exceeded, range unprotected */
 	uint64_t scan_errors;	/* uffd: PAGEMAP_SCAN failed; the whole range was
 				 * reported dirty instead */
-	uint64_t batches_guarded;	/* protect_batch calls that succeeded */
-	uint64_t guard_faults;	/* writes that hit a guarded page (uffd) */
-	uint64_t guard_giveups;	/* guards released early (too many splits) */
+	uint64_t rescans;	/* tracker_written_since calls */
+	uint64_t rescan_failures; /* of which could not tell (every page counted
+				 * as written) */
 };
 
 struct tracker_ops {
@@ -68,16 +67,16 @@ struct tracker_ops {
 	 * a quiescent point.  If more than max pages are dirty, returns the
 	 * first max and leaves the rest dirty for the next call. */
 	size_t (*collect_dirty)(struct tracker *t, uint64_t *pages, size_t max);
-	/* Copy-before-write (epoch.c): make the pages just collected fault on
-	 * their next write, from any thread, until release_batch, so that the
-	 * copy-before-write hook (tracker_set_cow_hook) sees each such write
-	 * before it lands.  Called at the quiescent point right after
-	 * collect_dirty with what it returned.  Returns 0, or -1 when the
-	 * pages cannot be guarded (the caller copies them instead). */
-	int (*protect_batch)(struct tracker *t, const uint64_t *pages, size_t n);
-	/* End of the write-back: the guard of protect_batch is no longer
-	 * needed (pages stay tracked as before). */
-	void (*release_batch)(struct tracker *t);
+	/* Without re-arming anything, set written[k] to 1 for each pages[k]
+	 * (ascending, as collect_dirty returned them) written since the
+	 * previous collection, and to 0 for the others; those pages stay
+	 * marked for the next collection.  The epoch's write-back (epoch.c)
+	 * asks this after it read the live pages of a batch: a page written
+	 * meanwhile may hold a mix of two states.  Returns 0, or -1 when the
+	 * backend cannot tell (the caller must then count every page as
+	 * written).  Any thread; cheap: no fault, no protection change. */
+	int (*written_since)(struct tracker *t, const uint64_t *pages, size_t n,
+			     uint8_t *written);
 	/* Optional (tracker_cover): make first writes to [base, base+len)
 	 * tracked exactly from now on.  NULL: attach already did. */
 	int (*cover)(struct tracker *t, size_t len);
@@ -177,40 +176,9 @@ void tracker_prefault(void *addr, size_t len);
 typedef void (*tracker_write_hook)(void *addr, void *ucontext);
 void tracker_set_write_hook(tracker_write_hook fn);
 
-/* Copy-before-write.  fn(lo, hi) is called before any page of [lo, hi) that
- * protect_batch guarded becomes writable again: on the writing thread's
- * write fault (in the SIGSEGV handler: fn must be async-signal-safe), in
- * tracker_prefault before a system call writes there, and for the whole
- * range before a backend gives up page protection.  fn saves whatever pages
- * of the batch in flight are in [lo, hi) and returns; it may be called for
- * pages outside any batch, and after the batch ended.  NULL turns it off. */
-typedef void (*tracker_cow_hook)(uintptr_t lo, uintptr_t hi);
-void tracker_set_cow_hook(tracker_cow_hook fn);
-/* ops->protect_batch / release_batch, counted in t->stats. */
-int tracker_protect_batch(struct tracker *t, const uint64_t *pages, size_t n);
-void tracker_release_batch(struct tracker *t);
-
-/* The uffd backend's batch guard (tracker_mprotect.c, its faults through
- * fault_signal.c):
- * mprotect read-only a few ranges covering pages[0..n) (gaps between
- * batch pages of up to TRACKER_GUARD_GAP pages are covered too, and wider
- * ones until at most TRACKER_GUARD_RANGES ranges remain), so that every
- * write there faults; the handler calls the cow hook for the page and makes
- * it writable (the uffd write-protect bit still records the write) --
- * with the rest of its aligned block of TRACKER_GUARD_FAULT_AROUND pages
- * inside the same range, saved first and unprotected by the same mprotect.
- * tracker_guard_register at attach installs the handler for the range;
- * tracker_guard_unregister at detach.  */
-#define TRACKER_GUARD_GAP 64
-#define TRACKER_GUARD_RANGES 256
-#define TRACKER_GUARD_FAULT_AROUND 16
-/* Pages the guard makes writable one by one during a batch before it gives
- * up and unprotects all its ranges at once (after saving every page). */
-#define TRACKER_GUARD_MAX_SPLITS 8192
-int tracker_guard_register(struct tracker *t);
-void tracker_guard_unregister(struct tracker *t);
-int tracker_guard_protect(struct tracker *t, const uint64_t *pages, size_t n);
-void tracker_guard_release(struct tracker *t);
+/* ops->written_since, counted in t->stats; -1 (every page written) when the
+ * backend cannot tell. */
+int tracker_written_since(struct tracker *t, const uint64_t *pages, size_t n, uint8_t *written);
 
 /* The mprotect backend keeps at most this many separately writable runs of
  * pages per epoch (each costs up to two VMAs; vm.max_map_count is 65530 by

@@ -13,9 +13,8 @@
  * ones).
  *
  * The faults come through fault_signal.c, which owns the process's SIGSEGV
- * disposition: claim_fault below takes the first writes to tracked pages
- * (and the writes to the uffd backend's guarded pages); every other fault
- * goes to the application's own disposition. */
+ * disposition: claim_fault below takes the first writes to tracked pages;
+ * every other fault goes to the application's own disposition. */
 #include "track/tracker.h"
 
 #include "base/log.h"
@@ -33,6 +32,10 @@
 
 /* Trackers that may be attached at once (the heap, plus tests and tools). */
 #define MAX_TRACKERS 8
+
+/* A collection re-protects collected pages up to this many clean pages
+ * apart with one mprotect (the clean ones are read-only already). */
+#define REPROTECT_GAP 64
 
 /* pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst). */
 #define PM_ENTRY_PRESENT (1ULL << 63)
@@ -59,27 +62,11 @@ static _Atomic(struct mp_impl *) active[MAX_TRACKERS];
  * detach waits for them before freeing what they may be reading. */
 static atomic_int readers_inside;
 
-/* Serialises attach and detach (of trackers and guards): a slot is
+/* Serialises attach and detach: a slot is
  * published only once the SIGSEGV handler is installed. */
 static prim_lock_t slots_lock = PRIM_LOCK_INIT;
 
 /* ---- dirty bitmap ---- */
-
-static _Atomic(tracker_cow_hook) cow_hook;
-
-void tracker_set_cow_hook(tracker_cow_hook fn)
-{
-	atomic_store(&cow_hook, fn);
-}
-
-/* Pages of [lo, hi) are about to become writable: let the epoch save the
- * ones its write-back still needs.  Async-signal-safe. */
-static void before_writable(uintptr_t lo, uintptr_t hi)
-{
-	tracker_cow_hook fn = atomic_load_explicit(&cow_hook, memory_order_acquire);
-	if (fn != NULL)
-		fn(lo, hi);
-}
 
 static bool page_dirty(const struct mp_impl *m, size_t i)
 {
@@ -92,8 +79,7 @@ static void go_overflow(struct mp_impl *m)
 		return;
 	/* Every page is marked before it is made writable, but from here on
 	 * writes are not seen at all: the next collection falls back to
-	 * pagemap. */
-	before_writable(m->lo, m->hi);
+	 * pagemap, and written_since cannot tell until then. */
 	if (mprotect((void *)m->lo, m->hi - m->lo, PROT_READ | PROT_WRITE) != 0)
 		log_msg(LOG_ERR, "cannot unprotect the persistent heap after too many dirty "
 			"runs (errno %d)", errno);
@@ -174,281 +160,22 @@ static bool handle_tracked_write(uintptr_t a, void *ucv)
 		__atomic_fetch_add(&m->t->stats.faults, 1, __ATOMIC_RELAXED);
 		if (atomic_load(&m->overflow))
 			return true;	/* the whole range is writable already */
-		before_writable(m->lo + page * m->ps, m->lo + (page + 1) * m->ps);
 		return set_access(m, page, 1, true) == 0;
 	}
 	return false;
 }
 
 
-/* ---- the batch guard: copy-before-write for the uffd backend ----
- *
- * uffd's asynchronous write-protection resolves writes without telling
- * anyone, so during an epoch's write-back the pages being persisted are
- * also made read-only with mprotect: a write to one faults here, the cow
- * hook saves the page and its neighbours (guard_cluster), and they become
- * writable with one mprotect (their uffd bits still record which of them
- * are written, for the next epoch).  A few covering ranges keep
- * the pause's mprotect calls few; pages in the gaps just fault once. */
-
-static bool claim_fault(const siginfo_t *si, void *ucv);
-
-struct guard_range {
-	uintptr_t lo, hi;
-};
-
-struct guard {
-	struct tracker *t;
-	uintptr_t lo, hi;		/* the tracked range */
-	size_t ps;
-	atomic_bool armed;		/* ranges[] are read-only */
-	atomic_long splits;		/* pages made writable one by one */
-	atomic_ulong releases;		/* times the ranges were made writable again */
-	size_t nranges;
-	struct guard_range ranges[TRACKER_GUARD_RANGES];
-};
-
-static _Atomic(struct guard *) guards[MAX_TRACKERS];
-/* A write fault in a guarded range while no guard is armed is normally a
- * fault that raced with the release (the retry succeeds); the same address
- * faulting twice with no release in between is the application's own.  (A
- * thread whose first write after each pause hits the same hot word, and
- * whose signal is delivered only after the short write-back's release, races
- * at that address epoch after epoch: the release count tells those apart.) */
-static __thread uintptr_t guard_stale_addr;
-static __thread unsigned long guard_stale_releases;
-
-static struct guard *guard_of(const struct tracker *t)
-{
-	for (int i = 0; i < MAX_TRACKERS; i++) {
-		struct guard *g = atomic_load(&guards[i]);
-		if (g != NULL && g->t == t)
-			return g;
-	}
-	return NULL;
-}
-
-static void guard_unprotect_ranges(struct guard *g)
-{
-	for (size_t r = 0; r < g->nranges; r++)
-		if (mprotect((void *)g->ranges[r].lo, g->ranges[r].hi - g->ranges[r].lo,
-			     PROT_READ | PROT_WRITE) != 0)
-			log_msg(LOG_ERR, "cannot unprotect %#lx..%#lx after an epoch's write-back "
-				"(errno %d)", (unsigned long)g->ranges[r].lo,
-				(unsigned long)g->ranges[r].hi, errno);
-}
-
-/* Too many single-page splits (or one failed, say at vm.max_map_count):
- * save every page of the batch and unprotect all ranges at once. */
-static void guard_give_up(struct guard *g)
-{
-	before_writable(g->lo, g->hi);
-	guard_unprotect_ranges(g);
-	atomic_fetch_add(&g->releases, 1);
-	if (atomic_exchange(&g->armed, false))
-		__atomic_fetch_add(&g->t->stats.guard_giveups, 1, __ATOMIC_RELAXED);
-}
-
-/* Fault-around: the aligned block of TRACKER_GUARD_FAULT_AROUND pages
- * holding page pg, clipped to the guarded range that holds pg (the page
- * alone when none does: a fault racing a re-arm).  Programs that write one
- * page of a batch mostly write its neighbours too, so saving them now costs
- * a few page copies where each of their own write faults would cost a
- * signal and an mprotect that splits a VMA. */
-static void guard_cluster(const struct guard *g, uintptr_t pg, uintptr_t *lo, uintptr_t *hi)
-{
-	*lo = pg;
-	*hi = pg + g->ps;
-	size_t a = 0, z = g->nranges;	/* ranges ascend: the last with lo <= pg */
-	while (a < z) {
-		size_t m = a + (z - a) / 2;
-		if (g->ranges[m].lo <= pg)
-			a = m + 1;
-		else
-			z = m;
-	}
-	if (a == 0 || pg >= g->ranges[a - 1].hi)
-		return;
-	const struct guard_range *r = &g->ranges[a - 1];
-	uintptr_t block = (uintptr_t)TRACKER_GUARD_FAULT_AROUND * g->ps;
-	uintptr_t b_lo = pg - (pg - g->lo) % block;
-	uintptr_t b_hi = b_lo + block;
-	*lo = b_lo > r->lo ? b_lo : r->lo;
-	*hi = b_hi < r->hi ? b_hi : r->hi;
-}
-
-static bool handle_guarded_write(uintptr_t a)
-{
-	for (int i = 0; i < MAX_TRACKERS; i++) {
-		struct guard *g = atomic_load(&guards[i]);
-		if (g == NULL || a < g->lo || a >= g->hi)
-			continue;
-		uintptr_t pg = a & ~(uintptr_t)(g->ps - 1);
-		if (!atomic_load(&g->armed)) {
-			unsigned long rel = atomic_load(&g->releases);
-			if (guard_stale_addr == a && guard_stale_releases == rel)
-				return false;
-			guard_stale_addr = a;
-			guard_stale_releases = rel;
-			return true;
-		}
-		guard_stale_addr = 0;
-		uintptr_t lo, hi;
-		guard_cluster(g, pg, &lo, &hi);
-		/* Saved before writable: once the mprotect returns, another
-		 * thread may write any page of the cluster without a fault. */
-		before_writable(lo, hi);
-		__atomic_fetch_add(&g->t->stats.guard_faults, 1, __ATOMIC_RELAXED);
-		if (atomic_fetch_add(&g->splits, 1) >= TRACKER_GUARD_MAX_SPLITS ||
-		    mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE) != 0)
-			guard_give_up(g);
-		return true;
-	}
-	return false;
-}
-
-/* fault_signal's claim: a first write to a tracked page, or a write to a
- * page the batch guard protected.  In the SIGSEGV handler. */
+/* fault_signal's claim: a first write to a tracked page.  In the SIGSEGV
+ * handler. */
 static bool claim_fault(const siginfo_t *si, void *ucv)
 {
 	if (!may_be_write(si, ucv))
 		return false;
 	atomic_fetch_add(&readers_inside, 1);
 	bool ours = handle_tracked_write((uintptr_t)si->si_addr, ucv);
-	if (!ours)
-		ours = handle_guarded_write((uintptr_t)si->si_addr);
 	atomic_fetch_sub(&readers_inside, 1);
 	return ours;
-}
-
-/* A system call is about to write [a, e): save and unprotect its pages. */
-static void guard_prefault(uintptr_t a, uintptr_t e)
-{
-	for (int i = 0; i < MAX_TRACKERS; i++) {
-		struct guard *g = atomic_load(&guards[i]);
-		if (g == NULL || !atomic_load(&g->armed))
-			continue;
-		uintptr_t lo = a > g->lo ? a : g->lo;
-		uintptr_t hi = e < g->hi ? e : g->hi;
-		if (lo >= hi)
-			continue;
-		lo &= ~(uintptr_t)(g->ps - 1);
-		hi = (hi + g->ps - 1) & ~(uintptr_t)(g->ps - 1);
-		before_writable(lo, hi);
-		if (atomic_fetch_add(&g->splits, 1) >= TRACKER_GUARD_MAX_SPLITS ||
-		    mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE) != 0)
-			guard_give_up(g);
-	}
-}
-
-int tracker_guard_register(struct tracker *t)
-{
-	struct guard *g = prim_map_any(sizeof(*g));
-	if (g == NULL) {
-		err_set_errno(errno, "cannot allocate the write-back guard");
-		return -1;
-	}
-	g->t = t;
-	g->lo = (uintptr_t)t->base;
-	g->hi = g->lo + t->len;
-	g->ps = t->page_size;
-	prim_lock(&slots_lock);
-	int slot = -1;
-	for (int i = 0; i < MAX_TRACKERS && slot < 0; i++)
-		if (atomic_load(&guards[i]) == NULL)
-			slot = i;
-	if (slot < 0 || fault_signal_install(claim_fault) != 0) {
-		prim_unlock(&slots_lock);
-		err_set_errno(slot < 0 ? EMFILE : errno, "cannot install the write-back guard's "
-			      "SIGSEGV handler");
-		prim_unmap(g, sizeof(*g));
-		return -1;
-	}
-	atomic_store(&guards[slot], g);
-	prim_unlock(&slots_lock);
-	return 0;
-}
-
-void tracker_guard_unregister(struct tracker *t)
-{
-	prim_lock(&slots_lock);
-	struct guard *g = NULL;
-	for (int i = 0; i < MAX_TRACKERS; i++) {
-		struct guard *c = atomic_load(&guards[i]);
-		if (c != NULL && c->t == t) {
-			g = c;
-			atomic_store(&guards[i], NULL);
-		}
-	}
-	if (g == NULL) {
-		prim_unlock(&slots_lock);
-		return;
-	}
-	/* Also in a fork child, whose copy of the ranges is still read-only. */
-	if (atomic_load(&g->armed)) {
-		guard_unprotect_ranges(g);
-		atomic_store(&g->armed, false);
-	}
-	fault_signal_uninstall();
-	prim_unlock(&slots_lock);
-	while (atomic_load(&readers_inside) != 0)
-		sched_yield();
-	prim_unmap(g, sizeof(*g));
-}
-
-int tracker_guard_protect(struct tracker *t, const uint64_t *pages, size_t n)
-{
-	struct guard *g = guard_of(t);
-	if (g == NULL || n == 0)
-		return g == NULL ? -1 : 0;
-	/* The smallest gap width (from TRACKER_GUARD_GAP up) that leaves at
-	 * most TRACKER_GUARD_RANGES ranges.  A covered gap page costs ~20 ns
-	 * in mprotect, a range ~2 us, and a gap page written during the
-	 * write-back one fault. */
-	uint64_t gap = TRACKER_GUARD_GAP;
-	for (;;) {
-		size_t ranges = 1;
-		for (size_t k = 1; k < n; k++)
-			if (pages[k] - pages[k - 1] - 1 > gap)
-				ranges++;
-		if (ranges <= TRACKER_GUARD_RANGES)
-			break;
-		gap *= 2;
-	}
-	g->nranges = 0;
-	size_t first = 0;
-	for (size_t k = 1; k <= n; k++) {
-		if (k < n && pages[k] - pages[k - 1] - 1 <= gap)
-			continue;
-		g->ranges[g->nranges++] = (struct guard_range){
-			g->lo + pages[first] * g->ps, g->lo + (pages[k - 1] + 1) * g->ps };
-		first = k;
-	}
-	atomic_store(&g->splits, 0);
-	atomic_store(&g->armed, true);
-	for (size_t r = 0; r < g->nranges; r++) {
-		if (mprotect((void *)g->ranges[r].lo, g->ranges[r].hi - g->ranges[r].lo,
-			     PROT_READ) != 0) {
-			int e = errno;
-			g->nranges = r;
-			guard_unprotect_ranges(g);
-			g->nranges = 0;
-			atomic_store(&g->armed, false);
-			err_set_errno(e, "cannot write-protect the pages of an epoch's write-back");
-			return -1;
-		}
-	}
-	return 0;
-}
-
-void tracker_guard_release(struct tracker *t)
-{
-	struct guard *g = guard_of(t);
-	if (g == NULL || !atomic_load(&g->armed))
-		return;
-	guard_unprotect_ranges(g);
-	atomic_fetch_add(&g->releases, 1);
-	atomic_store(&g->armed, false);
 }
 
 /* ---- prefault ---- */
@@ -473,12 +200,9 @@ void tracker_prefault(void *addr, size_t len)
 		/* Marked before made writable: a write from another thread in
 		 * between must not go unrecorded. */
 		mark_pages(m, first, count);
-		if (!atomic_load(&m->overflow)) {
-			before_writable(m->lo + first * m->ps, m->lo + (first + count) * m->ps);
+		if (!atomic_load(&m->overflow))
 			(void)set_access(m, first, count, true);
-		}
 	}
-	guard_prefault(a, e);
 	atomic_fetch_sub(&readers_inside, 1);
 }
 
@@ -666,7 +390,7 @@ static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 			 * read-only already: re-protecting a covering range
 			 * costs one call instead of one per run (each call
 			 * splits VMAs and flushes the TLB). */
-			if (run_len > 0 && i - (run_start + run_len) <= TRACKER_GUARD_GAP) {
+			if (run_len > 0 && i - (run_start + run_len) <= REPROTECT_GAP) {
 				run_len = i - run_start + 1;
 			} else {
 				if (run_len > 0)
@@ -713,26 +437,30 @@ static void mp_detach(struct tracker *t)
 	t->impl = NULL;
 }
 
-/* collect_dirty left every collected page read-only, and the fault path
- * calls the cow hook before it unprotects one: nothing to add. */
-static int mp_protect_batch(struct tracker *t, const uint64_t *pages, size_t n)
+/* The bitmap holds exactly the pages marked since the collection (each is
+ * marked before it becomes writable, so before any store to it lands), and
+ * reading it changes nothing.  After an overflow writes are no longer seen
+ * at all. */
+static int mp_written_since(struct tracker *t, const uint64_t *pages, size_t n, uint8_t *written)
 {
-	(void)pages;
-	(void)n;
 	struct mp_impl *m = t->impl;
+	/* The caller read the pages' contents before asking: a store it saw
+	 * was preceded by its page's mark (the handler marks, then
+	 * mprotects), so the mark must be seen too. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load(&m->overflow))
+		return -1;
+	for (size_t k = 0; k < n; k++)
+		written[k] = page_dirty(m, (size_t)pages[k]);
+	/* An overflow that began while we read may have let stores through
+	 * unmarked. */
 	return atomic_load(&m->overflow) ? -1 : 0;
-}
-
-static void mp_release_batch(struct tracker *t)
-{
-	(void)t;
 }
 
 const struct tracker_ops tracker_mprotect_ops = {
 	.name = "mprotect",
 	.attach = mp_attach,
 	.collect_dirty = mp_collect,
-	.protect_batch = mp_protect_batch,
-	.release_batch = mp_release_batch,
+	.written_since = mp_written_since,
 	.detach = mp_detach,
 };

@@ -7,7 +7,9 @@
  * kernel write such as read() into the page works and is seen too).
  * WP_UNPOPULATED makes protection stick to never-touched pages as well.
  * PAGEMAP_SCAN with PM_SCAN_WP_MATCHING then lists the pages whose bit is
- * clear (PAGE_IS_WRITTEN) and sets it again, in one call.  No VMA is split. */
+ * clear (PAGE_IS_WRITTEN) and sets it again, in one call; without
+ * PM_SCAN_WP_MATCHING the same scan only looks (written_since).  No VMA is
+ * split and no signal is ever taken. */
 #include "track/tracker.h"
 
 #include "base/log.h"
@@ -272,10 +274,6 @@ static int uffd_attach(struct tracker *t)
 		goto fail_unregister;
 	}
 	t->impl = u;
-	/* Without the guard, epochs copy their pages inside the pause. */
-	if (tracker_guard_register(t) != 0)
-		log_msg(LOG_INFO, "%s; epochs copy their pages while the program is paused",
-			err_get());
 	return 0;
 
 fail_unregister:
@@ -360,12 +358,57 @@ static size_t uffd_collect(struct tracker *t, uint64_t *pages, size_t max)
 	return n;
 }
 
+/* PAGEMAP_SCAN without PM_SCAN_WP_MATCHING: the written regions over the
+ * batch's span, protection left as it is, walked beside the batch. */
+static int uffd_written_since(struct tracker *t, const uint64_t *pages, size_t n,
+			      uint8_t *written)
+{
+	struct uffd_impl *u = t->impl;
+	if (u->all_dirty_from != SIZE_MAX)
+		return -1;	/* a failed scan is pending: nothing is known */
+	const uint64_t base = (uintptr_t)t->base;
+	const size_t ps = t->page_size;
+	memset(written, 0, n);
+	uint64_t start = base + pages[0] * ps;
+	const uint64_t end = base + (pages[n - 1] + 1) * ps;
+	size_t k = 0;
+	while (start < end && k < n) {
+		struct pm_scan_arg arg = {
+			.size = sizeof(arg),
+			.flags = PM_SCAN_CHECK_WPASYNC,
+			.start = start,
+			.end = end,
+			.vec = (uintptr_t)u->regions,
+			.vec_len = REGION_BATCH,
+			.category_mask = PAGE_IS_WRITTEN,
+			.return_mask = PAGE_IS_WRITTEN,
+		};
+		long r = ioctl(u->pagemap, PAGEMAP_SCAN, &arg);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		for (long i = 0; i < r && k < n; i++) {
+			uint64_t lo = (u->regions[i].start - base) / ps;
+			uint64_t hi = (u->regions[i].end - base) / ps;
+			while (k < n && pages[k] < lo)
+				k++;
+			for (; k < n && pages[k] < hi; k++)
+				written[k] = 1;
+		}
+		if (arg.walk_end <= start)
+			break;
+		start = arg.walk_end;
+	}
+	return 0;
+}
+
 static void uffd_detach(struct tracker *t)
 {
 	struct uffd_impl *u = t->impl;
 	if (u == NULL)
 		return;
-	tracker_guard_unregister(t);
 	/* In a fork child the descriptors still speak about the parent's
 	 * memory: only close them (the child's copy of the range was not
 	 * registered, since no UFFD_FEATURE_EVENT_FORK was asked for). */
@@ -437,8 +480,7 @@ const struct tracker_ops tracker_uffd_ops = {
 	.name = "uffd",
 	.attach = uffd_attach,
 	.collect_dirty = uffd_collect,
-	.protect_batch = tracker_guard_protect,
-	.release_batch = tracker_guard_release,
+	.written_since = uffd_written_since,
 	.cover = uffd_cover,
 	.detach = uffd_detach,
 };

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # paired_counts.sh -- two builds of the runtime side by side on the same
 # workloads, interleaved (the order alternates round by round), printing per
-# run the counts that do not depend on machine load (guard faults, pages
-# saved from PMTHREADS_STATS; fault exceptions and context switches from
+# run the counts that do not depend on machine load (pages copied in the
+# pause, conflicts, carried-over write-backs from PMTHREADS_STATS; fault exceptions and context switches from
 # perf stat) beside the workload's own computation time.
 #
 # Usage: paired_counts.sh BUILD_A BUILD_B [ROUNDS [WORKLOAD,...]]
@@ -38,7 +38,7 @@ one() {	# one() LABEL BUILD WORKLOAD
 	st=$(python3 -c "
 import json
 d = json.load(open('$d/stats.json'))
-print(' '.join(f'{k}={d[k]}' for k in ('tracker_guard_faults', 'pages_saved', 'pages_persisted',
+print(' '.join(f'{k}={d[k]}' for k in ('pages_saved', 'conflict_pages', 'carried_epochs', 'pages_persisted',
                                       'pause_ns_p99', 'period_ns_p50') if k in d))" 2>/dev/null || echo "no stats")
 	echo "$label $w $t $pf$st"
 }

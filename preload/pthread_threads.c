@@ -13,6 +13,7 @@
 #include "quiesce/quiesce.h"
 #include "real.h"
 
+#include "track/fault_signal.h"
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -26,6 +27,7 @@ extern void __libc_free(void *);
 struct trampoline {
 	void *(*start)(void *);
 	void *arg;
+	bool blocks_segv;	/* the creator's view of its mask (fault_signal.h) */
 };
 
 static __thread bool exit_done __attribute__((tls_model("initial-exec")));
@@ -52,6 +54,7 @@ static void *thread_main(void *p)
 {
 	struct trampoline t = *(struct trampoline *)p;
 	__libc_free(p);
+	fault_signal_set_app_blocked(t.blocks_segv);
 	wrapped = true;
 	quiesce_thread_start();
 	void *ret;
@@ -69,6 +72,7 @@ PMT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 		return EAGAIN;
 	t->start = start;
 	t->arg = arg;
+	t->blocks_segv = fault_signal_app_blocked();
 	int r = REAL(create)(th, attr, thread_main, t);
 	if (r != 0)
 		__libc_free(t);

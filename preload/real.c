@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* real -- resolving the interposed libc functions.  See real.h. */
 #include "real.h"
+#include "track/fault_signal.h"
 
 #include "base/log.h"
 #include "prim/prim.h"
@@ -116,6 +117,9 @@ void real_resolve(void)
 	NEXT(sigmask, "pthread_sigmask");
 	NEXT(sigsuspend, "sigsuspend");
 	NEXT(malloc_usable_size, "malloc_usable_size");
+	/* The SIGSEGV handler sets the mask of a chained application handler
+	 * with libc's own call. */
+	fault_signal_use_sigmask(real_fn.sigmask);
 	__atomic_store_n(&real_resolved, 1, __ATOMIC_RELEASE);
 	prim_unlock(&resolve_lock);
 }

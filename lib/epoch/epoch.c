@@ -158,9 +158,22 @@ void epoch_pipeline_abandon(struct epoch_pipeline *ep)
 
 /* ---- the two halves ---- */
 
+/* Whether batch page k is likely to be written right after the gate
+ * reopens: hot (written during a recent write-back), or the last page of a
+ * run of dirty pages -- where a thread filling a buffer in order stood when
+ * the gate closed, and goes on writing first. */
+static bool likely_written_next(const struct epoch_pipeline *ep, const struct epoch_batch *b,
+				size_t k)
+{
+	if (ep->heat[b->pages[k]] != 0)
+		return true;
+	return k > 0 && b->pages[k - 1] + 1 == b->pages[k] &&
+	       (k + 1 == b->n || b->pages[k + 1] != b->pages[k] + 1);
+}
+
 /* Copy batch pages into slots now, while paused: every page when all, else
- * the hot ones, up to budget.  Adjacent pages that get adjacent slots are
- * copied with one memcpy. */
+ * those likely to be written next, up to budget.  Adjacent pages that get
+ * adjacent slots are copied with one memcpy. */
 static void copy_in_pause(struct epoch_pipeline *ep, struct epoch_batch *b, bool all,
 			  size_t budget)
 {
@@ -168,7 +181,7 @@ static void copy_in_pause(struct epoch_pipeline *ep, struct epoch_batch *b, bool
 	uint32_t used = 0;
 	size_t run_k = 0, run_len = 0;	/* pages[run_k..] -> slots[slot[run_k]..] */
 	for (size_t k = 0; k < b->n; k++) {
-		bool copy = used < budget && (all || ep->heat[b->pages[k]] != 0);
+		bool copy = used < budget && (all || likely_written_next(ep, b, k));
 		if (!copy) {
 			b->slot[k] = EPOCH_LIVE;
 			continue;
@@ -339,7 +352,7 @@ bool epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct ep
 			ep->counters.carried_epochs++;
 			ep->counters.conflict_pages += conflicts;
 		}
-		ep->counters.pages += st.pages;
+		ep->counters.pages += b->n;	/* as the epoch log counts them */
 		ep->counters.lines_written += st.lines_written;
 		ep->counters.bytes_written += st.bytes_written;
 		ep->counters.bytes_compared += st.bytes_compared;

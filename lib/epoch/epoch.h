@@ -94,7 +94,9 @@ struct epoch_counters {
 	uint64_t carried_epochs;	/* write-backs not published: a page read
 					 * live was written meanwhile */
 	uint64_t conflict_pages;	/* such pages, in all */
-	uint64_t pages;			/* dirty pages persisted */
+	uint64_t pages;			/* dirty pages written back (a page of a
+					 * carried-over attempt counts again in
+					 * the attempt that rewrites it) */
 	uint64_t lines_written;		/* 64-byte lines written to NVM */
 	uint64_t bytes_written;
 	uint64_t bytes_compared;	/* bytes diffed against the old copy */

@@ -95,6 +95,14 @@ static void die_by_default(int sig, const siginfo_t *si)
 		syscall(SYS_tgkill, getpid(), prim_gettid(), sig);
 }
 
+/* libc's pthread_sigmask, under the interposed one (fault_signal_sigmask). */
+static int (*real_sigmask)(int, const sigset_t *, sigset_t *) = pthread_sigmask;
+
+void fault_signal_use_sigmask(int (*real)(int, const sigset_t *, sigset_t *))
+{
+	real_sigmask = real;
+}
+
 /* Hand the signal to the application's disposition, as the kernel would
  * have: its mask (plus the signal unless SA_NODEFER) added to the
  * interrupted context's, SA_RESETHAND honoured. */
@@ -122,7 +130,9 @@ static void chain_to_application(int sig, siginfo_t *si, void *ucv)
 	sigorset(&mask, &mask, &app.sa_mask);
 	if (!(app.sa_flags & SA_NODEFER))
 		sigaddset(&mask, sig);
-	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	/* libc's own: this is the kernel's delivery, not the application
+	 * changing its mask (fault_signal_sigmask must not record it). */
+	real_sigmask(SIG_SETMASK, &mask, NULL);
 	if (with_info)
 		app.sa_sigaction(sig, si, ucv);
 	else
@@ -148,6 +158,9 @@ static void on_sigsegv(int sig, siginfo_t *si, void *ucv)
 	}
 	errno = saved_errno;
 }
+
+bool fault_signal_app_blocked(void) { return app_blocks_segv; }
+void fault_signal_set_app_blocked(bool blocked) { app_blocks_segv = blocked; }
 
 void fault_signal_filter_mask(sigset_t *mask)
 {

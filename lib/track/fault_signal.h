@@ -57,6 +57,14 @@ int fault_signal_sigaction(int sig, const struct sigaction *act, struct sigactio
  * SIGSEGV from sa_mask.)  Returns 0 or an error number. */
 int fault_signal_sigmask(int how, const sigset_t *set, sigset_t *old,
 			 int (*real)(int, const sigset_t *, sigset_t *));
+/* Whether the application believes SIGSEGV blocked in this thread.  A new
+ * thread inherits its creator's mask from the kernel and this view from
+ * preload/'s pthread_create, which passes it on. */
+bool fault_signal_app_blocked(void);
+void fault_signal_set_app_blocked(bool blocked);
+/* The libc pthread_sigmask under the interposed one (preload/ hands it over
+ * once resolved; the default is whatever pthread_sigmask the link binds). */
+void fault_signal_use_sigmask(int (*real)(int, const sigset_t *, sigset_t *));
 /* mask without SIGSEGV (for masks a call installs for its own duration:
  * sigsuspend, ppoll, pselect, epoll_pwait). */
 void fault_signal_filter_mask(sigset_t *mask);

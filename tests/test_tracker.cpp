@@ -232,6 +232,55 @@ TEST_CASE("random writes over many rounds are reported exactly", "[tracker][trac
 	}
 }
 
+TEST_CASE("written_since says which pages of a batch were written since, and re-arms nothing",
+	  "[tracker][trackers]")
+{
+	for (auto kind : backends()) {
+		INFO("backend " << kind_name(kind));
+		const size_t n = 200;
+		tracked r(kind, n);
+		std::mt19937_64 rng(777 + kind);
+		for (int round = 0; round < 30; round++) {
+			INFO("round " << round);
+			std::set<uint64_t> batch_set;
+			for (size_t pg = 0; pg < n; pg++)
+				if (rng() % 4 == 0) {
+					write_byte(r.at(pg, rng() % page), (unsigned char)round);
+					batch_set.insert(pg);
+				}
+			std::vector<uint64_t> batch = r.collect();
+			REQUIRE(batch == sorted(batch_set));
+			if (batch.empty())
+				continue;
+			// After the collection: some batch pages and some others
+			// written (the write-back's window), some only read.
+			std::set<uint64_t> later;
+			for (size_t pg = 0; pg < n; pg++) {
+				unsigned d = (unsigned)(rng() % 100);
+				if (d < 15) {
+					write_byte(r.at(pg, rng() % page), 0x5a);
+					later.insert(pg);
+				} else if (d < 30) {
+					(void)read_byte(r.at(pg, rng() % page));
+				}
+			}
+			std::vector<uint8_t> w(batch.size(), 7);
+			REQUIRE(tracker_written_since(r.t, batch.data(), batch.size(), w.data()) == 0);
+			for (size_t k = 0; k < batch.size(); k++) {
+				INFO("page " << batch[k]);
+				CHECK(w[k] == (later.count(batch[k]) ? 1 : 0));
+			}
+			// Asking twice changes nothing, and the next collection
+			// still reports every page written since.
+			std::vector<uint8_t> w2(batch.size(), 7);
+			REQUIRE(tracker_written_since(r.t, batch.data(), batch.size(), w2.data()) == 0);
+			CHECK(w2 == w);
+			CHECK(r.collect() == sorted(later));
+		}
+		CHECK(r.t->stats.rescan_failures == 0);
+	}
+}
+
 TEST_CASE("an extent bounds collection: every page written below it is reported",
 	  "[tracker][trackers]")
 {
@@ -537,6 +586,13 @@ TEST_CASE("mprotect: the VMA count stays bounded", "[tracker]")
 		CHECK(peak <= before + 2 * TRACKER_MPROTECT_MAX_RUNS + slack);
 		CHECK(count_vmas(r.base, r.npages * page) <= before + slack);	// unprotected as one VMA
 		CHECK(r.t->stats.overflows == 1);
+		// Writes are not seen any more: the write-back must not trust
+		// a read-only look until the next collection.
+		const uint64_t some[] = { 0, 1, 3 };
+		uint8_t w[3] = { 0, 0, 0 };
+		CHECK(tracker_written_since(r.t, some, 3, w) == -1);
+		CHECK((w[0] == 1 && w[1] == 1 && w[2] == 1));
+		CHECK(r.t->stats.rescan_failures == 1);
 		// Only the written pages were ever touched, so "touched" is
 		// exact here.
 		SECTION("collected at once")

@@ -74,7 +74,8 @@ struct tracker_ops {
 	 * asks this after it read the live pages of a batch: a page written
 	 * meanwhile may hold a mix of two states.  Returns 0, or -1 when the
 	 * backend cannot tell (the caller must then count every page as
-	 * written).  Any thread; cheap: no fault, no protection change. */
+	 * written).  Not concurrently with collect_dirty (they share buffers:
+	 * the epoch thread calls both); cheap: no fault, no protection change. */
 	int (*written_since)(struct tracker *t, const uint64_t *pages, size_t n,
 			     uint8_t *written);
 	/* Optional (tracker_cover): make first writes to [base, base+len)

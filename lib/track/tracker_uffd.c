@@ -304,6 +304,37 @@ static size_t report_all(struct tracker *t, struct uffd_impl *u, uint64_t *pages
 	return n;
 }
 
+/* One PAGEMAP_SCAN of [start, end) for written pages, into u->regions; with
+ * PM_SCAN_WP_MATCHING in flags the pages it reports are write-protected
+ * again.  max_pages 0: no limit.  Returns the number of regions (and sets
+ * *walk_end to where the walk stopped), or -1 with errno. */
+static long scan_written(struct uffd_impl *u, uint64_t start, uint64_t end, uint64_t flags,
+			 uint64_t max_pages, uint64_t *walk_end)
+{
+	for (;;) {
+		struct pm_scan_arg arg = {
+			.size = sizeof(arg),
+			/* CHECK_WPASYNC: a part of the range that lost its
+			 * registration (unmapped and remapped by someone)
+			 * fails the scan instead of silently reporting
+			 * nothing. */
+			.flags = flags | PM_SCAN_CHECK_WPASYNC,
+			.start = start,
+			.end = end,
+			.vec = (uintptr_t)u->regions,
+			.vec_len = REGION_BATCH,
+			.max_pages = max_pages,
+			.category_mask = PAGE_IS_WRITTEN,
+			.return_mask = PAGE_IS_WRITTEN,
+		};
+		long r = ioctl(u->pagemap, PAGEMAP_SCAN, &arg);
+		if (r < 0 && errno == EINTR)
+			continue;
+		*walk_end = arg.walk_end;
+		return r;
+	}
+}
+
 static size_t uffd_collect(struct tracker *t, uint64_t *pages, size_t max)
 {
 	struct uffd_impl *u = t->impl;
@@ -318,25 +349,9 @@ static size_t uffd_collect(struct tracker *t, uint64_t *pages, size_t max)
 	uint64_t start = base;
 	size_t n = 0;
 	while (n < max && start < end) {
-		struct pm_scan_arg arg = {
-			.size = sizeof(arg),
-			/* CHECK_WPASYNC: a part of the range that lost its
-			 * registration (unmapped and remapped by someone)
-			 * fails the scan instead of silently reporting
-			 * nothing. */
-			.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
-			.start = start,
-			.end = end,
-			.vec = (uintptr_t)u->regions,
-			.vec_len = REGION_BATCH,
-			.max_pages = max - n,
-			.category_mask = PAGE_IS_WRITTEN,
-			.return_mask = PAGE_IS_WRITTEN,
-		};
-		long r = ioctl(u->pagemap, PAGEMAP_SCAN, &arg);
+		uint64_t walk_end;
+		long r = scan_written(u, start, end, PM_SCAN_WP_MATCHING, max - n, &walk_end);
 		if (r < 0) {
-			if (errno == EINTR)
-				continue;
 			log_msg(LOG_ERR, "PAGEMAP_SCAN over the persistent heap failed (%s); "
 				"persisting every page of it this epoch", strerror(errno));
 			t->stats.scan_errors++;
@@ -350,9 +365,9 @@ static size_t uffd_collect(struct tracker *t, uint64_t *pages, size_t max)
 			     a += t->page_size)
 				pages[n++] = (a - base) / t->page_size;
 		}
-		if (arg.walk_end <= start)
+		if (walk_end <= start)
 			break;		/* no progress: nothing more to find */
-		start = arg.walk_end;
+		start = walk_end;
 	}
 	t->stats.faults += n;
 	return n;
@@ -373,22 +388,10 @@ static int uffd_written_since(struct tracker *t, const uint64_t *pages, size_t n
 	const uint64_t end = base + (pages[n - 1] + 1) * ps;
 	size_t k = 0;
 	while (start < end && k < n) {
-		struct pm_scan_arg arg = {
-			.size = sizeof(arg),
-			.flags = PM_SCAN_CHECK_WPASYNC,
-			.start = start,
-			.end = end,
-			.vec = (uintptr_t)u->regions,
-			.vec_len = REGION_BATCH,
-			.category_mask = PAGE_IS_WRITTEN,
-			.return_mask = PAGE_IS_WRITTEN,
-		};
-		long r = ioctl(u->pagemap, PAGEMAP_SCAN, &arg);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
+		uint64_t walk_end;
+		long r = scan_written(u, start, end, 0, 0, &walk_end);
+		if (r < 0)
 			return -1;
-		}
 		for (long i = 0; i < r && k < n; i++) {
 			uint64_t lo = (u->regions[i].start - base) / ps;
 			uint64_t hi = (u->regions[i].end - base) / ps;
@@ -397,9 +400,9 @@ static int uffd_written_since(struct tracker *t, const uint64_t *pages, size_t n
 			for (; k < n && pages[k] < hi; k++)
 				written[k] = 1;
 		}
-		if (arg.walk_end <= start)
+		if (walk_end <= start)
 			break;
-		start = arg.walk_end;
+		start = walk_end;
 	}
 	return 0;
 }

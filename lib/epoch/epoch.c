@@ -171,23 +171,26 @@ static bool likely_written_next(const struct epoch_pipeline *ep, const struct ep
 	       (k + 1 == b->n || b->pages[k + 1] != b->pages[k] + 1);
 }
 
-/* Copy batch pages into slots now, while paused: every page when all, else
- * those likely to be written next, up to budget.  Adjacent pages that get
- * adjacent slots are copied with one memcpy. */
+/* Copy batch pages into slots now, while paused: every page when all; else
+ * those likely to be written next, then (in a retry, every < budget) the
+ * others, up to budget pages.  Pages adjacent in the heap and in the slots
+ * are copied with one memcpy. */
 static void copy_in_pause(struct epoch_pipeline *ep, struct epoch_batch *b, bool all,
-			  size_t budget)
+			  bool others, size_t budget)
 {
 	const size_t ps = ep->ps;
 	uint32_t used = 0;
+	for (size_t k = 0; k < b->n; k++)
+		b->slot[k] = all || (used < budget && likely_written_next(ep, b, k)) ? used++
+										 : EPOCH_LIVE;
+	for (size_t k = 0; others && k < b->n && used < budget; k++)
+		if (b->slot[k] == EPOCH_LIVE)
+			b->slot[k] = used++;
 	size_t run_k = 0, run_len = 0;	/* pages[run_k..] -> slots[slot[run_k]..] */
-	for (size_t k = 0; k < b->n; k++) {
-		bool copy = used < budget && (all || likely_written_next(ep, b, k));
-		if (!copy) {
-			b->slot[k] = EPOCH_LIVE;
+	for (size_t k = 0; k <= b->n; k++) {
+		if (k < b->n && b->slot[k] == EPOCH_LIVE)
 			continue;
-		}
-		b->slot[k] = used++;
-		if (run_len > 0 && b->pages[k] == b->pages[run_k] + run_len &&
+		if (k < b->n && run_len > 0 && b->pages[k] == b->pages[run_k] + run_len &&
 		    b->slot[k] == b->slot[run_k] + run_len) {
 			run_len++;
 			continue;
@@ -198,9 +201,6 @@ static void copy_in_pause(struct epoch_pipeline *ep, struct epoch_batch *b, bool
 		run_k = k;
 		run_len = 1;
 	}
-	if (run_len > 0)
-		memcpy(ep->slots + (size_t)b->slot[run_k] * ps, ep->heap + b->pages[run_k] * ps,
-		       run_len * ps);
 	b->nslots = used;
 }
 
@@ -227,9 +227,15 @@ struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
 		size_t nsr = pool_summed_ranges(ep->pool, sr);
 		for (size_t k = 0; k < b->n; k++)
 			b->summed[k] = pool_in_ranges(sr, nsr, b->pages[k]);
-		bool all = ep->opts.copy_in_pause || final || ep->carried >= EPOCH_CARRY_MAX;
-		size_t budget = all ? b->n : (size_t)EPOCH_COPY_BUDGET << (2 * ep->carried);
-		copy_in_pause(ep, b, all, budget);
+		bool all = ep->opts.copy_in_pause || ep->carried >= EPOCH_CARRY_MAX;
+		size_t first = ep->opts.copy_budget != 0 ? ep->opts.copy_budget : EPOCH_COPY_BUDGET;
+		size_t budget = first << (ep->carried < 8 ? ep->carried : 8);
+		if (budget > first * EPOCH_COPY_BUDGET_GROWTH)
+			budget = first * EPOCH_COPY_BUDGET_GROWTH;
+		/* A retry's batch is what the program wrote during the last
+		 * write-back: recent, so all of it is likely to be written
+		 * again, and few. */
+		copy_in_pause(ep, b, all, ep->carried > 0, budget);
 		if (all)
 			ep->counters.paused_epochs++;
 	}
@@ -341,7 +347,10 @@ bool epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct ep
 		populate_pool(ep, b);
 		persist_epoch_begin(&pe, p, b->pages, b->n);
 		persist_epoch_write(&pe, &src, b->pages, b->n);
-		size_t conflicts = b->n != 0 && b->nslots < b->n ? count_conflicts(ep, b) : 0;
+		/* Asked even when every page was copied: which pages are hot
+		 * follows the writes (not in the paused mode, which has no
+		 * use for it). */
+		size_t conflicts = b->n != 0 && !ep->opts.copy_in_pause ? count_conflicts(ep, b) : 0;
 		durable = conflicts == 0;
 		persist_epoch_end(&pe, durable, &st);
 		if (durable) {

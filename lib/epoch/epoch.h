@@ -29,10 +29,13 @@
  *
  * Progress: pages written during a write-back become hot and are copied in
  * the next pauses (EPOCH_HOT_EPOCHS); each attempt carried over in a row
- * multiplies the budget by 4 (EPOCH_COPY_BUDGET), and after
+ * doubles the budget (EPOCH_COPY_BUDGET, up to 4 times), and after
  * EPOCH_CARRY_MAX of them the next pause copies the whole batch, which
- * cannot conflict.  The final epoch at shutdown, and
- * PMTHREADS_WRITEBACK=paused (copy_in_pause), always copy the whole batch.
+ * cannot conflict.  A carried-over attempt is completed at once
+ * (quiesce.h), shutdown's final epoch too; a retry copies every page of its
+ * batch within the budget: it holds what the program wrote during the last
+ * write-back, recent pages, and few.  PMTHREADS_WRITEBACK=paused
+ * (copy_in_pause) always copies the whole batch.
  *
  * Memory: the dirty list, the per-page arrays and the slots are reserved
  * once for the whole heap (address space only).  Slots are handed out from
@@ -61,12 +64,16 @@
 /* Heap pages per madvise of that population (both copies: 1 MiB). */
 #define EPOCH_POPULATE_STEP 128
 
-/* Hot pages copied inside a pause, at most (4 MiB of 4 KiB pages: ~0.5 ms of
- * copying); times 4 for each attempt carried over in a row. */
+/* Pages copied inside a pause, at most (4 MiB of 4 KiB pages: ~0.5 ms of
+ * copying); doubled for each attempt carried over in a row, up to
+ * EPOCH_COPY_BUDGET_GROWTH times that. */
 #define EPOCH_COPY_BUDGET 1024
+#define EPOCH_COPY_BUDGET_GROWTH 4	/* _MAX = 4 x the first */
 /* After this many attempts in a row carried over, the next pause copies its
- * whole batch (and so publishes). */
-#define EPOCH_CARRY_MAX 3
+ * whole batch (and so publishes).  Retries start at once and their batches
+ * shrink (each is what the program wrote during the previous write-back),
+ * so this is the guarantee, seldom the way. */
+#define EPOCH_CARRY_MAX 6
 /* A page written during a write-back stays hot (copied in the pause when
  * dirty) for this many of its later write-backs without such a write. */
 #define EPOCH_HOT_EPOCHS 8
@@ -128,6 +135,9 @@ struct epoch_pipeline;
 
 struct epoch_options {
 	bool copy_in_pause;		/* copy every batch whole in the pause */
+	unsigned copy_budget;		/* pages copied in a pause at first
+					 * (doubling per retry up to 4 times
+					 * that); 0: EPOCH_COPY_BUDGET */
 };
 
 /* Set up the pipeline over the heap [heap, heap + pool->npages pages),

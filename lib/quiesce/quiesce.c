@@ -341,9 +341,12 @@ static uint64_t bucket_upper(unsigned b)
 	return mant << shift;
 }
 
-/* One attempt at a quiescent point.  Returns true when the epoch procedure
- * ran. */
-static bool attempt_epoch(void)
+/* How an attempt at a quiescent point ended. */
+enum attempt { ATTEMPT_ABANDONED, ATTEMPT_DURABLE, ATTEMPT_CARRIED };
+
+/* One attempt at a quiescent point.  retry: the previous one was carried
+ * over and this one completes it -- not the start of a new period. */
+static enum attempt attempt_epoch(bool retry)
 {
 	unsigned covers = atomic_load(&requested);
 	uint64_t t0 = prim_now_ns();
@@ -375,8 +378,10 @@ static bool attempt_epoch(void)
 			if (pause > stats.pause_max)
 				stats.pause_max = pause;
 			stats.hist[bucket_of(pause)]++;
+			/* For a retry: since the attempt it completes began; only
+			 * the attempts that start a period make the histogram. */
 			last_period_ns = last_epoch_start_ns != 0 ? t0 - last_epoch_start_ns : 0;
-			if (last_period_ns != 0) {
+			if (last_period_ns != 0 && !retry) {
 				stats.periods++;
 				stats.period_total += last_period_ns;
 				if (last_period_ns > stats.period_max)
@@ -384,17 +389,18 @@ static bool attempt_epoch(void)
 				stats.period_hist[bucket_of(last_period_ns)]++;
 			}
 			prim_unlock(&stats_lock);
-			last_epoch_start_ns = t0;
+			if (!retry)
+				last_epoch_start_ns = t0;
 			last_pause_ns = pause;
 			/* On this thread, so the next quiescent point (which
 			 * this thread also runs) cannot start before it is
 			 * done: epochs stay ordered and never overlap. */
 			bool durable = after == NULL || after(arg);
-			if (durable) {
-				atomic_store_explicit(&served, covers, memory_order_release);
-				prim_futex_wake(&served, INT_MAX);
-			}
-			return true;
+			if (!durable)
+				return ATTEMPT_CARRIED;
+			atomic_store_explicit(&served, covers, memory_order_release);
+			prim_futex_wake(&served, INT_MAX);
+			return ATTEMPT_DURABLE;
 		}
 		prim_unlock(&epoch_lock);
 		uint64_t waited = prim_now_ns() - t0;
@@ -406,7 +412,7 @@ static bool attempt_epoch(void)
 			prim_unlock(&stats_lock);
 			log_msg(LOG_DEBUG, "epoch abandoned: a thread held a lock for %llu ms",
 				(unsigned long long)(waited / 1000000));
-			return false;
+			return ATTEMPT_ABANDONED;
 		}
 		/* Threads leaving their last lock wake us; the timed wait only
 		 * covers wake-ups lost to the relaxed check in fase_leave.  No
@@ -433,20 +439,32 @@ static void *epoch_main(void *unused)
 	uint64_t backoff = 0;
 	uint64_t next_due = prim_now_ns() + (uint64_t)atomic_load(&interval_ms) * 1000000ULL;
 	uint64_t not_before = 0;	/* after an abandoned attempt */
+	/* The last epoch was carried over (its write-back saw the program
+	 * write pages it read): complete it at once, while the pages written
+	 * since are few -- each retry's batch is what the program wrote during
+	 * the previous write-back, so the retries shrink. */
+	bool retry = false;
 	while (!atomic_load(&stopping)) {
 		unsigned seen = atomic_load(&wake_word);
 		uint64_t now = prim_now_ns();
 		bool sync_pending = atomic_load(&requested) != atomic_load(&served);
-		uint64_t due = sync_pending ? (not_before > now ? not_before : now) : next_due;
+		uint64_t due = sync_pending || retry ? (not_before > now ? not_before : now) : next_due;
 		if (now < due) {
 			prim_futex_wait(&wake_word, seen, due - now);
 			continue;
 		}
 		uint64_t interval_ns = (uint64_t)atomic_load(&interval_ms) * 1000000ULL;
 		uint64_t started = now;
-		if (attempt_epoch()) {
+		enum attempt a = attempt_epoch(retry);
+		if (a != ATTEMPT_ABANDONED) {
 			backoff = 0;
 			not_before = 0;
+			bool was_retry = retry;
+			retry = a == ATTEMPT_CARRIED;
+			/* A retry keeps the schedule the carried-over attempt
+			 * set for its period. */
+			if (was_retry)
+				continue;
 			/* Fixed rate: the next epoch is due one interval after
 			 * this one started (or was due), not after its write-back
 			 * ended -- else every epoch stretches the period by its
@@ -474,7 +492,11 @@ static void *epoch_main(void *unused)
 	}
 	if (atomic_load(&final_requested)) {
 		atomic_store(&in_final_attempt, true);
-		(void)attempt_epoch();
+		/* Carried-over attempts are completed as at any other time
+		 * (the pipeline bounds how many in a row there can be). */
+		enum attempt a = attempt_epoch(false);
+		for (int tries = 0; a == ATTEMPT_CARRIED && tries < 16; tries++)
+			a = attempt_epoch(true);
 		atomic_store(&in_final_attempt, false);
 	}
 	return NULL;

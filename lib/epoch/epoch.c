@@ -158,31 +158,29 @@ void epoch_pipeline_abandon(struct epoch_pipeline *ep)
 
 /* ---- the two halves ---- */
 
-/* Whether batch page k is likely to be written right after the gate
- * reopens: hot (written during a recent write-back), or the last page of a
- * run of dirty pages -- where a thread filling a buffer in order stood when
- * the gate closed, and goes on writing first. */
-static bool likely_written_next(const struct epoch_pipeline *ep, const struct epoch_batch *b,
-				size_t k)
-{
-	if (ep->heat[b->pages[k]] != 0)
-		return true;
-	return k > 0 && b->pages[k - 1] + 1 == b->pages[k] &&
-	       (k + 1 == b->n || b->pages[k + 1] != b->pages[k] + 1);
-}
-
 /* Copy batch pages into slots now, while paused: every page when all; else
- * those likely to be written next, then (in a retry, every < budget) the
- * others, up to budget pages.  Pages adjacent in the heap and in the slots
- * are copied with one memcpy. */
+ * first those likely to be written the moment the gate reopens -- hot pages
+ * (written during a recent write-back) and the last EPOCH_RUN_TAIL pages of
+ * each run of dirty pages longer than one (where a thread filling memory in
+ * order stood, and the pages a tracker opened ahead of it) -- then, in a
+ * retry (others), the rest, up to budget pages in all.  Pages adjacent in
+ * the heap and in the slots are copied with one memcpy. */
 static void copy_in_pause(struct epoch_pipeline *ep, struct epoch_batch *b, bool all,
 			  bool others, size_t budget)
 {
 	const size_t ps = ep->ps;
 	uint32_t used = 0;
-	for (size_t k = 0; k < b->n; k++)
-		b->slot[k] = all || (used < budget && likely_written_next(ep, b, k)) ? used++
-										 : EPOCH_LIVE;
+	for (size_t s = 0; s < b->n;) {
+		size_t e = s + 1;	/* the run of consecutive pages [s, e) */
+		while (e < b->n && b->pages[e] == b->pages[e - 1] + 1)
+			e++;
+		size_t tail = e - s > 1 ? (e - s < EPOCH_RUN_TAIL ? s : e - EPOCH_RUN_TAIL) : e;
+		for (size_t k = s; k < e; k++)
+			b->slot[k] = all || (used < budget && (k >= tail || ep->heat[b->pages[k]] != 0))
+					     ? used++
+					     : EPOCH_LIVE;
+		s = e;
+	}
 	for (size_t k = 0; others && k < b->n && used < budget; k++)
 		if (b->slot[k] == EPOCH_LIVE)
 			b->slot[k] = used++;

@@ -78,6 +78,11 @@
  * dirty) for this many of its later write-backs without such a write. */
 #define EPOCH_HOT_EPOCHS 8
 
+/* The last pages of a run of dirty pages copied in the pause (where a
+ * thread writing in order stands; the mprotect tracker opens up to 16 pages
+ * ahead of it). */
+#define EPOCH_RUN_TAIL 16
+
 /* slot[] of a page read from the live heap. */
 #define EPOCH_LIVE UINT32_MAX
 

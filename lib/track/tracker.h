@@ -14,10 +14,11 @@
  *                       chaining to the application's own (fault_signal.h)
  *   tracker.c           backend choice, open/close/collect, counters
  *   shadow.c            the fixed-address reservation
- * Both report exactly the pages written since the previous collection (the
- * mprotect backend reports a superset -- every page touched -- only in an
- * epoch in which it gave up page protection to bound the VMA count; see
- * TRACKER_MPROTECT_MAX_RUNS).
+ * Both report every page written since the previous collection; the uffd
+ * backend exactly those, the mprotect backend also up to 15 pages ahead of
+ * one written in order (unless TRACKER_OPEN_EXACT), and every page touched
+ * in an epoch in which it gave up page protection to bound the VMA count
+ * (TRACKER_MPROTECT_MAX_RUNS).
  *
  * Tracking is at base-page granularity: tracker_open disables transparent
  * huge pages over the range (a written 2 MiB page would otherwise be
@@ -113,6 +114,13 @@ struct tracker {
  * range costs ~40 ms at every start-up; the runtime covers what its heap
  * uses (the restored image, then each growth of the heap). */
 #define TRACKER_OPEN_COVER_LATER 2u
+/* tracker_open_flags: report exactly the pages written.  Without it the
+ * mprotect backend, at a first write to a page whose predecessor was
+ * written in the same epoch, opens (and reports) the next pages too, up to
+ * 16: a program filling memory in order takes a sixteenth of the faults,
+ * and the write-back compares a few pages it did not need to.  Tests of
+ * exactness ask for it; the uffd backend is always exact. */
+#define TRACKER_OPEN_EXACT 4u
 
 /* Create a tracker of the given kind over [base, base+len) (TRACKER_AUTO:
  * uffd when the kernel supports it, else mprotect) and attach it.  base and

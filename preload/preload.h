@@ -37,6 +37,12 @@ void preload_malloc_init(void);
 void preload_libc_alloc_begin(void);
 void preload_libc_alloc_end(void);
 
+/* The calling thread was just started through a wrapper (pthread_create,
+ * thrd_create) that runs preload_thread_exit in a cleanup handler pushed
+ * before the application's: registers it with quiesce, and tells
+ * pthread_exit that the handler will do the exit work. */
+void preload_thread_started(void);
+
 /* The calling thread is ending (pthread_exit or return from its start
  * routine): return its heap cache and its quiescence record.  Idempotent. */
 void preload_thread_exit(void);

@@ -48,12 +48,17 @@ static void thread_cleanup(void *unused)
 	preload_thread_exit();
 }
 
+void preload_thread_started(void)
+{
+	wrapped = true;
+	quiesce_thread_start();
+}
+
 static void *thread_main(void *p)
 {
 	struct trampoline t = *(struct trampoline *)p;
 	__libc_free(p);
-	wrapped = true;
-	quiesce_thread_start();
+	preload_thread_started();
 	void *ret;
 	pthread_cleanup_push(thread_cleanup, NULL);
 	ret = t.start(t.arg);

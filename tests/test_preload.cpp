@@ -221,3 +221,50 @@ TEST_CASE("the pmthreads launcher preloads the library", "[preload]")
 	CHECK(usage.status == 2);
 	CHECK(usage.err.find("pmthreads --help") != std::string::npos);
 }
+
+namespace {
+// A FASE-depth probe (tests/progs/c11fase.c, ompfase.c) under the preload,
+// with the runtime started (malloc heap) and this half's tracker.
+void run_probe(const std::string &prog, const char *tracker)
+{
+	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");
+	scratch_dir dir;
+	run_result r = run({ progs + "/" + prog }, {
+							    { "LD_PRELOAD", lib },
+							    { "PMTHREADS_POOL", dir.path + "/probe.pool" },
+							    { "PMTHREADS_POOL_SIZE", "64M" },
+							    { "PMTHREADS_HEAP", "malloc" },
+							    { "PMTHREADS_TRACKER", tracker },
+							    { "PMTHREADS_INTERVAL_MS", "10" },
+						    });
+	INFO(prog << " (" << tracker << ")\n" << r.out << r.err);
+	CHECK(r.status == 0);
+	CHECK(r.out.find("FAILED") == std::string::npos);
+	CHECK(r.out.find(": all passed") != std::string::npos);
+}
+
+const char *probe_tracker()
+{
+	return uffd_half() ? "uffd" : "mprotect";
+}
+} // namespace
+
+TEST_CASE("C11 threads: FASE depth follows mtx_*, cnd_* and thrd_*", "[preload][trackers]")
+{
+	run_probe("prog_c11fase", probe_tracker());
+}
+
+TEST_CASE("OpenMP with libgomp: critical, atomic, locks, nest locks, ordered, team threads",
+	  "[preload][trackers]")
+{
+	run_probe("prog_ompfase", probe_tracker());
+}
+
+// Its own meson test (preload-libomp), skipped where meson found no clang to
+// build the probe with; both trackers (auto: uffd where supported).
+TEST_CASE("OpenMP with LLVM's libomp: critical, locks, nest locks, ordered, team threads",
+	  "[libomp]")
+{
+	run_probe("prog_ompfase_llvm", "mprotect");
+	run_probe("prog_ompfase_llvm", "auto");
+}

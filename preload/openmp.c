@@ -23,12 +23,20 @@
  * Threads of either runtime are started with pthread_create, which is
  * interposed (pthread_threads.c): they are registered like any other.
  *
+ * A libomp reduction: __kmpc_reduce(_nowait) returns 1 to the thread that
+ * must combine into the shared variables (under a lock the runtime took, or
+ * as the last thread of a tree barrier whose other threads wait for it), and
+ * that thread then calls __kmpc_end_reduce(_nowait).  Its combine is a FASE:
+ * the gate is passed before the call (the others may wait in the barrier for
+ * this thread, so it must not wait at the gate inside a FASE), the level is
+ * taken on 1 and given back before the end call, whose blocking version
+ * waits in a barrier for the team after releasing the lock.  GCC's
+ * reductions use GOMP_atomic_start or atomic instructions.
+ *
  * The runtime is found on the first call (real_openmp), not at load: it may
  * be dlopen'd after us.  Not interposed, and so not FASEs (pmthreads(7)):
- * the Fortran lock API (omp_set_lock_ ...), doacross waits (ordered depend),
- * and libomp's reductions, which combine into the shared variable under a
- * lock taken inside __kmpc_reduce; GCC's reductions use GOMP_atomic_start or
- * atomic instructions.  The nest-lock functions forward to the runtime's
+ * the Fortran lock API (omp_set_lock_ ...) and doacross waits (ordered
+ * depend).  The nest-lock functions forward to the runtime's
  * default version (libgomp's OMP_3.0 layout): a binary built against the
  * OMP_1.0 nest locks of GCC before 4.4 is not supported.
  */
@@ -37,6 +45,7 @@
 #include "real.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The next definition of name, of type type, found on the first call. */
@@ -53,6 +62,12 @@ typedef bool (*bool_fn)(void);
 typedef void (*kmpc_crit_fn)(void *, int32_t, void *);
 typedef void (*kmpc_crit_hint_fn)(void *, int32_t, void *, uint32_t);
 typedef void (*kmpc_gtid_fn)(void *, int32_t);
+typedef int32_t (*kmpc_reduce_fn)(void *, int32_t, int32_t, size_t, void *,
+				  void (*)(void *, void *), void *);
+
+/* Levels this thread took in __kmpc_reduce(_nowait) and has not yet given
+ * back in the end call. */
+static __thread unsigned reduce_levels __attribute__((tls_model("initial-exec")));
 
 static inline void blocking(const char *call)
 {
@@ -205,4 +220,49 @@ PMT_EXPORT void __kmpc_barrier(void *loc, int32_t gtid)
 {
 	blocking("__kmpc_barrier");
 	NEXT_OMP(kmpc_gtid_fn, "__kmpc_barrier")(loc, gtid);
+}
+
+static int32_t reduce_entered(int32_t r)
+{
+	if (r == 1) {
+		fase_reenter();
+		reduce_levels++;
+	}
+	return r;
+}
+
+static void reduce_leave(void)
+{
+	if (reduce_levels > 0) {
+		reduce_levels--;
+		fase_leave();
+	}
+}
+
+PMT_EXPORT int32_t __kmpc_reduce_nowait(void *loc, int32_t gtid, int32_t nvars, size_t size,
+					void *data, void (*func)(void *, void *), void *lck)
+{
+	fase_pass_gate();
+	return reduce_entered(NEXT_OMP(kmpc_reduce_fn, "__kmpc_reduce_nowait")(loc, gtid, nvars, size,
+										 data, func, lck));
+}
+
+PMT_EXPORT int32_t __kmpc_reduce(void *loc, int32_t gtid, int32_t nvars, size_t size, void *data,
+				 void (*func)(void *, void *), void *lck)
+{
+	fase_pass_gate();
+	return reduce_entered(NEXT_OMP(kmpc_reduce_fn, "__kmpc_reduce")(loc, gtid, nvars, size, data,
+									  func, lck));
+}
+
+PMT_EXPORT void __kmpc_end_reduce_nowait(void *loc, int32_t gtid, void *lck)
+{
+	reduce_leave();
+	NEXT_OMP(kmpc_crit_fn, "__kmpc_end_reduce_nowait")(loc, gtid, lck);
+}
+
+PMT_EXPORT void __kmpc_end_reduce(void *loc, int32_t gtid, void *lck)
+{
+	reduce_leave();
+	NEXT_OMP(kmpc_crit_fn, "__kmpc_end_reduce")(loc, gtid, lck);
 }

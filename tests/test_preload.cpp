@@ -225,18 +225,21 @@ TEST_CASE("the pmthreads launcher preloads the library", "[preload]")
 namespace {
 // A FASE-depth probe (tests/progs/c11fase.c, ompfase.c) under the preload,
 // with the runtime started (malloc heap) and this half's tracker.
-void run_probe(const std::string &prog, const char *tracker)
+void run_probe(const std::string &prog, const char *tracker,
+	       std::map<std::string, std::string> extra_env = {})
 {
 	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");
 	scratch_dir dir;
-	run_result r = run({ progs + "/" + prog }, {
-							    { "LD_PRELOAD", lib },
-							    { "PMTHREADS_POOL", dir.path + "/probe.pool" },
-							    { "PMTHREADS_POOL_SIZE", "64M" },
-							    { "PMTHREADS_HEAP", "malloc" },
-							    { "PMTHREADS_TRACKER", tracker },
-							    { "PMTHREADS_INTERVAL_MS", "10" },
-						    });
+	std::map<std::string, std::string> env = {
+		{ "LD_PRELOAD", lib },
+		{ "PMTHREADS_POOL", dir.path + "/probe.pool" },
+		{ "PMTHREADS_POOL_SIZE", "64M" },
+		{ "PMTHREADS_HEAP", "malloc" },
+		{ "PMTHREADS_TRACKER", tracker },
+		{ "PMTHREADS_INTERVAL_MS", "10" },
+	};
+	env.insert(extra_env.begin(), extra_env.end());
+	run_result r = run({ progs + "/" + prog }, env);
 	INFO(prog << " (" << tracker << ")\n" << r.out << r.err);
 	CHECK(r.status == 0);
 	CHECK(r.out.find("FAILED") == std::string::npos);
@@ -267,4 +270,10 @@ TEST_CASE("OpenMP with LLVM's libomp: critical, locks, nest locks, ordered, team
 {
 	run_probe("prog_ompfase_llvm", "mprotect");
 	run_probe("prog_ompfase_llvm", "auto");
+	// libomp picks how to reduce by team size; a team of two merges inside
+	// __kmpc_critical.  The other two methods go through __kmpc_reduce.
+	for (const char *method : { "critical", "tree" }) {
+		INFO("KMP_FORCE_REDUCTION=" << method);
+		run_probe("prog_ompfase_llvm", "auto", { { "KMP_FORCE_REDUCTION", method } });
+	}
 }

@@ -2,8 +2,8 @@
 /*
  * ompfase -- FASE depth follows OpenMP's mutual exclusion: critical sections
  * (unnamed and named), the lock and nest-lock API (set, test, unset), the
- * atomic sections a compiler implements with a lock, ordered regions, and
- * the threads of the runtime's team.
+ * atomic sections a compiler implements with a lock, ordered regions,
+ * reductions, and the threads of the runtime's team.
  *
  * Built with GCC (libgomp) and, where clang is installed, with clang
  * (libomp).  The probe is pmthreads_sync() as in c11fase.c: EDEADLK exactly
@@ -56,6 +56,28 @@ static void sleep_ms(long ms)
 	struct timespec t = { ms / 1000, ms % 1000 * 1000000L };
 	nanosleep(&t, NULL);
 }
+
+/* A user-defined reduction: the runtime combines the threads' copies, then
+ * one thread at a time merges into the shared variable -- under
+ * GOMP_atomic_start with GCC, after __kmpc_reduce returned 1 (or inside
+ * __kmpc_critical) with clang.  The merges into the shared one are
+ * counted, with those made inside a FASE. */
+struct tally {
+	long n;
+};
+static struct tally shared_tally;
+static int merges_into_shared, merges_in_fase;
+
+static void tally_merge(struct tally *out, const struct tally *in)
+{
+	if (out == &shared_tally) {
+		merges_into_shared++;
+		merges_in_fase += in_fase();
+	}
+	out->n += in->n;
+}
+#pragma omp declare reduction(tally : struct tally : tally_merge(&omp_out, &omp_in)) \
+	initializer(omp_priv = (struct tally){ 0 })
 
 int main(void)
 {
@@ -166,6 +188,14 @@ int main(void)
 	}
 	expect("an ordered region is a FASE", ordered_inside == 1 && ordered_iters == 400);
 	expect("which ends with it", !in_fase());
+
+#pragma omp parallel for num_threads(2) reduction(tally : shared_tally)
+	for (int i = 0; i < 1000; i++)
+		shared_tally.n++;
+	expect("a reduction merges into the shared variable inside a FASE",
+	       shared_tally.n == 1000 && merges_into_shared >= 1 &&
+		       merges_in_fase == merges_into_shared);
+	expect("and leaves no FASE behind", !in_fase());
 
 	/* A critical section in a team thread holds the epoch up: the thread is
 	 * registered and its lock seen. */

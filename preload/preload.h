@@ -37,6 +37,12 @@ void preload_malloc_init(void);
 void preload_libc_alloc_begin(void);
 void preload_libc_alloc_end(void);
 
+/* Whether every lock family's entry points (pthread, C11, OpenMP) reach
+ * this library's wrappers rather than a runtime found before it; says which
+ * do not, once, with the fix.  See lock_reach.c.  Called by the
+ * constructor. */
+bool preload_locks_reach_us(void);
+
 /* The calling thread was just started through a wrapper (pthread_create,
  * thrd_create) that runs preload_thread_exit in a cleanup handler pushed
  * before the application's: registers it with quiesce, and tells

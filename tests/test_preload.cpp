@@ -244,6 +244,7 @@ void run_probe(const std::string &prog, const char *tracker,
 	CHECK(r.status == 0);
 	CHECK(r.out.find("FAILED") == std::string::npos);
 	CHECK(r.out.find(": all passed") != std::string::npos);
+	CHECK(r.err.find("resolves to") == std::string::npos);
 }
 
 const char *probe_tracker()
@@ -261,6 +262,36 @@ TEST_CASE("OpenMP with libgomp: critical, atomic, locks, nest locks, ordered, te
 	  "[preload][trackers]")
 {
 	run_probe("prog_ompfase", probe_tracker());
+}
+
+TEST_CASE("a lock runtime found before the library is named at start; strict mode exits",
+	  "[preload]")
+{
+	// libgomp preloaded ahead of us is what linking -lgomp before
+	// -lpmthreads does: its GOMP_critical_start and omp_set_lock win.
+	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");
+	scratch_dir dir;
+	std::map<std::string, std::string> env = {
+		{ "LD_PRELOAD", "libgomp.so.1:" + lib },
+		{ "PMTHREADS_POOL", dir.path + "/order.pool" },
+		{ "PMTHREADS_POOL_SIZE", "64M" },
+		{ "PMTHREADS_HEAP", "malloc" },
+	};
+	run_result native = run({ progs + "/prog_locks" }, {});
+	run_result r = run({ progs + "/prog_locks" }, env);
+	INFO(r.err);
+	CHECK(r.status == 0);
+	CHECK(r.out == native.out);
+	CHECK(r.err.find("GOMP_critical_start resolves to") != std::string::npos);
+	CHECK(r.err.find("libgomp.so.1 before") != std::string::npos);
+	CHECK(r.err.find("OpenMP locks are not seen") != std::string::npos);
+	CHECK(r.err.find("pthread_mutex_lock resolves") == std::string::npos);
+	env["PMTHREADS_STRICT"] = "1";
+	run_result strict = run({ progs + "/prog_locks" }, env);
+	INFO(strict.err);
+	CHECK(strict.status == 1);
+	CHECK(strict.out.empty());
+	CHECK(strict.err.find("PMTHREADS_STRICT=1: exiting") != std::string::npos);
 }
 
 // Its own meson test (preload-libomp), skipped where meson found no clang to

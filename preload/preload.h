@@ -37,6 +37,20 @@ void preload_malloc_init(void);
 void preload_libc_alloc_begin(void);
 void preload_libc_alloc_end(void);
 
+/* Whether every lock family's entry points (pthread, C11, OpenMP) reach
+ * this library's wrappers rather than a runtime found before it; says which
+ * do not, once, with the fix.  See lock_reach.c.  Called by the
+ * constructor. */
+bool preload_locks_reach_us(void);
+
+/* The calling thread was just started through a wrapper (pthread_create,
+ * thrd_create) that runs preload_thread_exit in a cleanup handler pushed
+ * before the application's: registers it with quiesce, and tells
+ * pthread_exit that the handler will do the exit work.  blocks_segv: the
+ * creator's view of SIGSEGV in its mask (fault_signal_app_blocked), which
+ * the new thread inherits. */
+void preload_thread_started(bool blocks_segv);
+
 /* The calling thread is ending (pthread_exit or return from its start
  * routine): return its heap cache and its quiescence record.  Idempotent. */
 void preload_thread_exit(void);

@@ -10,8 +10,10 @@
  * at once.  In nvmalloc mode the runtime starts at the first nvmalloc; until
  * then epochs are plain quiescent points with nothing to persist, and a
  * program that does not use the API at all is told once that nothing of it
- * is persisted.  PMTHREADS_STRICT=1 turns a configuration error (and every
- * start-up failure, see runtime.h) into an exit.
+ * is persisted, and one whose lock calls reach a runtime before this
+ * library (lock_reach.c) that those locks are not seen.
+ * PMTHREADS_STRICT=1 turns a configuration error, either of those, and every
+ * start-up failure (see runtime.h) into an exit.
  *
  * Exit: a clean exit (return from main, exit(), the last thread's
  * pthread_exit) persists a final epoch and marks the pool clean
@@ -167,6 +169,8 @@ __attribute__((constructor(101))) static void preload_start(void)
 			program_invocation_name, cfg->program);
 		return;
 	}
+	if (!preload_locks_reach_us() && cfg->strict)
+		strict_exit();
 	stats_start(load_ns);
 	quiesce_set_thread_functions(real_fn.create, real_fn.join);
 	pthread_atfork(NULL, NULL, atfork_child);

@@ -50,13 +50,18 @@ static void thread_cleanup(void *unused)
 	preload_thread_exit();
 }
 
+void preload_thread_started(bool blocks_segv)
+{
+	fault_signal_set_app_blocked(blocks_segv);
+	wrapped = true;
+	quiesce_thread_start();
+}
+
 static void *thread_main(void *p)
 {
 	struct trampoline t = *(struct trampoline *)p;
 	__libc_free(p);
-	fault_signal_set_app_blocked(t.blocks_segv);
-	wrapped = true;
-	quiesce_thread_start();
+	preload_thread_started(t.blocks_segv);
 	void *ret;
 	pthread_cleanup_push(thread_cleanup, NULL);
 	ret = t.start(t.arg);

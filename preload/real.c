@@ -77,6 +77,14 @@ void real_resolve(void)
 	NEXT(sem_timedwait, "sem_timedwait");
 	NEXT(sem_clockwait, "sem_clockwait");
 	NEXT(exit, "pthread_exit");
+	NEXT(mtx_lock, "mtx_lock");
+	NEXT(mtx_trylock, "mtx_trylock");
+	NEXT(mtx_timedlock, "mtx_timedlock");
+	NEXT(mtx_unlock, "mtx_unlock");
+	NEXT(cnd_wait, "cnd_wait");
+	NEXT(cnd_timedwait, "cnd_timedwait");
+	NEXT(thrd_create, "thrd_create");
+	NEXT(thrd_join, "thrd_join");
 	NEXT(read, "read");
 	NEXT(pread, "pread");
 	NEXT(pread64, "pread64");
@@ -122,4 +130,30 @@ void real_resolve(void)
 	fault_signal_use_sigmask(real_fn.sigmask);
 	__atomic_store_n(&real_resolved, 1, __ATOMIC_RELEASE);
 	prim_unlock(&resolve_lock);
+}
+
+/* The sonames of the OpenMP runtimes Debian ships (GCC's, LLVM's and LLVM's
+ * Intel-compatible name), for a runtime dlopen'd with RTLD_LOCAL, which
+ * RTLD_NEXT does not search. */
+static const char *const openmp_runtimes[] = { "libgomp.so.1", "libomp.so.5", "libiomp5.so" };
+
+void *real_openmp(void **slot, const char *name)
+{
+	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (p != NULL)
+		return p;
+	p = dlsym(RTLD_NEXT, name);
+	for (size_t i = 0; p == NULL && i < sizeof(openmp_runtimes) / sizeof(openmp_runtimes[0]);
+	     i++) {
+		void *h = dlopen(openmp_runtimes[i], RTLD_LAZY | RTLD_NOLOAD);
+		if (h != NULL) {
+			p = dlsym(h, name);
+			dlclose(h);
+		}
+	}
+	if (p == NULL)
+		log_fatal("%s was called, but no OpenMP runtime loaded in this process defines it",
+			  name);
+	__atomic_store_n(slot, p, __ATOMIC_RELEASE);
+	return p;
 }

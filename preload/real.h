@@ -24,6 +24,7 @@
 #include <sys/uio.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <threads.h>
 #include <time.h>
 
 struct real_fns {
@@ -65,6 +66,18 @@ struct real_fns {
 	int (*sem_timedwait)(sem_t *, const struct timespec *);
 	int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
 	void (*exit)(void *) __attribute__((noreturn));
+	/* C11 threads (<threads.h>, c11_threads.c): glibc implements them
+	 * with internal calls to its pthread code, which the pthread wrappers
+	 * never see */
+	int (*mtx_lock)(mtx_t *);
+	int (*mtx_trylock)(mtx_t *);
+	int (*mtx_timedlock)(mtx_t *__restrict, const struct timespec *__restrict);
+	int (*mtx_unlock)(mtx_t *);
+	int (*cnd_wait)(cnd_t *, mtx_t *);
+	int (*cnd_timedwait)(cnd_t *__restrict, mtx_t *__restrict,
+			     const struct timespec *__restrict);
+	int (*thrd_create)(thrd_t *, thrd_start_t, void *);
+	int (*thrd_join)(thrd_t, int *);
 	/* system calls and stdio that write user memory */
 	ssize_t (*read)(int, void *, size_t);
 	ssize_t (*pread)(int, void *, size_t, off_t);
@@ -119,6 +132,13 @@ extern int real_resolved;
 /* Resolve every entry (idempotent; a missing symbol is fatal, since the
  * wrapper exists only because libc defines it). */
 void real_resolve(void);
+
+/* The next definition of an OpenMP runtime's entry point (openmp.c), which
+ * exists only when the program loaded one: looked up on the first call
+ * rather than in real_resolve (the runtime may be dlopen'd later, even with
+ * RTLD_LOCAL).  *slot caches it; a call with no runtime defining the name is
+ * fatal, naming it. */
+void *real_openmp(void **slot, const char *name);
 
 /* The real function f, resolving the table first if needed. */
 #define REAL(f)                                                             \

@@ -4,6 +4,12 @@
 // trackers.  After every restart the invariants must hold, and the transfers
 // lost must be at most about one interval: everything the program had
 // committed two intervals before the kill must be there.
+//
+// The [flavours] cases do the same with the bank written against each kind
+// of lock the runtime sees (tests/progs/bank_*.c: pthread, C11 <threads.h>,
+// OpenMP critical sections and OpenMP locks with GCC's libgomp and, where
+// clang is installed, LLVM's libomp, C++ std::mutex), never linked with
+// pmthreads and run under LD_PRELOAD, in both heap modes.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -36,10 +42,31 @@ long long now_ns()
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-std::string bank_path()
+// The program a kill loop runs: its path, arguments after the common ones,
+// and the environment it needs beyond the pool's (LD_PRELOAD, the heap mode).
+struct program {
+	std::string path;
+	std::vector<std::string> args;
+	std::vector<std::pair<std::string, std::string>> env;
+};
+
+std::string env_path(const char *name)
 {
-	const char *p = getenv("PMT_BANK");
+	const char *p = getenv(name);
 	REQUIRE(p != nullptr);
+	return p;
+}
+
+program examples_bank()
+{
+	return { env_path("PMT_BANK"), {}, {} };
+}
+
+// A flavour from tests/progs, preloaded; heap: PMTHREADS_HEAP.
+program flavour(const char *name, const char *heap, std::vector<std::string> args = {})
+{
+	program p{ env_path("PMT_PROGS") + "/" + name, std::move(args),
+		   { { "LD_PRELOAD", env_path("PMT_LIB") }, { "PMTHREADS_HEAP", heap } } };
 	return p;
 }
 
@@ -55,7 +82,8 @@ void set_env(const std::string &pool, const char *tracker, const char *restore)
 
 // Run bank with --progress, kill -9 it after kill_after_ms, and return the
 // progress it reported plus the instant of the kill.
-std::vector<progress_point> run_and_kill(unsigned kill_after_ms, long long *killed_at)
+std::vector<progress_point> run_and_kill(const program &prog, unsigned kill_after_ms,
+					 long long *killed_at)
 {
 	int fds[2];
 	REQUIRE(pipe(fds) == 0);
@@ -65,8 +93,15 @@ std::vector<progress_point> run_and_kill(unsigned kill_after_ms, long long *kill
 		dup2(fds[1], 1);
 		close(fds[0]);
 		close(fds[1]);
-		std::string bank = bank_path();
-		execl(bank.c_str(), bank.c_str(), "-t", "2", "-s", "60", "--progress", (char *)nullptr);
+		for (const auto &kv : prog.env)
+			setenv(kv.first.c_str(), kv.second.c_str(), 1);
+		std::vector<std::string> args = { prog.path, "-t", "2", "-s", "60", "--progress" };
+		args.insert(args.end(), prog.args.begin(), prog.args.end());
+		std::vector<char *> argv;
+		for (auto &a : args)
+			argv.push_back(const_cast<char *>(a.c_str()));
+		argv.push_back(nullptr);
+		execv(prog.path.c_str(), argv.data());
 		_exit(127);
 	}
 	close(fds[1]);
@@ -92,9 +127,15 @@ std::vector<progress_point> run_and_kill(unsigned kill_after_ms, long long *kill
 
 // Recover with --check: returns the recovered transfer count, -1 if the
 // program reported an inconsistency.  Its statistics go to stats_path.
-long long recover_and_check(std::string *output, const std::string &stats_path)
+long long recover_and_check(const program &prog, std::string *output, const std::string &stats_path)
 {
-	std::string cmd = "PMTHREADS_STATS=" + stats_path + " " + bank_path() + " --check 2>&1";
+	std::string cmd = "PMTHREADS_STATS=" + stats_path;
+	for (const auto &kv : prog.env)
+		cmd += " " + kv.first + "='" + kv.second + "'";
+	cmd += " '" + prog.path + "' --check";
+	for (const auto &a : prog.args)
+		cmd += " " + a;
+	cmd += " 2>&1";
 	FILE *p = popen(cmd.c_str(), "r");
 	REQUIRE(p != nullptr);
 	char line[512];
@@ -137,7 +178,7 @@ std::string file_text(const std::string &path)
 
 // restore: PMTHREADS_RESTORE for every run; the recovering run must report
 // that path (lazy needs the uffd tracker; with mprotect it is eager).
-void kill_loop(const char *tracker, const char *restore, int rounds)
+void kill_loop(const program &prog, const char *tracker, const char *restore, int rounds)
 {
 	rounds = rounds_from_env(rounds);
 	std::vector<double> lost_ms;
@@ -153,10 +194,10 @@ void kill_loop(const char *tracker, const char *restore, int rounds)
 	for (int round = 0; round < rounds; round++) {
 		unsigned after = 400 + rng() % 800;
 		long long killed_at;
-		std::vector<progress_point> points = run_and_kill(after, &killed_at);
+		std::vector<progress_point> points = run_and_kill(prog, after, &killed_at);
 		std::string output;
-		long long recovered = recover_and_check(&output, stats);
-		INFO("tracker " << tracker << ", restore " << restore << ", round " << round
+		long long recovered = recover_and_check(prog, &output, stats);
+		INFO(prog.path << ", tracker " << tracker << ", restore " << restore << ", round " << round
 				<< ", killed after " << after << " ms\n" << output);
 		REQUIRE(recovered >= 0);	// invariants hold
 		CHECK(file_text(stats).find(expect_path) != std::string::npos);
@@ -187,8 +228,9 @@ void kill_loop(const char *tracker, const char *restore, int rounds)
 	rmdir(dir);
 	std::sort(lost_ms.begin(), lost_ms.end());
 	if (!lost_ms.empty())
-		printf("kill loop, %s tracker, %s restore, interval %u ms: %d kills, work lost per "
-		       "crash p50 %.0f ms, p90 %.0f ms, max %.0f ms\n", tracker, restore, interval_ms, rounds,
+		printf("kill loop, %s, %s tracker, %s restore, interval %u ms: %d kills, work lost per "
+		       "crash p50 %.0f ms, p90 %.0f ms, max %.0f ms\n", prog.path.c_str(), tracker, restore,
+		       interval_ms, rounds,
 		       lost_ms[lost_ms.size() / 2], lost_ms[lost_ms.size() * 9 / 10], lost_ms.back());
 }
 
@@ -199,16 +241,54 @@ void kill_loop(const char *tracker, const char *restore, int rounds)
 // cases run as the kill-uffd test, which meson skips without the uffd tracker.
 TEST_CASE("bank survives kill -9 at random times with the uffd tracker", "[kill][uffd]")
 {
-	kill_loop("uffd", "lazy", 4);
+	kill_loop(examples_bank(), "uffd", "lazy", 4);
 }
 
 TEST_CASE("bank survives kill -9 at random times with the uffd tracker, copying recovery",
 	  "[kill][uffd]")
 {
-	kill_loop("uffd", "eager", 2);
+	kill_loop(examples_bank(), "uffd", "eager", 2);
 }
 
 TEST_CASE("bank survives kill -9 at random times with the mprotect tracker", "[kill]")
 {
-	kill_loop("mprotect", "auto", 4);
+	kill_loop(examples_bank(), "mprotect", "auto", 4);
+}
+
+// Each flavour: a few kills per tracker (PMT_KILL_ROUNDS for more).  Before
+// the C11 and OpenMP entry points were interposed, every recovery of those
+// flavours was torn: their critical sections were not FASEs.
+namespace {
+std::vector<program> flavours()
+{
+	std::vector<program> v = {
+		flavour("bank_pthread", "nvmalloc"),
+		flavour("bank_c11", "nvmalloc"),
+		flavour("bank_c11", "malloc"),
+		flavour("bank_cxx", "malloc"),
+		flavour("bank_omp", "nvmalloc"),
+		flavour("bank_omp", "malloc", { "--locks" }),
+	};
+	// LLVM's OpenMP runtime, when meson found clang to build it with.
+	if (access((env_path("PMT_PROGS") + "/bank_omp_llvm").c_str(), X_OK) == 0) {
+		v.push_back(flavour("bank_omp_llvm", "nvmalloc"));
+		v.push_back(flavour("bank_omp_llvm", "malloc", { "--locks" }));
+	} else {
+		WARN("bank_omp_llvm not built (no clang at meson setup): LLVM's libomp not killed");
+	}
+	return v;
+}
+} // namespace
+
+TEST_CASE("every lock flavour's bank survives kill -9 with the mprotect tracker", "[kill][flavours]")
+{
+	for (const program &p : flavours())
+		kill_loop(p, "mprotect", "auto", 2);
+}
+
+TEST_CASE("every lock flavour's bank survives kill -9 with the uffd tracker",
+	  "[kill][flavours][uffd]")
+{
+	for (const program &p : flavours())
+		kill_loop(p, "uffd", "lazy", 2);
 }

@@ -239,3 +239,90 @@ TEST_CASE("the pmthreads launcher preloads the library", "[preload]")
 	CHECK(usage.status == 2);
 	CHECK(usage.err.find("pmthreads --help") != std::string::npos);
 }
+
+namespace {
+// A FASE-depth probe (tests/progs/c11fase.c, ompfase.c) under the preload,
+// with the runtime started (malloc heap) and this half's tracker.
+void run_probe(const std::string &prog, const char *tracker,
+	       std::map<std::string, std::string> extra_env = {})
+{
+	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");
+	scratch_dir dir;
+	std::map<std::string, std::string> env = {
+		{ "LD_PRELOAD", lib },
+		{ "PMTHREADS_POOL", dir.path + "/probe.pool" },
+		{ "PMTHREADS_POOL_SIZE", "64M" },
+		{ "PMTHREADS_HEAP", "malloc" },
+		{ "PMTHREADS_TRACKER", tracker },
+		{ "PMTHREADS_INTERVAL_MS", "10" },
+	};
+	env.insert(extra_env.begin(), extra_env.end());
+	run_result r = run({ progs + "/" + prog }, env);
+	INFO(prog << " (" << tracker << ")\n" << r.out << r.err);
+	CHECK(r.status == 0);
+	CHECK(r.out.find("FAILED") == std::string::npos);
+	CHECK(r.out.find(": all passed") != std::string::npos);
+	CHECK(r.err.find("resolves to") == std::string::npos);
+}
+
+const char *probe_tracker()
+{
+	return uffd_half() ? "uffd" : "mprotect";
+}
+} // namespace
+
+TEST_CASE("C11 threads: FASE depth follows mtx_*, cnd_* and thrd_*", "[preload][trackers]")
+{
+	run_probe("prog_c11fase", probe_tracker());
+}
+
+TEST_CASE("OpenMP with libgomp: critical, atomic, locks, nest locks, ordered, team threads",
+	  "[preload][trackers]")
+{
+	run_probe("prog_ompfase", probe_tracker());
+}
+
+TEST_CASE("a lock runtime found before the library is named at start; strict mode exits",
+	  "[preload]")
+{
+	// libgomp preloaded ahead of us is what linking -lgomp before
+	// -lpmthreads does: its GOMP_critical_start and omp_set_lock win.
+	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");
+	scratch_dir dir;
+	std::map<std::string, std::string> env = {
+		{ "LD_PRELOAD", "libgomp.so.1:" + lib },
+		{ "PMTHREADS_POOL", dir.path + "/order.pool" },
+		{ "PMTHREADS_POOL_SIZE", "64M" },
+		{ "PMTHREADS_HEAP", "malloc" },
+	};
+	run_result native = run({ progs + "/prog_locks" }, {});
+	run_result r = run({ progs + "/prog_locks" }, env);
+	INFO(r.err);
+	CHECK(r.status == 0);
+	CHECK(r.out == native.out);
+	CHECK(r.err.find("GOMP_critical_start resolves to") != std::string::npos);
+	CHECK(r.err.find("libgomp.so.1 before") != std::string::npos);
+	CHECK(r.err.find("OpenMP locks are not seen") != std::string::npos);
+	CHECK(r.err.find("pthread_mutex_lock resolves") == std::string::npos);
+	env["PMTHREADS_STRICT"] = "1";
+	run_result strict = run({ progs + "/prog_locks" }, env);
+	INFO(strict.err);
+	CHECK(strict.status == 1);
+	CHECK(strict.out.empty());
+	CHECK(strict.err.find("PMTHREADS_STRICT=1: exiting") != std::string::npos);
+}
+
+// Its own meson test (preload-libomp), skipped where meson found no clang to
+// build the probe with; both trackers (auto: uffd where supported).
+TEST_CASE("OpenMP with LLVM's libomp: critical, locks, nest locks, ordered, team threads",
+	  "[libomp]")
+{
+	run_probe("prog_ompfase_llvm", "mprotect");
+	run_probe("prog_ompfase_llvm", "auto");
+	// libomp picks how to reduce by team size; a team of two merges inside
+	// __kmpc_critical.  The other two methods go through __kmpc_reduce.
+	for (const char *method : { "critical", "tree" }) {
+		INFO("KMP_FORCE_REDUCTION=" << method);
+		run_probe("prog_ompfase_llvm", "auto", { { "KMP_FORCE_REDUCTION", method } });
+	}
+}

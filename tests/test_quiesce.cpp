@@ -278,6 +278,34 @@ TEST_CASE("a reentry waits while an epoch procedure runs", "[quiesce]")
 	CHECK(synced2 == 0);
 }
 
+TEST_CASE("passing the gate waits out an epoch and holds no level", "[quiesce]")
+{
+	// fase_pass_gate: the wait before an OpenMP ordered turn.
+	in_epoch = 0;
+	REQUIRE(quiesce_start(1000, slow_epoch, nullptr) == 0);
+	REQUIRE(fase_depth() == 0);
+	fase_pass_gate(); // gate open: passes at once
+	CHECK(fase_depth() == 0);
+	CHECK(quiesce_sync() == 0); // and is outside any FASE
+	std::atomic<int> synced{ -2 };
+	std::thread syncer([&] { synced = quiesce_sync(); });
+	while (in_epoch == 0)
+		std::this_thread::yield();
+	fase_pass_gate();
+	CHECK(in_epoch == 0); // waited for the procedure
+	CHECK(fase_depth() == 0);
+	syncer.join();
+	// Inside a FASE it neither waits nor changes the depth.
+	fase_enter();
+	std::thread syncer2([&] { quiesce_sync(); });
+	fase_pass_gate();
+	CHECK(fase_depth() == 1);
+	fase_leave();
+	syncer2.join();
+	quiesce_stop(false);
+	CHECK(synced == 0);
+}
+
 TEST_CASE("quiesce_sync", "[quiesce]")
 {
 	std::atomic<long> n{ 0 };

@@ -272,6 +272,14 @@ void fase_reenter(void)
 
 void fase_leave(void) { fase_leave_fast(); }
 
+void fase_pass_gate(void)
+{
+	if (quiesce_self.depth != 0)
+		return;
+	fase_enter_fast();
+	fase_leave_fast();
+}
+
 unsigned fase_depth(void)
 {
 	/* The epoch thread's record only looks busy (see epoch_rec). */

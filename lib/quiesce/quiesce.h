@@ -46,6 +46,17 @@ void fase_leave(void);
  * Counts as one level of depth, like fase_enter. */
 void fase_reenter(void);
 
+/* The calling thread is about to wait for its turn in a sequence and will
+ * then hold the turn like a lock (OpenMP's ordered construct): the thread
+ * whose turn comes first may itself be waiting at the gate, so waiting for a
+ * turn inside a FASE would hold every epoch up until it is abandoned.  This
+ * passes the gate now, while the thread holds nothing (waits while an epoch is
+ * due, at depth 0 only); the caller then waits for the turn outside any FASE
+ * and takes its level with fase_reenter once the turn is given.  At most the
+ * threads that passed the gate before it closed can still enter that way, so
+ * the epoch is not starved. */
+void fase_pass_gate(void);
+
 /* The calling thread's current depth (0: outside any FASE). */
 unsigned fase_depth(void);
 

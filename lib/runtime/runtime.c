@@ -498,6 +498,9 @@ void runtime_shutdown(void)
 		prim_unlock(&init_lock);
 		return;
 	}
+	/* A clean exit leaves nothing to recover: objects the heap held for
+	 * nvrecover go with the final epoch. */
+	heap_name_release_held();
 	/* The final epoch is itself a quiescent point: if some thread keeps
 	 * holding a lock past the bound it is abandoned, and the pool stays
 	 * marked as crashed so the next run recovers the last durable epoch. */

@@ -468,7 +468,8 @@ static void check_caches(struct hc *c, struct heap_validate_report *r,
 }
 
 /* A name node is a small block of a class that holds it, below hwm, whose
- * name is terminated and whose link, when it has one, is such a node too. */
+ * name is terminated, whose size fits its object's block and whose link,
+ * when it has one, is such a node too. */
 static bool name_block_ok(uint64_t n)
 {
 	unsigned cls = heap_class_for(sizeof(struct heap_name_node));
@@ -476,8 +477,10 @@ static bool name_block_ok(uint64_t n)
 	if (!block_of_class(n, cls, &so))
 		return false;
 	const struct heap_name_node *x = heap_at(n);
+	/* the recorded size bounds what nvrecover copies: never past the block */
 	return memchr(x->name, 0, sizeof(x->name)) != NULL && x->obj >= data_lo() &&
-	       x->obj < data_hi() && (x->flags & ~(HEAP_NAME_HELD | HEAP_NAME_TAKEN)) == 0;
+	       x->obj < data_hi() && (x->flags & ~(HEAP_NAME_HELD | HEAP_NAME_TAKEN)) == 0 &&
+	       x->size <= heap_usable_internal(heap_at(x->obj));
 }
 
 static bool name_node_ok(uint64_t n)

@@ -817,6 +817,20 @@ TEST_CASE("names across runs: nvmalloc holds the earlier run's object for nvreco
 		heap_free(c);
 		REQUIRE(in_use() == 0);
 	}
+	SECTION("a run that started after a clean exit goes on with its own object")
+	{
+		next_run(th);
+		heap_name_after_crash(false);	// isCrashed() false: nothing to recover
+		auto *b = static_cast<unsigned char *>(heap_name_alloc("x", n));
+		REQUIRE(held_now() == 1);
+		fill(b, n, 3);	// the program starts over in its new object
+		next_run(th);	// and crashes later
+		auto *c = static_cast<unsigned char *>(heap_name_alloc("x", n));
+		REQUIRE(heap_name_recover("x", c, n, nullptr) == 0);
+		REQUIRE(intact(c, n, 3));	// its data, not the older run's
+		REQUIRE(held_now() == 0);
+		REQUIRE(in_use() == heap_usable_size(c));
+	}
 	SECTION("a clean exit frees what is held; nvfree frees both objects")
 	{
 		next_run(th);

@@ -169,6 +169,16 @@ TEST_CASE("NVthreads idiom: an int, an array and an aggregate come back after ea
 	CHECK(h.names == 3);
 	CHECK(h.held == 0);
 	CHECK(h.bytes == first.bytes);
+	// Started over after a clean exit and killed: the next run gets that
+	// run's work, not the older clean run's objects it went on without.
+	r = run_and_kill({ p, "2000" }, pe.env, "durable ", 20);
+	REQUIRE(r.killed());
+	CHECK(r.out.find("start crashed=0 counter=0\n") != std::string::npos);
+	r = run_and_kill({ p, "2000" }, pe.env, "durable ", 20);
+	INFO(r.describe());
+	REQUIRE(r.killed());
+	CHECK(r.out.find("start crashed=1 counter=") != std::string::npos);
+	CHECK(number_after(r.out, "counter=") >= 2000);
 }
 
 TEST_CASE("NVthreads idiom: a Phoenix-style job resumes from the iteration it reached",

@@ -83,6 +83,11 @@ void *heap_name_alloc(const char *name, size_t size);
  * frees the held object in the same failure-atomic section.  *obj (when
  * not NULL) gets the bound object. */
 int heap_name_recover(const char *name, void *dest, size_t size, void **obj);
+/* Whether this run started after a crash (the runtime says so after
+ * heap_init; heap_init assumes it did).  A run that did not has nothing to
+ * recover: an object it holds is one it went on without, and a later run
+ * keeps the object it went on with. */
+void heap_name_after_crash(bool crashed);
 /* Free every held object (a clean exit: nothing is left to recover). */
 void heap_name_release_held(void);
 /* Drop every name bound to p, freeing the objects those names held, and

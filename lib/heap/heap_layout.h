@@ -203,6 +203,7 @@ struct heap_rt {
 	 * name bound by an earlier run (the one that crashed) is told from one
 	 * bound by this run (heap_names.c). */
 	uint64_t run;
+	bool after_crash;	/* heap_name_after_crash: this run recovered a crash */
 	/* heap_set_page_check: the checksum of each metadata page read from
 	 * a pool, verified at adoption and by heap_validate_image. */
 	int (*page_check)(void *ctx, uint64_t page, const void *bytes, char *what, size_t len);
@@ -294,8 +295,10 @@ void heap_free_unnamed(void *p);
  * heap_names.c); it is on an object chain only, and the bound node of the
  * same name points to it (link) as it points back. */
 #define HEAP_NAME_HELD 1u	/* flags: a held node */
-#define HEAP_NAME_TAKEN 2u	/* held node: nvrecover copied it somewhere else than
-				 * into the name's object */
+#define HEAP_NAME_TAKEN 2u	/* held node: the run that holds it went on from an
+				 * object of its own -- nvrecover copied the held one
+				 * elsewhere than into the name's object, or the run
+				 * did not start after a crash (nothing to recover) */
 struct heap_name_node {
 	char name[PMTHREADS_NAME_MAX];
 	uint64_t obj;		/* offset of the object */

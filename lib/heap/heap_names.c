@@ -25,10 +25,12 @@
  *   - when the program frees the name's object, or the held object itself;
  *   - by a later run's nvmalloc of the name, when this run crashed with it
  *     still held.  That run keeps one of the two objects: the held one if
- *     this run never copied it anywhere (it crashed before its recovery was
- *     done, so its new object holds nothing it meant to keep), else this
- *     run's object (it took the data out with nvrecover into memory of its
- *     own and went on from there).
+ *     this run, started after a crash, never copied it anywhere (it crashed
+ *     before its recovery was done, so its new object holds nothing it
+ *     meant to keep), else this run's object (it took the data out with
+ *     nvrecover into memory of its own and went on from there, or it
+ *     started after a clean exit, when an NVthreads program recovers
+ *     nothing and goes on with its new object).
  * So a name holds at most one object, whatever the number of crashes.
  * Every operation is one failure-atomic section: a crash between nvmalloc
  * and nvrecover leaves the name bound and its old object held, and the
@@ -209,7 +211,7 @@ static int hold_previous(struct heap_hdr *h, uint64_t n)
 		struct heap_name_node *y = nn(q);
 		y->obj = x->obj;
 		y->size = x->size;
-		y->flags = HEAP_NAME_HELD;
+		y->flags = HEAP_NAME_HELD | (heap_rt.after_crash ? 0 : HEAP_NAME_TAKEN);
 		y->link = n;
 		link_obj(h, q);
 		x->link = q;
@@ -224,7 +226,7 @@ static int hold_previous(struct heap_hdr *h, uint64_t n)
 		unlink_obj(h, x->link);
 		y->obj = x->obj;
 		y->size = x->size;
-		y->flags = HEAP_NAME_HELD;
+		y->flags = HEAP_NAME_HELD | (heap_rt.after_crash ? 0 : HEAP_NAME_TAKEN);
 		link_obj(h, x->link);
 		free_if_unreferenced(h, old);
 	} else {
@@ -401,6 +403,11 @@ void *heap_name_get(const char *name, size_t *size)
 	prim_unlock(&h->name_lock);
 	fase_leave();
 	return p;
+}
+
+void heap_name_after_crash(bool crashed)
+{
+	heap_rt.after_crash = crashed;
 }
 
 void heap_name_release_held(void)

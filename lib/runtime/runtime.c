@@ -414,6 +414,7 @@ static int start(void)
 	meta_sums_bind(pool);
 	if (heap_init(heap_base, heap_len, pool->created || *pool->ver_d == 0) != 0)
 		goto fail_tracker;
+	heap_name_after_crash(previous_run_crashed);
 	/* The first write to the pool: it passed every check. */
 	pool_set_clean(pool, false);
 	if (!pool->created && reset_unreachable_heap() != 0)

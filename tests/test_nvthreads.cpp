@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "subprocess.hpp"
+#include "uffd_half.h"
 
 #include <cinttypes>
 #include <csignal>
@@ -24,7 +25,9 @@ std::string prog(const std::string &name)
 	return env_or_fail("PMT_NVT_DIR") + "/nvt_" + name;
 }
 
-// A new pool in a scratch directory, and the environment that uses it.
+// A new pool in a scratch directory, and the environment that uses it: this
+// half's tracker (uffd_half.h: nvthreads-uffd runs the [trackers] cases over
+// uffd, nvthreads over mprotect).
 struct pool_env {
 	scratch_dir dir;
 	std::map<std::string, std::string> env;
@@ -32,7 +35,8 @@ struct pool_env {
 	pool_env() : pool(dir.path + "/nvt.pool")
 	{
 		env = { { "PMTHREADS_POOL", pool }, { "PMTHREADS_POOL_SIZE", "64M" },
-			{ "PMTHREADS_INTERVAL_MS", "50" } };
+			{ "PMTHREADS_INTERVAL_MS", "50" },
+			{ "PMTHREADS_TRACKER", uffd_half() ? "uffd" : "mprotect" } };
 	}
 };
 
@@ -125,7 +129,7 @@ heap_facts check_pool(const std::string &pool)
 } // namespace
 
 TEST_CASE("NVthreads idiom: an int, an array and an aggregate come back after each SIGKILL",
-	  "[nvthreads]")
+	  "[nvthreads][trackers]")
 {
 	std::string lang = GENERATE(as<std::string>{}, "c", "cpp");
 	std::string p = prog("idiom_" + lang);
@@ -182,7 +186,7 @@ TEST_CASE("NVthreads idiom: an int, an array and an aggregate come back after ea
 }
 
 TEST_CASE("NVthreads idiom: a Phoenix-style job resumes from the iteration it reached",
-	  "[nvthreads]")
+	  "[nvthreads][trackers]")
 {
 	std::string lang = GENERATE(as<std::string>{}, "c", "cpp");
 	std::string p = prog("kmeans_" + lang);
@@ -218,7 +222,7 @@ TEST_CASE("NVthreads idiom: a Phoenix-style job resumes from the iteration it re
 }
 
 TEST_CASE("NVthreads idiom: nvrecover's size rule and 127-byte names across a SIGKILL",
-	  "[nvthreads]")
+	  "[nvthreads][trackers]")
 {
 	std::string lang = GENERATE(as<std::string>{}, "c", "cpp");
 	pool_env pe;

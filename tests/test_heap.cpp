@@ -721,6 +721,21 @@ TEST_CASE("freeing or moving a named block removes its name", "[heap]")
 	heap_free(grown);
 }
 
+TEST_CASE("a named page run resized in place keeps its name, with the new size", "[heap]")
+{
+	test_heap th;
+	void *run = heap_name_alloc("run", 8 * 4096);
+	REQUIRE(run != nullptr);
+	REQUIRE(heap_realloc(run, 2 * 4096 + 10) == run);	// shrinks in place
+	size_t size = 0;
+	REQUIRE(heap_name_get("run", &size) == run);
+	REQUIRE(size == 2 * 4096 + 10);
+	require_consistent();	// the recorded size fits the smaller block
+	REQUIRE(heap_name_recover("run", nullptr, 2 * 4096 + 11, nullptr) == -1);
+	heap_free(run);
+	REQUIRE(in_use() == 0);
+}
+
 namespace {
 
 // The heap a new run adopts: the same memory, heap_init again (as after a

@@ -567,11 +567,13 @@ void *heap_realloc(void *p, size_t size)
 							  memory_order_relaxed);
 			else
 				count_bytes(s, d);
+			/* A name's recorded size must stay within its block; a
+			 * block that keeps its size keeps it (no name lock on
+			 * the common in-place realloc). */
+			heap_name_note_size(p, size);
 			q = p;
 		}
 	}
-	if (q == p)
-		heap_name_note_size(p, size);
 	if (q == NULL && old != 0) {
 		bool fresh;
 		q = alloc_internal(size, &fresh);

@@ -326,8 +326,8 @@ static inline uint64_t heap_obj_hash(uint64_t off)
 	return z ^ (z >> 29);
 }
 void heap_names_format(void);
-/* heap_realloc resized the named object p in place: its names record the
- * new size (O(1) when nothing is named). */
+/* heap_realloc resized the page run p in place: its names (and holds)
+ * record the new size (O(1) when nothing is named). */
 void heap_name_note_size(void *p, size_t size);
 
 /* ---- validation (heap_validate.c) ---------------------------------------- */

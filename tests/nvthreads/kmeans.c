@@ -7,15 +7,18 @@
  * NVthreads' tree it has a global `bool crashed` of its own.  Built as C and
  * as C++ (kmeans.cpp).
  *
- *   kmeans ITERATIONS   prints "resuming at iteration I" or "starting",
- *                       "iteration I done" once each iteration is durable,
- *                       and at the end "result HEX" (a hash of the means).
+ *   kmeans ITERATIONS [DIE]   prints "resuming at iteration I" or
+ *                       "starting", "iteration I done" once each iteration
+ *                       is durable, and at the end "result HEX" (a hash of
+ *                       the means).  DIE: SIGKILL itself halfway through
+ *                       the iteration after iteration DIE is done.
  *
  * Points are generated from a fixed seed, so a run that is killed and
  * restarted must end with the result of one that was not.
  */
 #include "nvrecovery.h"
 
+#include <signal.h>
 #include <stdint.h>
 
 #define NUM_POINTS 4000
@@ -29,6 +32,7 @@ bool crashed;	/* the program's own, as in Phoenix kmeans */
 static pthread_mutex_t gm = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t points[NUM_POINTS * DIM];
 static uint64_t *means, *clusters, *iterations;
+static uint64_t die_in = UINT64_MAX, current;
 
 static uint64_t lcg(uint64_t *s)
 {
@@ -60,6 +64,8 @@ static void *assign(void *arg)
 			}
 		}
 		clusters[i] = which;
+		if (current == die_in && t == 0 && i >= NUM_POINTS / 2)
+			raise(SIGKILL);	/* a crash in the middle of an iteration */
 	}
 	return NULL;
 }
@@ -67,6 +73,8 @@ static void *assign(void *arg)
 int main(int argc, char **argv)
 {
 	uint64_t total = argc > 1 ? strtoull(argv[1], NULL, 10) : 10, start_at = 0;
+	if (argc > 2)
+		die_in = strtoull(argv[2], NULL, 10) + 1;
 	uint64_t seed = 42;
 	for (int i = 0; i < NUM_POINTS * DIM; i++)
 		points[i] = lcg(&seed) % GRID;
@@ -94,6 +102,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	for (uint64_t it = start_at; it < total; it++) {
+		current = it + 1;
 		pthread_t tid[NUM_THREADS];
 		for (long t = 0; t < NUM_THREADS; t++)
 			pthread_create(&tid[t], NULL, assign, (void *)t);
@@ -119,7 +128,6 @@ int main(int argc, char **argv)
 		nvcheckpoint();
 		printf("iteration %llu done\n", (unsigned long long)(it + 1));
 		fflush(stdout);
-		usleep(20000);	/* room for a kill between iterations and inside one */
 	}
 	uint64_t h = 0xcbf29ce484222325ULL;
 	for (int i = 0; i < NUM_MEANS * DIM; i++)

@@ -64,7 +64,8 @@ void nvfree(void *ptr);
  * Returns its address (valid for the life of the process, since the heap is
  * mapped at the address it was created at), or NULL when no object of that
  * name exists or it is smaller than size (the size nvmalloc was asked for,
- * not the block's).  When dest is not NULL, exactly size bytes are also
+ * not the block's), with errno ENOENT or ERANGE and pmthreads_errormsg()
+ * saying which.  When dest is not NULL, exactly size bytes are also
  * copied to dest (as NVthreads' nvrecover does) from the data the name had
  * when this run started: the object an earlier run registered, if this run
  * has since rebound the name with nvmalloc, else the registered object; the

@@ -162,6 +162,18 @@ static void run_program_path(bool sums)
 		}
 		size_t usable;
 		heap_name_get("accounts", &usable);
+		/* NVthreads' idiom on the recovered names: nvmalloc holds the
+		 * old object, nvrecover copies it into the new one and frees
+		 * it; a name the input never had is held by nothing. */
+		unsigned char back[64];
+		for (unsigned i = 0; i < 2; i++) {
+			const char *name = i == 0 ? "accounts" : "fuzz";
+			void *fresh = heap_name_alloc(name, sizeof(back));
+			heap_name_recover(name, back, sizeof(back), NULL);
+			if (fresh != NULL)
+				heap_name_recover(name, fresh, sizeof(back), NULL);
+		}
+		heap_name_release_held();
 		while (n > 0)
 			heap_free(keep[--n]);
 		struct heap_validate_report r;

@@ -84,7 +84,10 @@ static void atfork_child(void)
 /* ---- does the program use the API? ---- */
 
 static const char *const api_names[] = { "nvmalloc", "nvrecover", "nvfree", "pmthreads_sync",
-					 "pmthreads_durable_epoch" };
+					 "pmthreads_durable_epoch",
+					 /* nvrecovery.h's names for NVthreads programs */
+					 "pmthreads_nvthreads_malloc",
+					 "pmthreads_nvthreads_recover" };
 
 /* Whether the dynamic string table of one loaded object names a function
  * of pmthreads.h: a program that calls the API (linked, or through weak

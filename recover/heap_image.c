@@ -140,9 +140,10 @@ unsigned heap_image_check(struct image *img, const struct pool *p, char *summary
 		return n;
 	}
 	snprintf(summary, summary_len,
-		 "%" PRIu64 " named objects, %" PRIu64 " bytes in use, %" PRIu64 " spans (%" PRIu64
-		 " pages), %" PRIu64 " large pages, %" PRIu64 " free pages in %" PRIu64 " extents",
-		 rep.names, rep.user_bytes, rep.spans, rep.span_pages, rep.large_pages,
+		 "%" PRIu64 " named objects, %" PRIu64 " held for nvrecover, %" PRIu64 " bytes in use, "
+		 "%" PRIu64 " spans (%" PRIu64 " pages), %" PRIu64 " large pages, %" PRIu64
+		 " free pages in %" PRIu64 " extents",
+		 rep.names, rep.held, rep.user_bytes, rep.spans, rep.span_pages, rep.large_pages,
 		 rep.free_pages, rep.free_extents);
 	return 0;
 #endif

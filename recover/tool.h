@@ -83,7 +83,7 @@ int64_t image_last_used_page(const struct pool *p);
 struct named_object {
 	char name[PMTHREADS_NAME_MAX];
 	uint64_t address;	/* as the program sees it (at the recorded base) */
-	uint64_t size;		/* usable size */
+	uint64_t size;		/* as nvmalloc was asked for it */
 };
 struct named_objects {
 	struct named_object *v;	/* sorted by name */

@@ -13,11 +13,6 @@
 #include <stddef.h>
 #include <string.h>
 
-struct name_node_layout {
-	char name[PMTHREADS_NAME_MAX];
-	uint64_t obj, next_name, next_obj;
-};
-
 static uint64_t pagemap_off(void)
 {
 	return (sizeof(struct heap_hdr) + HEAP_PAGE - 1) & ~(uint64_t)(HEAP_PAGE - 1);
@@ -61,7 +56,7 @@ int64_t heap_probe(const unsigned char *img, size_t len, enum probe_target t)
 		const uint64_t *b = (const void *)(img + (h->name_buckets << HEAP_PAGE_SHIFT));
 		for (uint64_t i = 0; i < h->name_nbuckets; i++)
 			if (b[i] != 0)
-				return (int64_t)(b[i] + offsetof(struct name_node_layout, obj));
+				return (int64_t)(b[i] + offsetof(struct heap_name_node, obj));
 		return -1;
 	}
 	case PROBE_NAME_BUCKETS:

@@ -177,6 +177,24 @@ TEST_CASE("heap_init checks the range and the header it finds", "[heap]")
 		REQUIRE_FALSE(heap_ready());
 		REQUIRE(memcmp(before.data(), base, before.size()) == 0);
 	}
+	SECTION("a heap of the version before 127-byte names: refused, not reformatted")
+	{
+		REQUIRE(heap_init(base, len, true) == 0);
+		void *p = heap_malloc(80);
+		REQUIRE(p != nullptr);
+		REQUIRE(heap_name_set("root", p) == 0);
+		static_cast<uint32_t *>(base)[2] = 2;	// what a version-2 heap's header says
+		std::vector<unsigned char> before(static_cast<unsigned char *>(base),
+						  static_cast<unsigned char *>(base) + (4u << 20));
+		REQUIRE(heap_init(base, len, false) == -1);
+		std::string why = err_get();
+		INFO(why);
+		CHECK(why.find("format version 2 ") != std::string::npos);
+		CHECK(why.find("not this build's version 3") != std::string::npos);
+		CHECK(why.find("heap version 2)") != std::string::npos);
+		REQUIRE_FALSE(heap_ready());
+		REQUIRE(memcmp(before.data(), base, before.size()) == 0);
+	}
 	SECTION("misaligned or tiny ranges: refused")
 	{
 		REQUIRE(heap_init((char *)base + 16, len - 4096, true) == -1);
@@ -701,6 +719,250 @@ TEST_CASE("freeing or moving a named block removes its name", "[heap]")
 	CHECK(heap_name_get("large", nullptr) == nullptr);
 	CHECK(heap_name_get("moved", nullptr) == nullptr);
 	heap_free(grown);
+}
+
+TEST_CASE("a named page run resized in place keeps its name, with the new size", "[heap]")
+{
+	test_heap th;
+	void *run = heap_name_alloc("run", 8 * 4096);
+	REQUIRE(run != nullptr);
+	REQUIRE(heap_realloc(run, 2 * 4096 + 10) == run);	// shrinks in place
+	size_t size = 0;
+	REQUIRE(heap_name_get("run", &size) == run);
+	REQUIRE(size == 2 * 4096 + 10);
+	require_consistent();	// the recorded size fits the smaller block
+	REQUIRE(heap_name_recover("run", nullptr, 2 * 4096 + 11, nullptr) == -1);
+	heap_free(run);
+	REQUIRE(in_use() == 0);
+}
+
+namespace {
+
+// The heap a new run adopts: the same memory, heap_init again (as after a
+// restart, the memory being what the last epoch left).
+void next_run(const test_heap &th)
+{
+	REQUIRE(heap_init(th.base, th.len, false) == 0);
+}
+
+uint64_t held_now()
+{
+	heap_validate_report r;
+	INFO(err_get());
+	REQUIRE(heap_validate_full(&r) == 0);
+	REQUIRE(r.held == heap_name_held());
+	return r.held;
+}
+
+} // namespace
+
+TEST_CASE("names across runs: nvmalloc holds the earlier run's object for nvrecover", "[heap]")
+{
+	test_heap th;
+	const size_t n = 100;
+	auto *a = static_cast<unsigned char *>(heap_name_alloc("x", n));
+	REQUIRE(a != nullptr);
+	fill(a, n, 1);
+	// The same run rebinding its own name holds nothing (the program has
+	// the first object).
+	void *again = heap_name_alloc("again", 8), *again2 = heap_name_alloc("again", 8);
+	REQUIRE(again2 != again);
+	REQUIRE(held_now() == 0);
+	heap_free(again);
+	heap_free(again2);
+	REQUIRE(heap_name_get("again", nullptr) == nullptr);
+	std::vector<unsigned char> out(n);
+
+	SECTION("the NVthreads idiom: nvmalloc, then nvrecover into the new object")
+	{
+		next_run(th);
+		auto *b = static_cast<unsigned char *>(heap_name_alloc("x", n));
+		REQUIRE(b != nullptr);
+		REQUIRE(b != a);
+		REQUIRE(held_now() == 1);
+		// until recovered, the data is the held object's, the name the new one's
+		size_t size = 0;
+		REQUIRE(heap_name_get("x", &size) == b);
+		REQUIRE(size == n);
+		void *obj = nullptr;
+		REQUIRE(heap_name_recover("x", b, n, &obj) == 0);
+		REQUIRE(obj == b);
+		REQUIRE(intact(b, n, 1));
+		REQUIRE(held_now() == 0);	// copied into the name's object: freed
+		REQUIRE(in_use() == heap_usable_size(b));
+		// and later calls read the name's object, which holds the same data
+		REQUIRE(heap_name_recover("x", out.data(), n, nullptr) == 0);
+		REQUIRE(intact(out.data(), n, 1));
+	}
+	SECTION("a crash between nvmalloc and nvrecover: the next run still finds the data")
+	{
+		next_run(th);
+		auto *b = static_cast<unsigned char *>(heap_name_alloc("x", n));
+		REQUIRE(b != nullptr);
+		next_run(th);	// crashed here, before nvrecover
+		auto *c = static_cast<unsigned char *>(heap_name_alloc("x", n));
+		REQUIRE(c != nullptr);
+		REQUIRE(held_now() == 1);	// still the first run's, not the zeroed one
+		// the crashed run's object went: the held one and c remain
+		REQUIRE(in_use() == heap_usable_size(a) + heap_usable_size(c));
+		(void)b;
+		REQUIRE(heap_name_recover("x", c, n, nullptr) == 0);
+		REQUIRE(intact(c, n, 1));
+		REQUIRE(held_now() == 0);
+		heap_free(c);
+		REQUIRE(in_use() == 0);
+	}
+	SECTION("recovered into memory of the program's own: the run that went on wins")
+	{
+		next_run(th);
+		auto *b = static_cast<unsigned char *>(heap_name_alloc("x", n));
+		REQUIRE(heap_name_recover("x", out.data(), n, nullptr) == 0);
+		REQUIRE(intact(out.data(), n, 1));
+		REQUIRE(held_now() == 1);	// not in the name's object: still held
+		// the whole run reads what the name had when it started
+		REQUIRE(heap_name_recover("x", out.data(), n, nullptr) == 0);
+		REQUIRE(intact(out.data(), n, 1));
+		fill(b, n, 2);	// the program went on from the copy
+		next_run(th);	// and crashed
+		auto *c = static_cast<unsigned char *>(heap_name_alloc("x", n));
+		REQUIRE(held_now() == 1);
+		REQUIRE(heap_name_recover("x", c, n, nullptr) == 0);
+		REQUIRE(intact(c, n, 2));
+		REQUIRE(held_now() == 0);
+		heap_free(c);
+		REQUIRE(in_use() == 0);
+	}
+	SECTION("a run that started after a clean exit goes on with its own object")
+	{
+		next_run(th);
+		heap_name_after_crash(false);	// isCrashed() false: nothing to recover
+		auto *b = static_cast<unsigned char *>(heap_name_alloc("x", n));
+		REQUIRE(held_now() == 1);
+		fill(b, n, 3);	// the program starts over in its new object
+		next_run(th);	// and crashes later
+		auto *c = static_cast<unsigned char *>(heap_name_alloc("x", n));
+		REQUIRE(heap_name_recover("x", c, n, nullptr) == 0);
+		REQUIRE(intact(c, n, 3));	// its data, not the older run's
+		REQUIRE(held_now() == 0);
+		REQUIRE(in_use() == heap_usable_size(c));
+	}
+	SECTION("a clean exit frees what is held; nvfree frees both objects")
+	{
+		next_run(th);
+		auto *b = static_cast<unsigned char *>(heap_name_alloc("x", n));
+		REQUIRE(held_now() == 1);
+		heap_name_release_held();
+		REQUIRE(held_now() == 0);
+		REQUIRE(in_use() == heap_usable_size(b));
+		REQUIRE(heap_name_recover("x", out.data(), n, nullptr) == 0);
+		REQUIRE(std::all_of(out.begin(), out.end(), [](unsigned char ch) { return ch == 0; }));
+		next_run(th);
+		REQUIRE(heap_name_alloc("x", n) != nullptr);
+		REQUIRE(held_now() == 1);
+		heap_free(heap_name_get("x", nullptr));
+		REQUIRE(held_now() == 0);
+		REQUIRE(heap_name_get("x", nullptr) == nullptr);
+		REQUIRE(in_use() == 0);
+		(void)b;
+	}
+	SECTION("the program frees the held object itself: the name stays")
+	{
+		next_run(th);
+		void *b = heap_name_alloc("x", n);
+		heap_free(a);
+		REQUIRE(held_now() == 0);
+		REQUIRE(heap_name_get("x", nullptr) == b);
+		REQUIRE(heap_name_recover("x", out.data(), n, nullptr) == 0);
+		heap_free(b);
+		REQUIRE(in_use() == 0);
+	}
+	SECTION("an object with another name is held, never freed under that name")
+	{
+		REQUIRE(heap_name_set("y", a) == 0);
+		next_run(th);
+		void *b = heap_name_alloc("x", n);
+		REQUIRE(held_now() == 1);
+		REQUIRE(heap_name_recover("x", b, n, nullptr) == 0);
+		REQUIRE(held_now() == 0);
+		REQUIRE(heap_name_get("y", nullptr) == a);
+		REQUIRE(in_use() == heap_usable_size(a) + heap_usable_size(b));
+		REQUIRE(intact(a, n, 1));
+		heap_free(a);
+		heap_free(b);
+		REQUIRE(in_use() == 0);
+	}
+	SECTION("the size rule follows the object's requested size")
+	{
+		// 100 bytes in a 112-byte block: 101 is refused, the block's slack
+		// is never handed out
+		REQUIRE(heap_usable_size(a) > n);
+		REQUIRE(heap_name_recover("x", out.data(), n + 1, nullptr) == -1);
+		REQUIRE(errno == ERANGE);
+		REQUIRE(std::string(err_get()).find("100 bytes") != std::string::npos);
+		REQUIRE(heap_name_recover("x", nullptr, n + 1, nullptr) == -1);
+		std::vector<unsigned char> big(n + 16, 0xee);
+		REQUIRE(heap_name_recover("x", big.data(), n, nullptr) == 0);
+		REQUIRE(intact(big.data(), n, 1));
+		REQUIRE(big[n] == 0xee);	// exactly size bytes
+		REQUIRE(heap_name_recover("x", big.data(), 10, nullptr) == 0);	// less: fine
+		REQUIRE(heap_name_recover("nothing", big.data(), 1, nullptr) == -1);
+		REQUIRE(errno == ENOENT);
+		// after a rebind the held (old) object's size applies to the copy
+		next_run(th);
+		void *b = heap_name_alloc("x", 2 * n);
+		big.assign(2 * n, 0);
+		REQUIRE(heap_name_recover("x", big.data(), n + 1, nullptr) == -1);
+		REQUIRE(errno == ERANGE);
+		REQUIRE(heap_name_recover("x", nullptr, 2 * n, nullptr) == 0);	// the bound one
+		// the old object's bytes into the bigger new object: recovered
+		REQUIRE(heap_name_recover("x", b, n, nullptr) == 0);
+		REQUIRE(held_now() == 0);
+		REQUIRE(intact(b, n, 1));
+	}
+	SECTION("names of 127 bytes; 128 refused")
+	{
+		std::string longest(127, 'n'), too_long(128, 'n');
+		REQUIRE(PMTHREADS_NAME_MAX == 128);
+		void *p = heap_name_alloc(longest.c_str(), 8);
+		REQUIRE(p != nullptr);
+		REQUIRE(heap_name_get(longest.c_str(), nullptr) == p);
+		errno = 0;
+		REQUIRE(heap_name_alloc(too_long.c_str(), 8) == nullptr);
+		REQUIRE(errno == EINVAL);
+		REQUIRE(std::string(err_get()).find("longer than 127 bytes") != std::string::npos);
+		REQUIRE(heap_name_recover(too_long.c_str(), nullptr, 0, nullptr) == -1);
+		REQUIRE(errno == EINVAL);
+		// a long name across a run, held and recovered
+		memset(p, 0x77, 8);
+		next_run(th);
+		void *q = heap_name_alloc(longest.c_str(), 8);
+		REQUIRE(heap_name_recover(longest.c_str(), q, 8, nullptr) == 0);
+		REQUIRE(static_cast<unsigned char *>(q)[7] == 0x77);
+	}
+	SECTION("many held names: the table grows around them")
+	{
+		std::vector<void *> objs;
+		for (int i = 0; i < 600; i++) {
+			void *p = heap_name_alloc(("obj" + std::to_string(i)).c_str(), 24);
+			REQUIRE(p != nullptr);
+			fill(p, 24, 100 + i);
+		}
+		next_run(th);
+		for (int i = 0; i < 600; i++)
+			objs.push_back(heap_name_alloc(("obj" + std::to_string(i)).c_str(), 24));
+		REQUIRE(held_now() == 600);	// 1201 nodes: the table grew past 512 buckets
+		for (int i = 0; i < 600; i += 2) {
+			REQUIRE(heap_name_recover(("obj" + std::to_string(i)).c_str(), objs[i], 24,
+						  nullptr) == 0);
+			REQUIRE(intact(objs[i], 24, 100 + i));
+		}
+		REQUIRE(held_now() == 300);
+		heap_name_release_held();
+		REQUIRE(held_now() == 0);
+		for (int i = 1; i < 600; i += 2)
+			REQUIRE(heap_name_get(("obj" + std::to_string(i)).c_str(), nullptr) == objs[i]);
+	}
+	REQUIRE(fase_depth() == 0);
 }
 
 TEST_CASE("names", "[heap]")

@@ -182,7 +182,8 @@ struct prepared {
 	std::vector<uint64_t> dirty2;
 	std::vector<pool_range> meta2; // the heap's metadata pages in epoch 2's image
 
-	prepared() : base(dir.file("base.pool")), work(dir.file("work.pool"))
+	// idiom: the epochs of idiom_runs() instead of the churn.
+	explicit prepared(bool idiom = false) : base(dir.file("base.pool")), work(dir.file("work.pool"))
 	{
 		pool_open_options o = opts(base);
 		pool *p = open_or_fail(o);
@@ -190,6 +191,22 @@ struct prepared {
 		pool_set_clean(p, false);
 		map_shadow();
 		REQUIRE(heap_init(shadow(), kHeapLen, true) == 0);
+		if (idiom)
+			idiom_runs(p);
+		else
+			churn_epochs(p);
+		REQUIRE(dirty2.size() > 10);
+		REQUIRE(page_size() == 4096);
+		uint64_t r[2][2];
+		for (size_t i = 0, n = heap_meta_ranges(r); i < n; i++)
+			meta2.push_back({ r[i][0], r[i][1] });
+		meta_sums_bind(nullptr);
+		pool_close(p);
+		unmap_shadow();
+	}
+
+	void churn_epochs(pool *p)
+	{
 		std::mt19937_64 rng(2024);
 		uint32_t seed = 0;
 		std::vector<block> live;
@@ -201,15 +218,45 @@ struct prepared {
 		image before = epochs[1].img;
 		epochs[2] = { image(shadow(), shadow() + kHeapLen), live, in_use() };
 		dirty2 = dirty_pages(before);
-		REQUIRE(dirty2.size() > 10);
-		REQUIRE(page_size() == 4096);
-		uint64_t r[2][2];
-		for (size_t i = 0, n = heap_meta_ranges(r); i < n; i++)
-			meta2.push_back({ r[i][0], r[i][1] });
-		meta_sums_bind(nullptr);
-		pool_close(p);
-		unmap_shadow();
 	}
+
+	// NVthreads' idiom over two runs.  Run 1 names kIdiomNames objects
+	// (epoch 1).  Run 2 adopts the heap again and nvmallocs every name:
+	// a third it recovers into the new object (the held one is freed), a
+	// third into memory of its own and then writes into the new object (a
+	// program going on from the copy), a third it leaves held (epoch 2).
+	void idiom_runs(pool *p)
+	{
+		for (int i = 0; i < kIdiomNames; i++) {
+			void *q = heap_name_alloc(idiom_name(i).c_str(), idiom_size(i));
+			REQUIRE(q != nullptr);
+			fill(q, idiom_size(i), idiom_seed(i));
+		}
+		epochs[1] = persist_epoch(p, image(kHeapLen, 0), {});
+		REQUIRE(heap_init(shadow(), kHeapLen, false) == 0);
+		for (int i = 0; i < kIdiomNames; i++) {
+			std::string name = idiom_name(i);
+			size_t n = idiom_size(i);
+			void *q = heap_name_alloc(name.c_str(), n);
+			REQUIRE(q != nullptr);
+			if (i % 3 == 0) {
+				REQUIRE(heap_name_recover(name.c_str(), q, n, nullptr) == 0);
+			} else if (i % 3 == 1) {
+				std::vector<unsigned char> mine(n);
+				REQUIRE(heap_name_recover(name.c_str(), mine.data(), n, nullptr) == 0);
+				memcpy(q, mine.data(), n);
+			}
+		}
+		REQUIRE(heap_name_held() == (uint64_t)(kIdiomNames - (kIdiomNames + 2) / 3));
+		image before = epochs[1].img;
+		epochs[2] = persist_state();
+		dirty2 = dirty_pages(before);
+	}
+	epoch_state persist_state() { return { image(shadow(), shadow() + kHeapLen), {}, in_use() }; }
+	static const int kIdiomNames = 24;
+	static std::string idiom_name(int i) { return "nvt-" + std::to_string(i) + std::string(100, 'x'); }
+	static size_t idiom_size(int i) { return i % 4 == 3 ? 5000 + (size_t)i : 40 + 13 * (size_t)i; }
+	static uint32_t idiom_seed(int i) { return 7000 + (uint32_t)i; }
 
 	pool_open_options opts(const std::string &path)
 	{
@@ -450,6 +497,99 @@ TEST_CASE("allocator metadata survives a crash in the middle of an epoch", "[hea
 		}
 	}
 	// Both outcomes occurred: crashes before the VER_d fence and at it.
+	REQUIRE(seen[1] > 0);
+	REQUIRE(seen[2] > 0);
+}
+
+namespace {
+
+// After idiom_runs' epoch 2 crashed at some point: recover, adopt (run 3),
+// and run the idiom once more: every name gives back its run-1 data,
+// whichever epoch survived, and nothing is left once the names are freed.
+uint64_t recover_idiom_and_check(prepared &pr)
+{
+	pool_open_options o = pr.opts(pr.work);
+	o.create = false;
+	pool *p = open_or_fail(o);
+	meta_sums_bind(p);
+	uint64_t ver = *p->ver_d;
+	INFO("recovered VER_d " << ver);
+	REQUIRE(pr.epochs.count(ver) == 1);
+	map_shadow();
+	pool_recover(p, shadow());
+	REQUIRE(memcmp(shadow(), pr.epochs[ver].img.data(), kHeapLen) == 0);
+	{
+		int rc = heap_init(shadow(), kHeapLen, false);
+		INFO(err_get());
+		REQUIRE(rc == 0);
+	}
+	meta_sums_bind(nullptr);
+	pool_close(p);
+	std::string bad = check_heap();
+	INFO(bad);
+	REQUIRE(bad.empty());
+	REQUIRE(in_use() == pr.epochs[ver].in_use);
+	for (int i = 0; i < prepared::kIdiomNames; i++) {
+		std::string name = prepared::idiom_name(i);
+		size_t n = prepared::idiom_size(i);
+		INFO("name " << i);
+		void *q = heap_name_alloc(name.c_str(), n);
+		REQUIRE(q != nullptr);
+		REQUIRE(heap_name_recover(name.c_str(), q, n, nullptr) == 0);
+		REQUIRE(intact(q, n, prepared::idiom_seed(i)));
+	}
+	REQUIRE(heap_name_held() == 0);
+	bad = check_heap();
+	REQUIRE(bad.empty());
+	for (int i = 0; i < prepared::kIdiomNames; i++)
+		heap_free(heap_name_get(prepared::idiom_name(i).c_str(), nullptr));
+	REQUIRE(in_use() == 0);
+	heap_validate_report rep;
+	REQUIRE(heap_validate_full(&rep) == 0);
+	REQUIRE(rep.names == 0);
+	REQUIRE(rep.held == 0);
+	unmap_shadow();
+	return ver;
+}
+
+} // namespace
+
+// NVthreads' idiom (nvmalloc of an earlier run's name holds its object,
+// nvrecover copies and frees it) is failure-atomic: a crash at any point of
+// the epoch that made run 2's holds, copies and frees durable leaves every
+// name's data recoverable by the next run.
+TEST_CASE("NVthreads' idiom survives a crash in the middle of an epoch", "[heap][crash]")
+{
+	prepared pr(true);
+	INFO("epoch 2 persists " << pr.dirty2.size() << " dirty pages");
+	pr.reset_work();
+	int fds[2];
+	REQUIRE(pipe(fds) == 0);
+	int st = crash_child(pr, 0, 0, NVM_SIM_RANDOM, fds[1]);
+	close(fds[1]);
+	REQUIRE((WIFEXITED(st) && WEXITSTATUS(st) == 0));
+	uint64_t prims = 0;
+	REQUIRE(read(fds[0], &prims, sizeof(prims)) == (ssize_t)sizeof(prims));
+	close(fds[0]);
+	REQUIRE(recover_idiom_and_check(pr) == 2);
+
+	std::map<uint64_t, unsigned> seen;
+	const nvm_sim_survival modes[] = { NVM_SIM_KEEP_OLD, NVM_SIM_RANDOM };
+	for (unsigned m = 0; m < 2; m++) {
+		std::vector<uint64_t> ks;
+		for (uint64_t k = 1 + 3 * m; k < prims; k += 9)
+			ks.push_back(k);
+		ks.push_back(prims - 1);
+		ks.push_back(prims);
+		for (uint64_t k : ks) {
+			INFO("crash after primitive " << k << " of " << prims << ", mode " << m);
+			pr.reset_work();
+			st = crash_child(pr, k, 31 + m, modes[m], -1);
+			REQUIRE(WIFEXITED(st));
+			REQUIRE(WEXITSTATUS(st) == NVM_SIM_CRASH_EXIT);
+			seen[recover_idiom_and_check(pr)]++;
+		}
+	}
 	REQUIRE(seen[1] > 0);
 	REQUIRE(seen[2] > 0);
 }

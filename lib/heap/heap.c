@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -109,6 +110,12 @@ int heap_init(void *base, size_t len, bool fresh)
 						      ~(HEAP_PAGE - 1)));
 	heap_rt.gen++;
 	heap_rt.reserved = 0;
+	/* Distinct from every earlier run's: the clock, the process and a
+	 * counter (tests call heap_init more than once a nanosecond apart). */
+	static uint64_t inits;
+	uint64_t r = prim_now_ns() ^ ((uint64_t)getpid() << 40) ^ ++inits;
+	heap_rt.run = ((r ^ (r >> 29)) * 0x9e3779b97f4a7c15ULL) | 1;
+	heap_rt.after_crash = true;
 	int rc = 0;
 	if (fresh) {
 		format();
@@ -515,6 +522,11 @@ void heap_free(void *p)
 	fase_leave();
 }
 
+void heap_free_unnamed(void *p)
+{
+	free_internal(p, true);
+}
+
 size_t heap_usable_size(const void *p)
 {
 	if (p == NULL || heap_rt.hdr == NULL)
@@ -555,6 +567,10 @@ void *heap_realloc(void *p, size_t size)
 							  memory_order_relaxed);
 			else
 				count_bytes(s, d);
+			/* A name's recorded size must stay within its block; a
+			 * block that keeps its size keeps it (no name lock on
+			 * the common in-place realloc). */
+			heap_name_note_size(p, size);
 			q = p;
 		}
 	}

@@ -57,18 +57,49 @@ void *heap_memalign(size_t align, size_t size);
 void heap_free(void *p);
 size_t heap_usable_size(const void *p);		/* 0 for NULL or a non-block */
 
-/* The name table (names up to PMTHREADS_NAME_MAX - 1 bytes).  Setting an
- * existing name rebinds it.  -1 + errno: EINVAL (no name, name too long, p
- * not in the heap) or ENOMEM. */
+/* The name table (names up to PMTHREADS_NAME_MAX - 1 bytes), which binds
+ * names to objects and records each object's size as it was asked for.
+ * heap_name_set binds name to p (recording p's usable size); an existing
+ * name is rebound.  -1 + errno: EINVAL (no name, name too long, p not in
+ * the heap) or ENOMEM. */
 int heap_name_set(const char *name, void *p);
-/* The object bound to name (NULL: none), and its usable size. */
-void *heap_name_get(const char *name, size_t *usable);
-/* Drop every name bound to p (O(1) when p has none). */
+/* The object bound to name (NULL: none), and its recorded size. */
+void *heap_name_get(const char *name, size_t *size);
+
+/* nvmalloc: a zeroed object of size bytes bound to name, in one
+ * failure-atomic section.  When an earlier run bound the name (this run
+ * recovered it), the object it had is *held*: it stays allocated and
+ * heap_name_recover copies from it, until the data has been copied into the
+ * name's new object, or heap_name_release_held runs (a clean exit), or a
+ * later run finds it still held (see heap_names.c for which object that
+ * run keeps).  NULL + errno: EINVAL (name too long), ENOMEM. */
+void *heap_name_alloc(const char *name, size_t size);
+/* nvrecover: the name's recovered data -- its held object if it has one,
+ * else its bound object -- copied to dest (size bytes; dest NULL: no copy,
+ * and the bound object is the one looked at).  Fails (-1, err_get() says
+ * why) with ENOENT when nothing has that name, ERANGE when that object is
+ * smaller than size.  Copying a held object into the name's own object
+ * (dest == the bound object, all of it or all the held object's bytes)
+ * frees the held object in the same failure-atomic section.  *obj (when
+ * not NULL) gets the bound object. */
+int heap_name_recover(const char *name, void *dest, size_t size, void **obj);
+/* Whether this run started after a crash (the runtime says so after
+ * heap_init; heap_init assumes it did).  A run that did not has nothing to
+ * recover: an object it holds is one it went on without, and a later run
+ * keeps the object it went on with. */
+void heap_name_after_crash(bool crashed);
+/* Free every held object (a clean exit: nothing is left to recover). */
+void heap_name_release_held(void);
+/* Drop every name bound to p, freeing the objects those names held, and
+ * every hold on p (O(1) when p has none). */
 void heap_name_remove_ptr(void *p);
-/* Iterate names (for pmthreads-recover info): calls fn for each, under the
- * table's lock -- fn must not call heap_name_* functions. */
+/* Iterate bound names (for pmthreads-recover info): calls fn for each, with
+ * its recorded size, under the table's lock -- fn must not call heap_name_*
+ * functions. */
 void heap_name_foreach(void (*fn)(const char *name, void *p, size_t size, void *arg),
 		       void *arg);
+/* How many objects are held for recovery. */
+uint64_t heap_name_held(void);
 
 /* The calling thread is exiting: return its cached blocks and its cache
  * slot (a thread that never calls this keeps its slot until recovery). */
@@ -100,6 +131,7 @@ struct heap_validate_report {
 	uint64_t cached_bytes;	/* blocks sitting in thread caches */
 	uint64_t user_bytes;	/* recomputed from the structures: must equal bytes_in_use */
 	uint64_t names;
+	uint64_t held;		/* objects held for nvrecover (heap_name_alloc) */
 };
 /* Walk every allocator structure and check it: each page below the
  * high-water mark is in exactly one free extent, span or large run; the

@@ -26,6 +26,8 @@
 #include "heap/heap.h"
 #include "prim/prim.h"
 
+#include <pmthreads.h>
+
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,8 +36,11 @@
 #define HEAP_PAGE ((size_t)1 << HEAP_PAGE_SHIFT)
 #define HEAP_MAGIC 0x3150414548544d50ULL /* "PMTHEAP1" little-endian */
 /* 2: size classes from 64 B up are whole cache lines (heap_class.c); a
- * version-1 heap's spans would be carved with the wrong block sizes. */
-#define HEAP_VERSION 2u
+ * version-1 heap's spans would be carved with the wrong block sizes.
+ * 3: name nodes hold names of up to 127 bytes, the object's requested size
+ * and the previous run's object kept for nvrecover (struct heap_name_node);
+ * a version-2 heap's nodes would be read with the wrong layout. */
+#define HEAP_VERSION 3u
 
 #define HEAP_NCLASSES 22
 #define HEAP_LINE 64u		/* classes from a line up are whole lines */
@@ -152,7 +157,8 @@ struct heap_hdr {
 	uint32_t pad1;
 	uint64_t name_buckets;	/* page index of the bucket run, 0: none yet */
 	uint64_t name_nbuckets;	/* per chain kind; power of two */
-	_Atomic uint64_t name_count;
+	_Atomic uint64_t name_count;	/* bound nodes (on both chains) */
+	_Atomic uint64_t name_held;	/* held nodes (on object chains only) */
 
 	struct heap_class_state classes[HEAP_NCLASSES];
 	struct heap_slot slots[HEAP_NSLOTS + 1];
@@ -193,6 +199,11 @@ struct heap_rt {
 	int (*reserve)(void *ctx, uint64_t first, uint64_t end);	/* heap_set_reserve */
 	void *reserve_ctx;
 	uint64_t reserved;	/* data pages below this have been made safe */
+	/* This run of the heap: a value no earlier heap_init gave, so that a
+	 * name bound by an earlier run (the one that crashed) is told from one
+	 * bound by this run (heap_names.c). */
+	uint64_t run;
+	bool after_crash;	/* heap_name_after_crash: this run recovered a crash */
 	/* heap_set_page_check: the checksum of each metadata page read from
 	 * a pool, verified at adoption and by heap_validate_image. */
 	int (*page_check)(void *ctx, uint64_t page, const void *bytes, char *what, size_t len);
@@ -272,7 +283,33 @@ void *heap_alloc_meta(size_t size);
 void heap_free_meta(void *p);
 size_t heap_usable_internal(const void *p);
 
+/* Free a user block whose names the caller has already dropped (the name
+ * table frees objects it holds under its own lock). */
+void heap_free_unnamed(void *p);
+
 /* ---- name table (heap_names.c) --------------------------------------- */
+/* A node of the name table, a small block from the heap itself.  A *bound*
+ * node binds name to obj and is on a name chain and an object chain.  A
+ * *held* node keeps the object a name had when this run started, after
+ * nvmalloc rebound the name, so that nvrecover can still copy it (see
+ * heap_names.c); it is on an object chain only, and the bound node of the
+ * same name points to it (link) as it points back. */
+#define HEAP_NAME_HELD 1u	/* flags: a held node */
+#define HEAP_NAME_TAKEN 2u	/* held node: the run that holds it went on from an
+				 * object of its own -- nvrecover copied the held one
+				 * elsewhere than into the name's object, or the run
+				 * did not start after a crash (nothing to recover) */
+struct heap_name_node {
+	char name[PMTHREADS_NAME_MAX];
+	uint64_t obj;		/* offset of the object */
+	uint64_t size;		/* its size, as nvmalloc was asked for it */
+	uint64_t run;		/* bound node: the heap_rt.run that bound it */
+	uint64_t link;		/* bound: its held node (0: none); held: its bound node */
+	uint32_t flags;
+	uint32_t pad;
+	uint64_t next_name;	/* offset of the next node on the name chain */
+	uint64_t next_obj;	/* ... on the object chain */
+};
 /* The name table's two chain hashes: a name's (FNV-1a) and an object
  * offset's.  heap_validate.c recomputes them to find misplaced entries, so both
  * files must use these. */
@@ -289,6 +326,9 @@ static inline uint64_t heap_obj_hash(uint64_t off)
 	return z ^ (z >> 29);
 }
 void heap_names_format(void);
+/* heap_realloc resized the page run p in place: its names (and holds)
+ * record the new size (O(1) when nothing is named). */
+void heap_name_note_size(void *p, size_t size);
 
 /* ---- validation (heap_validate.c) ---------------------------------------- */
 /* heap_init's check of a heap being adopted (the range must be set up in

@@ -52,14 +52,6 @@ __attribute__((format(printf, 2, 3))) static void problem(struct hc *c, const ch
 		c->report(msg, c->arg);
 }
 
-/* The name table's node (heap_names.c owns it; the layout is checked here). */
-struct name_node_view {
-	char name[PMTHREADS_NAME_MAX];
-	uint64_t obj;
-	uint64_t next_name;
-	uint64_t next_obj;
-};
-
 static const struct heap_hdr *H(void) { return heap_rt.hdr; }
 static uint64_t data_lo(void) { return H()->data_start << HEAP_PAGE_SHIFT; }
 static uint64_t data_hi(void) { return H()->hwm << HEAP_PAGE_SHIFT; }
@@ -110,7 +102,8 @@ static size_t meta_pages_for(uint64_t npages)
 static bool name_root_ok(void)
 {
 	const struct heap_hdr *h = H();
-	uint64_t nb = h->name_nbuckets, count = atomic_load(&h->name_count);
+	uint64_t nb = h->name_nbuckets;
+	uint64_t count = atomic_load(&h->name_count) + atomic_load(&h->name_held);
 	uint64_t used = h->hwm - h->data_start;
 	if (h->name_buckets == 0)
 		return nb == 0 && count == 0;
@@ -167,9 +160,10 @@ static int check_header(struct hc *c)
 		problem(c, "heap header (heap offset 0): the block-tag secret is corrupt");
 	if (!name_root_ok())
 		problem(c, "heap header (heap offset 0): the name table's root is corrupt (bucket "
-			"run at page %llu, %llu buckets, %llu names)",
+			"run at page %llu, %llu buckets, %llu names, %llu held objects)",
 			(unsigned long long)h->name_buckets, (unsigned long long)h->name_nbuckets,
-			(unsigned long long)atomic_load(&h->name_count));
+			(unsigned long long)atomic_load(&h->name_count),
+			(unsigned long long)atomic_load(&h->name_held));
 	for (unsigned i = 0; i <= HEAP_NSLOTS; i++)
 		if (h->slots[i].run_pages > HEAP_RUN_CACHE_PAGES)
 			problem(c, "heap header: cache slot %u claims %u cached run pages (at most %u)",
@@ -473,23 +467,43 @@ static void check_caches(struct hc *c, struct heap_validate_report *r,
 	}
 }
 
-/* A name node is a small block of a class that holds it, below hwm. */
-static bool name_node_ok(uint64_t n)
+/* A name node is a small block of a class that holds it, below hwm, whose
+ * name is terminated, whose size fits its object's block and whose link,
+ * when it has one, is such a node too. */
+static bool name_block_ok(uint64_t n)
 {
-	unsigned cls = heap_class_for(sizeof(struct name_node_view));
+	unsigned cls = heap_class_for(sizeof(struct heap_name_node));
 	uint64_t so;
 	if (!block_of_class(n, cls, &so))
 		return false;
-	const struct name_node_view *x = heap_at(n);
+	const struct heap_name_node *x = heap_at(n);
+	/* the recorded size bounds what nvrecover copies: never past the block */
 	return memchr(x->name, 0, sizeof(x->name)) != NULL && x->obj >= data_lo() &&
-	       x->obj < data_hi();
+	       x->obj < data_hi() && (x->flags & ~(HEAP_NAME_HELD | HEAP_NAME_TAKEN)) == 0 &&
+	       x->size <= heap_usable_internal(heap_at(x->obj));
 }
 
-static void check_names(struct hc *c, uint64_t *count, bool check_objects)
+static bool name_node_ok(uint64_t n)
+{
+	if (!name_block_ok(n))
+		return false;
+	const struct heap_name_node *x = heap_at(n);
+	if (x->link == 0)
+		return !(x->flags & HEAP_NAME_HELD);	/* a held node always has its bound one */
+	if (!name_block_ok(x->link))
+		return false;
+	const struct heap_name_node *y = heap_at(x->link);
+	/* a bound node and its held node point at each other */
+	return y->link == n && ((x->flags ^ y->flags) & HEAP_NAME_HELD) != 0;
+}
+
+static void check_names(struct hc *c, uint64_t *count, uint64_t *held, bool check_objects)
 {
 	const struct heap_hdr *h = H();
-	uint64_t by_name = 0, by_obj = 0, limit = atomic_load(&h->name_count);
+	uint64_t by_name = 0, by_obj = 0, nheld = 0, limit = atomic_load(&h->name_count);
+	uint64_t held_limit = atomic_load(&h->name_held);
 	*count = limit;
+	*held = held_limit;
 	if (h->name_buckets == 0 || !name_root_ok())
 		return;	/* check_header reported a bad root */
 	uint64_t run = h->name_buckets << HEAP_PAGE_SHIFT, nb = h->name_nbuckets;
@@ -505,33 +519,41 @@ static void check_names(struct hc *c, uint64_t *count, bool check_objects)
 		bool names = i < nb;
 		uint64_t *seen = names ? &by_name : &by_obj;
 		for (uint64_t n = b[i]; n != 0;) {
-			if (*seen >= limit || !name_node_ok(n)) {
+			if (*seen >= limit + held_limit || !name_node_ok(n) ||
+			    (names && (((const struct heap_name_node *)heap_at(n))->flags &
+				       HEAP_NAME_HELD))) {
 				problem(c, "name table: %s chain %llu is corrupt at heap offset 0x%llx",
 					names ? "name" : "object", (unsigned long long)(i % nb),
 					(unsigned long long)n);
 				*seen = UINT64_MAX;
 				break;
 			}
-			const struct name_node_view *x = heap_at(n);
+			const struct heap_name_node *x = heap_at(n);
+			bool is_held = (x->flags & HEAP_NAME_HELD) != 0;
 			uint64_t want = names ? heap_name_hash(x->name) : heap_obj_hash(x->obj);
 			if ((want & (nb - 1)) != (i & (nb - 1))) {
-				problem(c, "name table: name \"%.63s\" (heap offset 0x%llx) is in the "
+				problem(c, "name table: name \"%.127s\" (heap offset 0x%llx) is in the "
 					"wrong chain", x->name, (unsigned long long)n);
-			} else if (check_objects && names && heap_usable_internal(heap_at(x->obj)) == 0) {
-				problem(c, "name table: name \"%.63s\" names heap offset 0x%llx, which "
+			} else if (check_objects && (names || is_held) &&
+				   heap_usable_internal(heap_at(x->obj)) == 0) {
+				problem(c, "name table: name \"%.127s\" %s heap offset 0x%llx, which "
 					"is not an allocated block", x->name,
-					(unsigned long long)x->obj);
+					is_held ? "holds" : "names", (unsigned long long)x->obj);
 			}
+			if (!names && is_held)
+				nheld++;
 			(*seen)++;
 			n = names ? x->next_name : x->next_obj;
 		}
 		if (*seen == UINT64_MAX)
 			break;
 	}
-	if (by_name != UINT64_MAX && by_obj != UINT64_MAX && (by_name != limit || by_obj != limit))
-		problem(c, "name table: %llu names counted, %llu on name chains, %llu on object "
-			"chains", (unsigned long long)limit, (unsigned long long)by_name,
-			(unsigned long long)by_obj);
+	if (by_name != UINT64_MAX && by_obj != UINT64_MAX &&
+	    (by_name != limit || by_obj != limit + held_limit || nheld != held_limit))
+		problem(c, "name table: %llu names and %llu held objects counted, %llu on name "
+			"chains, %llu on object chains (%llu held)", (unsigned long long)limit,
+			(unsigned long long)held_limit, (unsigned long long)by_name,
+			(unsigned long long)by_obj, (unsigned long long)nheld);
 }
 
 /* ---- the walks ------------------------------------------------------------- */
@@ -571,7 +593,7 @@ static unsigned run_checks(struct hc *c, struct heap_validate_report *rep)
 			(unsigned long long)r.large_pages, (unsigned long long)h->large_pages);
 	check_partial_lists(c, spans);
 	check_caches(c, &r, cached, &cached_runs);
-	check_names(c, &r.names, c->full);
+	check_names(c, &r.names, &r.held, c->full);
 	if (c->full) {
 		check_spans(c, used);
 		if (r.free_pages + r.span_pages + r.large_pages != h->hwm - h->data_start)

@@ -37,18 +37,24 @@ extern "C" {
  *
  * name, when not NULL, registers the object under that name (at most
  * PMTHREADS_NAME_MAX bytes including the terminating NUL) so that a later run
- * can find it with nvrecover().  Registering a name that already exists
- * replaces the old binding (the old object is not freed).  The memory is
- * zeroed.  Objects of a page or more are page-aligned; smaller ones are
- * 16-byte aligned.  Returns NULL with errno set to ENOMEM when the heap is
- * full, EINVAL for a name that is too long, or the runtime's error (see
+ * can find it with nvrecover().  Registering a name that this run registered
+ * already rebinds it (the old object is not freed: the program holds it).
+ * Registering a name that an earlier run registered (the one this run
+ * recovered) rebinds it too, and keeps that run's object for nvrecover:
+ * nvrecover(dest, size, name) copies from it for the rest of the run, and it
+ * is freed once copied into the new object, at a clean exit, or by a later
+ * run (pmthreads.h(3), RECOVERY ACROSS RUNS).  The memory is zeroed.
+ * Objects of a page or more are page-aligned; smaller ones are 16-byte
+ * aligned.  Returns NULL with errno set to ENOMEM when the heap is full,
+ * EINVAL for a name that is too long, or the runtime's error (see
  * pmthreads_errormsg()) when it could not initialise.
  */
 void *nvmalloc(size_t size, const char *name);
 
 /*
  * nvfree -- return an object obtained from nvmalloc() to the persistent heap.
- * A named object's name is removed too.  nvfree(NULL) does nothing.
+ * A named object's name is removed too (and an earlier run's object kept
+ * for that name is freed).  nvfree(NULL) does nothing.
  */
 void nvfree(void *ptr);
 
@@ -57,22 +63,26 @@ void nvfree(void *ptr);
  *
  * Returns its address (valid for the life of the process, since the heap is
  * mapped at the address it was created at), or NULL when no object of that
- * name exists or it is smaller than size.  When dest is not NULL, size bytes
- * of the object are also copied to dest (as NVthreads' nvrecover does).
+ * name exists or it is smaller than size (the size nvmalloc was asked for,
+ * not the block's), with errno ENOENT or ERANGE and pmthreads_errormsg()
+ * saying which.  When dest is not NULL, exactly size bytes are also
+ * copied to dest (as NVthreads' nvrecover does) from the data the name had
+ * when this run started: the object an earlier run registered, if this run
+ * has since rebound the name with nvmalloc, else the registered object; the
+ * size rule then applies to that object.
  */
 void *nvrecover(void *dest, size_t size, const char *name);
 
-#define PMTHREADS_NAME_MAX 64
+/* Names are at most 127 bytes, as NVthreads allows. */
+#define PMTHREADS_NAME_MAX 128
 
 /*
  * pmthreads_crashed -- true when this run recovered a heap that the previous
  * run did not shut down cleanly (it crashed or was killed).  False for a new
- * pool and after a clean exit.  crashed() and isCrashed() are the same
- * function under NVthreads' names, for programs written against it.
+ * pool and after a clean exit.  (NVthreads' isCrashed() is this function,
+ * in nvrecovery.h.)
  */
 bool pmthreads_crashed(void);
-bool crashed(void);
-bool isCrashed(void);
 
 /*
  * pmthreads_sync -- force a quiescent point now and return once everything the

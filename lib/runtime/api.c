@@ -10,7 +10,6 @@
 #include <pmthreads.h>
 
 #include <errno.h>
-#include <string.h>
 
 PMT_EXPORT void *nvmalloc(size_t size, const char *name)
 {
@@ -19,23 +18,9 @@ PMT_EXPORT void *nvmalloc(size_t size, const char *name)
 		errno = EAGAIN;
 		return NULL;
 	}
-	if (name != NULL && strnlen(name, PMTHREADS_NAME_MAX) >= PMTHREADS_NAME_MAX) {
-		err_set("nvmalloc: the name \"%.20s...\" is longer than %d bytes", name,
-			PMTHREADS_NAME_MAX - 1);
-		errno = EINVAL;
-		return NULL;
-	}
-	/* Allocation and naming form one failure-atomic section: a crash never
-	 * leaves a named object unallocated or an allocated one unreachable. */
-	fase_enter();
+	if (name != NULL)
+		return heap_name_alloc(name, size);
 	void *p = heap_calloc(1, size == 0 ? 1 : size);
-	if (p != NULL && name != NULL && heap_name_set(name, p) != 0) {
-		int e = errno;
-		heap_free(p);
-		p = NULL;
-		errno = e;
-	}
-	fase_leave();
 	if (p == NULL && err_get()[0] == '\0')
 		err_set("nvmalloc(%zu): the persistent heap is full; set PMTHREADS_POOL_SIZE "
 			"larger for a new pool", size);
@@ -55,25 +40,23 @@ PMT_EXPORT void nvfree(void *ptr)
 PMT_EXPORT void *nvrecover(void *dest, size_t size, const char *name)
 {
 	err_clear();
-	if (name == NULL || runtime_init() != 0)
+	if (name == NULL) {
+		err_set("nvrecover: no name");
+		errno = EINVAL;
 		return NULL;
-	size_t usable = 0;
-	void *p = heap_name_get(name, &usable);
-	if (p == NULL || usable < size)
+	}
+	if (runtime_init() != 0) {
+		errno = EAGAIN;
 		return NULL;
-	if (dest != NULL)
-		memcpy(dest, p, size);
-	return p;
+	}
+	void *p;
+	return heap_name_recover(name, dest, size, &p) == 0 ? p : NULL;
 }
 
 PMT_EXPORT bool pmthreads_crashed(void)
 {
 	return runtime_init() == 0 && runtime_crashed();
 }
-
-/* NVthreads' names, kept so that its programs build unchanged. */
-PMT_EXPORT bool crashed(void) { return pmthreads_crashed(); }
-PMT_EXPORT bool isCrashed(void) { return pmthreads_crashed(); }
 
 PMT_EXPORT int pmthreads_sync(void)
 {

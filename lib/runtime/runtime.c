@@ -415,6 +415,7 @@ static int start(void)
 	meta_sums_bind(pool);
 	if (heap_init(heap_base, heap_len, pool->created || *pool->ver_d == 0) != 0)
 		goto fail_tracker;
+	heap_name_after_crash(previous_run_crashed);
 	/* The first write to the pool: it passed every check. */
 	pool_set_clean(pool, false);
 	if (!pool->created && reset_unreachable_heap() != 0)
@@ -499,6 +500,9 @@ void runtime_shutdown(void)
 		prim_unlock(&init_lock);
 		return;
 	}
+	/* A clean exit leaves nothing to recover: objects the heap held for
+	 * nvrecover go with the final epoch. */
+	heap_name_release_held();
 	/* The final epoch is itself a quiescent point: if some thread keeps
 	 * holding a lock past the bound it is abandoned, and the pool stays
 	 * marked as crashed so the next run recovers the last durable epoch. */

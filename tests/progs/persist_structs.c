@@ -64,8 +64,6 @@
 #pragma weak nvfree
 #pragma weak nvrecover
 #pragma weak pmthreads_crashed
-#pragma weak crashed
-#pragma weak isCrashed
 #pragma weak pmthreads_sync
 #pragma weak pmthreads_durable_epoch
 #pragma weak pmthreads_heap_offset
@@ -389,10 +387,6 @@ static int verify(const char *addrfile, int expect_crashed)
 		FAIL("the heap moved by %td bytes", pmthreads_heap_offset());
 	if ((int)pmthreads_crashed() != expect_crashed)
 		FAIL("pmthreads_crashed() is %d, expected %d", (int)pmthreads_crashed(), expect_crashed);
-	/* NVthreads' names answer the same. */
-	if (crashed() != pmthreads_crashed() || isCrashed() != pmthreads_crashed())
-		FAIL("crashed() %d and isCrashed() %d differ from pmthreads_crashed() %d",
-		     (int)crashed(), (int)isCrashed(), (int)pmthreads_crashed());
 
 	size_t maxr = 1 + x.nlist + x.ntree;
 	struct range *nodes = malloc(maxr * sizeof(*nodes));

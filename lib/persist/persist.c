@@ -93,7 +93,7 @@ static void set_sum(struct pool *p, uint64_t i, int w, uint64_t sum)
 }
 
 /* The third fence: one checksummed version record (pool.h). */
-static void publish(struct pool *p, uint64_t next) { pool_publish(p, next); }
+static int publish(struct pool *p, uint64_t next) { return pool_publish(p, next); }
 
 static const void *shadow_page(void *ctx, size_t k, uint64_t page)
 {
@@ -109,21 +109,25 @@ static void shadow_done(void *ctx, size_t k)
 	(void)k;
 }
 
-void epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
-		   struct persist_stats *st)
+int epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
+		  struct persist_stats *st)
 {
 	const void *ctx[2] = { p, shadow };
 	struct persist_source src = { shadow_page, shadow_done, (void *)ctx, NULL };
-	epoch_persist_from(p, &src, pages, n, st);
+	return epoch_persist_from(p, &src, pages, n, st);
 }
 
-void epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
-			size_t n, struct persist_stats *st)
+int epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
+		       size_t n, struct persist_stats *st)
 {
 	if (n == 0)
-		return;
+		return 0;
 	if (p->read_only)
 		log_fatal("epoch_persist on %s, which was opened read-only", p->path);
+	/* A write-back already failed: nothing written now could be trusted
+	 * (nvm.h), so the pool is left exactly as it is. */
+	if (nvm_error(p->nvm) != 0)
+		return nvm_error(p->nvm);
 	if (!p->torn_invalidated)
 		pool_invalidate_torn(p);
 	const uint64_t next = *p->ver_d + 1;
@@ -174,8 +178,11 @@ void epoch_persist_from(struct pool *p, const struct persist_source *src, const 
 	}
 	if (persist_fault_active != PERSIST_FAULT_SKIP_DATA_FENCE)
 		nvm_fence(p->nvm);
-	if (persist_fault_active != PERSIST_FAULT_VER_BEFORE_DATA)
-		publish(p, next);
+	/* Never publish an epoch whose seq or data fence failed: VER_d stays,
+	 * and the copies written count as torn. */
+	int err = nvm_error(p->nvm);
+	if (err == 0 && persist_fault_active != PERSIST_FAULT_VER_BEFORE_DATA)
+		err = publish(p, next);
 
 	if (st != NULL) {
 		st->pages += persisted;
@@ -184,6 +191,7 @@ void epoch_persist_from(struct pool *p, const struct persist_source *src, const 
 		st->bytes_compared += (uint64_t)n * p->page_size;
 		st->fences += p->nvm->stats.fences - fences0;
 	}
+	return err;
 }
 
 uint64_t pool_invalidate_torn(struct pool *p)

@@ -42,16 +42,20 @@ struct persist_source {
 
 /* Persist the given dirty pages (indices into the heap, any order, no
  * duplicates -- a duplicate is ignored) of the shadow image at shadow
- * (npages pages).  On return the image is durable and *p->ver_d was
- * incremented.  n == 0 is a no-op.  The counts of this epoch are added to
+ * (npages pages).  Returns 0 when the image is durable and *p->ver_d was
+ * incremented; the errno of a failed write-back (nvm_error: EIO, ENOSPC...)
+ * when it is not: then *p->ver_d is unchanged, and every later call returns
+ * that errno at once without writing (the pool is no longer trusted for new
+ * epochs; the next open recovers the last published one).  n == 0 is a
+ * no-op returning 0.  The counts of this epoch are added to
  * *st (which may be NULL).  If the pool's torn copies have not been
  * invalidated since it was opened, that is done first.  A page index
  * >= p->npages, or a read-only pool, aborts (a caller bug). */
-void epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
-		   struct persist_stats *st);
+int epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
+		  struct persist_stats *st);
 /* The same, reading each page's image through src. */
-void epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
-			size_t n, struct persist_stats *st);
+int epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
+		       size_t n, struct persist_stats *st);
 
 /* Durably mark every copy with seq > VER_d (left by an interrupted epoch) as
  * POOL_SEQ_INVALID: one flush per seq-table line holding any, one fence

@@ -662,33 +662,41 @@ void pool_close(struct pool *p)
 	free(p);
 }
 
-/* Write the next record into the slot that does not hold the current one. */
-static void write_record(struct pool *p, uint64_t ver_d, uint64_t clean)
+/* Write the next record into the slot that does not hold the current one.
+ * Returns 0, or the latched write-back error (nvm.h): then nothing was
+ * stored (when it was latched before) or the record's fence failed, and the
+ * pool's idea of its current record is unchanged. */
+static int write_record(struct pool *p, uint64_t ver_d, uint64_t clean)
 {
+	if (nvm_error(p->nvm) != 0)
+		return nvm_error(p->nvm);
 	int slot = 1 - p->rec_slot;
 	struct ver_record r = pool_make_record(p->rec_gen + 1, ver_d, clean, slot, p->uuid);
 	unsigned char *dst = (unsigned char *)p->nvm->base + POOL_REC_OFF(slot);
 	memcpy(dst, &r, sizeof(r));
 	nvm_flush(p->nvm, dst, sizeof(r));
 	nvm_fence(p->nvm);
+	if (nvm_error(p->nvm) != 0)
+		return nvm_error(p->nvm);
 	p->rec_slot = slot;
 	p->rec_gen = r.gen;
 	p->clean_now = clean;
 	p->ver_d_now = ver_d;
+	return 0;
 }
 
-void pool_set_clean(struct pool *p, bool clean)
+int pool_set_clean(struct pool *p, bool clean)
 {
 	if (p->read_only)
 		log_fatal("pool_set_clean on %s, which was opened read-only", p->path);
 	if (!clean)
 		*p->holder_pid = (uint64_t)getpid();
-	write_record(p, p->ver_d_now, clean ? 1 : 0);
+	return write_record(p, p->ver_d_now, clean ? 1 : 0);
 }
 
-void pool_publish(struct pool *p, uint64_t ver_d)
+int pool_publish(struct pool *p, uint64_t ver_d)
 {
-	write_record(p, ver_d, p->clean_now);
+	return write_record(p, ver_d, p->clean_now);
 }
 
 /* Allocate [off, off + len) of the file; ENOSPC and the like as -1 + errno. */

@@ -157,8 +157,17 @@ static bool unfinished_format(const unsigned char *buf)
 	struct pool_header h;
 	memcpy(&h, buf, sizeof(h));
 	memcpy(h.magic, POOL_MAGIC, 8);
-	return h.header_bytes == sizeof(h) && h.format_version == POOL_FORMAT_VERSION &&
-	       pool_header_checksum(&h) == h.checksum;
+	if (h.header_bytes != sizeof(h) || h.format_version != POOL_FORMAT_VERSION ||
+	    pool_header_checksum(&h) != h.checksum)
+		return false;
+	/* And both version records as created: a pool that was ever opened
+	 * for writing has a later one, and is never taken for unfinished. */
+	for (int slot = 0; slot < 2; slot++) {
+		struct ver_record r = pool_make_record((uint64_t)slot, 0, 1, slot, h.uuid);
+		if (memcmp(buf + POOL_REC_OFF(slot), &r, sizeof(r)) != 0)
+			return false;
+	}
+	return true;
 }
 
 static void dir_of(const char *path, char *dir, size_t len)

@@ -523,6 +523,12 @@ static bool keep_half(void) { return splitmix64(&tear_rng) & 1; }
 static void lossy_destroy(void *data)
 {
 	(void)data;
+	uint64_t held = 0;
+	for (struct file_state *f = files; f != NULL; f = f->next)
+		for (size_t i = 0; i < f->n; i++)
+			held += f->ext[i].len;
+	fprintf(stderr, "lossyfs: power cut: %llu unsynced bytes %s\n", (unsigned long long)held,
+		tear ? "torn (about half of their sectors kept)" : "lost");
 	while (files != NULL) {
 		struct file_state *f = files;
 		if (tear && f->n != 0 && f->fd >= 0 && apply(f, f->fd, keep_half) != 0)

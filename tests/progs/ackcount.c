@@ -6,7 +6,7 @@
  *   run ROUNDS SYNC_EVERY [CTL FAIL_AT]
  *       ROUNDS times, under a lock: the counter becomes the round number
  *       (counted on from the round a restart recovered),
- *       stamped into one word of every cache line of a 64 KiB buffer.  After
+ *       stamped into one word of every cache line of a 1 MiB buffer.  After
  *       every SYNC_EVERY-th round, pmthreads_sync(): when it returns 0,
  *       prints "acked ROUND DURABLE" (that round is durable, the program was
  *       told so); when it fails, "syncfail ERRNO ROUND DURABLE".  From the
@@ -31,7 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BUF_LEN (64u << 10)
+#define BUF_LEN (1u << 20)
 #define LINE 64u
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;

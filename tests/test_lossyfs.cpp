@@ -235,6 +235,12 @@ TEST_CASE("a pool is created atomically where O_TMPFILE is missing", "[lossyfs]"
 	pool_close(p);
 	const unsigned char zero[8] = {};
 	pooltest::patch_file(inplace, 0, zero, 8);
+	auto ro = oi;
+	ro.read_only = true;
+	ro.create = false;
+	pool *r = nullptr;
+	CHECK(pool_open(&r, &ro) != 0);	// the tools only say what it is
+	CHECK(std::string(err_get()).find("creation was interrupted") != std::string::npos);
 	p = pooltest::open_or_fail(oi);
 	CHECK(p->created);
 	// ... but not once the pool was used: that is refused, untouched.

@@ -359,8 +359,13 @@ static int validate_header(const unsigned char *buf, const struct stat *st, cons
 {
 	memcpy(h, buf, sizeof(*h));
 	if (memcmp(h->magic, POOL_MAGIC, 8) != 0) {
-		err_set("%s is not a pmthreads pool (no pool header); it was left untouched: %s",
-			path, REFUSE_FIX);
+		if (unfinished_format(buf))
+			err_set("%s is a pool whose creation was interrupted (it never held data); "
+				"it was left untouched: the program's next start creates it again "
+				"(or remove it)", path);
+		else
+			err_set("%s is not a pmthreads pool (no pool header); it was left "
+				"untouched: %s", path, REFUSE_FIX);
 		return -1;
 	}
 	if (h->format_version == 1) {

@@ -127,22 +127,27 @@ ack_log parse(const std::string &out)
 TEST_CASE("a failed msync is never acknowledged", "[lossyfs]")
 {
 	const bool strict = GENERATE(false, true);
-	INFO((strict ? "PMTHREADS_STRICT=1" : "default"));
+	const int err = GENERATE(EIO, ENOSPC);
+	INFO((strict ? "PMTHREADS_STRICT=1" : "default") << ", msync fails with " << strerror(err));
 	mounted fs;
 	std::string pool = fs.m.mnt + "/ack.pool";
+	std::string stats = fs.dir.path + "/stats.json";
 	auto env = pool_env(pool);
 	env["PMTHREADS_INTERVAL_MS"] = "100000";	// only the syncs persist
+	env["PMTHREADS_STATS"] = stats;
 	if (strict)
 		env["PMTHREADS_STRICT"] = "1";
 	// The sync of round 6 meets the failing msync.
 	auto r = subprocess::run({ subprocess::env_or_fail("PMT_ACKCOUNT"), "run", "12", "1", fs.ctl(),
-				   "6" },
+				   "6", std::to_string(err) },
 				 env);
 	INFO(r.describe());
 	ack_log l = parse(r.out);
 	REQUIRE(l.acked.size() == 5);
 	const uint64_t last_acked = l.acked.back().second;
 	CHECK(count(r.err, "WITHOUT persistence") == 1);
+	CHECK(count(r.err, strerror(err)) >= 1);
+	CHECK(subprocess::json_number(subprocess::slurp(stats), "io_error") == err);
 	if (strict) {
 		CHECK(r.status == 1);
 		CHECK(l.failed.empty());
@@ -150,11 +155,12 @@ TEST_CASE("a failed msync is never acknowledged", "[lossyfs]")
 		CHECK(r.exited_ok());
 		REQUIRE(l.failed.size() == 7);
 		for (size_t i = 0; i < l.failed.size(); i++) {
-			CHECK(l.errnos[i] == EIO);
+			CHECK(l.errnos[i] == err);
 			CHECK(l.failed[i].second == last_acked);
 		}
 	}
 
+	// What the page cache still shows, and then what survived a power cut.
 	fs.power_cycle();
 	CHECK(checked_epoch(pool) == last_acked);
 	CHECK(verify_counter(pool) == 5);

@@ -3,7 +3,7 @@
  * ackcount -- a counter whose acknowledged values must survive power loss
  * (tests/test_lossyfs.cpp drives it on the lossyfs FUSE file system).
  *
- *   run ROUNDS SYNC_EVERY [CTL FAIL_AT]
+ *   run ROUNDS SYNC_EVERY [CTL FAIL_AT [ERRNO]]
  *       ROUNDS times, under a lock: the counter becomes the round number
  *       (counted on from the round a restart recovered),
  *       stamped into one word of every cache line of a 1 MiB buffer.  After
@@ -13,7 +13,8 @@
  *       first failure on, every later sync must fail with the same errno and
  *       the durable epoch must not move (else exit 1).  With CTL and FAIL_AT:
  *       before the sync of round FAIL_AT, writes "fail-fsync" to CTL (the
- *       lossyfs control file), so that sync's msync fails.
+ *       lossyfs control file), so that sync's msync fails (with ERRNO,
+ *       default EIO).
  *   verify
  *       finds the buffer after a restart; every line must hold the same
  *       round (no torn FASE); prints "counter ROUND".
@@ -53,8 +54,10 @@ static int command(const char *ctl, const char *what)
 	return w == (ssize_t)strlen(what) ? 0 : -1;
 }
 
-static int run(uint64_t rounds, uint64_t every, const char *ctl, uint64_t fail_at)
+static int run(uint64_t rounds, uint64_t every, const char *ctl, uint64_t fail_at, int fail_errno)
 {
+	char fail_cmd[32];
+	snprintf(fail_cmd, sizeof(fail_cmd), "fail-fsync %d", fail_errno);
 	/* After a restart: on from the recovered round. */
 	uint64_t *buf = nvrecover(NULL, BUF_LEN, "ackcount");
 	if (buf == NULL)
@@ -71,7 +74,7 @@ static int run(uint64_t rounds, uint64_t every, const char *ctl, uint64_t fail_a
 		pthread_mutex_unlock(&lock);
 		if (r % every != 0)
 			continue;
-		if (ctl != NULL && r == fail_at && command(ctl, "fail-fsync") != 0)
+		if (ctl != NULL && r == fail_at && command(ctl, fail_cmd) != 0)
 			FAIL("cannot write to %s: %s", ctl, strerror(errno));
 		int rc = pmthreads_sync();
 		int e = errno;
@@ -120,10 +123,11 @@ int main(int argc, char **argv)
 		if (every == 0)
 			every = 1;
 		return run(strtoull(argv[2], NULL, 0), every, argc >= 6 ? argv[4] : NULL,
-			   argc >= 6 ? strtoull(argv[5], NULL, 0) : 0);
+			   argc >= 6 ? strtoull(argv[5], NULL, 0) : 0,
+			   argc >= 7 ? atoi(argv[6]) : EIO);
 	}
 	if (argc == 2 && strcmp(argv[1], "verify") == 0)
 		return verify();
-	fprintf(stderr, "usage: ackcount run ROUNDS SYNC_EVERY [CTL FAIL_AT] | verify\n");
+	fprintf(stderr, "usage: ackcount run ROUNDS SYNC_EVERY [CTL FAIL_AT [ERRNO]] | verify\n");
 	return 2;
 }

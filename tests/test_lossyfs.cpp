@@ -279,3 +279,46 @@ TEST_CASE("a file system without sparse files is named before a pool is sized", 
 	CHECK(r2.exited_ok());
 	CHECK(count(r2.err, "cannot hold a sparse file") == 0);
 }
+
+TEST_CASE("concurrent creators of one pool where O_TMPFILE is missing", "[lossyfs]")
+{
+	mounted fs;
+	std::string path = fs.m.mnt + "/race.pool";
+	const int kids = 4;
+	std::vector<pid_t> pids;
+	for (int k = 0; k < kids; k++) {
+		pid_t pid = fork();
+		REQUIRE(pid >= 0);
+		if (pid == 0) {
+			auto o = pooltest::options(path);
+			pool *p = nullptr;
+			if (pool_open(&p, &o) != 0) {
+				bool busy = strstr(err_get(), "in use") != nullptr ||
+					    strstr(err_get(), "locked") != nullptr;
+				if (!busy)
+					fprintf(stderr, "creator %d: %s\n", k, err_get());
+				_exit(busy ? 12 : 1);
+			}
+			bool created = p->created;
+			usleep(100000);	// holds it while the others try
+			pool_close(p);
+			_exit(created ? 10 : 11);
+		}
+		pids.push_back(pid);
+	}
+	int created = 0;
+	for (pid_t pid : pids) {
+		int st = 0;
+		REQUIRE(waitpid(pid, &st, 0) == pid);
+		REQUIRE(WIFEXITED(st));
+		INFO("exit " << WEXITSTATUS(st));
+		CHECK((WEXITSTATUS(st) == 10 || WEXITSTATUS(st) == 11 || WEXITSTATUS(st) == 12));
+		created += WEXITSTATUS(st) == 10;
+	}
+	CHECK(created == 1);
+	CHECK(access((fs.m.mnt + "/.race.pool.pmthreads-creating").c_str(), F_OK) != 0);
+	auto o = pooltest::options(path);
+	o.create = false;
+	pool *p = pooltest::open_or_fail(o);
+	pool_close(p);
+}

@@ -257,22 +257,27 @@ static int create_named(const char *path, const struct pool_open_options *o, siz
 		err_set_errno(errno, "cannot create pool %s (as %s first)", path, tmp);
 		return -1;
 	}
-	/* Waits while another process creates the same pool; then its file
-	 * is found at path. */
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	int r;
-	do
-		r = fcntl(fd, F_OFD_SETLKW, &fl);
-	while (r != 0 && errno == EINTR);
-	if (r != 0) {
-		err_set_errno(errno, "cannot lock %s while creating the pool %s", tmp, path);
-		close(fd);
-		return -1;
-	}
+	/* Another process creating the same pool holds the lock until it
+	 * closes the pool, long after the rename: wait only while the file is
+	 * still under the temporary name, then find the pool at path. */
 	struct stat fst, nst;
-	if (fstat(fd, &fst) != 0 || lstat(tmp, &nst) != 0 || fst.st_ino != nst.st_ino ||
-	    fst.st_dev != nst.st_dev) {
-		/* Renamed into place by the creator we waited for. */
+	for (;;) {
+		if (fstat(fd, &fst) != 0 || lstat(tmp, &nst) != 0 || fst.st_ino != nst.st_ino ||
+		    fst.st_dev != nst.st_dev) {
+			close(fd);
+			return -2;
+		}
+		if (pool_lock_fd(fd, false) == 0)
+			break;
+		if (errno != EAGAIN && errno != EACCES && errno != EINTR) {
+			err_set_errno(errno, "cannot lock %s while creating the pool %s", tmp, path);
+			close(fd);
+			return -1;
+		}
+		usleep(10000);
+	}
+	/* Renamed by the creator that held the lock just before us? */
+	if (lstat(tmp, &nst) != 0 || fst.st_ino != nst.st_ino || fst.st_dev != nst.st_dev) {
 		close(fd);
 		return -2;
 	}

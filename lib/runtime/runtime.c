@@ -354,17 +354,17 @@ static void note_io_error(void)
 		return;
 	io_error_epoch = *pool->ver_d;
 	atomic_store(&io_error, e);
-	log_msg(LOG_ERR, "writing epoch %llu back to the pool %s failed: %s.  Nothing after "
-		"epoch %llu is durable, and nothing will be: the program %s WITHOUT persistence "
+	log_msg(LOG_ERR, "a write-back to the pool %s failed: %s.  Nothing after epoch %llu "
+		"is durable, and nothing will be: the program %s WITHOUT persistence "
 		"(pmthreads_sync() fails with this error; the stats report's \"io_error\" is "
 		"set).  Fix the storage under the pool; the next run recovers epoch %llu",
-		(unsigned long long)io_error_epoch + 1, pool->path, strerror(e),
-		(unsigned long long)io_error_epoch,
+		pool->path, strerror(e), (unsigned long long)io_error_epoch,
 		cfg.strict ? "exits (PMTHREADS_STRICT=1)" : "keeps running",
 		(unsigned long long)io_error_epoch);
 	if (cfg.strict) {
 		/* From the epoch thread: exit() would run runtime_shutdown,
-		 * which joins this very thread. */
+		 * which joins this very thread.  So no atexit handler runs
+		 * and stdio buffers are not flushed. */
 		stats_write_final();
 		_exit(RUNTIME_STRICT_EXIT);
 	}

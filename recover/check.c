@@ -203,9 +203,13 @@ static void print_text(const struct pool *p, const struct findings *f, const cha
 		printf("%s: %s\n", words[f->v[i].kind], f->v[i].text);
 	if (f->problems == 0 && heap_summary[0] != '\0')
 		printf("heap: consistent: %s\n", heap_summary);
-	if (f->problems == 0)
+	if (f->problems == 0) {
 		printf("%s: consistent (VER_d %" PRIu64 ", %u warning%s)\n", p->path, *p->ver_d,
 		       f->warnings, f->warnings == 1 ? "" : "s");
+		/* After a crash or a failed write-back (the program said which
+		 * epoch it reached): what a restart gives back. */
+		printf("%s: last durable epoch %" PRIu64 "\n", p->path, *p->ver_d);
+	}
 	else
 		printf("%s: %u problem%s found\n", p->path, f->problems, f->problems == 1 ? "" : "s");
 }

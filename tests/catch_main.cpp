@@ -23,6 +23,7 @@
 extern "C" {
 #include "track/tracker.h"
 }
+#include "lossyfs_mount.hpp"
 
 namespace {
 
@@ -65,6 +66,23 @@ std::string missing(const char *need)
 		munmap(p, ps);
 		return ok ? "" : "madvise(MADV_POPULATE_WRITE) is not supported (Linux < 5.14)";
 	}
+	if (strcmp(need, "fuse") == 0) {
+		if (access("/dev/fuse", R_OK | W_OK) != 0)
+			return "no usable /dev/fuse";
+		const char *exe = getenv("PMT_LOSSYFS");
+		if (exe == nullptr)
+			return "PMT_LOSSYFS is not set (meson test sets it)";
+		char dir[] = "/tmp/pmt-fuse-probe-XXXXXX";
+		if (mkdtemp(dir) == nullptr)
+			return "cannot make a directory in /tmp";
+		bool ok;
+		{
+			lossyfs::mount_point m = lossyfs::make(exe, dir);
+			ok = m.start();
+		}
+		(void)!system((std::string("rm -rf '") + dir + "'").c_str());
+		return ok ? "" : "mounting a FUSE file system is not allowed here (or fusermount3 is missing)";
+	}
 	return std::string("unknown PMT_TEST_NEEDS value '") + need + "'";
 }
 
@@ -76,8 +94,8 @@ int main(int argc, char **argv)
 	if (need != nullptr && need[0] != '\0') {
 		std::string why = missing(need);
 		if (why.rfind("unknown", 0) == 0) {
-			fprintf(stderr, "%s (expected uffd, uffd-kernel-faults, debug, root, userns or "
-				"populate-write)\n", why.c_str());
+			fprintf(stderr, "%s (expected uffd, uffd-kernel-faults, debug, root, userns, "
+				"populate-write or fuse)\n", why.c_str());
 			return 2;
 		}
 		if (!why.empty()) {

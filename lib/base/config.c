@@ -69,7 +69,8 @@ static const struct config_option options[] = {
 	  "1: report writes to the heap outside any lock; fail: and exit 1 if any",
 	  CONFIG_CHOICE, check_names, 3, 0, 0, FIELD(check) },
 	{ "PMTHREADS_STRICT", "--strict", NULL, false, "1", "0",
-	  "1: a configuration or pool error exits instead of running unpersisted",
+	  "1: a configuration or pool error, or a failed write-back, exits instead of running "
+	  "unpersisted",
 	  CONFIG_BOOL, NULL, 0, 0, 1, FIELD(strict) },
 	{ "PMTHREADS_FOLLOW_CHILDREN", "--follow-children", NULL, false, "1", "0",
 	  "1: programs the target starts are persisted too (each its own pool)",

@@ -349,12 +349,13 @@ bool epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct ep
 		 * follows the writes (not in the paused mode, which has no
 		 * use for it). */
 		size_t conflicts = b->n != 0 && !ep->opts.copy_in_pause ? count_conflicts(ep, b) : 0;
-		durable = conflicts == 0;
-		persist_epoch_end(&pe, durable, &st);
+		/* An I/O error (nvm.h) is never published either; the runtime
+		 * reads it from the pool's nvm and says so. */
+		durable = persist_epoch_end(&pe, conflicts == 0, &st) == 0 && conflicts == 0;
 		if (durable) {
 			ep->carried = 0;
 			ep->counters.epochs++;
-		} else {
+		} else if (conflicts != 0) {
 			ep->carried++;
 			ep->counters.carried_epochs++;
 			ep->counters.conflict_pages += conflicts;

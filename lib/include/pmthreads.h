@@ -89,6 +89,11 @@ bool pmthreads_crashed(void);
  * calling thread wrote to the persistent heap before the call is durable.
  * Returns 0, or -1 with errno EDEADLK when the caller holds a lock (the
  * quiescent point could never be reached), or another errno on failure.
+ * When a write-back of the pool failed (an msync returned EIO, ENOSPC,
+ * EDQUOT...): -1 with that errno, now and at every later call -- the epoch
+ * was not published, nothing written since the last durable epoch is durable
+ * and none will be in this process, which keeps running without persistence
+ * (with PMTHREADS_STRICT=1 it has exited with status 1 instead).
  */
 int pmthreads_sync(void);
 
@@ -99,7 +104,8 @@ int pmthreads_sync(void);
  * enough: epoch E + 1 may have reached its quiescent point before the write
  * and still be writing back (the write-back runs after the threads resume),
  * so only epoch E + 2 is sure to include the write.  pmthreads_sync() waits
- * for durability instead.
+ * for durability instead.  After a failed write-back (see pmthreads_sync) it
+ * no longer advances.
  */
 uint64_t pmthreads_durable_epoch(void);
 

@@ -75,9 +75,17 @@ void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len)
 void nvm_fence(struct nvm *n)
 {
 	check_writable(n, "fence");
+	if (n->error != 0) {
+		/* No blind retry: what the failed fence covered may be gone
+		 * from the page cache, so a success now would be a lie. */
+		n->stats.fences_skipped++;
+		return;
+	}
 	n->stats.fences++;
 	n->ops->fence(n);
 }
+
+int nvm_error(const struct nvm *n) { return n->error; }
 
 static int map_shared(int fd, const char *path, size_t len, int prot, bool try_sync, void **out,
 		      bool *synced)

@@ -15,8 +15,18 @@
  * line) applies to every backend.
  *
  * Contract for users (persist.c, pool.c): a store to the mapping is durable
- * only after nvm_flush() covering it and a later nvm_fence().  8-byte aligned
- * stores are atomic with respect to crashes; nothing larger is.
+ * only after nvm_flush() covering it and a later nvm_fence() -- and only
+ * while nvm_error() is 0.  8-byte aligned stores are atomic with respect to
+ * crashes; nothing larger is.
+ *
+ * Write-back errors are sticky.  The first error a fence meets (msync's EIO,
+ * ENOSPC, EDQUOT...) is latched and every later fence is skipped: after a
+ * failed msync the kernel may already have dropped the dirty pages, so a
+ * later msync that succeeds proves nothing about them (the fsync-failure
+ * class of bug).  Users check nvm_error() before they make anything depend
+ * on a fence (persist.c before it publishes an epoch).  The pmem backend has
+ * no failing primitive (a media error on pmem arrives as SIGBUS at the load
+ * that touches it); the simulator latches what its tests inject.
  */
 #ifndef PMT_NVM_H
 #define PMT_NVM_H
@@ -49,6 +59,7 @@ struct nvm_stats {
 	uint64_t lines_flushed;	/* 64-byte lines covered */
 	uint64_t fences;
 	uint64_t errors;		/* write-backs that failed (msync: EIO...) */
+	uint64_t fences_skipped;	/* fences not issued after the error */
 };
 
 struct nvm {
@@ -60,6 +71,7 @@ struct nvm {
 	struct nvm_stats stats;
 	void *impl;		/* backend state */
 	bool read_only;		/* mapped PROT_READ: flush/fence are bugs */
+	int error;		/* the first write-back error (errno), sticky; 0: none */
 };
 
 struct nvm_sim_options;	/* nvm_sim.h */
@@ -78,7 +90,13 @@ int nvm_map_readonly(struct nvm **out, int fd, const char *path, size_t len);
 void nvm_unmap(struct nvm *n);
 
 void nvm_flush(struct nvm *n, const void *addr, size_t len);
+/* Make every line flushed so far durable -- unless nvm_error() is set, then
+ * nothing is issued (see above). */
 void nvm_fence(struct nvm *n);
+/* 0, or the errno of the first write-back that failed on this mapping: from
+ * then on nothing flushed is known durable, and the mapping never becomes
+ * trustworthy again (a new nvm_map after recovery is). */
+int nvm_error(const struct nvm *n);
 /* Store src[0..len) at dst in the mapping and begin its write-back (one
  * primitive; durable after the next nvm_fence). */
 void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len);

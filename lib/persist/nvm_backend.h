@@ -12,9 +12,19 @@
 
 #include "persist/nvm.h"
 
+#include <errno.h>
+
 int nvm_pmem_init(struct nvm *n);
 int nvm_msync_init(struct nvm *n);
 int nvm_sim_init(struct nvm *n, const struct nvm_sim_options *o);
+
+/* A backend's fence failed with errno err: keep the first error (nvm.h). */
+static inline void nvm_latch_error(struct nvm *n, int err)
+{
+	n->stats.errors++;
+	if (n->error == 0)
+		n->error = err != 0 ? err : EIO;
+}
 
 /* The (line-aligned) first line and line count covering [addr, addr+len). */
 static inline uintptr_t nvm_line_down(const void *addr)

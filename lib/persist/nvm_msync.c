@@ -47,10 +47,17 @@ static void msync_fence(struct nvm *n)
 	struct msync_state *s = n->impl;
 	if (s->start == s->end)
 		return;
-	if (msync((void *)s->start, s->end - s->start, MS_SYNC) != 0) {
-		n->stats.errors++;
-		log_msg(LOG_ERR, "msync of %zu bytes of the pool failed (%s): the last epoch may "
-			"not be durable", (size_t)(s->end - s->start), strerror(errno));
+	int r;
+	do
+		r = msync((void *)s->start, s->end - s->start, MS_SYNC);
+	while (r != 0 && errno == EINTR);
+	if (r != 0) {
+		int e = errno;
+		/* Latched (nvm.h): the epoch being written is not published,
+		 * and the runtime says so loudly once (runtime.c). */
+		log_msg(LOG_DEBUG, "msync of %zu bytes of the pool failed (%s)",
+			(size_t)(s->end - s->start), strerror(e));
+		nvm_latch_error(n, e);
 	}
 	s->start = s->end = 0;
 }

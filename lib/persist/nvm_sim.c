@@ -34,6 +34,8 @@ struct sim_state {
 	size_t npending, cap;
 	uint64_t primitives;
 	uint64_t rng;
+	int fail_err;		/* errno fence number fail_at fails with */
+	uint64_t fail_at;	/* counted in fences from the request; 0: none */
 	struct nvm_sim_options opt;
 };
 
@@ -88,6 +90,15 @@ static void sim_flush(struct nvm *n, const void *addr, size_t len)
 static void sim_fence(struct nvm *n)
 {
 	struct sim_state *s = n->impl;
+	if (s->fail_at != 0 && --s->fail_at == 0) {
+		/* Like a device that lost the write: none of the pending lines
+		 * reaches the media. */
+		int e = s->fail_err;
+		s->npending = 0;
+		nvm_latch_error(n, e);
+		count_primitive(n);
+		return;
+	}
 	for (size_t i = 0; i < s->npending; i++)
 		memcpy(s->media + s->pending[i].off, s->pending[i].data, NVM_LINE);
 	s->npending = 0;
@@ -151,6 +162,15 @@ uint64_t nvm_sim_primitives(const struct nvm *n)
 {
 	struct sim_state *s = sim_of(n);
 	return s ? s->primitives : 0;
+}
+
+void nvm_sim_fail_fence(struct nvm *n, uint64_t k, int err)
+{
+	struct sim_state *s = sim_of(n);
+	if (s == NULL)
+		log_fatal("nvm_sim_fail_fence on a %s mapping (simulator only)", n->ops->name);
+	s->fail_at = k;
+	s->fail_err = err;
 }
 
 const void *nvm_sim_media(const struct nvm *n)

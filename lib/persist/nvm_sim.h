@@ -41,6 +41,10 @@ struct nvm_sim_options {
  * the file and call on_crash).  Count of primitives issued so far. */
 __attribute__((noreturn)) void nvm_sim_crash(struct nvm *n);
 uint64_t nvm_sim_primitives(const struct nvm *n);
+/* Simulator only: the k-th fence issued from now (1: the next) fails with
+ * errno err, as msync does when the device fails: its pending lines never
+ * reach the media, and the error is latched (nvm.h).  k = 0 cancels. */
+void nvm_sim_fail_fence(struct nvm *n, uint64_t k, int err);
 /* Simulator only: the media image (len bytes, same layout as the mapping):
  * what would be in the file if the machine lost power with every unfenced
  * line lost.  NULL for other backends. */

@@ -93,7 +93,7 @@ static void set_sum(struct pool *p, uint64_t i, int w, uint64_t sum)
 }
 
 /* The third fence: one checksummed version record (pool.h). */
-static void publish(struct pool *p, uint64_t next) { pool_publish(p, next); }
+static int publish(struct pool *p, uint64_t next) { return pool_publish(p, next); }
 
 static const void *shadow_page(void *ctx, size_t k, uint64_t page)
 {
@@ -109,33 +109,38 @@ static void shadow_done(void *ctx, size_t k)
 	(void)k;
 }
 
-void epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
-		   struct persist_stats *st)
+int epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
+		  struct persist_stats *st)
 {
 	const void *ctx[2] = { p, shadow };
 	struct persist_source src = { shadow_page, shadow_done, (void *)ctx, NULL };
-	epoch_persist_from(p, &src, pages, n, st);
+	return epoch_persist_from(p, &src, pages, n, st);
 }
 
-void epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
-			size_t n, struct persist_stats *st)
+int epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
+		       size_t n, struct persist_stats *st)
 {
 	if (n == 0)
-		return;
+		return 0;
 	struct persist_epoch e;
 	persist_epoch_begin(&e, p, pages, n);
 	persist_epoch_write(&e, src, pages, n);
-	persist_epoch_end(&e, true, st);
+	return persist_epoch_end(&e, true, st);
 }
 
 void persist_epoch_begin(struct persist_epoch *e, struct pool *p, const uint64_t *pages, size_t n)
 {
 	if (p->read_only)
 		log_fatal("epoch_persist on %s, which was opened read-only", p->path);
+	*e = (struct persist_epoch){ .p = p, .next = *p->ver_d + 1, .fences0 = p->nvm->stats.fences };
+	/* A write-back already failed: nothing written now could be trusted
+	 * (nvm.h), so the pool is left exactly as it is. */
+	e->failed = nvm_error(p->nvm) != 0;
+	if (e->failed)
+		return;
 	if (!p->torn_invalidated)
 		pool_invalidate_torn(p);
-	const uint64_t next = *p->ver_d + 1;
-	*e = (struct persist_epoch){ .p = p, .next = next, .fences0 = p->nvm->stats.fences };
+	const uint64_t next = e->next;
 
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
@@ -163,14 +168,20 @@ void persist_epoch_begin(struct persist_epoch *e, struct pool *p, const uint64_t
 	}
 	if (n != 0 && persist_fault_active != PERSIST_FAULT_SKIP_SEQ_FENCE)
 		nvm_fence(p->nvm);
-	if (persist_fault_active == PERSIST_FAULT_VER_BEFORE_DATA)
-		publish(p, next);
+	if (persist_fault_active == PERSIST_FAULT_VER_BEFORE_DATA && nvm_error(p->nvm) == 0)
+		(void)publish(p, next);
 }
 
 void persist_epoch_write(struct persist_epoch *e, const struct persist_source *src,
 			 const uint64_t *pages, size_t n)
 {
 	struct pool *p = e->p;
+	/* After a failed fence (this attempt's seq fence included) the
+	 * copies are torn whatever is written: write nothing more. */
+	if (e->failed || nvm_error(p->nvm) != 0) {
+		e->failed = true;
+		return;
+	}
 	const uint64_t next = e->next;
 	uint64_t lines = 0;
 	struct pool_range sr[POOL_SUMMED_MAX];
@@ -193,16 +204,19 @@ void persist_epoch_write(struct persist_epoch *e, const struct persist_source *s
 	e->st.bytes_compared += (uint64_t)n * p->page_size;
 }
 
-void persist_epoch_end(struct persist_epoch *e, bool publish_it, struct persist_stats *st)
+int persist_epoch_end(struct persist_epoch *e, bool publish_it, struct persist_stats *st)
 {
 	struct pool *p = e->p;
 	/* Fenced even when not published: a page of this attempt that nothing
 	 * writes again before the next attempt is published keeps the data
 	 * written now. */
-	if (persist_fault_active != PERSIST_FAULT_SKIP_DATA_FENCE)
+	if (!e->failed && persist_fault_active != PERSIST_FAULT_SKIP_DATA_FENCE)
 		nvm_fence(p->nvm);
-	if (publish_it && persist_fault_active != PERSIST_FAULT_VER_BEFORE_DATA)
-		publish(p, e->next);
+	/* Never publish an epoch whose seq or data fence failed: VER_d stays,
+	 * and the copies written count as torn. */
+	int err = nvm_error(p->nvm);
+	if (err == 0 && publish_it && persist_fault_active != PERSIST_FAULT_VER_BEFORE_DATA)
+		err = publish(p, e->next);
 
 	if (st != NULL) {
 		st->pages += e->st.pages;
@@ -211,6 +225,7 @@ void persist_epoch_end(struct persist_epoch *e, bool publish_it, struct persist_
 		st->bytes_compared += e->st.bytes_compared;
 		st->fences += p->nvm->stats.fences - e->fences0;
 	}
+	return err;
 }
 
 uint64_t pool_invalidate_torn(struct pool *p)

@@ -45,16 +45,20 @@ struct persist_source {
 
 /* Persist the given dirty pages (indices into the heap, any order, no
  * duplicates -- a duplicate is ignored) of the shadow image at shadow
- * (npages pages).  On return the image is durable and *p->ver_d was
- * incremented.  n == 0 is a no-op.  The counts of this epoch are added to
+ * (npages pages).  Returns 0 when the image is durable and *p->ver_d was
+ * incremented; the errno of a failed write-back (nvm_error: EIO, ENOSPC...)
+ * when it is not: then *p->ver_d is unchanged, and every later call returns
+ * that errno at once without writing (the pool is no longer trusted for new
+ * epochs; the next open recovers the last published one).  n == 0 is a
+ * no-op returning 0.  The counts of this epoch are added to
  * *st (which may be NULL).  If the pool's torn copies have not been
  * invalidated since it was opened, that is done first.  A page index
  * >= p->npages, or a read-only pool, aborts (a caller bug). */
-void epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
-		   struct persist_stats *st);
+int epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
+		  struct persist_stats *st);
 /* The same, reading each page's image through src. */
-void epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
-			size_t n, struct persist_stats *st);
+int epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
+		       size_t n, struct persist_stats *st);
 
 /* The same in three steps, for a caller that must look at what it read
  * before it decides to publish (epoch.c: a live page written while it was
@@ -75,12 +79,16 @@ struct persist_epoch {
 	struct pool *p;
 	uint64_t next;			/* VER_d + 1 */
 	uint64_t fences0;
+	bool failed;			/* a write-back failed (nvm_error): this
+					 * attempt writes nothing */
 	struct persist_stats st;
 };
 void persist_epoch_begin(struct persist_epoch *e, struct pool *p, const uint64_t *pages, size_t n);
 void persist_epoch_write(struct persist_epoch *e, const struct persist_source *src,
 			 const uint64_t *pages, size_t n);
-void persist_epoch_end(struct persist_epoch *e, bool publish, struct persist_stats *st);
+/* Returns 0, or the errno of a failed flush or fence (nvm_error: latched;
+ * nothing is published then, nor ever after in this process). */
+int persist_epoch_end(struct persist_epoch *e, bool publish, struct persist_stats *st);
 
 /* Durably mark every copy with seq > VER_d (left by an interrupted epoch) as
  * POOL_SEQ_INVALID: one flush per seq-table line holding any, one fence

@@ -49,6 +49,28 @@ static int write_all(int fd, const void *buf, size_t len, off_t off)
 	return 0;
 }
 
+/* A pool is sized with one ftruncate and relies on the file system to keep
+ * the untouched part a hole.  Some do not (a FUSE server that turns the new
+ * size into zero writes, some network file systems): there an 8 GiB pool
+ * means 16 GiB written at creation, a long silent wait.  Find out with a
+ * small probe first and say so before the wait. */
+#define SPARSE_PROBE_BYTES (1u << 20)
+#define SPARSE_MIN_POOL (64ull << 20)	/* below this it costs little either way */
+static void say_if_not_sparse(int fd, const char *path, uint64_t size)
+{
+	if (size < SPARSE_MIN_POOL || ftruncate(fd, SPARSE_PROBE_BYTES) != 0)
+		return;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_blocks * 512 < SPARSE_PROBE_BYTES / 2)
+		return;
+	log_msg(LOG_WARN, "the file system under %s cannot hold a sparse file (a %u KiB hole "
+		"took %llu KiB of disk): creating the pool writes all of its %llu MiB now, which "
+		"can take minutes, and it takes that much disk.  Put the pool on a file system "
+		"with sparse files (ext4, xfs, btrfs, tmpfs) or make it smaller "
+		"(PMTHREADS_POOL_SIZE)", path, SPARSE_PROBE_BYTES >> 10,
+		(unsigned long long)st.st_blocks / 2, (unsigned long long)(size >> 20));
+}
+
 /* Format the empty, locked file fd.  The magic is written last, after
  * everything else is on disk, so an interrupted format is never taken for a
  * pool. */
@@ -101,19 +123,51 @@ static int format_pool(int fd, const char *path, const struct pool_open_options 
 		memcpy(buf + POOL_REC_OFF(slot), &r, sizeof(r));
 	}
 
+	/* The header without its magic first: a file that a crash left with
+	 * it is recognised as an unfinished creation (pool_open), not refused
+	 * as a foreign file. */
 	unsigned char nomagic[8] = { 0 };
+	if (write_all(fd, nomagic, 8, 0) != 0 ||
+	    write_all(fd, buf + 8, sizeof(buf) - 8, 8) != 0) {
+		err_set_errno(errno, "cannot create pool %s: writing its header failed", path);
+		return -1;
+	}
+	say_if_not_sparse(fd, path, l.file_size);
 	if (ftruncate(fd, (off_t)l.file_size) != 0) {
 		err_set_errno(errno, "cannot create pool %s: cannot size it to %llu bytes", path,
 			      (unsigned long long)l.file_size);
 		return -1;
 	}
-	if (write_all(fd, nomagic, 8, 0) != 0 ||
-	    write_all(fd, buf + 8, sizeof(buf) - 8, 8) != 0 || fsync(fd) != 0 ||
-	    write_all(fd, buf, 8, 0) != 0 || fsync(fd) != 0) {
+	if (fsync(fd) != 0 || write_all(fd, buf, 8, 0) != 0 || fsync(fd) != 0) {
 		err_set_errno(errno, "cannot create pool %s: writing its header failed", path);
 		return -1;
 	}
 	return 0;
+}
+
+/* buf (POOL_HEADER_READ bytes) is the header format_pool writes before its
+ * magic, complete and checksummed, but the magic never came: a creation
+ * interrupted by a crash.  Such a file was never a pool; nothing in it is
+ * worth keeping. */
+static bool unfinished_format(const unsigned char *buf)
+{
+	static const unsigned char nomagic[8];
+	if (memcmp(buf, nomagic, 8) != 0)
+		return false;
+	struct pool_header h;
+	memcpy(&h, buf, sizeof(h));
+	memcpy(h.magic, POOL_MAGIC, 8);
+	if (h.header_bytes != sizeof(h) || h.format_version != POOL_FORMAT_VERSION ||
+	    pool_header_checksum(&h) != h.checksum)
+		return false;
+	/* And both version records as created: a pool that was ever opened
+	 * for writing has a later one, and is never taken for unfinished. */
+	for (int slot = 0; slot < 2; slot++) {
+		struct ver_record r = pool_make_record((uint64_t)slot, 0, 1, slot, h.uuid);
+		if (memcmp(buf + POOL_REC_OFF(slot), &r, sizeof(r)) != 0)
+			return false;
+	}
+	return true;
 }
 
 static void dir_of(const char *path, char *dir, size_t len)
@@ -138,9 +192,133 @@ static void sync_dir(const char *path)
 	}
 }
 
+/* The name a pool is formatted under before it is renamed to path, where
+ * O_TMPFILE is not available: in the same directory (a rename never crosses
+ * file systems), hidden, and one per pool path, so that a creation
+ * interrupted by a crash is found and finished by the next one instead of
+ * being left behind. */
+static int creating_name(const char *path, char *out, size_t len)
+{
+	char dir[PATH_MAX];
+	dir_of(path, dir, sizeof(dir));
+	const char *slash = strrchr(path, '/');
+	const char *base = slash != NULL ? slash + 1 : path;
+	int n = snprintf(out, len, "%s/.%s.pmthreads-creating", dir, base);
+	if (n < 0 || (size_t)n >= len) {
+		err_set("cannot create pool %s: its path is too long for the temporary name used "
+			"while it is created", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* Move the formatted file at tmp to path without replacing anything there.
+ * 0, 1 when path exists (tmp is then removed), -1 with errno. */
+static int publish_name(const char *tmp, const char *path)
+{
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno == EEXIST) {
+		unlink(tmp);
+		return 1;
+	}
+	if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+		return -1;
+	/* No RENAME_NOREPLACE here (NFS, older FUSE servers): a hard link
+	 * fails on an existing name just the same. */
+	if (link(tmp, path) == 0) {
+		unlink(tmp);
+		return 0;
+	}
+	if (errno == EEXIST) {
+		unlink(tmp);
+		return 1;
+	}
+	/* Neither: a plain rename, refused when path is there.  Two creators
+	 * at once both hold the temporary file's lock in turn, so only a
+	 * foreign file appearing in between could be replaced. */
+	struct stat st;
+	if (lstat(path, &st) == 0) {
+		unlink(tmp);
+		return 1;
+	}
+	return rename(tmp, path);
+}
+
+/* Create the pool under its temporary name (creating_name), formatted and
+ * locked, then rename it to path.  Same results as create_pool. */
+static int create_named(const char *path, const struct pool_open_options *o, size_t page_size)
+{
+	char tmp[PATH_MAX];
+	if (creating_name(path, tmp, sizeof(tmp)) != 0)
+		return -1;
+	int fd = open(tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err_set_errno(errno, "cannot create pool %s (as %s first)", path, tmp);
+		return -1;
+	}
+	/* Another process creating the same pool holds the lock until it
+	 * closes the pool, long after the rename: wait only while the file is
+	 * still under the temporary name, then find the pool at path. */
+	struct stat fst, nst;
+	for (;;) {
+		if (fstat(fd, &fst) != 0 || lstat(tmp, &nst) != 0 || fst.st_ino != nst.st_ino ||
+		    fst.st_dev != nst.st_dev) {
+			close(fd);
+			return -2;
+		}
+		if (pool_lock_fd(fd, false) == 0)
+			break;
+		if (errno != EAGAIN && errno != EACCES && errno != EINTR) {
+			err_set_errno(errno, "cannot lock %s while creating the pool %s", tmp, path);
+			close(fd);
+			return -1;
+		}
+		usleep(10000);
+	}
+	/* Renamed by the creator that held the lock just before us? */
+	if (lstat(tmp, &nst) != 0 || fst.st_ino != nst.st_ino || fst.st_dev != nst.st_dev) {
+		close(fd);
+		return -2;
+	}
+	if (!S_ISREG(fst.st_mode) || fst.st_nlink != 1 || fst.st_uid != geteuid()) {
+		err_set("cannot create pool %s: %s is in the way and is not an unfinished pool "
+			"creation of this user; remove it", path, tmp);
+		close(fd);
+		return -1;
+	}
+	if (fst.st_size != 0)
+		log_msg(LOG_INFO, "pool %s: finishing a creation that was interrupted (%s)", path,
+			tmp);
+	/* Whatever an interrupted creation left: it never had a name anyone
+	 * uses, so it holds nothing. */
+	if (ftruncate(fd, 0) != 0 || format_pool(fd, path, o, page_size) != 0) {
+		if (err_get()[0] == '\0')
+			err_set_errno(errno, "cannot create pool %s", path);
+		close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	int pr = publish_name(tmp, path);
+	if (pr != 0) {
+		if (pr < 0) {
+			err_set_errno(errno, "cannot create pool %s: renaming %s to it failed", path,
+				      tmp);
+			unlink(tmp);
+		}
+		close(fd);
+		return pr < 0 ? -1 : -2;
+	}
+	sync_dir(path);
+	return fd;
+}
+
 /* Create a new pool at path, fully formatted and locked before its name
- * appears.  Returns the fd, -1 with err_get() set, or -2 when path appeared
- * meanwhile (the caller then opens the existing file). */
+ * appears, so that a crash during creation never leaves a file without a
+ * header at path: formatted as an unnamed O_TMPFILE and linked in, or where
+ * that is unsupported (FUSE, some network file systems), under a temporary
+ * name renamed into place.  Returns the fd, -1 with err_get() set, or -2
+ * when path appeared meanwhile (the caller then opens the existing file). */
 static int create_pool(const char *path, const struct pool_open_options *o, size_t page_size)
 {
 	char dir[PATH_MAX];
@@ -167,33 +345,9 @@ static int create_pool(const char *path, const struct pool_open_options *o, size
 		if (e == EEXIST)
 			return -2;
 		/* No /proc, or a file system that cannot link a tmpfile: fall
-		 * through to the plain exclusive create. */
+		 * through to the temporary name. */
 	}
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		if (errno == EEXIST)
-			return -2;
-		err_set_errno(errno, "cannot create pool %s", path);
-		return -1;
-	}
-	if (pool_lock_fd(fd, false) != 0) {
-		/* Someone opened our brand-new empty file and locked it first;
-		 * it is theirs to format now. */
-		close(fd);
-		return -2;
-	}
-	struct stat st;
-	if (fstat(fd, &st) != 0 || st.st_size != 0) {
-		close(fd);
-		return -2;
-	}
-	if (format_pool(fd, path, o, page_size) != 0) {
-		close(fd);
-		unlink(path);
-		return -1;
-	}
-	sync_dir(path);
-	return fd;
+	return create_named(path, o, page_size);
 }
 
 /* ---- validation ---- */
@@ -210,8 +364,13 @@ static int validate_header(const unsigned char *buf, const struct stat *st, cons
 {
 	memcpy(h, buf, sizeof(*h));
 	if (memcmp(h->magic, POOL_MAGIC, 8) != 0) {
-		err_set("%s is not a pmthreads pool (no pool header); it was left untouched: %s",
-			path, REFUSE_FIX);
+		if (unfinished_format(buf))
+			err_set("%s is a pool whose creation was interrupted (it never held data); "
+				"it was left untouched: the program's next start creates it again "
+				"(or remove it)", path);
+		else
+			err_set("%s is not a pmthreads pool (no pool header); it was left "
+				"untouched: %s", path, REFUSE_FIX);
 		return -1;
 	}
 	if (h->format_version == 1) {
@@ -560,6 +719,20 @@ int pool_open(struct pool **out, const struct pool_open_options *o)
 		err_set_errno(errno, "cannot stat pool %s", o->path);
 		goto fail;
 	}
+	if (st.st_size >= POOL_HEADER_READ && !o->read_only) {
+		_Alignas(64) unsigned char head[POOL_HEADER_READ];
+		if (pread(p->fd, head, sizeof(head), 0) == (ssize_t)sizeof(head) &&
+		    unfinished_format(head)) {
+			log_msg(LOG_INFO, "pool %s: its creation was interrupted (no magic yet); "
+				"creating it again", o->path);
+			if (ftruncate(p->fd, 0) != 0) {
+				err_set_errno(errno, "cannot empty %s, a pool whose creation was "
+					      "interrupted, to create it again", o->path);
+				goto fail;
+			}
+			st.st_size = 0;
+		}
+	}
 	if (st.st_size == 0) {
 		if (o->read_only) {
 			err_set("%s is an empty file, not a pmthreads pool", o->path);
@@ -662,33 +835,41 @@ void pool_close(struct pool *p)
 	free(p);
 }
 
-/* Write the next record into the slot that does not hold the current one. */
-static void write_record(struct pool *p, uint64_t ver_d, uint64_t clean)
+/* Write the next record into the slot that does not hold the current one.
+ * Returns 0, or the latched write-back error (nvm.h): then nothing was
+ * stored (when it was latched before) or the record's fence failed, and the
+ * pool's idea of its current record is unchanged. */
+static int write_record(struct pool *p, uint64_t ver_d, uint64_t clean)
 {
+	if (nvm_error(p->nvm) != 0)
+		return nvm_error(p->nvm);
 	int slot = 1 - p->rec_slot;
 	struct ver_record r = pool_make_record(p->rec_gen + 1, ver_d, clean, slot, p->uuid);
 	unsigned char *dst = (unsigned char *)p->nvm->base + POOL_REC_OFF(slot);
 	memcpy(dst, &r, sizeof(r));
 	nvm_flush(p->nvm, dst, sizeof(r));
 	nvm_fence(p->nvm);
+	if (nvm_error(p->nvm) != 0)
+		return nvm_error(p->nvm);
 	p->rec_slot = slot;
 	p->rec_gen = r.gen;
 	p->clean_now = clean;
 	p->ver_d_now = ver_d;
+	return 0;
 }
 
-void pool_set_clean(struct pool *p, bool clean)
+int pool_set_clean(struct pool *p, bool clean)
 {
 	if (p->read_only)
 		log_fatal("pool_set_clean on %s, which was opened read-only", p->path);
 	if (!clean)
 		*p->holder_pid = (uint64_t)getpid();
-	write_record(p, p->ver_d_now, clean ? 1 : 0);
+	return write_record(p, p->ver_d_now, clean ? 1 : 0);
 }
 
-void pool_publish(struct pool *p, uint64_t ver_d)
+int pool_publish(struct pool *p, uint64_t ver_d)
 {
-	write_record(p, ver_d, p->clean_now);
+	return write_record(p, ver_d, p->clean_now);
 }
 
 /* Allocate [off, off + len) of the file; ENOSPC and the like as -1 + errno. */

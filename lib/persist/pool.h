@@ -157,12 +157,16 @@ static inline unsigned char *pool_copy(const struct pool *p, uint64_t page, int 
 
 /* Mark the pool as in use (clean = 0, durable; also records this process
  * as the holder) / cleanly closed (1).  Must not be called on a read-only
- * pool (aborts).  Not concurrently with pool_publish. */
-void pool_set_clean(struct pool *p, bool clean);
+ * pool (aborts).  Not concurrently with pool_publish.  Returns 0, or the
+ * latched write-back error (nvm_error; nothing changed, the record on media
+ * is the last one written before it). */
+int pool_set_clean(struct pool *p, bool clean);
 
 /* Durably make ver_d the pool's VER_d: one record write, one flush, one
- * fence (the third fence of an epoch).  *p->ver_d reads ver_d afterwards. */
-void pool_publish(struct pool *p, uint64_t ver_d);
+ * fence (the third fence of an epoch).  *p->ver_d reads ver_d afterwards.
+ * Returns 0, or the latched write-back error (nvm_error): then *p->ver_d is
+ * unchanged and, when the error was latched before, nothing was stored. */
+int pool_publish(struct pool *p, uint64_t ver_d);
 
 /* Make sure heap pages [first, end) have disk space for both copies and
  * their seq entries (fallocate; the heap asks in chunks, so this is rare).

@@ -58,6 +58,16 @@ PMT_EXPORT bool pmthreads_crashed(void)
 	return runtime_init() == 0 && runtime_crashed();
 }
 
+/* A write-back failed: nothing written since is durable, and never will be
+ * in this process (runtime.h). */
+static int fail_io(int e)
+{
+	err_set_errno(e, "the pool's write-back failed: epoch %llu is the last durable one",
+		      (unsigned long long)runtime_durable_epoch());
+	errno = e;
+	return -1;
+}
+
 PMT_EXPORT int pmthreads_sync(void)
 {
 	err_clear();
@@ -65,9 +75,16 @@ PMT_EXPORT int pmthreads_sync(void)
 		errno = EAGAIN;
 		return -1;
 	}
+	if (runtime_io_error() != 0)
+		return fail_io(runtime_io_error());
 	if (runtime_state() != RUNTIME_RUNNING)
 		return 0;	/* detached: nothing is persisted any more */
-	return quiesce_sync();
+	if (quiesce_sync() != 0)
+		return -1;
+	/* The epoch this call waited for may be the one that failed. */
+	if (runtime_io_error() != 0)
+		return fail_io(runtime_io_error());
+	return 0;
 }
 
 PMT_EXPORT uint64_t pmthreads_durable_epoch(void)

@@ -49,6 +49,10 @@ static uint64_t startup_ns;		/* runtime_init's start(), whole */
  * report is written after shutdown). */
 static struct epoch_counters closed_counters;
 static uint64_t reset_heap_bytes;	/* malloc mode: unreachable heap emptied */
+/* The pool's latched write-back error (nvm.h), kept past pool_close so that
+ * pmthreads_sync keeps failing after shutdown too; 0: none. */
+static _Atomic int io_error;
+static uint64_t io_error_epoch;		/* the last durable epoch when it struck */
 
 enum runtime_state runtime_state(void) { return atomic_load(&state); }
 bool runtime_in_init(void) { return initialising_here; }
@@ -66,8 +70,10 @@ ptrdiff_t runtime_heap_offset(void)
 
 uint64_t runtime_durable_epoch(void)
 {
-	return pool != NULL ? *pool->ver_d : 0;
+	return pool != NULL ? *pool->ver_d : io_error_epoch;
 }
+
+int runtime_io_error(void) { return atomic_load(&io_error); }
 
 void runtime_get_counters(struct runtime_counters *out)
 {
@@ -78,6 +84,7 @@ void runtime_get_counters(struct runtime_counters *out)
 	restore_get_stats(restorer, &out->restore);
 	out->startup_ns = startup_ns;
 	out->heap_reset_bytes = reset_heap_bytes;
+	out->io_error = atomic_load(&io_error);
 }
 
 static void close_pipeline(bool fork_child)
@@ -334,12 +341,44 @@ static int reset_unreachable_heap(void)
 	return heap_init(heap_base, heap_len, true);
 }
 
+/* A write-back failed (nvm.h: latched, the epoch was not published): say so
+ * once, loudly; from now on pmthreads_sync fails with the errno and the
+ * durable epoch stays where it is.  The program keeps running without
+ * persistence -- its memory is intact, only the pool is not -- unless
+ * PMTHREADS_STRICT=1, which exits at once (the pool stays marked as crashed,
+ * so the next run recovers the last durable epoch). */
+static void note_io_error(void)
+{
+	int e = nvm_error(pool->nvm);
+	if (e == 0 || atomic_load(&io_error) != 0)
+		return;
+	io_error_epoch = *pool->ver_d;
+	atomic_store(&io_error, e);
+	log_msg(LOG_ERR, "a write-back to the pool %s failed: %s.  Nothing after epoch %llu "
+		"is durable, and nothing will be: the program %s WITHOUT persistence "
+		"(pmthreads_sync() fails with this error; the stats report's \"io_error\" is "
+		"set).  Fix the storage under the pool; the next run recovers epoch %llu",
+		pool->path, strerror(e), (unsigned long long)io_error_epoch,
+		cfg.strict ? "exits (PMTHREADS_STRICT=1)" : "keeps running",
+		(unsigned long long)io_error_epoch);
+	if (cfg.strict) {
+		/* From the epoch thread: exit() would run runtime_shutdown,
+		 * which joins this very thread.  So no atexit handler runs
+		 * and stdio buffers are not flushed. */
+		stats_write_final();
+		_exit(RUNTIME_STRICT_EXIT);
+	}
+}
+
 /* The epoch thread, after each epoch's write-back. */
 static bool after_epoch(void *arg)
 {
 	bool durable = epoch_on_reopened(arg);
+	note_io_error();
 	stats_periodic();	/* figures that survive a kill -9 */
-	return durable;
+	/* After a storage error nothing becomes durable again: retrying at
+	 * once would only spin (pmthreads_sync reports the error itself). */
+	return durable || atomic_load(&io_error) != 0;
 }
 
 /* Bring the modules up in dependency order.  Recovery writes the shadow
@@ -417,7 +456,13 @@ static int start(void)
 		goto fail_tracker;
 	heap_name_after_crash(previous_run_crashed);
 	/* The first write to the pool: it passed every check. */
-	pool_set_clean(pool, false);
+	int werr = pool_set_clean(pool, false);
+	if (werr != 0) {
+		err_set_errno(werr, "cannot write to the pool %s (its file system failed); fix the "
+			      "storage under it and start again -- nothing in the pool changed",
+			      pool->path);
+		goto fail_tracker;
+	}
 	if (!pool->created && reset_unreachable_heap() != 0)
 		goto fail_tracker;
 
@@ -507,11 +552,18 @@ void runtime_shutdown(void)
 	 * holding a lock past the bound it is abandoned, and the pool stays
 	 * marked as crashed so the next run recovers the last durable epoch. */
 	quiesce_stop(true);
-	if (epoch_final_done(pipeline))
-		pool_set_clean(pool, true);
-	else
+	note_io_error();
+	if (atomic_load(&io_error) == 0 && epoch_final_done(pipeline)) {
+		if (pool_set_clean(pool, true) != 0)
+			note_io_error();
+	} else if (atomic_load(&io_error) == 0) {
 		log_msg(LOG_WARN, "no quiescent point could be reached at exit (a thread held a "
 			"lock); the next run recovers epoch %llu",
+			(unsigned long long)*pool->ver_d);
+	}
+	if (atomic_load(&io_error) != 0)
+		log_msg(LOG_WARN, "the pool %s is left marked as crashed (a write-back failed); the "
+			"next run recovers epoch %llu", pool->path,
 			(unsigned long long)*pool->ver_d);
 	/* The epoch thread is joined: no batch is in flight, and nothing
 	 * writes the epoch log. */

@@ -68,7 +68,13 @@ struct runtime_counters {
 	uint64_t startup_ns;		/* runtime start-up, pool open to epoch
 					 * thread, recovery included */
 	uint64_t heap_reset_bytes;	/* malloc mode: an unreachable heap emptied */
+	int io_error;			/* the pool's latched write-back errno; 0: none */
 };
 void runtime_get_counters(struct runtime_counters *out);
+
+/* 0, or the errno of the write-back that failed (nvm.h): from then on no
+ * epoch is published and pmthreads_sync fails with it.  Sticky, also after
+ * shutdown. */
+int runtime_io_error(void);
 
 #endif

@@ -152,6 +152,9 @@ int stats_write_json(const struct stats_report *r, const char *path)
 	put(&o, "  \"heap_mode\": \"%s\",\n", r->heap_mode);
 	put(&o, "  \"tracker\": \"%s\",\n", r->tracker);
 	put(&o, "  \"persistence\": %s,\n", r->persistence ? "true" : "false");
+	/* The failed write-back's errno (nvm.h), 0 when none: persistence
+	 * stopped then. */
+	put_u(&o, "io_error", (uint64_t)r->runtime.io_error, false);
 	put_u(&o, "interval_ms", r->interval_ms, false);
 	put(&o, "  \"wall_s\": %.3f,\n", (double)r->wall_ns / 1e9);
 	put_u(&o, "epochs", r->quiesce.epochs, false);

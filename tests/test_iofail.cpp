@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// A failed write-back is never acknowledged (issue 22, item 1), at the
+// persist layer: the simulator fails one fence of an epoch, and the epoch
+// must not be published, VER_d must stay, every later epoch must fail with
+// the same errno without writing (no blind retry), and the pool -- as the
+// media holds it, and as the file holds it with every store that did land
+// -- must recover the last published epoch.  The runtime and the msync
+// backend on a failing file system are tested in test_fusefs.cpp.
+#include "pool_test_util.h"
+
+#include <cerrno>
+#include <cstring>
+
+using namespace pooltest;
+
+namespace {
+
+constexpr uint64_t kPages = 8;
+
+// Epoch e's image: every byte of every page is e.
+void fill(shadow_buf &sh, unsigned char e) { memset(sh.mem, e, sh.len); }
+
+std::vector<uint64_t> all_pages()
+{
+	std::vector<uint64_t> v(kPages);
+	for (uint64_t i = 0; i < kPages; i++)
+		v[i] = i;
+	return v;
+}
+
+// The image recovered from the file at path, and its VER_d.
+std::vector<unsigned char> recover_file(const std::string &path, uint64_t *ver_d)
+{
+	auto o = options(path, kPages);
+	o.create = false;
+	pool *p = open_or_fail(o);
+	shadow_buf out(kPages * page_size());
+	pool_recover(p, out.mem);
+	*ver_d = *p->ver_d;
+	pool_close(p);
+	return out.bytes();
+}
+
+bool all_bytes(const std::vector<unsigned char> &v, unsigned char b)
+{
+	for (unsigned char c : v)
+		if (c != b)
+			return false;
+	return true;
+}
+
+} // namespace
+
+// Fence 1 of epoch 3 is its seq fence, 2 its data fence, 3 the publish.
+TEST_CASE("a failed fence is latched and the epoch is not published", "[iofail]")
+{
+	const uint64_t which = GENERATE(1, 2, 3);
+	const int err = GENERATE(EIO, ENOSPC);
+	INFO("fence " << which << " of epoch 3 fails with " << strerror(err));
+	scratch_dir d;
+	std::string path = d.file("iofail.pool");
+	auto o = options(path, kPages);
+	nvm_sim_options sim{};
+	sim.survival = NVM_SIM_KEEP_OLD;
+	o.nvm = NVM_SIM;
+	o.sim = &sim;
+	pool *p = open_or_fail(o);
+	shadow_buf sh(kPages * page_size());
+	auto pages = all_pages();
+	for (unsigned char e = 1; e <= 2; e++) {
+		fill(sh, e);
+		REQUIRE(epoch_persist(p, sh.mem, pages.data(), pages.size(), nullptr) == 0);
+	}
+	REQUIRE(*p->ver_d == 2);
+
+	nvm_sim_fail_fence(p->nvm, which, err);
+	fill(sh, 3);
+	CHECK(epoch_persist(p, sh.mem, pages.data(), pages.size(), nullptr) == err);
+	CHECK(*p->ver_d == 2);
+	CHECK(nvm_error(p->nvm) == err);
+	CHECK(p->nvm->stats.errors == 1);
+
+	// No blind retry: later epochs write nothing and issue no fence.
+	const uint64_t fences = p->nvm->stats.fences;
+	std::vector<unsigned char> before((unsigned char *)p->nvm->base,
+					  (unsigned char *)p->nvm->base + p->nvm->len);
+	fill(sh, 4);
+	CHECK(epoch_persist(p, sh.mem, pages.data(), pages.size(), nullptr) == err);
+	CHECK(*p->ver_d == 2);
+	CHECK(pool_set_clean(p, true) == err);
+	CHECK(pool_publish(p, 3) == err);
+	CHECK(*p->ver_d == 2);
+	CHECK(p->nvm->stats.fences == fences);
+	CHECK(memcmp(before.data(), p->nvm->base, before.size()) == 0);
+
+	// What the media holds (every unfenced store lost) ...
+	std::string media = d.file("media.pool");
+	write_file(media, nvm_sim_media(p->nvm), p->nvm->len);
+	pool_close(p);
+	uint64_t v = 0;
+	auto img = recover_file(media, &v);
+	CHECK(v == 2);
+	CHECK(all_bytes(img, 2));
+
+	// ... and the file with every store that was made (the page cache
+	// wrote them back after all): epoch 3 is whole only when its record's
+	// own fence was the one that failed -- the data had been fenced.
+	img = recover_file(path, &v);
+	if (which == 3) {
+		CHECK((v == 3 || v == 2));
+		CHECK(all_bytes(img, (unsigned char)v));
+	} else {
+		CHECK(v == 2);
+		CHECK(all_bytes(img, 2));
+	}
+}
+
+TEST_CASE("a pool whose fence failed is recovered and usable again", "[iofail]")
+{
+	scratch_dir d;
+	std::string path = d.file("again.pool");
+	auto o = options(path, kPages);
+	nvm_sim_options sim{};
+	o.nvm = NVM_SIM;
+	o.sim = &sim;
+	pool *p = open_or_fail(o);
+	shadow_buf sh(kPages * page_size());
+	auto pages = all_pages();
+	fill(sh, 1);
+	REQUIRE(epoch_persist(p, sh.mem, pages.data(), pages.size(), nullptr) == 0);
+	nvm_sim_fail_fence(p->nvm, 2, EIO);
+	fill(sh, 2);
+	CHECK(epoch_persist(p, sh.mem, pages.data(), pages.size(), nullptr) == EIO);
+	pool_close(p);
+
+	// A new mapping starts trusted: the latch is per mapping.
+	o.create = false;
+	o.nvm = NVM_MSYNC;
+	o.sim = nullptr;
+	p = open_or_fail(o);
+	CHECK(nvm_error(p->nvm) == 0);
+	CHECK(*p->ver_d == 1);
+	shadow_buf out(kPages * page_size());
+	pool_recover(p, out.mem);
+	CHECK(all_bytes(out.bytes(), 1));
+	fill(sh, 5);
+	CHECK(epoch_persist(p, sh.mem, pages.data(), pages.size(), nullptr) == 0);
+	CHECK(*p->ver_d == 2);
+	pool_close(p);
+	uint64_t v = 0;
+	CHECK(all_bytes(recover_file(path, &v), 5));
+	CHECK(v == 2);
+}

@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Power loss and failing msyncs on the msync path (issue 22), on lossyfs
+// (tests/lossyfs.c): a FUSE file system that keeps unsynced writes in memory
+// and loses them when it is unmounted, fails an fsync on command, or tears
+// the unsynced writes.  Its unmount is the power cut.  Also: atomic pool
+// creation where O_TMPFILE does not exist (FUSE), and the warning for a file
+// system that cannot keep a pool sparse.
+#include "lossyfs_mount.hpp"
+#include "pool_test_util.h"
+#include "subprocess.hpp"
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+using lossyfs::mount_point;
+
+struct mounted {
+	subprocess::scratch_dir dir;
+	mount_point m;
+	explicit mounted(const std::string &extra = "")
+	{
+		m = lossyfs::make(subprocess::env_or_fail("PMT_LOSSYFS"), dir.path);
+		INFO(subprocess::slurp(m.log));
+		REQUIRE(m.start(extra));
+	}
+	std::string ctl() const { return m.mnt + "/.lossyfs-ctl"; }
+	void command(const std::string &c) const
+	{
+		std::ofstream f(ctl());
+		f << c;
+		f.close();
+		REQUIRE(f.good());
+	}
+	// Power cut, then power back.
+	void power_cycle()
+	{
+		m.stop();
+		REQUIRE(m.start());
+	}
+};
+
+std::map<std::string, std::string> pool_env(const std::string &pool)
+{
+	return { { "PMTHREADS_POOL", pool },
+		 { "PMTHREADS_POOL_SIZE", "16M" },
+		 { "PMTHREADS_NVM", "msync" } };
+}
+
+size_t count(const std::string &s, const std::string &what)
+{
+	size_t n = 0;
+	for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1))
+		n++;
+	return n;
+}
+
+// "counter N" from ackcount verify.
+uint64_t verify_counter(const std::string &pool)
+{
+	auto r = subprocess::run({ subprocess::env_or_fail("PMT_ACKCOUNT"), "verify" }, pool_env(pool));
+	INFO(r.describe());
+	REQUIRE(r.exited_ok());
+	REQUIRE(r.out.rfind("counter ", 0) == 0);
+	return strtoull(r.out.c_str() + 8, nullptr, 10);
+}
+
+// The last durable epoch pmthreads-recover check reports.
+uint64_t checked_epoch(const std::string &pool)
+{
+	auto r = subprocess::run({ subprocess::env_or_fail("PMTHREADS_RECOVER_TOOL"), "check", pool },
+				 {});
+	INFO(r.describe());
+	REQUIRE(r.exited_ok());
+	size_t at = r.out.find("last durable epoch ");
+	REQUIRE(at != std::string::npos);
+	return strtoull(r.out.c_str() + at + 19, nullptr, 10);
+}
+
+// The unsynced bytes lossyfs holds now (its control file).
+uint64_t unsynced_bytes(const std::string &ctl)
+{
+	std::string s = subprocess::slurp(ctl);
+	size_t at = s.find("unsynced ");
+	return at == std::string::npos ? 0 : strtoull(s.c_str() + at + 9, nullptr, 10);
+}
+
+// Whether the last power cut in lossyfs's log lost (or tore) any data.
+bool last_cut_lost(const std::string &log)
+{
+	std::string s = subprocess::slurp(log);
+	size_t at = s.rfind("power cut: ");
+	return at != std::string::npos && strtoull(s.c_str() + at + 11, nullptr, 10) > 0;
+}
+
+struct ack_log {
+	std::vector<std::pair<uint64_t, uint64_t>> acked;	// round, durable
+	std::vector<std::pair<uint64_t, uint64_t>> failed;	// round, durable
+	std::vector<int> errnos;
+};
+
+ack_log parse(const std::string &out)
+{
+	ack_log l;
+	std::istringstream in(out);
+	std::string w;
+	while (in >> w) {
+		if (w == "acked") {
+			uint64_t r, d;
+			in >> r >> d;
+			l.acked.emplace_back(r, d);
+		} else if (w == "syncfail") {
+			int e;
+			uint64_t r, d;
+			in >> e >> r >> d;
+			l.errnos.push_back(e);
+			l.failed.emplace_back(r, d);
+		}
+	}
+	return l;
+}
+
+} // namespace
+
+TEST_CASE("a failed msync is never acknowledged", "[lossyfs]")
+{
+	const bool strict = GENERATE(false, true);
+	const int err = GENERATE(EIO, ENOSPC);
+	INFO((strict ? "PMTHREADS_STRICT=1" : "default") << ", msync fails with " << strerror(err));
+	mounted fs;
+	std::string pool = fs.m.mnt + "/ack.pool";
+	std::string stats = fs.dir.path + "/stats.json";
+	auto env = pool_env(pool);
+	env["PMTHREADS_INTERVAL_MS"] = "100000";	// only the syncs persist
+	env["PMTHREADS_STATS"] = stats;
+	if (strict)
+		env["PMTHREADS_STRICT"] = "1";
+	// The sync of round 6 meets the failing msync.
+	auto r = subprocess::run({ subprocess::env_or_fail("PMT_ACKCOUNT"), "run", "12", "1", fs.ctl(),
+				   "6", std::to_string(err) },
+				 env);
+	INFO(r.describe());
+	ack_log l = parse(r.out);
+	REQUIRE(l.acked.size() == 5);
+	const uint64_t last_acked = l.acked.back().second;
+	CHECK(count(r.err, "WITHOUT persistence") == 1);
+	CHECK(count(r.err, strerror(err)) >= 1);
+	CHECK(subprocess::json_number(subprocess::slurp(stats), "io_error") == err);
+	if (strict) {
+		CHECK(r.status == 1);
+		CHECK(l.failed.empty());
+	} else {
+		CHECK(r.exited_ok());
+		REQUIRE(l.failed.size() == 7);
+		for (size_t i = 0; i < l.failed.size(); i++) {
+			CHECK(l.errnos[i] == err);
+			CHECK(l.failed[i].second == last_acked);
+		}
+	}
+
+	// What the page cache still shows, and then what survived a power cut.
+	fs.power_cycle();
+	CHECK(checked_epoch(pool) == last_acked);
+	CHECK(verify_counter(pool) == 5);
+}
+
+TEST_CASE("power loss keeps every acknowledged round", "[lossyfs]")
+{
+	mounted fs;
+	std::string pool = fs.m.mnt + "/cut.pool";
+	auto env = pool_env(pool);
+	env["PMTHREADS_INTERVAL_MS"] = "5";
+	uint64_t floor = 0;
+	int cuts_losing_data = 0;
+	for (int cut = 0; cut < 4; cut++) {
+		INFO("power cut " << cut << (cut % 2 ? " (torn writes)" : " (unsynced writes lost)"));
+		std::string out = fs.dir.path + "/out" + std::to_string(cut);
+		pid_t pid = fork();
+		REQUIRE(pid >= 0);
+		if (pid == 0) {
+			int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+			dup2(fd, 1);
+			unsetenv("PMTHREADS_RECOVER_TOOL");	// not a runtime variable
+			for (auto &kv : env)
+				setenv(kv.first.c_str(), kv.second.c_str(), 1);
+			std::string exe = subprocess::env_or_fail("PMT_ACKCOUNT");
+			execl(exe.c_str(), exe.c_str(), "run", "100000000", "7", (char *)nullptr);
+			_exit(127);
+		}
+		// Until a few rounds were acknowledged, then in mid-flight: while
+		// lossyfs holds written-back pages of an epoch not yet synced.
+		for (int i = 0; i < 1000 && count(subprocess::slurp(out), "acked") < 3; i++)
+			usleep(10000);
+		for (int i = 0; i < 2000 && unsynced_bytes(fs.ctl()) == 0; i++)
+			usleep(1000);
+		kill(pid, SIGKILL);
+		int st = 0;
+		waitpid(pid, &st, 0);
+		ack_log l = parse(subprocess::slurp(out));
+		INFO(subprocess::slurp(out).substr(0, 400));
+		REQUIRE(l.acked.size() >= 3);
+		CHECK(l.failed.empty());
+		if (cut % 2 == 1)
+			fs.command("tear " + std::to_string(1000 + cut));
+		fs.power_cycle();
+		if (last_cut_lost(fs.m.log))
+			cuts_losing_data++;
+		uint64_t epoch = checked_epoch(pool);
+		CHECK(epoch >= l.acked.back().second);
+		uint64_t c = verify_counter(pool);
+		CHECK(c >= l.acked.back().first);
+		CHECK(c >= floor);
+		floor = c;
+	}
+	// Each cut was aimed at an epoch in flight; the test means something
+	// only when some of them did cut one.
+	CHECK(cuts_losing_data >= 1);
+}
+
+TEST_CASE("a pool is created atomically where O_TMPFILE is missing", "[lossyfs]")
+{
+	mounted fs;
+	std::string path = fs.m.mnt + "/new.pool";
+	std::string leftover = fs.m.mnt + "/.new.pool.pmthreads-creating";
+	// What a creation killed half-way leaves: not at the pool's name.
+	pooltest::write_file(leftover, "half a pool", 11);
+	auto o = pooltest::options(path);
+	pool *p = pooltest::open_or_fail(o);
+	CHECK(p->created);
+	CHECK(access(leftover.c_str(), F_OK) != 0);
+	CHECK(access((fs.m.backing + "/new.pool").c_str(), F_OK) == 0);
+	pool_close(p);
+
+	// A header written in place whose magic never came (the in-place
+	// format of an empty file, cut short) is an unfinished creation ...
+	std::string inplace = fs.m.mnt + "/inplace.pool";
+	auto oi = pooltest::options(inplace);
+	p = pooltest::open_or_fail(oi);
+	pool_close(p);
+	const unsigned char zero[8] = {};
+	pooltest::patch_file(inplace, 0, zero, 8);
+	auto ro = oi;
+	ro.read_only = true;
+	ro.create = false;
+	pool *r = nullptr;
+	CHECK(pool_open(&r, &ro) != 0);	// the tools only say what it is
+	CHECK(std::string(err_get()).find("creation was interrupted") != std::string::npos);
+	p = pooltest::open_or_fail(oi);
+	CHECK(p->created);
+	// ... but not once the pool was used: that is refused, untouched.
+	CHECK(pool_set_clean(p, false) == 0);
+	pool_close(p);
+	pooltest::patch_file(inplace, 0, zero, 8);
+	auto before = pooltest::file_snapshot::of(inplace);
+	pool *q = nullptr;
+	CHECK(pool_open(&q, &oi) != 0);
+	CHECK(pooltest::file_snapshot::of(inplace).same_as(before));
+}
+
+TEST_CASE("a file system without sparse files is named before a pool is sized", "[lossyfs]")
+{
+	mounted fs("--no-holes");
+	std::string pool = fs.m.mnt + "/full.pool";
+	auto r = subprocess::run({ subprocess::env_or_fail("PMTHREADS_RECOVER_TOOL"), "create", pool,
+				   "--size", "40M" },
+				 {});
+	INFO(r.describe());
+	CHECK(r.exited_ok());
+	CHECK(count(r.err, "cannot hold a sparse file") == 1);
+
+	mounted sparse;
+	std::string pool2 = sparse.m.mnt + "/holes.pool";
+	auto r2 = subprocess::run({ subprocess::env_or_fail("PMTHREADS_RECOVER_TOOL"), "create", pool2,
+				    "--size", "40M" },
+				  {});
+	INFO(r2.describe());
+	CHECK(r2.exited_ok());
+	CHECK(count(r2.err, "cannot hold a sparse file") == 0);
+}
+
+TEST_CASE("concurrent creators of one pool where O_TMPFILE is missing", "[lossyfs]")
+{
+	mounted fs;
+	std::string path = fs.m.mnt + "/race.pool";
+	const int kids = 4;
+	std::vector<pid_t> pids;
+	for (int k = 0; k < kids; k++) {
+		pid_t pid = fork();
+		REQUIRE(pid >= 0);
+		if (pid == 0) {
+			auto o = pooltest::options(path);
+			pool *p = nullptr;
+			if (pool_open(&p, &o) != 0) {
+				bool busy = strstr(err_get(), "in use") != nullptr ||
+					    strstr(err_get(), "locked") != nullptr;
+				if (!busy)
+					fprintf(stderr, "creator %d: %s\n", k, err_get());
+				_exit(busy ? 12 : 1);
+			}
+			bool created = p->created;
+			usleep(100000);	// holds it while the others try
+			pool_close(p);
+			_exit(created ? 10 : 11);
+		}
+		pids.push_back(pid);
+	}
+	int created = 0;
+	for (pid_t pid : pids) {
+		int st = 0;
+		REQUIRE(waitpid(pid, &st, 0) == pid);
+		REQUIRE(WIFEXITED(st));
+		INFO("exit " << WEXITSTATUS(st));
+		CHECK((WEXITSTATUS(st) == 10 || WEXITSTATUS(st) == 11 || WEXITSTATUS(st) == 12));
+		created += WEXITSTATUS(st) == 10;
+	}
+	CHECK(created == 1);
+	CHECK(access((fs.m.mnt + "/.race.pool.pmthreads-creating").c_str(), F_OK) != 0);
+	auto o = pooltest::options(path);
+	o.create = false;
+	pool *p = pooltest::open_or_fail(o);
+	pool_close(p);
+}

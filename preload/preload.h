@@ -40,5 +40,8 @@ void preload_libc_alloc_end(void);
 /* The calling thread is ending (pthread_exit or return from its start
  * routine): return its heap cache and its quiescence record.  Idempotent. */
 void preload_thread_exit(void);
+/* The constructor's thread, the main one, counts as an application thread
+ * (see quiesce_set_last_thread_fn). */
+void preload_main_thread_counted(void);
 
 #endif

@@ -29,6 +29,11 @@ struct trampoline {
 };
 
 static __thread bool exit_done __attribute__((tls_model("initial-exec")));
+/* Counted among the application's threads (quiesce_app_thread_added): the
+ * main thread and every thread started through the wrapper.  Others (glibc's
+ * internal helper threads, anything created without pthread_create) are
+ * only seen in /proc/self/task when the count reaches 0. */
+static __thread bool counted __attribute__((tls_model("initial-exec")));
 /* Started through thread_main, whose cleanup handler runs after all of the
  * application's (it was pushed first). */
 static __thread bool wrapped __attribute__((tls_model("initial-exec")));
@@ -40,6 +45,15 @@ void preload_thread_exit(void)
 	exit_done = true;
 	heap_thread_exit();
 	quiesce_thread_exit();
+	if (counted) {
+		counted = false;
+		quiesce_app_thread_gone();
+	}
+}
+
+void preload_main_thread_counted(void)
+{
+	counted = true;
 }
 
 static void thread_cleanup(void *unused)
@@ -53,6 +67,7 @@ static void *thread_main(void *p)
 	struct trampoline t = *(struct trampoline *)p;
 	__libc_free(p);
 	wrapped = true;
+	counted = true;	/* by the creating thread, before the creation */
 	quiesce_thread_start();
 	void *ret;
 	pthread_cleanup_push(thread_cleanup, NULL);
@@ -69,9 +84,14 @@ PMT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 		return EAGAIN;
 	t->start = start;
 	t->arg = arg;
+	/* Counted before it exists: a main thread that calls pthread_exit
+	 * right after this must not look like the last one. */
+	quiesce_app_thread_added();
 	int r = REAL(create)(th, attr, thread_main, t);
-	if (r != 0)
+	if (r != 0) {
+		quiesce_app_thread_gone();
 		__libc_free(t);
+	}
 	return r;
 }
 

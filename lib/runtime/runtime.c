@@ -359,7 +359,7 @@ static int start(void)
 		not_target = true;
 		return -1;
 	}
-	log_set_level(cfg.verbose >= 2 ? LOG_DEBUG : cfg.verbose == 1 ? LOG_INFO : LOG_WARN);
+	log_set_level((enum log_level)config_log_level(&cfg));
 
 	if (check_mode_setup() != 0)
 		return -1;

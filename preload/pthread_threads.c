@@ -12,6 +12,7 @@
 #include "preload.h"
 #include "quiesce/quiesce.h"
 #include "real.h"
+#include "runtime/kernel_stacks.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -51,9 +52,12 @@ void preload_thread_exit(void)
 	}
 }
 
+__thread bool preload_known_thread __attribute__((tls_model("initial-exec")));
+
 void preload_main_thread_counted(void)
 {
 	counted = true;
+	preload_known_thread = true;
 }
 
 static void thread_cleanup(void *unused)
@@ -68,6 +72,7 @@ static void *thread_main(void *p)
 	__libc_free(p);
 	wrapped = true;
 	counted = true;	/* by the creating thread, before the creation */
+	preload_known_thread = true;
 	quiesce_thread_start();
 	void *ret;
 	pthread_cleanup_push(thread_cleanup, NULL);
@@ -84,6 +89,16 @@ PMT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 		return EAGAIN;
 	t->start = start;
 	t->arg = arg;
+	/* A stack the program allocated in the heap must be writable before
+	 * the kernel and the new thread first write it. */
+	void *stack = NULL;
+	size_t stack_size = 0;
+	bool heap_stack = attr != NULL && pthread_attr_getstack(attr, &stack, &stack_size) == 0 &&
+			  heap_contains(stack);
+	if (heap_stack && kernel_stack_add(KSTACK_THREAD, 0, stack, stack_size) != 0) {
+		__libc_free(t);
+		return EAGAIN;
+	}
 	/* Counted before it exists: a main thread that calls pthread_exit
 	 * right after this must not look like the last one. */
 	quiesce_app_thread_added();
@@ -91,6 +106,12 @@ PMT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 	if (r != 0) {
 		quiesce_app_thread_gone();
 		__libc_free(t);
+	}
+	if (heap_stack) {
+		if (r == 0)
+			kernel_stack_set_owner(KSTACK_THREAD, stack, (uintptr_t)*th);
+		else
+			kernel_stack_drop(KSTACK_THREAD, 0, stack);
 	}
 	return r;
 }

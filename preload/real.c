@@ -76,6 +76,7 @@ void real_resolve(void)
 	NEXT(sem_timedwait, "sem_timedwait");
 	NEXT(sem_clockwait, "sem_clockwait");
 	NEXT(exit, "pthread_exit");
+	NEXT(sigaltstack, "sigaltstack");
 	NEXT(read, "read");
 	NEXT(pread, "pread");
 	NEXT(pread64, "pread64");

@@ -65,6 +65,8 @@ struct real_fns {
 	int (*sem_timedwait)(sem_t *, const struct timespec *);
 	int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
 	void (*exit)(void *) __attribute__((noreturn));
+	/* alternate signal stacks (signals.c) */
+	int (*sigaltstack)(const stack_t *, stack_t *);
 	/* system calls and stdio that write user memory */
 	ssize_t (*read)(int, void *, size_t);
 	ssize_t (*pread)(int, void *, size_t, off_t);

@@ -12,6 +12,7 @@
 #include "prim/prim.h"
 #include "quiesce/quiesce.h"
 #include "recovery/restore.h"
+#include "runtime/kernel_stacks.h"
 #include "runtime/meta_sums.h"
 #include "runtime/stats.h"
 #include "runtime/target.h"
@@ -256,6 +257,26 @@ static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 	if (!atomic_exchange(&told, true))
 		log_msg(LOG_ERR, "%s", err_get());
 	return -1;
+}
+
+/* Under growth_lock, like the growth hook: shutdown and a fork child close
+ * the tracker under it. */
+int runtime_pin_writable(void *addr, size_t len)
+{
+	int rc = 0;
+	prim_lock(&growth_lock);
+	if (!growth_off && tracker != NULL)
+		rc = tracker_pin_writable(tracker, addr, len);
+	prim_unlock(&growth_lock);
+	return rc;
+}
+
+void runtime_unpin(void *addr, size_t len)
+{
+	prim_lock(&growth_lock);
+	if (!growth_off && tracker != NULL)
+		tracker_unpin(tracker, addr, len);
+	prim_unlock(&growth_lock);
 }
 
 /* PMTHREADS_CHECK (fase_checker.h): config.c has already switched to the mprotect
@@ -535,6 +556,7 @@ void runtime_atfork_child(void)
 	 * threads held are meaningless here. */
 	init_lock = (prim_lock_t)PRIM_LOCK_INIT;
 	growth_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	kernel_stacks_atfork_child();
 	if (atomic_load(&state) != RUNTIME_RUNNING)
 		return;
 	growth_hook_off();

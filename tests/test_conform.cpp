@@ -60,7 +60,7 @@ outcome same_as_native(const std::string &prog, const std::vector<std::string> &
 	scratch_dir dir;
 	for (const mode &m : modes()) {
 		std::string base = dir.path + "/" + m.heap + "-" + m.tracker;
-		std::map<std::string, std::string> env = extra;
+		std::map<std::string, std::string> env = extra;	// extra wins
 		env.insert({ { "LD_PRELOAD", lib },
 			     { "PMTHREADS_POOL", base + ".pool" },
 			     { "PMTHREADS_POOL_SIZE", "64M" },
@@ -142,6 +142,21 @@ TEST_CASE("heap memory the kernel writes as a stack never faults", "[conform][tr
 	CHECK(o.native.out == "threads on heap stacks: total 16652\n"
 			      "signals 21, on the alternate stack 20\n"
 			      "timer callbacks: at least 20: yes\n");
+}
+
+TEST_CASE("malloc honours RLIMIT_AS and RLIMIT_DATA", "[conform][trackers]")
+{
+	// In malloc mode the heap grew until the pool was full (8 GiB by
+	// default); and a limit below the runtime's own mappings made the
+	// kernel refuse every later mapping, and under the mprotect tracker
+	// every page made writable again (RLIMIT_DATA).
+	for (const char *which : { "as", "data" }) {
+		// A pool larger than the limit: the limit must stop it first.
+		outcome o = same_as_native("conf_rlimit", { which },
+					   { { "PMTHREADS_POOL_SIZE", "256M" } });
+		CHECK(o.native.out.find("ENOMEM") != std::string::npos);
+		CHECK(o.native.out.find(": yes") != std::string::npos);
+	}
 }
 
 TEST_CASE("errno is 0 at main", "[conform][trackers]")

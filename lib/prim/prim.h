@@ -56,6 +56,9 @@ void *prim_map_fixed(void *addr, size_t len);
 /* Anonymous read-write memory anywhere; NULL on failure. */
 void *prim_map_any(size_t len);
 void prim_unmap(void *addr, size_t len);
+/* Bytes mapped by the two functions above and not yet unmapped by
+ * prim_unmap: the runtime's own private memory (the heap's range with it). */
+uint64_t prim_mapped_bytes(void);
 
 /* Give memory back to the system, keeping the range reserved (reads see
  * zeros again).  Not for hot paths: it costs TLB shootdowns. */

@@ -134,6 +134,10 @@ void prim_futex_wake(atomic_uint *addr, int count)
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
 }
 
+static _Atomic uint64_t mapped_bytes;
+
+uint64_t prim_mapped_bytes(void) { return atomic_load_explicit(&mapped_bytes, memory_order_relaxed); }
+
 void *prim_map_fixed(void *addr, size_t len)
 {
 	void *p = mmap(addr, len, PROT_READ | PROT_WRITE,
@@ -146,6 +150,7 @@ void *prim_map_fixed(void *addr, size_t len)
 		errno = EEXIST;
 		return NULL;
 	}
+	atomic_fetch_add_explicit(&mapped_bytes, len, memory_order_relaxed);
 	return p;
 }
 
@@ -153,10 +158,17 @@ void *prim_map_any(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	atomic_fetch_add_explicit(&mapped_bytes, len, memory_order_relaxed);
+	return p;
 }
 
-void prim_unmap(void *addr, size_t len) { munmap(addr, len); }
+void prim_unmap(void *addr, size_t len)
+{
+	if (munmap(addr, len) == 0)
+		atomic_fetch_sub_explicit(&mapped_bytes, len, memory_order_relaxed);
+}
 
 void prim_discard(void *addr, size_t len) { (void)madvise(addr, len, MADV_DONTNEED); }
 

@@ -13,6 +13,7 @@
 #include "quiesce/quiesce.h"
 #include "recovery/restore.h"
 #include "runtime/kernel_stacks.h"
+#include "runtime/memory_limits.h"
 #include "runtime/meta_sums.h"
 #include "runtime/stats.h"
 #include "runtime/target.h"
@@ -243,6 +244,11 @@ static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 {
 	static _Atomic bool told;
 	struct pool *p = ctx;
+	/* malloc mode: the heap is the program's malloc, and grows only as far
+	 * as RLIMIT_AS / RLIMIT_DATA would let glibc's; the refusal is an
+	 * ordinary ENOMEM, said nowhere, as natively. */
+	if (cfg.heap == HEAP_MALLOC && !memory_limits_allow(end * p->page_size))
+		return -1;
 	int rc = 0;
 	prim_lock(&growth_lock);
 	if (!growth_off) {
@@ -430,6 +436,10 @@ static int start(void)
 	growth_off = false;
 	prim_unlock(&growth_lock);
 	heap_set_reserve(reserve_heap_pages, pool);
+	/* From here the program's memory limits leave out the heap's range
+	 * and the pool's mapping (memory_limits.h); the kernel's still count
+	 * them, raised by as much when the program sets one. */
+	memory_limits_set_ours(true, pool->nvm->len);
 	/* Adoption verifies the metadata pages (as restored) against the
 	 * pool's checksums; each epoch records new ones. */
 	meta_sums_bind(pool);
@@ -457,6 +467,7 @@ fail_tracker:
 	tracker_close(tracker);
 	tracker = NULL;
 fail_shadow:
+	memory_limits_set_ours(false, 0);
 	shadow_release(heap_base, heap_len);
 	heap_base = NULL;
 fail_pool:
@@ -581,6 +592,7 @@ void runtime_atfork_child(void)
 		meta_sums_bind(NULL);
 		pool_close(pool);
 		pool = NULL;
+		memory_limits_set_ours(true, 0);	/* the heap stays mapped */
 	}
 	atomic_store(&state, RUNTIME_DETACHED);
 }

@@ -159,6 +159,46 @@ TEST_CASE("malloc honours RLIMIT_AS and RLIMIT_DATA", "[conform][trackers]")
 	}
 }
 
+TEST_CASE("pthread corners: robust, error-checking, recursive, cancelled, ended holding, "
+	  "process-shared, locks in signal handlers", "[conform][trackers]")
+{
+	outcome o = same_as_native("conf_corners");
+	CHECK(o.native.out.find("robust: lock after the owner died: EOWNERDEAD") != std::string::npos);
+	CHECK(o.native.out.find("errorcheck: timedlock held elsewhere: ETIMEDOUT") !=
+	      std::string::npos);
+	CHECK(o.native.out.find("done\n") != std::string::npos);
+	for (const std::string &s : o.stats) {
+		INFO(s);
+		if (json_text(s, "persistence") != "true")
+			continue;
+		// About 1 s at a 10 ms interval.  A level left behind by a failed
+		// lock call, a cancelled thread or a thread that ended holding a
+		// lock would have every later attempt abandoned.
+		CHECK(json_number(s, "epochs") >= 20);
+		CHECK(json_number(s, "abandoned") * 4 < json_number(s, "epochs"));
+	}
+}
+
+TEST_CASE("a thread cancelled in a condition wait keeps its critical section", "[conform]")
+{
+	// The cleanup handler of the program's outer lock writes the heap
+	// while that lock is held: after a cancelled pthread_cond_wait the
+	// thread counted one level short, and the FASE checker saw that write
+	// as outside any lock.
+	std::string path = env_or_fail("PMT_PROGS") + "/conf_corners", lib = env_or_fail("PMT_LIB");
+	scratch_dir dir;
+	run_result native = run_limited(path, {}, {});
+	run_result r = run_limited(path, {}, { { "LD_PRELOAD", lib },
+					       { "PMTHREADS_POOL", dir.path + "/p.pool" },
+					       { "PMTHREADS_POOL_SIZE", "64M" },
+					       { "PMTHREADS_HEAP", "malloc" },
+					       { "PMTHREADS_CHECK", "fail" } });
+	INFO(r.describe());
+	CHECK(r.status == 0);
+	CHECK(r.out == native.out);
+	CHECK(r.err.find("outside any lock") == std::string::npos);
+}
+
 TEST_CASE("errno is 0 at main", "[conform][trackers]")
 {
 	outcome o = same_as_native("conf_errno");

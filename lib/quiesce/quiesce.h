@@ -3,7 +3,9 @@
  * quiesce -- failure-atomic sections, the gate and the epoch thread.
  *
  * Owns: each thread's lock depth, the global quiescent point, the epoch
- * trigger (every interval, or on demand), durability waits.
+ * trigger (every interval, or on demand), durability waits; the runtime's
+ * own threads, and the end of the process when the last application thread
+ * has ended (quiesce_set_last_thread_fn).
  *
  * A thread is inside a FASE while its depth > 0.  Entering the first lock
  * (depth 0 -> 1) passes the gate: while an epoch is due the thread waits

@@ -123,9 +123,14 @@ PMT_EXPORT int thrd_create(thrd_t *th, thrd_start_t start, void *arg)
 	t->start = start;
 	t->arg = arg;
 	t->blocks_segv = fault_signal_app_blocked();
+	/* Counted before it exists, as pthread_create's (a main thread that
+	 * calls thrd_exit must not look like the last one). */
+	quiesce_app_thread_added();
 	int r = REAL(thrd_create)(th, c11_thread_main, t);
-	if (r != thrd_success)
+	if (r != thrd_success) {
+		quiesce_app_thread_gone();
 		__libc_free(t);
+	}
 	return r;
 }
 

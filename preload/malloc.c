@@ -14,6 +14,7 @@
 #include "heap/heap.h"
 #include "preload.h"
 #include "real.h"
+#include "runtime/kernel_stacks.h"
 #include "runtime/runtime.h"
 
 #include <dlfcn.h>
@@ -21,6 +22,8 @@
 #include <errno.h>
 #include <link.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -41,10 +44,27 @@ static __thread unsigned libc_alloc_depth __attribute__((tls_model("initial-exec
 void preload_libc_alloc_begin(void) { libc_alloc_depth++; }
 void preload_libc_alloc_end(void) { libc_alloc_depth--; }
 
+/* glibc starts threads of its own without pthread_create: the SIGEV_THREAD
+ * timer helper runs with every signal blocked and mallocs for each
+ * expiration.  Under the mprotect tracker an allocation writes heap pages
+ * that may be read-only, and a write fault with SIGSEGV blocked ends the
+ * process (the kernel cannot deliver it).  Such a thread allocates from
+ * glibc while it blocks SIGSEGV (its blocks are runtime bookkeeping, not
+ * program state); the timer's callback threads unblock everything before
+ * the program's function runs, and allocate from the heap.  One system
+ * call per allocation, in those threads only. */
+static bool segv_deliverable(void)
+{
+	if (__builtin_expect(preload_known_thread, 1))
+		return true;
+	sigset_t cur;
+	return pthread_sigmask(SIG_BLOCK, NULL, &cur) != 0 || !sigismember(&cur, SIGSEGV);
+}
+
 static inline bool from_heap(void)
 {
 	return __builtin_expect(preload_malloc_mode, 0) && heap_ready() && !runtime_in_init() &&
-	       libc_alloc_depth == 0;
+	       libc_alloc_depth == 0 && segv_deliverable();
 }
 
 /* Two kinds of malloc call stay in glibc's heap, told apart by the caller's
@@ -128,20 +148,33 @@ PMT_EXPORT void *calloc(size_t n, size_t size)
 	return __libc_calloc(n, size);
 }
 
+/* A block given back (freed, or moved by realloc) is no longer a stack the
+ * kernel writes (kernel_stacks.h). */
+static inline void stack_memory_released(void *p)
+{
+	if (__builtin_expect(atomic_load_explicit(&kernel_stacks_in_use, memory_order_relaxed) != 0,
+			     0))
+		kernel_stack_freed(p, heap_usable_size(p));
+}
+
 PMT_EXPORT void free(void *p)
 {
 	if (p == NULL)
 		return;
-	if (heap_contains(p))
+	if (heap_contains(p)) {
+		stack_memory_released(p);
 		heap_free(p);
-	else
+	} else {
 		__libc_free(p);
+	}
 }
 
 PMT_EXPORT void *realloc(void *p, size_t n)
 {
-	if (heap_contains(p))
+	if (heap_contains(p)) {
+		stack_memory_released(p);
 		return heap_realloc(p, n);
+	}
 	if (!from_heap() || glibc_caller(__builtin_return_address(0)))
 		return __libc_realloc(p, n);
 	if (p == NULL)

@@ -54,5 +54,13 @@ void preload_thread_started(bool blocks_segv);
 /* The calling thread is ending (pthread_exit or return from its start
  * routine): return its heap cache and its quiescence record.  Idempotent. */
 void preload_thread_exit(void);
+/* The constructor's thread, the main one, counts as an application thread
+ * (see quiesce_set_last_thread_fn). */
+void preload_main_thread_counted(void);
+/* The calling thread is the main thread or one the wrapper started; false
+ * in threads glibc starts itself (the SIGEV_THREAD timer helper and the
+ * threads it starts), which malloc.c treats with care. */
+extern __thread bool preload_known_thread
+	__attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 #endif

@@ -40,6 +40,7 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -71,6 +72,14 @@ static void at_exit(void)
 		fflush(NULL);
 		_exit(1);
 	}
+}
+
+/* The program's last thread has ended while the runtime's threads live on
+ * (its main thread called pthread_exit): end the process as glibc does on
+ * the last thread's exit. */
+static void last_thread_exited(void)
+{
+	exit(0);
 }
 
 static void atfork_child(void)
@@ -148,9 +157,8 @@ static void strict_exit(void)
 	exit(RUNTIME_STRICT_EXIT);
 }
 
-__attribute__((constructor(101))) static void preload_start(void)
+static void start(uint64_t load_ns)
 {
-	uint64_t load_ns = prim_now_ns();
 	real_resolve();
 	const struct config *cfg = config_get();
 	if (config_error() != NULL) {
@@ -162,7 +170,7 @@ __attribute__((constructor(101))) static void preload_start(void)
 			"an exit)");
 		return;
 	}
-	log_set_level(cfg->verbose >= 2 ? LOG_DEBUG : cfg->verbose == 1 ? LOG_INFO : LOG_WARN);
+	log_set_level((enum log_level)config_log_level(cfg));
 	bool is_target = target_is_self();
 	preload_env_init(cfg, is_target);
 	if (!is_target) {
@@ -176,6 +184,8 @@ __attribute__((constructor(101))) static void preload_start(void)
 		strict_exit();
 	stats_start(load_ns);
 	quiesce_set_thread_functions(real_fn.create, real_fn.join);
+	preload_main_thread_counted();
+	quiesce_set_last_thread_fn(last_thread_exited);
 	pthread_atfork(NULL, NULL, atfork_child);
 	if (cfg->heap == HEAP_MALLOC) {
 		preload_malloc_init();
@@ -194,4 +204,15 @@ __attribute__((constructor(101))) static void preload_start(void)
 	if (!quiesce_running() && quiesce_start(cfg->interval_ms, NULL, NULL) != 0)
 		log_msg(LOG_ERR, "%s", err_get());
 	atexit(at_exit);
+}
+
+__attribute__((constructor(101))) static void preload_start(void)
+{
+	uint64_t load_ns = prim_now_ns();
+	/* The program starts as it would without us: with errno 0 at main,
+	 * whatever the start-up's system calls left there (probes that are
+	 * expected to fail, such as madvise or userfaultfd features). */
+	int saved_errno = errno;
+	start(load_ns);
+	errno = saved_errno;
 }

@@ -13,6 +13,7 @@
 #include "base/export.h"
 #include "quiesce/quiesce.h"
 #include "real.h"
+#include "runtime/kernel_stacks.h"
 
 #include <pthread.h>
 #include <semaphore.h>
@@ -23,23 +24,32 @@ static inline void note(const char *call)
 		quiesce_note_blocking_in_fase(call);
 }
 
+/* A joined thread no longer runs on its stack: one the program gave it from
+ * the heap need not stay pinned (kernel_stacks.h). */
+static inline int joined(pthread_t th, int r)
+{
+	if (r == 0 && atomic_load_explicit(&kernel_stacks_in_use, memory_order_relaxed) != 0)
+		kernel_stack_drop(KSTACK_THREAD, (uintptr_t)th, NULL);
+	return r;
+}
+
 PMT_EXPORT int pthread_join(pthread_t th, void **ret)
 {
 	note("pthread_join");
-	return REAL(join)(th, ret);
+	return joined(th, REAL(join)(th, ret));
 }
 
 PMT_EXPORT int pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec *abstime)
 {
 	note("pthread_timedjoin_np");
-	return REAL(timedjoin_np)(th, ret, abstime);
+	return joined(th, REAL(timedjoin_np)(th, ret, abstime));
 }
 
 PMT_EXPORT int pthread_clockjoin_np(pthread_t th, void **ret, clockid_t clock,
 				    const struct timespec *abstime)
 {
 	note("pthread_clockjoin_np");
-	return REAL(clockjoin_np)(th, ret, clock, abstime);
+	return joined(th, REAL(clockjoin_np)(th, ret, clock, abstime));
 }
 
 PMT_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)

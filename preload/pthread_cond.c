@@ -10,6 +10,14 @@
  * too), and an early EINVAL never released it, so the level is always taken
  * back.
  *
+ * A wait is a cancellation point.  A thread cancelled in it unwinds with the
+ * mutex re-acquired (POSIX: before the first cleanup handler runs), past
+ * this wrapper's return: a cleanup handler of ours, innermost, takes the
+ * level back then, so the program's own handlers that unlock the mutex give
+ * back exactly the levels it holds (else the thread would count one level
+ * short while it still held the mutex, and an epoch could start inside its
+ * critical section).
+ *
  * glibc keeps two versions of pthread_cond_wait/timedwait: GLIBC_2.3.2 (the
  * current condition variable) and GLIBC_2.2.5 (for binaries built against the
  * old layout).  Both are exported here, each forwarding to its own version;
@@ -22,13 +30,29 @@
 
 #include <pthread.h>
 
+static void reenter_on_cancel(void *unused)
+{
+	(void)unused;
+	fase_reenter();
+}
+
+/* The wait between leaving the level and taking it back; `wait` is the
+ * call. */
+#define COND_WAIT(r, wait)                                          \
+	do {                                                        \
+		fase_leave();                                       \
+		pthread_cleanup_push(reenter_on_cancel, NULL);      \
+		(r) = (wait);                                       \
+		pthread_cleanup_pop(0);                             \
+		fase_reenter();                                     \
+	} while (0)
+
 PMT_EXPORT int pmt_cond_wait(pthread_cond_t *c, pthread_mutex_t *m);
 __asm__(".symver pmt_cond_wait, pthread_cond_wait@@GLIBC_2.3.2");
 int pmt_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
-	fase_leave();
-	int r = REAL(cond_wait)(c, m);
-	fase_reenter();
+	int r;
+	COND_WAIT(r, REAL(cond_wait)(c, m));
 	return r;
 }
 
@@ -37,9 +61,8 @@ PMT_EXPORT int pmt_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 __asm__(".symver pmt_cond_timedwait, pthread_cond_timedwait@@GLIBC_2.3.2");
 int pmt_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t)
 {
-	fase_leave();
-	int r = REAL(cond_timedwait)(c, m, t);
-	fase_reenter();
+	int r;
+	COND_WAIT(r, REAL(cond_timedwait)(c, m, t));
 	return r;
 }
 
@@ -47,9 +70,8 @@ PMT_EXPORT int pmt_cond_wait_old(pthread_cond_t *c, pthread_mutex_t *m);
 __asm__(".symver pmt_cond_wait_old, pthread_cond_wait@GLIBC_2.2.5");
 int pmt_cond_wait_old(pthread_cond_t *c, pthread_mutex_t *m)
 {
-	fase_leave();
-	int r = REAL(cond_wait_old)(c, m);
-	fase_reenter();
+	int r;
+	COND_WAIT(r, REAL(cond_wait_old)(c, m));
 	return r;
 }
 
@@ -58,17 +80,15 @@ PMT_EXPORT int pmt_cond_timedwait_old(pthread_cond_t *c, pthread_mutex_t *m,
 __asm__(".symver pmt_cond_timedwait_old, pthread_cond_timedwait@GLIBC_2.2.5");
 int pmt_cond_timedwait_old(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t)
 {
-	fase_leave();
-	int r = REAL(cond_timedwait_old)(c, m, t);
-	fase_reenter();
+	int r;
+	COND_WAIT(r, REAL(cond_timedwait_old)(c, m, t));
 	return r;
 }
 
 PMT_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
 				      const struct timespec *t)
 {
-	fase_leave();
-	int r = REAL(cond_clockwait)(c, m, clk, t);
-	fase_reenter();
+	int r;
+	COND_WAIT(r, REAL(cond_clockwait)(c, m, clk, t));
 	return r;
 }

@@ -12,8 +12,9 @@
 #include "preload.h"
 #include "quiesce/quiesce.h"
 #include "real.h"
-
+#include "runtime/kernel_stacks.h"
 #include "track/fault_signal.h"
+
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -31,6 +32,11 @@ struct trampoline {
 };
 
 static __thread bool exit_done __attribute__((tls_model("initial-exec")));
+/* Counted among the application's threads (quiesce_app_thread_added): the
+ * main thread and every thread started through the wrapper.  Others (glibc's
+ * internal helper threads, anything created without pthread_create) are
+ * only seen in /proc/self/task when the count reaches 0. */
+static __thread bool counted __attribute__((tls_model("initial-exec")));
 /* Started through thread_main, whose cleanup handler runs after all of the
  * application's (it was pushed first). */
 static __thread bool wrapped __attribute__((tls_model("initial-exec")));
@@ -42,6 +48,18 @@ void preload_thread_exit(void)
 	exit_done = true;
 	heap_thread_exit();
 	quiesce_thread_exit();
+	if (counted) {
+		counted = false;
+		quiesce_app_thread_gone();
+	}
+}
+
+__thread bool preload_known_thread __attribute__((tls_model("initial-exec")));
+
+void preload_main_thread_counted(void)
+{
+	counted = true;
+	preload_known_thread = true;
 }
 
 static void thread_cleanup(void *unused)
@@ -54,6 +72,8 @@ void preload_thread_started(bool blocks_segv)
 {
 	fault_signal_set_app_blocked(blocks_segv);
 	wrapped = true;
+	counted = true;	/* by the creating thread, before the creation */
+	preload_known_thread = true;
 	quiesce_thread_start();
 }
 
@@ -78,9 +98,30 @@ PMT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 	t->start = start;
 	t->arg = arg;
 	t->blocks_segv = fault_signal_app_blocked();
-	int r = REAL(create)(th, attr, thread_main, t);
-	if (r != 0)
+	/* A stack the program allocated in the heap must be writable before
+	 * the kernel and the new thread first write it. */
+	void *stack = NULL;
+	size_t stack_size = 0;
+	bool heap_stack = attr != NULL && pthread_attr_getstack(attr, &stack, &stack_size) == 0 &&
+			  heap_contains(stack);
+	if (heap_stack && kernel_stack_add(KSTACK_THREAD, 0, stack, stack_size) != 0) {
 		__libc_free(t);
+		return EAGAIN;
+	}
+	/* Counted before it exists: a main thread that calls pthread_exit
+	 * right after this must not look like the last one. */
+	quiesce_app_thread_added();
+	int r = REAL(create)(th, attr, thread_main, t);
+	if (r != 0) {
+		quiesce_app_thread_gone();
+		__libc_free(t);
+	}
+	if (heap_stack) {
+		if (r == 0)
+			kernel_stack_set_owner(KSTACK_THREAD, stack, (uintptr_t)*th);
+		else
+			kernel_stack_drop(KSTACK_THREAD, 0, stack);
+	}
 	return r;
 }
 

@@ -85,6 +85,7 @@ void real_resolve(void)
 	NEXT(cnd_timedwait, "cnd_timedwait");
 	NEXT(thrd_create, "thrd_create");
 	NEXT(thrd_join, "thrd_join");
+	NEXT(sigaltstack, "sigaltstack");
 	NEXT(read, "read");
 	NEXT(pread, "pread");
 	NEXT(pread64, "pread64");

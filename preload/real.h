@@ -78,6 +78,8 @@ struct real_fns {
 			     const struct timespec *__restrict);
 	int (*thrd_create)(thrd_t *, thrd_start_t, void *);
 	int (*thrd_join)(thrd_t, int *);
+	/* alternate signal stacks (signals.c) */
+	int (*sigaltstack)(const stack_t *, stack_t *);
 	/* system calls and stdio that write user memory */
 	ssize_t (*read)(int, void *, size_t);
 	ssize_t (*pread)(int, void *, size_t, off_t);

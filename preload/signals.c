@@ -6,15 +6,22 @@
  * The runtime owns SIGSEGV while a write tracker needs it;
  * fault_signal_sigaction records the application's SIGSEGV handler (and
  * chains to it for faults that are not the tracker's) and hands every other
- * request to the kernel.
- * signal() is sigaction with glibc's BSD semantics (SA_RESTART, handler not
- * reset).
+ * request to the kernel.  glibc installs handlers from several entry points
+ * that call its internal sigaction directly, past any interposed sigaction:
+ * each of them is interposed here, with glibc's documented semantics, so
+ * that none can replace the tracker's handler or be hidden from it.
+ * signal() compiled with -std=c99 (or with _XOPEN_SOURCE) is __sysv_signal.
  */
 #include "base/export.h"
+#include "heap/heap.h"
+#include "prim/prim.h"
+#include "real.h"
+#include "runtime/kernel_stacks.h"
 #include "track/fault_signal.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <string.h>
 
 PMT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
@@ -22,7 +29,9 @@ PMT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 	return fault_signal_sigaction(sig, act, old);
 }
 
-PMT_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+/* Install handler for sig with flags; with block_self the signal is masked
+ * while its handler runs.  Returns the previous handler. */
+static sighandler_t install(int sig, sighandler_t handler, int flags, bool block_self)
 {
 	if (handler == SIG_ERR || sig <= 0 || sig >= NSIG) {
 		errno = EINVAL;
@@ -32,9 +41,122 @@ PMT_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 	memset(&act, 0, sizeof(act));
 	act.sa_handler = handler;
 	sigemptyset(&act.sa_mask);
-	sigaddset(&act.sa_mask, sig);
-	act.sa_flags = SA_RESTART;
+	if (block_self)
+		sigaddset(&act.sa_mask, sig);
+	act.sa_flags = flags;
 	if (fault_signal_sigaction(sig, &act, &old) != 0)
 		return SIG_ERR;
 	return old.sa_handler;
+}
+
+/* BSD semantics, glibc's default: restarting, handler kept, signal masked
+ * while it runs. */
+PMT_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+	return install(sig, handler, SA_RESTART, true);
+}
+
+PMT_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
+{
+	return install(sig, handler, SA_RESTART, true);
+}
+
+/* System V semantics: the handler is reset to SIG_DFL when the signal is
+ * delivered, the signal is not masked while it runs, and system calls it
+ * interrupts fail with EINTR. */
+PMT_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
+{
+	return install(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+
+PMT_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler)
+{
+	return install(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+
+/* XSI sigset: SIG_HOLD adds sig to the mask and leaves the disposition;
+ * anything else installs it (no flags, empty mask) and takes sig out of
+ * the mask.  The result is SIG_HOLD when sig was blocked before the call,
+ * else the previous disposition. */
+PMT_EXPORT sighandler_t sigset(int sig, sighandler_t disp)
+{
+	sigset_t one, before;
+	sigemptyset(&one);
+	if (sig <= 0 || sig >= NSIG || sigaddset(&one, sig) != 0) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	struct sigaction old;
+	if (disp == SIG_HOLD) {
+		if (pthread_sigmask(SIG_BLOCK, &one, &before) != 0)
+			return SIG_ERR;
+		if (sigismember(&before, sig))
+			return SIG_HOLD;
+		if (fault_signal_sigaction(sig, NULL, &old) != 0)
+			return SIG_ERR;
+		return old.sa_handler;
+	}
+	if (disp == SIG_ERR) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	struct sigaction act;
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = disp;
+	sigemptyset(&act.sa_mask);
+	if (fault_signal_sigaction(sig, &act, &old) != 0)
+		return SIG_ERR;
+	if (pthread_sigmask(SIG_UNBLOCK, &one, &before) != 0)
+		return SIG_ERR;
+	return sigismember(&before, sig) ? SIG_HOLD : old.sa_handler;
+}
+
+PMT_EXPORT int sigignore(int sig)
+{
+	return install(sig, SIG_IGN, 0, false) == SIG_ERR ? -1 : 0;
+}
+
+/* flag != 0: system calls the handler interrupts fail with EINTR; 0: they
+ * restart.  The rest of the disposition stays. */
+PMT_EXPORT int siginterrupt(int sig, int flag)
+{
+	if (sig <= 0 || sig >= NSIG) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct sigaction act;
+	if (fault_signal_sigaction(sig, NULL, &act) != 0)
+		return -1;
+	if (flag)
+		act.sa_flags &= ~SA_RESTART;
+	else
+		act.sa_flags |= SA_RESTART;
+	return fault_signal_sigaction(sig, &act, NULL);
+}
+
+/* An alternate signal stack in the persistent heap is written by the kernel
+ * (signal frames): pinned writable from before it is set until its thread
+ * replaces or disables it, or the program frees it (kernel_stacks.h). */
+PMT_EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
+{
+	bool pin = ss != NULL && !(ss->ss_flags & SS_DISABLE) && heap_contains(ss->ss_sp);
+	if (pin && kernel_stack_add(KSTACK_SIGNAL, 0, ss->ss_sp, ss->ss_size) != 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	void *sp = ss != NULL ? ss->ss_sp : NULL;
+	int r = REAL(sigaltstack)(ss, old);
+	int saved = errno;
+	uintptr_t tid = (uintptr_t)prim_gettid();
+	if (r == 0 && ss != NULL &&
+	    atomic_load_explicit(&kernel_stacks_in_use, memory_order_relaxed) != 0)
+		kernel_stack_drop(KSTACK_SIGNAL, tid, NULL);	/* the one it replaced */
+	if (pin) {
+		if (r == 0)
+			kernel_stack_set_owner(KSTACK_SIGNAL, sp, tid);
+		else
+			kernel_stack_drop(KSTACK_SIGNAL, 0, sp);
+	}
+	errno = saved;
+	return r;
 }

@@ -762,3 +762,47 @@ TEST_CASE("a fork child closing its tracker leaves the parent's tracking intact"
 		CHECK(r.collect() == std::vector<uint64_t>{ 2 });
 	}
 }
+
+TEST_CASE("mprotect: pinned pages stay writable and are reported every epoch until unpinned",
+	  "[tracker]")
+{
+	// Stacks in the heap (kernel_stacks.h): the kernel writes them where a
+	// fault cannot be delivered, so they never become read-only.
+	tracked r(TRACKER_MPROTECT, 32);
+	REQUIRE(tracker_pin_writable(r.t, r.at(4, 100), 2 * page) == 0);	// pages 4, 5, 6
+	REQUIRE(tracker_pin_writable(r.t, r.at(6), page) == 0);		// page 6 again
+	write_byte(r.at(10), 1);
+	CHECK(r.collect() == (std::vector<uint64_t>{ 4, 5, 6, 10 }));
+	uint64_t faults = r.t->stats.faults;
+	for (int epoch = 0; epoch < 3; epoch++) {
+		// No fault, and reported again although nothing was written.
+		write_byte(r.at(5, 8), (unsigned char)epoch);
+		CHECK(r.t->stats.faults == faults);
+		CHECK(r.collect() == (std::vector<uint64_t>{ 4, 5, 6 }));
+	}
+	// The first pin goes: its pages are written once more at most, then
+	// tracked as usual; page 6 stays pinned by the second.
+	tracker_unpin(r.t, r.at(4, 100), 2 * page);
+	CHECK(r.collect() == (std::vector<uint64_t>{ 4, 5, 6 }));
+	CHECK(r.collect() == (std::vector<uint64_t>{ 6 }));
+	write_byte(r.at(5), 9);
+	CHECK(r.t->stats.faults == faults + 1);
+	CHECK(r.collect() == (std::vector<uint64_t>{ 5, 6 }));
+	tracker_unpin(r.t, r.at(6), page);
+	CHECK(r.collect() == (std::vector<uint64_t>{ 6 }));
+	CHECK(r.collect().empty());
+	// Outside the range: nothing.
+	CHECK(tracker_pin_writable(r.t, r.at(40), page) == 0);
+	CHECK(r.collect().empty());
+}
+
+TEST_CASE("uffd: pinning is a no-op", "[tracker][uffd]")
+{
+	tracked r(TRACKER_UFFD, 16);
+	REQUIRE(tracker_pin_writable(r.t, r.at(2), page) == 0);
+	CHECK(r.collect().empty());
+	write_byte(r.at(2), 1);
+	CHECK(r.collect() == (std::vector<uint64_t>{ 2 }));
+	tracker_unpin(r.t, r.at(2), page);
+	CHECK(r.collect().empty());
+}

@@ -76,7 +76,7 @@ static const struct config_option options[] = {
 	  "1: programs the target starts are persisted too (each its own pool)",
 	  CONFIG_BOOL, NULL, 0, 0, 1, FIELD(follow_children) },
 	{ "PMTHREADS_VERBOSE", "--verbose", NULL, false, "1", "0",
-	  "1: print the configuration and pool at start; 2: debug", CONFIG_UINT, NULL, 0,
+	  "0: errors only; 1: print the configuration and pool at start; 2: debug", CONFIG_UINT, NULL, 0,
 	  0, 2, FIELD(verbose) },
 	{ "PMTHREADS_SHADOW_BASE", "--shadow-base", "ADDR", false, NULL, "0x600000000000",
 	  "heap address for new pools (2 MiB aligned)", CONFIG_ADDR, NULL, 0,
@@ -293,6 +293,8 @@ int config_set(struct config *c, const struct config_option *o, const char *v)
 			return -1;
 		}
 		*(unsigned *)field = (unsigned)u;
+		if (field == &c->verbose)
+			c->verbose_given = true;
 		return 0;
 	case CONFIG_ADDR:
 		if (parse_addr(v, &u) != 0 || u < o->min || u > o->max || (u & 0x1fffff) != 0) {
@@ -429,6 +431,15 @@ static prim_lock_t once_lock = PRIM_LOCK_INIT;
 static bool parsed;
 static struct config the_config;
 static char parse_error[1024];
+
+int config_log_level(const struct config *c)
+{
+	if (c->verbose >= 2)
+		return LOG_DEBUG;
+	if (c->verbose == 1)
+		return LOG_INFO;
+	return c->verbose_given ? LOG_ERR : LOG_WARN;
+}
 
 const struct config *config_get(void)
 {

@@ -49,6 +49,7 @@ struct config {
 	bool pool_dir_is_tmp;		/* the default is the /tmp fallback */
 	uint64_t pool_size;		/* PMTHREADS_POOL_SIZE: heap capacity */
 	bool pool_size_given;		/* set explicitly (compared with a pool's) */
+	bool verbose_given;		/* PMTHREADS_VERBOSE set: 0 then means quiet */
 	unsigned interval_ms;		/* PMTHREADS_INTERVAL_MS (check mode: <= 10) */
 	unsigned interval_ms_asked;	/* as given, before check mode */
 	enum heap_mode heap;		/* PMTHREADS_HEAP=nvmalloc|malloc */
@@ -103,6 +104,11 @@ const struct config_option *config_option_by_env(const char *env);
  * call (thread-safe) and never again.  When the environment is malformed:
  * the defaults, and config_error() returns the message (else NULL). */
 const struct config *config_get(void);
+/* The log level (base/log.h's enum log_level) c->verbose asks for: unset,
+ * warnings and errors; PMTHREADS_VERBOSE=0 given explicitly, errors only
+ * (a test suite or a script silences what is not an error); 1 info; 2
+ * debug. */
+int config_log_level(const struct config *c);
 const char *config_error(void);
 
 /* The program's own choice of pool (pmthreads_set_pool): path (NULL: keep)

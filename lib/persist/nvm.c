@@ -8,7 +8,6 @@
 #include "prim/prim.h"
 
 #include <errno.h>
-#include <libpmem.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -137,18 +136,26 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 	case NVM_MSYNC:
 		rc = nvm_msync_init(n);
 		break;
-	case NVM_PMEM:
-		if (!synced && !pmem_is_pmem(n->base, len))
+	case NVM_PMEM: {
+		bool pmem = synced;
+		rc = nvm_pmem_init(n);
+		if (rc == 0 && !pmem)
+			rc = nvm_pmem_detect(n->base, len, &pmem);
+		if (rc == 0 && !pmem)
 			log_msg(LOG_WARN,
 				"PMTHREADS_NVM=pmem but %s is not on persistent memory: cache "
 				"flushes will not make it durable (use auto or msync for real "
 				"durability)", path);
-		rc = nvm_pmem_init(n);
 		break;
+	}
 	case NVM_AUTO:
-	default:
-		rc = (synced || pmem_is_pmem(n->base, len)) ? nvm_pmem_init(n) : nvm_msync_init(n);
+	default: {
+		bool pmem = synced;
+		rc = pmem ? 0 : nvm_pmem_detect(n->base, len, &pmem);
+		if (rc == 0)
+			rc = pmem ? nvm_pmem_init(n) : nvm_msync_init(n);
 		break;
+	}
 	}
 	if (rc != 0) {
 		munmap(n->base, len);

@@ -15,6 +15,10 @@
 #include <errno.h>
 
 int nvm_pmem_init(struct nvm *n);
+/* Whether libpmem takes [addr, addr+len) (mapped without MAP_SYNC) for
+ * persistent memory; loads libpmem only when it may say yes.  Returns 0, or
+ * -1 with err_get() set when libpmem cannot be loaded. */
+int nvm_pmem_detect(const void *addr, size_t len, bool *is_pmem);
 int nvm_msync_init(struct nvm *n);
 int nvm_sim_init(struct nvm *n, const struct nvm_sim_options *o);
 

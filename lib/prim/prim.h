@@ -35,6 +35,10 @@
 uint64_t prim_now_ns(void);
 void prim_sleep_ns(uint64_t ns);
 pid_t prim_gettid(void);
+/* How many of this process's threads are alive (not exited, not a zombie
+ * thread-group leader), from /proc/self/task; -1 when that cannot be read.
+ * Raw system calls only: no malloc, no interposed symbol. */
+int prim_live_threads(void);
 
 /* Write all len bytes to fd, retrying short writes and EINTR.  Returns 0, or
  * -1 with errno set (a write that made no progress fails with EIO).  Uses
@@ -52,6 +56,9 @@ void *prim_map_fixed(void *addr, size_t len);
 /* Anonymous read-write memory anywhere; NULL on failure. */
 void *prim_map_any(size_t len);
 void prim_unmap(void *addr, size_t len);
+/* Bytes mapped by the two functions above and not yet unmapped by
+ * prim_unmap: the runtime's own private memory (the heap's range with it). */
+uint64_t prim_mapped_bytes(void);
 
 /* Give memory back to the system, keeping the range reserved (reads see
  * zeros again).  Not for hot paths: it costs TLB shootdowns. */

@@ -3,6 +3,7 @@
 #include "prim/prim.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -30,6 +31,71 @@ void prim_sleep_ns(uint64_t ns)
 }
 
 pid_t prim_gettid(void) { return (pid_t)syscall(SYS_gettid); }
+
+/* A thread's state letter from its stat file, "tid (comm) S ...": comm may
+ * hold spaces and parentheses, so the state follows the last ')'.  0 when
+ * the thread is gone. */
+static char task_state(int dir_fd, const char *tid)
+{
+	char path[48];
+	size_t n = 0;
+	for (; tid[n] != '\0' && n < 32; n++)
+		path[n] = tid[n];
+	const char *suffix = "/stat";
+	for (size_t k = 0; suffix[k] != '\0'; k++)
+		path[n++] = suffix[k];
+	path[n] = '\0';
+	int fd = (int)syscall(SYS_openat, dir_fd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[512];
+	long got = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+	syscall(SYS_close, fd);
+	if (got <= 0)
+		return 0;
+	char *close_paren = NULL;
+	for (long i = 0; i < got; i++)
+		if (buf[i] == ')')
+			close_paren = &buf[i];
+	if (close_paren == NULL || close_paren + 2 >= buf + got)
+		return 0;
+	return close_paren[2];
+}
+
+int prim_live_threads(void)
+{
+	int dir_fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/task",
+				  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir_fd < 0)
+		return -1;
+	struct dirent64_raw {
+		uint64_t ino;
+		int64_t off;
+		unsigned short reclen;
+		unsigned char type;
+		char name[];
+	};
+	char buf[4096] __attribute__((aligned(8)));
+	int live = 0;
+	for (;;) {
+		long n = syscall(SYS_getdents64, dir_fd, buf, sizeof(buf));
+		if (n < 0)
+			live = -1;
+		if (n <= 0)
+			break;
+		for (long off = 0; off < n;) {
+			const struct dirent64_raw *d = (const void *)(buf + off);
+			off += d->reclen;
+			if (d->name[0] < '0' || d->name[0] > '9')
+				continue;
+			char st = task_state(dir_fd, d->name);
+			if (st != 0 && st != 'Z' && st != 'X' && st != 'x')
+				live++;
+		}
+	}
+	syscall(SYS_close, dir_fd);
+	return live;
+}
 
 int prim_write_all(int fd, const void *buf, size_t len)
 {
@@ -68,6 +134,10 @@ void prim_futex_wake(atomic_uint *addr, int count)
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
 }
 
+static _Atomic uint64_t mapped_bytes;
+
+uint64_t prim_mapped_bytes(void) { return atomic_load_explicit(&mapped_bytes, memory_order_relaxed); }
+
 void *prim_map_fixed(void *addr, size_t len)
 {
 	void *p = mmap(addr, len, PROT_READ | PROT_WRITE,
@@ -80,6 +150,7 @@ void *prim_map_fixed(void *addr, size_t len)
 		errno = EEXIST;
 		return NULL;
 	}
+	atomic_fetch_add_explicit(&mapped_bytes, len, memory_order_relaxed);
 	return p;
 }
 
@@ -87,10 +158,17 @@ void *prim_map_any(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	atomic_fetch_add_explicit(&mapped_bytes, len, memory_order_relaxed);
+	return p;
 }
 
-void prim_unmap(void *addr, size_t len) { munmap(addr, len); }
+void prim_unmap(void *addr, size_t len)
+{
+	if (munmap(addr, len) == 0)
+		atomic_fetch_sub_explicit(&mapped_bytes, len, memory_order_relaxed);
+}
 
 void prim_discard(void *addr, size_t len) { (void)madvise(addr, len, MADV_DONTNEED); }
 

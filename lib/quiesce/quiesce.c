@@ -88,6 +88,15 @@ static atomic_uint served;
 static quiesce_create_fn create_fn = pthread_create;
 static quiesce_join_fn join_fn = pthread_join;
 
+/* The end of the process (quiesce_set_last_thread_fn): application threads
+ * alive (main counts from the start), the runtime's own threads alive, and
+ * the main thread's signal mask at quiesce_start, for the exit on the epoch
+ * thread. */
+static atomic_int app_threads = 1;
+static atomic_int internal_threads;
+static _Atomic(quiesce_last_thread_fn) last_thread_fn;
+static sigset_t app_start_mask;
+
 /* Statistics, written by the epoch thread under stats_lock.  The pause
  * histogram is log-linear: each power of two [2^e, 2^(e+1)) is split into
  * PAUSE_SUB equal sub-buckets, so a percentile read from it is within 1/8
@@ -433,16 +442,79 @@ static enum attempt attempt_epoch(bool retry)
 	}
 }
 
+/* ---- the end of the process ---- */
+
+void quiesce_set_last_thread_fn(quiesce_last_thread_fn fn)
+{
+	atomic_store(&last_thread_fn, fn);
+}
+
+void quiesce_app_thread_added(void)
+{
+	atomic_fetch_add(&app_threads, 1);
+}
+
+void quiesce_app_thread_gone(void)
+{
+	if (atomic_fetch_sub(&app_threads, 1) == 1) {
+		atomic_fetch_add(&wake_word, 1);
+		prim_futex_wake(&wake_word, 1);
+	}
+}
+
+int quiesce_create_internal_thread(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	atomic_fetch_add(&internal_threads, 1);
+	int e = create_fn(th, NULL, fn, arg);
+	if (e != 0)
+		atomic_fetch_sub(&internal_threads, 1);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return e;
+}
+
+void quiesce_internal_thread_done(void)
+{
+	atomic_fetch_sub(&internal_threads, 1);
+}
+
+/* On the epoch thread, while no application thread is counted: whether
+ * only the runtime's threads are left, and if so the end of the process
+ * (never returns then).  A thread counted as the runtime's that is still
+ * finishing, or one the wrapper never saw, only delays it. */
+static void check_last_thread(void)
+{
+	quiesce_last_thread_fn fn = atomic_load(&last_thread_fn);
+	if (fn == NULL)
+		return;
+	int live = prim_live_threads();
+	if (live < 0 || live > atomic_load(&internal_threads))
+		return;
+	/* The exit handlers (the program's too) run here: with the mask the
+	 * program started with, as on its own last thread. */
+	pthread_sigmask(SIG_SETMASK, &app_start_mask, NULL);
+	fn();
+}
+
+/* Shutdown's final epoch; an attempt carried over is completed as at any
+ * other time (the pipeline bounds how many in a row there can be). */
+static void final_epoch(void)
+{
+	atomic_store(&in_final_attempt, true);
+	enum attempt a = attempt_epoch(false);
+	for (int tries = 0; a == ATTEMPT_CARRIED && tries < 16; tries++)
+		a = attempt_epoch(true);
+	atomic_store(&in_final_attempt, false);
+}
+
 static void *epoch_main(void *unused)
 {
 	(void)unused;
 	on_epoch_thread = true;
 	quiesce_self.rec = &epoch_rec;
 	quiesce_self.depth = atomic_load_explicit(&epoch_rec.depth, memory_order_relaxed);
-	/* Application signals go to application threads. */
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
 
 	uint64_t backoff = 0;
 	uint64_t next_due = prim_now_ns() + (uint64_t)atomic_load(&interval_ms) * 1000000ULL;
@@ -452,11 +524,21 @@ static void *epoch_main(void *unused)
 	 * since are few -- each retry's batch is what the program wrote during
 	 * the previous write-back, so the retries shrink. */
 	bool retry = false;
+	uint64_t last_thread_poll = 1000000;	/* ns, doubled while threads remain */
 	while (!atomic_load(&stopping)) {
 		unsigned seen = atomic_load(&wake_word);
 		uint64_t now = prim_now_ns();
 		bool sync_pending = atomic_load(&requested) != atomic_load(&served);
 		uint64_t due = sync_pending || retry ? (not_before > now ? not_before : now) : next_due;
+		if (atomic_load(&app_threads) <= 0) {
+			check_last_thread();
+			if (now < due && due - now > last_thread_poll)
+				due = now + last_thread_poll;
+			if (last_thread_poll < 64000000)
+				last_thread_poll *= 2;
+		} else {
+			last_thread_poll = 1000000;
+		}
 		if (now < due) {
 			prim_futex_wait(&wake_word, seen, due - now);
 			continue;
@@ -498,15 +580,9 @@ static void *epoch_main(void *unused)
 			not_before = next_due = prim_now_ns() + backoff;
 		}
 	}
-	if (atomic_load(&final_requested)) {
-		atomic_store(&in_final_attempt, true);
-		/* Carried-over attempts are completed as at any other time
-		 * (the pipeline bounds how many in a row there can be). */
-		enum attempt a = attempt_epoch(false);
-		for (int tries = 0; a == ATTEMPT_CARRIED && tries < 16; tries++)
-			a = attempt_epoch(true);
-		atomic_store(&in_final_attempt, false);
-	}
+	if (atomic_load(&final_requested))
+		final_epoch();
+	quiesce_internal_thread_done();
 	return NULL;
 }
 
@@ -553,7 +629,8 @@ int quiesce_start_split(unsigned ms, quiesce_epoch_fn fn, quiesce_after_fn after
 	atomic_store(&interval_ms, ms);
 	atomic_store(&stopping, false);
 	atomic_store(&final_requested, false);
-	int e = create_fn(&epoch_thread, NULL, epoch_main, NULL);
+	pthread_sigmask(SIG_BLOCK, NULL, &app_start_mask);
+	int e = quiesce_create_internal_thread(&epoch_thread, epoch_main, NULL);
 	if (e != 0) {
 		prim_unlock(&control_lock);
 		err_set_errno(e, "quiesce: cannot create the epoch thread");
@@ -573,6 +650,17 @@ void quiesce_stop(bool final)
 	}
 	atomic_store(&final_requested, final);
 	atomic_store(&stopping, true);
+	if (on_epoch_thread) {
+		/* exit() on the epoch thread (quiesce_set_last_thread_fn): it
+		 * cannot join itself; the final attempt runs here, and the
+		 * thread ends with the process. */
+		if (final)
+			final_epoch();
+		atomic_store(&running, false);
+		prim_futex_wake(&served, INT_MAX);
+		prim_unlock(&control_lock);
+		return;
+	}
 	atomic_fetch_add(&wake_word, 1);
 	prim_futex_wake(&wake_word, 1);
 	join_fn(epoch_thread, NULL);
@@ -636,6 +724,8 @@ void quiesce_atfork_child(void)
 			atomic_store(&r->in_use, 0);
 		}
 	atomic_store(&registered, n);
+	atomic_store(&app_threads, 1);
+	atomic_store(&internal_threads, 0);
 	atomic_store(&running, false);
 	atomic_store(&stopping, false);
 	atomic_store(&requested, 0);

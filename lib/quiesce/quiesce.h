@@ -3,7 +3,9 @@
  * quiesce -- failure-atomic sections, the gate and the epoch thread.
  *
  * Owns: each thread's lock depth, the global quiescent point, the epoch
- * trigger (every interval, or on demand), durability waits.
+ * trigger (every interval, or on demand), durability waits; the runtime's
+ * own threads, and the end of the process when the last application thread
+ * has ended (quiesce_set_last_thread_fn).
  *
  * A thread is inside a FASE while its depth > 0.  Entering the first lock
  * (depth 0 -> 1) passes the gate: while an epoch is due the thread waits
@@ -212,6 +214,34 @@ int quiesce_sync(void);
  * exiting while holding locks is treated as holding none). */
 void quiesce_thread_start(void);
 void quiesce_thread_exit(void);
+
+/* The end of the process when its last application thread ends.  A
+ * process whose main thread called pthread_exit ends, natively, when its
+ * last thread does (glibc calls exit(0) there); the runtime's own threads
+ * must not keep it alive.  Application threads are counted -- the main
+ * thread from the start, every thread the preload's pthread_create starts
+ * from just before its creation (quiesce_app_thread_added; undone with
+ * quiesce_app_thread_gone when creation fails) until it ends
+ * (quiesce_app_thread_gone).  Once the count is 0 the epoch thread watches
+ * /proc/self/task (threads started without the wrapper count there, so
+ * nothing ends early) and, when only the runtime's own threads are left,
+ * restores the signal mask the program started with and calls fn on the
+ * epoch thread: the preload's exit(0), whose handlers make the final epoch
+ * (quiesce_stop works when called on the epoch thread itself).  Without fn
+ * (the default) nothing is watched. */
+typedef void (*quiesce_last_thread_fn)(void);
+void quiesce_set_last_thread_fn(quiesce_last_thread_fn fn);
+void quiesce_app_thread_added(void);
+void quiesce_app_thread_gone(void);
+
+/* Create one of the runtime's own threads (the epoch thread, the lazy
+ * restorer): with every signal blocked from its first instruction (the
+ * creating thread blocks them around the creation, so a signal the program
+ * blocked is never delivered to it), never registered, and not counted as
+ * an application thread.  fn must call quiesce_internal_thread_done as its
+ * last step.  Returns 0 or an error number. */
+int quiesce_create_internal_thread(pthread_t *th, void *(*fn)(void *), void *arg);
+void quiesce_internal_thread_done(void);
 
 /* After fork() in the child: forget other threads, no epoch thread, gate
  * open.  The calling thread keeps its record and depth. */

@@ -214,6 +214,7 @@ static void *restorer_main(void *arg)
 		if (poll(fds, 2, -1) < 0 && errno != EINTR)
 			break;
 	}
+	quiesce_internal_thread_done();
 	return NULL;
 }
 
@@ -310,11 +311,7 @@ static int start_lazy(struct restore **out, struct tracker *t, struct pool *p, v
 	}
 	/* The restorer must never run a handler the program installed: one
 	 * that touched a page not yet restored would wait for itself. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int e = quiesce_thread_create_fn()(&r->thread, NULL, restorer_main, r);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int e = quiesce_create_internal_thread(&r->thread, restorer_main, r);
 	if (e != 0) {
 		err_set_errno(e, "cannot start the lazy restorer thread");
 		free_restore(r);

@@ -12,6 +12,8 @@
 #include "prim/prim.h"
 #include "quiesce/quiesce.h"
 #include "recovery/restore.h"
+#include "runtime/kernel_stacks.h"
+#include "runtime/memory_limits.h"
 #include "runtime/meta_sums.h"
 #include "runtime/stats.h"
 #include "runtime/target.h"
@@ -249,6 +251,11 @@ static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 {
 	static _Atomic bool told;
 	struct pool *p = ctx;
+	/* malloc mode: the heap is the program's malloc, and grows only as far
+	 * as RLIMIT_AS / RLIMIT_DATA would let glibc's; the refusal is an
+	 * ordinary ENOMEM, said nowhere, as natively. */
+	if (cfg.heap == HEAP_MALLOC && !memory_limits_allow(end * p->page_size))
+		return -1;
 	int rc = 0;
 	prim_lock(&growth_lock);
 	if (!growth_off) {
@@ -263,6 +270,26 @@ static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 	if (!atomic_exchange(&told, true))
 		log_msg(LOG_ERR, "%s", err_get());
 	return -1;
+}
+
+/* Under growth_lock, like the growth hook: shutdown and a fork child close
+ * the tracker under it. */
+int runtime_pin_writable(void *addr, size_t len)
+{
+	int rc = 0;
+	prim_lock(&growth_lock);
+	if (!growth_off && tracker != NULL)
+		rc = tracker_pin_writable(tracker, addr, len);
+	prim_unlock(&growth_lock);
+	return rc;
+}
+
+void runtime_unpin(void *addr, size_t len)
+{
+	prim_lock(&growth_lock);
+	if (!growth_off && tracker != NULL)
+		tracker_unpin(tracker, addr, len);
+	prim_unlock(&growth_lock);
 }
 
 /* PMTHREADS_CHECK (fase_checker.h): config.c has already switched to the mprotect
@@ -399,7 +426,7 @@ static int start(void)
 		not_target = true;
 		return -1;
 	}
-	log_set_level(cfg.verbose >= 2 ? LOG_DEBUG : cfg.verbose == 1 ? LOG_INFO : LOG_WARN);
+	log_set_level((enum log_level)config_log_level(&cfg));
 
 	if (check_mode_setup() != 0)
 		return -1;
@@ -449,6 +476,10 @@ static int start(void)
 	growth_off = false;
 	prim_unlock(&growth_lock);
 	heap_set_reserve(reserve_heap_pages, pool);
+	/* From here the program's memory limits leave out the heap's range
+	 * and the pool's mapping (memory_limits.h); the kernel's still count
+	 * them, raised by as much when the program sets one. */
+	memory_limits_set_ours(true, pool->nvm->len);
 	/* Adoption verifies the metadata pages (as restored) against the
 	 * pool's checksums; each epoch records new ones. */
 	meta_sums_bind(pool);
@@ -483,6 +514,7 @@ fail_tracker:
 	tracker_close(tracker);
 	tracker = NULL;
 fail_shadow:
+	memory_limits_set_ours(false, 0);
 	shadow_release(heap_base, heap_len);
 	heap_base = NULL;
 fail_pool:
@@ -592,6 +624,7 @@ void runtime_atfork_child(void)
 	 * threads held are meaningless here. */
 	init_lock = (prim_lock_t)PRIM_LOCK_INIT;
 	growth_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	kernel_stacks_atfork_child();
 	if (atomic_load(&state) != RUNTIME_RUNNING)
 		return;
 	growth_hook_off();
@@ -616,6 +649,7 @@ void runtime_atfork_child(void)
 		meta_sums_bind(NULL);
 		pool_close(pool);
 		pool = NULL;
+		memory_limits_set_ours(true, 0);	/* the heap stays mapped */
 	}
 	atomic_store(&state, RUNTIME_DETACHED);
 }

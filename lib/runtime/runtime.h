@@ -53,6 +53,11 @@ void runtime_shutdown(void);
  * is a private copy and is never persisted). */
 void runtime_atfork_child(void);
 
+/* tracker_pin_writable / tracker_unpin on the heap's tracker, while there
+ * is one (kernel_stacks.c is the caller).  Without a tracker: 0, nothing. */
+int runtime_pin_writable(void *addr, size_t len);
+void runtime_unpin(void *addr, size_t len);
+
 /* The heap range as mapped in this process, and (mapped - recorded). */
 void *runtime_heap_base(void);
 size_t runtime_heap_len(void);

@@ -196,6 +196,19 @@ int tracker_written_since(struct tracker *t, const uint64_t *pages, size_t n, ui
  * and counts stats.overflows. */
 #define TRACKER_MPROTECT_MAX_RUNS 8192
 
+/* Memory the kernel writes as a stack: a thread stack or an alternate
+ * signal stack the program allocated in the heap.  The kernel cannot deliver
+ * the fault of a write to a read-only stack page on that very stack (clone,
+ * signal frames), so the process would die.  The mprotect backend keeps
+ * every page of [addr, addr+len) writable until tracker_unpin of the same
+ * range, and reports each of them written at every collection meanwhile
+ * (nothing written there is lost); pins may overlap.  No-ops for the uffd
+ * backend (the kernel resolves its own writes) and for any part outside the
+ * tracked range.  Thread-safe; not async-signal-safe.  Returns 0, or -1
+ * with err_get() set. */
+int tracker_pin_writable(struct tracker *t, void *addr, size_t len);
+void tracker_unpin(struct tracker *t, void *addr, size_t len);
+
 /* The backends, for tracker.c. */
 extern const struct tracker_ops tracker_uffd_ops;
 extern const struct tracker_ops tracker_mprotect_ops;

@@ -118,11 +118,202 @@ static void mark_pages(struct mp_impl *m, size_t first, size_t count)
 		go_overflow(m);
 }
 
-/* Make pages [first, first+count) writable, or read-only. */
+static int protect_unpinned(const struct mp_impl *m, size_t first, size_t count);
+
+/* Make pages [first, first+count) writable, or read-only (except pinned
+ * ones: tracker_pin_writable). */
 static int set_access(const struct mp_impl *m, size_t first, size_t count, bool writable)
 {
-	return mprotect((void *)(m->lo + first * m->ps), count * m->ps,
-			writable ? PROT_READ | PROT_WRITE : PROT_READ);
+	if (!writable)
+		return protect_unpinned(m, first, count);
+	return mprotect((void *)(m->lo + first * m->ps), count * m->ps, PROT_READ | PROT_WRITE);
+}
+
+/* ---- pinned pages: memory the kernel writes as a stack ----
+ *
+ * tracker_pin_writable (tracker.h).  A pinned page is never made read-only:
+ * set_access skips it (under the tracker's pin lock, so a pin and a
+ * collection's re-protection cannot interleave), and every collection
+ * reports it written again (pins_remark), whether or not it was.  The
+ * ranges are kept so that unpinning one recomputes the bits of pages it
+ * shares with another (a small alternate signal stack shares its pages with
+ * other heap blocks). */
+
+struct pin_range {
+	uintptr_t lo, hi;	/* page-aligned, inside the tracked range */
+};
+
+struct pins {
+	prim_lock_t lock;
+	uint64_t *bits;		/* one per page; mapped with the first pin */
+	struct pin_range *ranges;
+	size_t n, cap;
+};
+
+/* Indexed like active[]: by the tracker's slot.  Only attach and detach
+ * set an entry (under slots_lock). */
+static struct pins *pins_of[MAX_TRACKERS];
+
+static int pins_attach(struct mp_impl *m)
+{
+	struct pins *p = prim_map_any(sizeof(*p));
+	if (p == NULL) {
+		err_set_errno(errno, "cannot allocate the mprotect tracker's pinned ranges");
+		return -1;
+	}
+	p->lock = (prim_lock_t)PRIM_LOCK_INIT;
+	pins_of[m->slot] = p;
+	return 0;
+}
+
+static void pins_detach(struct mp_impl *m)
+{
+	struct pins *p = pins_of[m->slot];
+	pins_of[m->slot] = NULL;
+	if (p == NULL)
+		return;
+	if (p->bits != NULL)
+		prim_unmap(p->bits, m->nwords * sizeof(uint64_t));
+	if (p->ranges != NULL)
+		prim_unmap(p->ranges, p->cap * sizeof(*p->ranges));
+	prim_unmap(p, sizeof(*p));
+}
+
+static bool pinned(const struct pins *p, size_t i)
+{
+	return (p->bits[i / 64] >> (i % 64)) & 1;
+}
+
+/* set_access(..., false): read-only, except pinned pages. */
+static int protect_unpinned(const struct mp_impl *m, size_t first, size_t count)
+{
+	struct pins *p = pins_of[m->slot];
+	if (p != NULL)
+		prim_lock(&p->lock);
+	int rc = 0;
+	if (p == NULL || p->n == 0) {
+		rc = mprotect((void *)(m->lo + first * m->ps), count * m->ps, PROT_READ);
+	} else {
+		size_t run = first;
+		for (size_t i = first; i <= first + count; i++) {
+			if (i < first + count && !pinned(p, i))
+				continue;
+			if (i > run && mprotect((void *)(m->lo + run * m->ps), (i - run) * m->ps,
+						PROT_READ) != 0)
+				rc = -1;
+			run = i + 1;
+		}
+	}
+	if (p != NULL)
+		prim_unlock(&p->lock);
+	return rc;
+}
+
+/* After a collection cleared their bits: pinned pages count as written in
+ * the next epoch too (they are writable all along). */
+static void pins_remark(struct mp_impl *m)
+{
+	struct pins *p = pins_of[m->slot];
+	if (p == NULL)
+		return;
+	prim_lock(&p->lock);
+	for (size_t r = 0; r < p->n; r++)
+		for (uintptr_t a = p->ranges[r].lo; a < p->ranges[r].hi; a += m->ps) {
+			size_t i = (a - m->lo) / m->ps;
+			atomic_fetch_or_explicit(&m->dirty[i / 64], 1ULL << (i % 64),
+						 memory_order_relaxed);
+		}
+	prim_unlock(&p->lock);
+}
+
+/* [addr, addr+len) clipped to m's range and widened to whole pages; false
+ * when nothing of it is tracked by m. */
+static bool pin_clip(const struct mp_impl *m, const void *addr, size_t len, struct pin_range *out)
+{
+	uintptr_t a = (uintptr_t)addr, e = a + len < a ? UINTPTR_MAX : a + len;
+	uintptr_t lo = a > m->lo ? a : m->lo, hi = e < m->hi ? e : m->hi;
+	if (len == 0 || lo >= hi)
+		return false;
+	out->lo = lo & ~(uintptr_t)(m->ps - 1);
+	out->hi = (hi + m->ps - 1) & ~(uintptr_t)(m->ps - 1);
+	return true;
+}
+
+static struct mp_impl *mp_of(struct tracker *t)
+{
+	return t != NULL && t->ops == &tracker_mprotect_ops ? t->impl : NULL;
+}
+
+int tracker_pin_writable(struct tracker *t, void *addr, size_t len)
+{
+	struct mp_impl *m = mp_of(t);
+	struct pin_range r;
+	if (m == NULL || !pin_clip(m, addr, len, &r))
+		return 0;	/* uffd: the kernel resolves its own writes */
+	struct pins *p = pins_of[m->slot];
+	prim_lock(&p->lock);
+	if (p->bits == NULL)
+		p->bits = prim_map_any(m->nwords * sizeof(uint64_t));
+	if (p->n == p->cap) {
+		size_t cap = p->cap == 0 ? 64 : p->cap * 2;
+		struct pin_range *n = prim_map_any(cap * sizeof(*n));
+		if (n != NULL && p->ranges != NULL) {
+			memcpy(n, p->ranges, p->n * sizeof(*n));
+			prim_unmap(p->ranges, p->cap * sizeof(*p->ranges));
+		}
+		if (n != NULL) {
+			p->ranges = n;
+			p->cap = cap;
+		}
+	}
+	if (p->bits == NULL || p->n == p->cap) {
+		prim_unlock(&p->lock);
+		err_set_errno(ENOMEM, "cannot record a pinned stack range");
+		return -1;
+	}
+	p->ranges[p->n++] = r;
+	size_t first = (r.lo - m->lo) / m->ps, count = (r.hi - r.lo) / m->ps;
+	for (size_t i = first; i < first + count; i++)
+		p->bits[i / 64] |= 1ULL << (i % 64);
+	/* Marked before writable, as for any first write. */
+	mark_pages(m, first, count);
+	int rc = 0;
+	if (!atomic_load(&m->overflow))
+		rc = set_access(m, first, count, true);
+	prim_unlock(&p->lock);
+	if (rc != 0)
+		err_set_errno(errno, "cannot make a stack in the persistent heap writable");
+	return rc;
+}
+
+void tracker_unpin(struct tracker *t, void *addr, size_t len)
+{
+	struct mp_impl *m = mp_of(t);
+	struct pin_range r;
+	if (m == NULL || !pin_clip(m, addr, len, &r))
+		return;
+	struct pins *p = pins_of[m->slot];
+	prim_lock(&p->lock);
+	for (size_t k = 0; k < p->n; k++) {
+		if (p->ranges[k].lo != r.lo || p->ranges[k].hi != r.hi)
+			continue;
+		p->ranges[k] = p->ranges[--p->n];
+		/* Its pages stay writable and dirty: the next collection
+		 * re-protects those no other pin holds. */
+		for (uintptr_t a = r.lo; a < r.hi; a += m->ps) {
+			size_t i = (a - m->lo) / m->ps;
+			p->bits[i / 64] &= ~(1ULL << (i % 64));
+		}
+		for (size_t o = 0; o < p->n; o++)
+			for (uintptr_t a = p->ranges[o].lo; a < p->ranges[o].hi; a += m->ps) {
+				if (a < r.lo || a >= r.hi)
+					continue;
+				size_t i = (a - m->lo) / m->ps;
+				p->bits[i / 64] |= 1ULL << (i % 64);
+			}
+		break;
+	}
+	prim_unlock(&p->lock);
 }
 
 /* ---- the signal handler ---- */
@@ -279,6 +470,12 @@ static int mp_attach(struct tracker *t)
 		free_impl(m);
 		return -1;
 	}
+	if (pins_attach(m) != 0) {
+		prim_unlock(&slots_lock);
+		fault_signal_uninstall();
+		free_impl(m);
+		return -1;
+	}
 	/* Published before the range is protected: every fault it can cause
 	 * finds it. */
 	atomic_store(&active[m->slot], m);
@@ -422,11 +619,12 @@ static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 	if (run_len > 0)
 		make_read_only(m, run_start, run_len);
 
+	pins_remark(m);
 	/* Pages left for the next call (more than max were dirty) stay
 	 * marked and writable. */
 	long remaining = count_runs(m);
 	if (was_overflow && remaining <= TRACKER_MPROTECT_MAX_RUNS) {
-		if (mprotect(t->base, t->len, PROT_READ) != 0)
+		if (set_access(m, 0, m->npages, false) != 0)
 			log_msg(LOG_ERR, "cannot re-protect the persistent heap (errno %d)", errno);
 		for_each_dirty_run(m, make_writable);
 		atomic_store(&m->overflow, false);
@@ -451,6 +649,7 @@ static void mp_detach(struct tracker *t)
 	prim_unlock(&slots_lock);
 	while (atomic_load(&readers_inside) != 0)
 		sched_yield();
+	pins_detach(m);
 	free_impl(m);
 	t->impl = NULL;
 }

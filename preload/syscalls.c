@@ -185,23 +185,50 @@ PMT_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t,
 }
 
 /* stdio reads large requests straight into the caller's buffer with an
- * internal read(2) that no wrapper sees; a failure there sets the stream's
- * error flag, so pre-faulting is all that can be done. */
-PMT_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *f)
+ * internal read(2) that no wrapper sees.  The pre-fault can be undone by an
+ * epoch before that read when the caller is outside a FASE (sort(1) reading
+ * its temporary files into a multi-megabyte buffer met it about once in six
+ * runs at a 10 ms interval): the read fails with EFAULT having consumed
+ * nothing, glibc sets the stream's error flag and fread returns short.  That
+ * one error is taken back -- the flag cleared, the rest pre-faulted and read
+ * again -- when the stream had no error before the call.  fread(b, s, n)
+ * is glibc's fread(b, 1, s * n) / s, so the bytes are counted here. */
+static size_t fread_prefaulted(void *buf, size_t size, size_t n, FILE *f, bool unlocked)
 {
 	size_t bytes;
-	if (!__builtin_mul_overflow(size, n, &bytes))
-		prefault(buf, bytes);
-	return REAL(fread)(buf, size, n, f);
+	if (size == 0 || n == 0 || __builtin_mul_overflow(size, n, &bytes) || !heap_contains(buf))
+		return unlocked ? REAL(fread_unlocked)(buf, size, n, f) : REAL(fread)(buf, size, n, f);
+	if (!unlocked)
+		flockfile(f);
+	bool had_error = ferror_unlocked(f) != 0;
+	int saved_errno = errno;
+	size_t done = 0;
+	int round = 0;
+	for (;;) {
+		prefault((char *)buf + done, bytes - done);
+		errno = 0;
+		done += REAL(fread_unlocked)((char *)buf + done, 1, bytes - done, f);
+		if (done == bytes || had_error || !ferror_unlocked(f) || errno != EFAULT ||
+		    round++ >= EFAULT_RETRIES)
+			break;
+		clearerr_unlocked(f);
+	}
+	if (errno == 0)
+		errno = saved_errno;	/* never set to 0 by a library function */
+	if (!unlocked)
+		funlockfile(f);
+	return done / size;
+}
+
+PMT_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *f)
+{
+	return fread_prefaulted(buf, size, n, f, false);
 }
 
 #undef fread_unlocked
 PMT_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *f)
 {
-	size_t bytes;
-	if (!__builtin_mul_overflow(size, n, &bytes))
-		prefault(buf, bytes);
-	return REAL(fread_unlocked)(buf, size, n, f);
+	return fread_prefaulted(buf, size, n, f, true);
 }
 
 /* glibc declares fgets's buffer write-only, so GCC takes heap_contains (a

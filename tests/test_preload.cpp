@@ -220,6 +220,14 @@ TEST_CASE("kernel writes into malloc'd memory: addresses, links, stat, getrandom
 	compare_with_native("prog_kernelwrites");
 }
 
+TEST_CASE("fread into the heap from a pipe whose data comes after epochs", "[preload][trackers]")
+{
+	// The pre-fault of fread's buffer was undone by the epochs that ran
+	// while glibc's read(2) waited: EFAULT, a short fread and the stream's
+	// error flag under the mprotect tracker.
+	compare_with_native("prog_freadwait");
+}
+
 TEST_CASE("the pmthreads launcher preloads the library", "[preload]")
 {
 	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");

@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// The corpus: unmodified threaded programs from Debian packages (xz, zstd,
+// pzstd, pigz, pbzip2, lbzip2, plzip, pixz, sort --parallel), each run
+// natively and under `pmthreads run` -- interception only (nvmalloc) and
+// with the persistent heap behind malloc under each tracker, a fresh pool
+// every run, epochs every 10 ms -- must write the same bytes and exit the
+// same way.  Compressors are checked on a generated text (compressible, not
+// trivially), decompressors on what the native compressor made of it, which
+// must come back as the text itself.  tools/setup-deps installs the
+// packages; a program that is missing fails its case with the package to
+// install.
+#include "subprocess.hpp"
+#include "uffd_half.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+// A scratch directory in /dev/shm, removed with what it holds.
+struct pooltest_shm_dir {
+	std::string path;
+	pooltest_shm_dir()
+	{
+		char t[] = "/dev/shm/pmt-corpus-XXXXXX";
+		REQUIRE(mkdtemp(t) != nullptr);
+		path = t;
+	}
+	~pooltest_shm_dir() { (void)!system(("rm -rf '" + path + "'").c_str()); }
+};
+
+using namespace subprocess;
+
+// The input: 16 MiB of lines drawn from a dictionary of made-up words, with
+// numbers.  Big enough that the compressors split it into several blocks
+// for their threads and run for many 10 ms intervals; fixed by the seed, so
+// every run of the suite compresses the same bytes.
+const size_t input_bytes = 16u << 20;
+const unsigned interval_ms = 10;
+
+struct xorshift {
+	uint64_t s;
+	uint64_t next()
+	{
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		return s;
+	}
+	unsigned below(unsigned n) { return (unsigned)(next() % n); }
+};
+
+std::string make_text()
+{
+	xorshift r{ 0x9e3779b97f4a7c15ULL };
+	std::vector<std::string> words(3000);
+	for (auto &w : words) {
+		unsigned len = 2 + r.below(9);
+		for (unsigned i = 0; i < len; i++)
+			w += (char)('a' + r.below(26));
+	}
+	std::string text;
+	text.reserve(input_bytes + 256);
+	while (text.size() < input_bytes) {
+		unsigned n = 3 + r.below(12);
+		for (unsigned i = 0; i < n; i++) {
+			text += words[r.below((unsigned)words.size())];
+			text += ' ';
+		}
+		text += std::to_string(r.below(100000));
+		text += '\n';
+	}
+	return text;
+}
+
+void write_file(const std::string &path, const std::string &data)
+{
+	std::ofstream f(path, std::ios::binary);
+	f.write(data.data(), (std::streamsize)data.size());
+	REQUIRE(f.good());
+}
+
+// The scratch directory with the input and its native compressed forms,
+// made once for the whole run.
+struct corpus_files {
+	scratch_dir dir;
+	std::string text_path, text;
+	corpus_files()
+	{
+		text = make_text();
+		text_path = dir.path + "/input.txt";
+		write_file(text_path, text);
+	}
+};
+
+corpus_files &files()
+{
+	static std::unique_ptr<corpus_files> f;
+	if (!f)
+		f = std::make_unique<corpus_files>();
+	return *f;
+}
+
+// /usr/bin/NAME, or a failure naming the package to install.
+std::string program(const std::string &name, const std::string &package)
+{
+	for (const char *dir : { "/usr/bin/", "/bin/" }) {
+		std::string p = dir + name;
+		if (access(p.c_str(), X_OK) == 0)
+			return p;
+	}
+	FAIL(name << " is not installed: install the Debian package " << package
+		  << " (tools/setup-deps installs everything the tests need)");
+	return "";
+}
+
+struct mode {
+	const char *name, *heap, *tracker;
+};
+// This half's modes (uffd_half.h): corpus-uffd, which meson skips where uffd
+// tracking is unsupported, runs the uffd tracker.
+std::vector<mode> modes()
+{
+	if (uffd_half())
+		return { { "malloc heap, uffd tracker", "malloc", "uffd" } };
+	return { { "interception only (nvmalloc)", "nvmalloc", "auto" },
+		 { "malloc heap, mprotect tracker", "malloc", "mprotect" } };
+}
+
+std::string how_it_ended(const run_result &r)
+{
+	std::ostringstream s;
+	if (WIFEXITED(r.wait_status))
+		s << "exit " << WEXITSTATUS(r.wait_status);
+	else if (WIFSIGNALED(r.wait_status))
+		s << "killed by signal " << WTERMSIG(r.wait_status) << " ("
+		  << strsignal(WTERMSIG(r.wait_status)) << ")";
+	return s.str();
+}
+
+// Where two outputs first differ, for the failure message (they may be
+// megabytes of binary).
+std::string difference(const std::string &want, const std::string &got)
+{
+	size_t i = 0, n = std::min(want.size(), got.size());
+	while (i < n && want[i] == got[i])
+		i++;
+	std::ostringstream s;
+	s << "expected " << want.size() << " bytes, got " << got.size();
+	if (i < n)
+		s << "; first difference at byte " << i;
+	else if (want.size() != got.size())
+		s << "; one is a prefix of the other";
+	return s.str();
+}
+
+std::string command_line(const std::vector<std::string> &argv)
+{
+	std::string s;
+	for (auto &a : argv)
+		s += (s.empty() ? "" : " ") + a;
+	return s;
+}
+
+std::map<std::string, std::string> base_env(const std::string &tmp)
+{
+	// Messages and sort order independent of the caller's locale; sort's
+	// temporary files in the scratch directory.
+	return { { "LC_ALL", "C" }, { "TMPDIR", tmp } };
+}
+
+// PMT_CORPUS_ENV="NAME=VALUE ...": more variables for the runs under
+// pmthreads, to try another configuration by hand (run() passes no
+// PMTHREADS_* variable of the test's own environment through).
+std::map<std::string, std::string> extra_env()
+{
+	std::map<std::string, std::string> env;
+	const char *e = getenv("PMT_CORPUS_ENV");
+	std::istringstream words(e != nullptr ? e : "");
+	std::string w;
+	while (words >> w) {
+		auto eq = w.find('=');
+		if (eq == std::string::npos || eq == 0)
+			FAIL("PMT_CORPUS_ENV: '" << w << "' is not NAME=VALUE");
+		env[w.substr(0, eq)] = w.substr(eq + 1);
+	}
+	return env;
+}
+
+// Run argv natively, and under `pmthreads run` in each of this half's
+// modes; every run must exit 0 and print `expected` (the native output when
+// empty), and with the persistent heap have persisted epochs as `want`
+// says.  Returns the native output.
+// How a program's statistics must look under the persistent heap.
+struct expect {
+	long long min_epochs = 1;	// the final epoch at least
+	// The final report, written at exit, names the tracker; a program that
+	// ends with _exit(2) runs no exit handler (no final epoch, the pool is
+	// left to be recovered) and leaves the last periodic report, which
+	// names no tracker yet.
+	bool ends_with__exit = false;
+};
+
+std::string compare_with_native(const std::vector<std::string> &argv,
+				const std::string &expected = std::string(), expect want = expect())
+{
+	std::string launcher = env_or_fail("PMT_LAUNCHER"), lib = env_or_fail("PMT_LIB");
+	scratch_dir dir;
+	std::string cmd = command_line(argv);
+	run_result native = run(argv, base_env(dir.path));
+	{
+		INFO(cmd << " natively: " << how_it_ended(native) << "\n--- stderr:\n" << native.err);
+		REQUIRE(native.exited_ok());
+		if (!expected.empty()) {
+			INFO(difference(expected, native.out));
+			bool same_as_expected = native.out == expected;
+			REQUIRE(same_as_expected);
+		}
+	}
+	// Pools in memory where there is some (/dev/shm, emulated pmem: an
+	// epoch every interval); an msync write-back to a disk-backed /tmp on
+	// a loaded machine can take longer than the whole run.
+	bool shm = access("/dev/shm", W_OK) == 0;
+	std::string pool_dir = dir.path;
+	std::unique_ptr<pooltest_shm_dir> shm_dir;
+	if (shm) {
+		shm_dir = std::make_unique<pooltest_shm_dir>();
+		pool_dir = shm_dir->path;
+	}
+	for (const mode &m : modes()) {
+		std::string tag = std::string(m.heap) + "-" + m.tracker;
+		std::string json = dir.path + "/" + tag + ".json";
+		std::vector<std::string> pm = { launcher, "run", "--" };
+		pm.insert(pm.end(), argv.begin(), argv.end());
+		auto env = base_env(dir.path);
+		env.insert({ { "PMTHREADS_LIBRARY", lib },
+			     { "PMTHREADS_POOL", pool_dir + "/" + tag + ".pool" },
+			     { "PMTHREADS_POOL_SIZE", "256M" },
+			     { "PMTHREADS_HEAP", m.heap },
+			     { "PMTHREADS_TRACKER", m.tracker },
+			     { "PMTHREADS_INTERVAL_MS", std::to_string(interval_ms) },
+			     { "PMTHREADS_STATS", json } });
+		if (shm)
+			env["PMEM_IS_PMEM_FORCE"] = "1";
+		for (auto &kv : extra_env())
+			env[kv.first] = kv.second;
+		run_result r = run(pm, env);
+		std::string stats = slurp(json);
+		INFO(cmd << "\nunder pmthreads, " << m.name << ": " << how_it_ended(r)
+			 << "\n--- stderr:\n" << r.err << "--- statistics:\n"
+			 << stats);
+		CHECK(how_it_ended(r) == how_it_ended(native));
+		{
+			// A bool, so that a failure does not print megabytes.
+			INFO("stdout: " << difference(native.out, r.out));
+			bool same_stdout = r.out == native.out;
+			CHECK(same_stdout);
+		}
+		if (std::string(m.heap) == "malloc" && r.exited_ok()) {
+			// The heap was really the pool's: epochs ran and persisted
+			// the program's pages.
+			CHECK(json_text(stats, "persistence") == "true");
+			std::string tracker = json_text(stats, "tracker");
+			CHECK((tracker == std::string("\"") + m.tracker + "\"" ||
+			       (want.ends_with__exit && tracker == "\"none\"")));
+			CHECK(json_number(stats, "epochs") >= want.min_epochs);
+			CHECK(json_number(stats, "pages_persisted") > 0);
+		}
+	}
+	return native.out;
+}
+
+// Compress the input natively and under pmthreads (same bytes), then
+// decompress the native result the same way: it must be the input again.
+void round_trip(const std::vector<std::string> &compress, std::vector<std::string> decompress,
+		const std::string &suffix, expect want = expect())
+{
+	corpus_files &f = files();
+	SECTION("compress") {
+		compare_with_native(compress, std::string(), want);
+	}
+	SECTION("decompress") {
+		// The native compressor's output, kept once per format.
+		std::string path = f.dir.path + "/input" + suffix;
+		struct stat st;
+		if (stat(path.c_str(), &st) != 0) {
+			scratch_dir tmp;
+			run_result c = run(compress, base_env(tmp.path));
+			INFO(command_line(compress) << ": " << how_it_ended(c) << "\n" << c.err);
+			REQUIRE(c.exited_ok());
+			write_file(path, c.out);
+		}
+		decompress.push_back(path);
+		want.min_epochs = 1;
+		compare_with_native(decompress, f.text, want);
+	}
+}
+
+} // namespace
+
+// The two SIGSEGV reproducers of the write-back issue (issue 20), each
+// compressing for many intervals (several epochs at least, even on a fast
+// machine): liblzma's worker threads run with every signal blocked and copy
+// into heap buffers while epochs write them back; zstd installs a SIGSEGV
+// handler of its own (through __sysv_signal) that reports "Caught SIGSEGV".
+TEST_CASE("xz -0 -T2 --block-size=2MiB", "[corpus][trackers]")
+{
+	std::string xz = program("xz", "xz-utils");
+	round_trip({ xz, "-0", "-T2", "--block-size=2MiB", "-c", files().text_path },
+		   { xz, "-d", "-T2", "-c" }, ".xz", expect{ 3, false });
+}
+
+TEST_CASE("zstd -T2", "[corpus][trackers]")
+{
+	std::string zstd = program("zstd", "zstd");
+	round_trip({ zstd, "-q", "-T2", "-c", files().text_path }, { zstd, "-q", "-d", "-T2", "-c" },
+		   ".zst", expect{ 3, false });
+}
+
+TEST_CASE("pzstd -p 2 (C++ std::thread)", "[corpus][trackers]")
+{
+	std::string pzstd = program("pzstd", "zstd");
+	round_trip({ pzstd, "-q", "-p", "2", "-c", files().text_path },
+		   { pzstd, "-q", "-d", "-p", "2", "-c" }, ".pzst");
+}
+
+TEST_CASE("pigz -p 2", "[corpus][trackers]")
+{
+	std::string pigz = program("pigz", "pigz");
+	round_trip({ pigz, "-p", "2", "-c", files().text_path }, { pigz, "-d", "-p", "2", "-c" },
+		   ".gz");
+}
+
+TEST_CASE("pbzip2 -p2", "[corpus][trackers]")
+{
+	std::string pbzip2 = program("pbzip2", "pbzip2");
+	round_trip({ pbzip2, "-p2", "-c", files().text_path }, { pbzip2, "-d", "-p2", "-c" },
+		   ".bz2");
+}
+
+TEST_CASE("lbzip2 -n 2", "[corpus][trackers]")
+{
+	std::string lbzip2 = program("lbzip2", "lbzip2");
+	// lbzip2 ends with _exit(2).
+	round_trip({ lbzip2, "-n", "2", "-c", files().text_path }, { lbzip2, "-d", "-n", "2", "-c" },
+		   ".lbz2", expect{ 1, true });
+}
+
+TEST_CASE("plzip -n 2", "[corpus][trackers]")
+{
+	std::string plzip = program("plzip", "plzip");
+	round_trip({ plzip, "-0", "-n", "2", "-c", files().text_path },
+		   { plzip, "-d", "-n", "2", "-c" }, ".lz");
+}
+
+TEST_CASE("pixz -p 2", "[corpus][trackers]")
+{
+	std::string pixz = program("pixz", "pixz");
+	// pixz given a file name alone compresses it in place: input and
+	// output are named.
+	round_trip({ pixz, "-0", "-t", "-p", "2", "-i", files().text_path, "-o", "/dev/stdout" },
+		   { pixz, "-d", "-t", "-p", "2", "-o", "/dev/stdout", "-i" }, ".pxz");
+}
+
+TEST_CASE("sort --parallel=2, merging temporary files", "[corpus][trackers]")
+{
+	std::string sort = program("sort", "coreutils");
+	// -S 4M: a 16 MiB input is sorted in runs written to TMPDIR and merged.
+	compare_with_native({ sort, "--parallel=2", "-S", "4M", files().text_path });
+	compare_with_native({ sort, "--parallel=2", "-S", "4M", "-n", "-k", "2", "-u",
+			      files().text_path });
+}

@@ -2,24 +2,25 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """evict-point.py -- how many of the kill soak's items a memcached holds
 before it starts to evict: fills a fresh server (its own pool on /dev/shm)
-with bench/soak.py's keys and values and prints curr_items and bytes at the
-first `stats` that shows an eviction.
+with the kill soak's keys and values (tools/pmtkit/soak) and prints
+curr_items and bytes at the first `stats` that shows an eviction.
 
   memcached-demo/evict-point.py BUILD/memcached-demo/memcached-pmthreads [MEMCACHED ARGS...]
   e.g. ... -L    (every slab class gets a page up front, as upstream's -L)
 """
-import importlib.util
 import os
 import socket
 import subprocess
 import sys
-import tempfile
 import time
+from pathlib import Path
 
-here = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("soak", os.path.join(here, "..", "bench", "soak.py"))
-soak = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(soak)
+# pmtkit sits in tools/; no __pycache__ in the source tree.
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from pmtkit.memcached_client import MemcachedClient  # noqa: E402
+from pmtkit.scratch import scratch_dir  # noqa: E402
+from pmtkit.soak.memcached import mc_value  # noqa: E402
 
 
 def main():
@@ -29,7 +30,7 @@ def main():
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    pooldir = tempfile.mkdtemp(prefix="evict-point.", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    pooldir = scratch_dir("evict-point.")
     env = dict(os.environ, PMTHREADS_POOL=os.path.join(pooldir, "mc.pool"), PMEM_IS_PMEM_FORCE="1",
                PMTHREADS_POOL_SIZE="1G")
     argv = [sys.argv[1], "-l", "127.0.0.1", "-p", str(port), "-U", "0", "-t", "2", "-m", "128"]
@@ -40,7 +41,7 @@ def main():
         conn = None
         for _ in range(600):
             try:
-                conn = soak.McConn(port)
+                conn = MemcachedClient(port)
                 break
             except OSError:
                 time.sleep(0.05)
@@ -48,7 +49,7 @@ def main():
             sys.exit("evict-point: the server did not come up")
         i = 0
         while True:
-            conn.set(b"k1-%d" % i, soak.mc_value(1, i))
+            conn.store(b"k1-%d" % i, mc_value(1, i))
             i += 1
             if i % 2000 == 0:
                 st = conn.stats()

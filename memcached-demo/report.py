@@ -31,8 +31,13 @@ import shutil
 import statistics
 import subprocess
 import sys
-from collections import defaultdict
 from pathlib import Path
+
+# pmtkit sits in tools/; no __pycache__ in the source tree.
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from pmtkit.epoch_log import read_epoch_log  # noqa: E402
+from pmtkit.percentile import percentile  # noqa: E402
 
 
 def read_rows(out):
@@ -45,21 +50,6 @@ def num(v, default=None):
         return float(v)
     except (TypeError, ValueError):
         return default
-
-
-def read_epochs(path):
-    """Rows of one epoch log as dicts of floats ([] when missing)."""
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        return [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
-
-
-def percentile(values, pct):
-    """Nearest-rank percentile of a non-empty list."""
-    s = sorted(values)
-    k = max(0, min(len(s) - 1, int(-(-pct * len(s) // 100)) - 1))
-    return s[k]
 
 
 def fmt_bytes(b):
@@ -96,7 +86,7 @@ def gather(out, rows):
         if c.mode == "native":
             continue
         rep = r.get("repeat") or "1"
-        ep = read_epochs(out / "epochs" / f"{c.tag(rep)}.csv")
+        ep = read_epoch_log(out / "epochs" / f"{c.tag(rep)}.csv")
         load_ms = num(r.get("load_start_ms"), 0.0)
         end_ms = load_ms + 1000 * num(r.get("seconds"), 0.0)
         c.epochs_all += ep

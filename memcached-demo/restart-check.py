@@ -21,7 +21,14 @@ restarts it on the same pool and checks what memcached's own restart mode
     item still served has its value.
 Prints one line per check; exit 0 when all pass, 1 otherwise, 2 setup error.
 """
-import os, random, signal, socket, subprocess, sys, tempfile, time
+import os, random, signal, socket, subprocess, sys, time
+from pathlib import Path
+
+# pmtkit sits in tools/; no __pycache__ in the source tree.
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from pmtkit.memcached_client import MemcachedClient  # noqa: E402
+from pmtkit.scratch import scratch_dir  # noqa: E402
 
 HOST = "127.0.0.1"
 INTERVAL_S = int(os.environ.get("PMTHREADS_INTERVAL_MS", "100")) / 1000.0
@@ -43,76 +50,13 @@ def free_port():
     return p
 
 
-class Conn:
-    def __init__(self, port):
-        self.s = socket.create_connection((HOST, port), timeout=20)
-        self.buf = b""
-
-    def line(self):
-        while b"\r\n" not in self.buf:
-            d = self.s.recv(1 << 20)
-            if not d:
-                raise EOFError("connection closed")
-            self.buf += d
-        l, self.buf = self.buf.split(b"\r\n", 1)
-        return l.decode()
-
-    def exact(self, n):
-        while len(self.buf) < n:
-            d = self.s.recv(1 << 20)
-            if not d:
-                raise EOFError("connection closed")
-            self.buf += d
-        r, self.buf = self.buf[:n], self.buf[n:]
-        return r
-
-    def cmd(self, c):
-        self.s.sendall(c.encode() + b"\r\n")
-        return self.line()
-
-    def set(self, key, val, flags=0, exptime=0):
-        self.s.sendall(b"set %s %d %d %d\r\n" % (key.encode(), flags, exptime, len(val)) + val + b"\r\n")
-        return self.line()
-
-    def gets(self, keys):
-        """{key: (flags, cas, value)}"""
-        out = {}
-        self.s.sendall(("gets " + " ".join(keys) + "\r\n").encode())
-        while True:
-            l = self.line()
-            if l == "END":
-                return out
-            _, k, f, n, cas = l.split()
-            v = self.exact(int(n) + 2)[:-2]
-            out[k] = (int(f), int(cas), v)
-
-    def ttl(self, key):
-        r = self.cmd("mg %s t" % key)
-        if not r.startswith("HD"):
-            return None
-        for tok in r.split()[1:]:
-            if tok.startswith("t"):
-                return int(tok[1:])
-        return None
-
-    def stats(self, sub=""):
-        self.s.sendall(("stats %s\r\n" % sub).encode())
-        st = {}
-        while True:
-            l = self.line()
-            if l == "END":
-                return st
-            _, k, v = l.split(" ", 2)
-            st[k] = v
-
-
 def start(binary, pool, port, log, extra=(), tries=400):
     p = subprocess.Popen([binary, "-l", HOST, "-p", str(port), "-U", "0", "-t", "2", "-m", "64",
                           "-e", pool, "-v"] + list(extra) + (["-u", "root"] if os.getuid() == 0 else []),
                          stdout=log, stderr=log)
     for _ in range(tries):
         try:
-            return p, Conn(port)
+            return p, MemcachedClient(port, HOST, timeout=20)
         except OSError:
             if p.poll() is not None:
                 raise RuntimeError("server exited with %d" % p.returncode)
@@ -144,9 +88,9 @@ def lagging_hash_power(binary, tmp, port, logf, procs):
     for i in range(n):
         batch.append(b"set h%d 0 0 8\r\n%08d\r\n" % (i, i))
         if len(batch) == 200 or i == n - 1:
-            c.s.sendall(b"".join(batch))
+            c.send(b"".join(batch))
             for _ in batch:
-                assert c.line() == "STORED"
+                assert c.line() == b"STORED"
             batch = []
     time.sleep(3 * INTERVAL_S + 1.2)   # an epoch after the last set, and a metadata save
     st0 = c.stats()
@@ -183,7 +127,7 @@ def main():
         print(__doc__)
         return 2
     binary = sys.argv[1]
-    tmp = tempfile.mkdtemp(prefix="mc-restart-check.", dir=sys.argv[2] if len(sys.argv) > 2 else "/dev/shm")
+    tmp = scratch_dir("mc-restart-check.", sys.argv[2] if len(sys.argv) > 2 else None)
     pool = os.path.join(tmp, "memcached.pool")
     logf = open(os.path.join(tmp, "server.log"), "w+")
     os.environ.setdefault("PMEM_IS_PMEM_FORCE", "1")
@@ -205,18 +149,18 @@ def main():
             batch.append(b"set %s %d %d %d\r\n" % (k.encode(), f, ttl, len(v)) + v + b"\r\n")
             items[k] = (f, v, ttl)
             if len(batch) == 100 or i == n - 1:   # pipelined, 100 at a time
-                c.s.sendall(b"".join(batch))
+                c.send(b"".join(batch))
                 for _ in batch:
-                    assert c.line() == "STORED"
+                    assert c.line() == b"STORED"
                 batch = []
         big = value(7, 2 * 1024 * 1024 - 4096)   # a chunked item
-        r = c.set("big", big, 42, 0)
+        r = c.store("big", big, 42, 0)
         if r.startswith("SERVER_ERROR"):   # -I 1m default: too large; use 900 KB
             big = value(7, 900 * 1024)
-            r = c.set("big", big, 42, 0)
+            r = c.store("big", big, 42, 0)
         check(r == "STORED", "stored %d items and a %d-byte chunked item" % (n, len(big)))
         items["big"] = (42, big, 0)
-        assert c.set("short", b"gone", 5, 2) == "STORED"
+        assert c.store("short", b"gone", 5, 2) == "STORED"
         keys = list(items)
         before = {}
         for i in range(0, len(keys), 200):
@@ -256,10 +200,10 @@ def main():
                 bad_ttl.append((k, t0, t1))
         check(not bad_ttl, "remaining TTLs continue across the crash (%d off: %s)" % (len(bad_ttl), bad_ttl[:3]))
         maxcas = max(v[1] for v in before.values())
-        assert c.set("new", b"1") == "STORED"
+        assert c.store("new", b"1") == "STORED"
         newcas = c.gets(["new"])["new"][1]
         check(newcas > maxcas, "new CAS %d > largest recovered CAS %d" % (newcas, maxcas))
-        r = c.cmd("cas k1 0 0 3 %d\r\nabc" % before["k1"][1])
+        r = c.command("cas k1 0 0 3 %d\r\nabc" % before["k1"][1])
         check(r == "STORED", "cas with a recovered CAS value: %s" % r)
         st1, sl1 = c.stats(), c.stats("slabs")
         # curr_items: "short" was relinked and unlinked by the get above
@@ -286,7 +230,7 @@ def main():
         # the rebalancer: move a recovered page of the 10-byte items' class
         src = max((int(k.split(":")[0]) for k in pages1), key=lambda cl: int(pages1["%d:total_pages" % cl]))
         np0 = int(pages1["%d:total_pages" % src])
-        r = c.cmd("slabs reassign %d 0" % src)
+        r = c.command("slabs reassign %d 0" % src)
         moved = False
         for _ in range(100):
             time.sleep(0.1)

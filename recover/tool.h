@@ -2,10 +2,12 @@
 /*
  * tool -- what the files of pmthreads-recover share.
  *
- * The tool never writes to a pool: every command opens it read-only
- * (O_RDONLY, PROT_READ mapping, shared lock), so a pool held by a running
- * program is refused with the pool module's message naming its pid, and a
- * pool being inspected cannot be opened read-write by a program meanwhile.
+ * The tool never changes a pool's contents: info, check, dump and list open
+ * it read-only (O_RDONLY, PROT_READ mapping, shared lock), so a pool held by
+ * a running program is refused with the pool module's message naming its
+ * pid, and a pool being inspected cannot be opened read-write by a program
+ * meanwhile.  Only whole pools are written: create makes a new one (never
+ * over an existing file) and rm removes one that no process holds.
  *
  * Exit status: 0 success (check: consistent), 1 a problem with the pool or
  * the output (each one printed), 2 a usage error.

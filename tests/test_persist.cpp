@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// Tests for lib/persist and lib/recover without crashes: what an epoch
+// Tests for lib/persist and lib/recovery without crashes: what an epoch
 // writes, how many fences it costs, which copy it uses, and that recovery
 // brings the image back (crash behaviour is in test_crash.cpp).
 #include "pool_test_util.h"

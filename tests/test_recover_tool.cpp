@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // Tests for pmthreads-recover: pools are made here through the pool API and
 // the built tool runs as a subprocess (its path comes from the environment,
-// PMTHREADS_RECOVER_TOOL, set by meson).  Every command must leave the pool
-// byte-identical.
+// PMTHREADS_RECOVER_TOOL, set by meson).  info, check, dump and list must
+// leave the pool byte-identical; create and rm make and remove whole pools.
 #include "pool_test_util.h"
 #include "subprocess.hpp"
 

@@ -35,9 +35,11 @@ import signal
 import sys
 from pathlib import Path
 
-# The harness modules sit next to this script; no __pycache__ in the source tree.
+# The harness modules sit next to this script, the shared pmtkit in tools/;
+# no __pycache__ in the source tree.
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent.parent / "tools"))
 
 import plots  # noqa: E402
 import recovery  # noqa: E402

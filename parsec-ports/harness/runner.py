@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pmtkit.scratch import scratch_dir
+
 
 @dataclass(frozen=True)
 class Config:
@@ -64,8 +66,7 @@ class PoolRoot:
     """The temporary directory on /dev/shm that holds every run's pool."""
 
     def __init__(self):
-        base = "/dev/shm" if os.path.isdir("/dev/shm") else None
-        self.path = Path(tempfile.mkdtemp(prefix="pmthreads-harness-", dir=base))
+        self.path = Path(scratch_dir("pmthreads-harness-"))
 
     def fresh(self) -> Path:
         return Path(tempfile.mkdtemp(prefix="run-", dir=self.path))

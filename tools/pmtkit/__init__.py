@@ -1,0 +1,12 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""pmtkit -- the Python the project's scripts share (standard library only).
+
+  percentile.py         the one percentile definition (nearest rank)
+  epoch_log.py          reading a PMTHREADS_EPOCH_LOG, a line cut by a kill included
+  memcached_client.py   a memcached text-protocol client
+  scratch.py            temporary directories for pools (on /dev/shm)
+  soak/                 the kill -9 soak behind bench/soak.sh, one module per program
+
+Its users (bench/soak.py, memcached-demo/*.py, parsec-ports/harness/) put
+tools/ on sys.path and import it from there; see pmtkit_path in each.
+"""

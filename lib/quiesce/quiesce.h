@@ -206,6 +206,22 @@ bool quiesce_running(void);
  * runs. */
 int quiesce_sync(void);
 
+/* Quiescent points are numbered from 1 in the order they are reached
+ * (retries of a carried-over attempt get their own number).
+ * quiesce_pauses: the number of the latest one reached (0: none yet); a
+ * heap write made before the call is in the image of every quiescent point
+ * numbered above it.  quiesce_durable_pause: the number of the latest one
+ * whose after procedure returned true (its image is durable; a carried-over
+ * attempt's number never is).  quiesce_current_pause: the number of the
+ * epoch whose procedures are running (call it from them). */
+uint64_t quiesce_pauses(void);
+uint64_t quiesce_durable_pause(void);
+uint64_t quiesce_current_pause(void);
+
+/* Ask for an epoch as soon as the previous one allows, without waiting for
+ * it (output commit's epochs on demand).  Any thread, inside a FASE too. */
+void quiesce_request_epoch(void);
+
 /* Thread lifecycle hooks (preload's pthread_create/exit wrappers).
  * quiesce_thread_start registers the calling thread now (fase_enter would do
  * it lazily); quiesce_thread_exit returns its record for reuse (a thread

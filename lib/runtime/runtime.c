@@ -7,6 +7,7 @@
 #include "epoch/epoch_log.h"
 #include "heap/heap.h"
 #include "base/log.h"
+#include "output/output.h"
 #include "persist/persist.h"
 #include "persist/pool.h"
 #include "prim/prim.h"
@@ -338,6 +339,8 @@ static int reset_unreachable_heap(void)
 static bool after_epoch(void *arg)
 {
 	bool durable = epoch_on_reopened(arg);
+	if (durable)
+		output_on_durable(quiesce_current_pause());
 	stats_periodic();	/* figures that survive a kill -9 */
 	return durable;
 }
@@ -427,6 +430,8 @@ static int start(void)
 	log_configuration();
 	if (quiesce_start_split(cfg.interval_ms, epoch_on_quiescent, after_epoch, pipeline) != 0)
 		goto fail_pipeline;
+	if (cfg.output == OUTPUT_COMMIT)
+		output_enable();
 	return 0;
 
 fail_pipeline:
@@ -507,6 +512,10 @@ void runtime_shutdown(void)
 	 * holding a lock past the bound it is abandoned, and the pool stays
 	 * marked as crashed so the next run recovers the last durable epoch. */
 	quiesce_stop(true);
+	/* What the final epoch made durable goes out; what it did not
+	 * cover never does. */
+	output_drain_all();
+	output_disable();
 	if (epoch_final_done(pipeline))
 		pool_set_clean(pool, true);
 	else
@@ -544,6 +553,7 @@ void runtime_atfork_child(void)
 		return;
 	growth_hook_off();
 	quiesce_atfork_child();
+	output_atfork_child();
 	epoch_log_close();
 	/* The child never persists; the batch the parent's epoch thread may be
 	 * writing back is the parent's. */

@@ -232,6 +232,21 @@ void child_env(const std::string &prog, const std::string &pool, const char *tra
 	setenv("PMEM_IS_PMEM_FORCE", "1", 1);
 }
 
+// Run outcommit to the end (a clean exit) and return what it wrote.
+std::string run_to_exit(const std::string &prog, const char *count)
+{
+	std::string cmd = prog + " " + count;
+	FILE *p = popen(cmd.c_str(), "r");
+	REQUIRE(p != nullptr);
+	std::string text;
+	char buf[4096];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+		text.append(buf, n);
+	REQUIRE(pclose(p) == 0);
+	return text;
+}
+
 // Run outcommit, kill it after ms, and return the largest value read from
 // it (everything it ever made visible, up to EOF).
 unsigned long long run_and_kill(const std::string &prog, unsigned ms, unsigned long long *lines)
@@ -320,6 +335,15 @@ TEST_CASE("no value a reader received is lost by kill -9", "[kill][trackers]")
 	}
 	// The hold releases: the reader got values, not silence.
 	CHECK(received_total > 0);
+	// A clean exit sends everything it held: the final epoch covers it.
+	std::string text = run_to_exit(prog, "200");
+	unsigned long long rec = recovered_counter(prog);
+	std::string last = std::to_string(previous + 200) + "\n";
+	INFO("clean exit after 200 values from " << previous << ": recovered " << rec << ", got "
+					     << text.size() << " bytes");
+	CHECK(rec == previous + 200);
+	CHECK(text.size() >= last.size());
+	CHECK(text.compare(text.size() - last.size(), last.size(), last) == 0);
 	unlink(pool.c_str());
 	rmdir(dir);
 }

@@ -8,6 +8,7 @@
  *
  *   outcommit          count forever
  *   outcommit --print  print the recovered counter and exit
+ *   outcommit N        count N more, then exit (a clean exit)
  *
  * Never linked with pmthreads: it uses the API through weak references and
  * runs under LD_PRELOAD.
@@ -58,7 +59,8 @@ int main(int argc, char **argv)
 		c->magic = COUNTER_MAGIC;
 	}
 	pthread_mutex_unlock(&lock);
-	for (;;) {
+	unsigned long long more = argc > 1 ? strtoull(argv[1], NULL, 10) : 0;
+	for (unsigned long long i = 0; more == 0 || i < more; i++) {
 		pthread_mutex_lock(&lock);
 		uint64_t v = ++c->value;
 		pthread_mutex_unlock(&lock);
@@ -72,4 +74,5 @@ int main(int argc, char **argv)
 		struct timespec ts = { 0, 500000 };
 		nanosleep(&ts, NULL);
 	}
+	return 0;
 }

@@ -67,6 +67,10 @@ static struct {
 	uint64_t holds, hold_max;
 	uint64_t hist[BUCKETS];
 } stats;
+/* Set while this thread is inside output_hold: a signal handler that writes
+ * to a pipe (the self-pipe wake-up) while its thread is in here would
+ * deadlock on the queue's lock, so such a nested call is not held. */
+static __thread bool in_hold __attribute__((tls_model("initial-exec")));
 static atomic_bool told_over_bound, told_ancillary, told_high_fd, told_stale;
 
 static unsigned bucket_of(uint64_t ns)
@@ -453,11 +457,25 @@ static bool refuse_fd(int fd)
 	return fd < 0 || fd >= OUTPUT_MAX_FDS;
 }
 
+static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
+		 const struct sockaddr *dest, socklen_t destlen, ssize_t *ret);
+
 bool output_hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 		 const struct sockaddr *dest, socklen_t destlen, ssize_t *ret)
 {
-	if (!output_active() || refuse_fd(fd) || iovcnt < 0 || iovcnt > IOV_MAX)
+	if (!output_active() || in_hold || refuse_fd(fd) || iovcnt < 0 || iovcnt > IOV_MAX)
 		return false;
+	in_hold = true;
+	bool held = hold(fd, iov, iovcnt, send_flags, dest, destlen, ret);
+	int e = errno;
+	in_hold = false;
+	errno = e;
+	return held;
+}
+
+static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
+		 const struct sockaddr *dest, socklen_t destlen, ssize_t *ret)
+{
 	struct stat st;
 	if (!held_kind(fd, &st))
 		return false;
@@ -505,10 +523,22 @@ bool output_hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 	return true;
 }
 
+static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, ssize_t *ret);
+
 bool output_hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, ssize_t *ret)
 {
-	if (!output_active() || refuse_fd(out_fd))
+	if (!output_active() || in_hold || refuse_fd(out_fd))
 		return false;
+	in_hold = true;
+	bool held = hold_sendfile(out_fd, in_fd, offset, count_, ret);
+	int e = errno;
+	in_hold = false;
+	errno = e;
+	return held;
+}
+
+static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, ssize_t *ret)
+{
 	struct stat st;
 	if (!held_kind(out_fd, &st))
 		return false;

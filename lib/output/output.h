@@ -25,7 +25,10 @@
  * through.  The queue remembers the file's (st_dev, st_ino) and a released
  * chunk goes only to that same file.  Sends with ancillary data (fd passing)
  * are not held (the descriptors they name may be closed by then): reported
- * once.  stdio writes through glibc's internal write are not seen.
+ * once.  stdio writes through glibc's internal write are not seen.  A call
+ * made by a signal handler that interrupted its thread inside this module
+ * is not held (the queue's lock is taken); one made elsewhere in a handler
+ * is, and allocates from glibc's malloc.
  *
  * Back-pressure: at most OUTPUT_QUEUE_MAX bytes per descriptor.  A full
  * queue makes a non-blocking call (O_NONBLOCK or MSG_DONTWAIT) fail with

@@ -485,6 +485,8 @@ static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 			return false;	/* the kernel says EINVAL */
 		n += iov[i].iov_len;
 	}
+	if (n == 0)
+		return false;	/* nothing to hold (a zero-length datagram goes at once) */
 	long fl = syscall(SYS_fcntl, fd, F_GETFL);
 	bool nonblock = (send_flags & MSG_DONTWAIT) || (fl >= 0 && (fl & O_NONBLOCK));
 	struct fdq *q = lookup(fd, true);
@@ -682,7 +684,7 @@ void output_drain_all(void)
 	uint64_t lost = 0;
 	for (int fd = 0; fd <= top; fd++) {
 		struct fdq *q = lookup(fd, false);
-		if (q == NULL || q->head == NULL)
+		if (q == NULL || atomic_load(&q->queued) == 0)
 			continue;
 		drain_fd(q, fd);
 		prim_lock(&q->lock);

@@ -6,7 +6,7 @@
  * With output commit off each wrapper is one load and the real call.  On,
  * lib/output decides per call whether the descriptor is held (sockets and
  * pipes) and, when it is, owns the bytes from then on; otherwise the real
- * call runs.  close, dup2 and dup3 first release what the descriptor being
+ * call runs.  shutdown, close, dup2 and dup3 first release what the descriptor being
  * ended holds.  A send with ancillary data is never held (output.h).
  */
 /* sendfile and sendfile64 are separate symbols to interpose; with 64-bit
@@ -121,6 +121,13 @@ PMT_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t cou
 	    output_hold_sendfile(out_fd, in_fd, (off_t *)offset, count, &r))
 		return r;
 	return REAL(sendfile64)(out_fd, in_fd, offset, count);
+}
+
+PMT_EXPORT int shutdown(int fd, int how)
+{
+	if (output_active() && output_before_shutdown(fd, how))
+		return 0;
+	return REAL(shutdown)(fd, how);
 }
 
 PMT_EXPORT int close(int fd)

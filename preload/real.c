@@ -50,6 +50,7 @@ void real_resolve(void)
 	NEXT(sendmmsg, "sendmmsg");
 	NEXT(sendfile, "sendfile");
 	NEXT(sendfile64, "sendfile64");
+	NEXT(shutdown, "shutdown");
 	NEXT(close, "close");
 	NEXT(dup2, "dup2");
 	NEXT(dup3, "dup3");

@@ -125,6 +125,7 @@ struct real_fns {
 	int (*sendmmsg)(int, struct mmsghdr *, unsigned, int);
 	ssize_t (*sendfile)(int, int, off_t *, size_t);
 	ssize_t (*sendfile64)(int, int, off64_t *, size_t);
+	int (*shutdown)(int, int);
 	int (*close)(int);
 	int (*dup2)(int, int);
 	int (*dup3)(int, int, int);

@@ -185,6 +185,36 @@ TEST_CASE("a full queue on a non-blocking descriptor says EAGAIN", "[unit]")
 	close(sv[1]);
 }
 
+TEST_CASE("shutdown sends what is held first, inside a lock too", "[unit]")
+{
+	epoch_thread et;
+	for (bool in_fase : { false, true }) {
+		INFO("inside a FASE: " << in_fase);
+		int sv[2];
+		REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		if (in_fase)
+			fase_enter();	// no epoch can start until fase_leave
+		CHECK(hold(sv[0], "before shutdown") == 15);
+		// Outside a lock it waits and sends, and the caller shuts down;
+		// inside one the release does both.
+		CHECK(output_before_shutdown(sv[0], SHUT_WR) == in_fase);
+		if (!in_fase)
+			REQUIRE(shutdown(sv[0], SHUT_WR) == 0);
+		else
+			fase_leave();
+		// The reader sees the bytes, then the end of the stream.
+		std::string got;
+		char buf[64];
+		ssize_t r;
+		while ((r = read(sv[1], buf, sizeof(buf))) > 0)
+			got.append(buf, (size_t)r);
+		CHECK(r == 0);
+		CHECK(got == "before shutdown");
+		close(sv[0]);
+		close(sv[1]);
+	}
+}
+
 TEST_CASE("an error at release reaches the next call on the descriptor", "[unit]")
 {
 	epoch_thread et;

@@ -40,6 +40,8 @@ struct fdq {
 	ino_t ino;
 	bool is_sock;
 	bool close_when_empty;	/* a duplicate made by a close inside a FASE */
+	int shutdown_how;	/* a shutdown(2) made inside a FASE, done once
+				 * the queue is empty; -1 none */
 	int nb_fd;		/* pipe: a non-blocking open of it, or -1 */
 	int delayed_err;	/* from a release, for the next call */
 	struct chunk *head, *tail;
@@ -130,6 +132,7 @@ static struct fdq *lookup(int fd, bool create)
 		if (q == NULL)
 			log_fatal("output commit: out of memory for a descriptor's queue");
 		q->nb_fd = -1;
+		q->shutdown_how = -1;
 		atomic_store_explicit(&t[fd], q, memory_order_release);
 		int m = atomic_load(&max_fd);
 		while (fd > m && !atomic_compare_exchange_weak(&max_fd, &m, fd)) {
@@ -171,6 +174,7 @@ static void forget(struct fdq *q)
 	q->ino = 0;
 	q->delayed_err = 0;
 	q->close_when_empty = false;
+	q->shutdown_how = -1;
 }
 
 /* ---- release ---- */
@@ -257,6 +261,10 @@ static bool release_fd(struct fdq *q, int fd)
 	}
 	if (progressed)
 		note_bytes_left(q);
+	if (q->head == NULL && q->shutdown_how >= 0) {
+		syscall(SYS_shutdown, fd, q->shutdown_how);
+		q->shutdown_how = -1;
+	}
 	if (q->head == NULL && q->close_when_empty) {
 		syscall(SYS_close, fd);
 		forget(q);
@@ -658,6 +666,32 @@ void output_before_unheld(int fd)
 	prim_unlock(&q->lock);
 	if (last != 0 && wait_durable(last))
 		drain_fd(q, fd);
+}
+
+bool output_before_shutdown(int fd, int how)
+{
+	struct fdq *q = lookup(fd, false);
+	if (q == NULL || how == SHUT_RD)
+		return false;
+	prim_lock(&q->lock);
+	if (q->head == NULL) {
+		prim_unlock(&q->lock);
+		return false;
+	}
+	if (fase_depth() != 0) {
+		/* Cannot wait for the epoch: the release shuts the socket
+		 * down once the queue is empty (reading still works now). */
+		if (how == SHUT_RDWR)
+			syscall(SYS_shutdown, fd, SHUT_RD);
+		q->shutdown_how = SHUT_WR;
+		prim_unlock(&q->lock);
+		return true;
+	}
+	uint64_t last = q->tail->stamp;
+	prim_unlock(&q->lock);
+	if (wait_durable(last))
+		drain_fd(q, fd);
+	return false;
 }
 
 void output_on_durable(uint64_t pause)

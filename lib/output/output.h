@@ -44,7 +44,8 @@
  * (EPIPE, ECONNRESET, ...) drops that descriptor's queue and is returned by
  * the program's next held call on it.
  *
- * close of a descriptor with held bytes waits until they are durable and
+ * shutdown(2) of the write side waits the same way (inside a FASE it is
+ * done by the release, after the bytes).  close of a descriptor with held bytes waits until they are durable and
  * written (outside a FASE); inside one the queue is moved to a duplicate
  * descriptor the release closes once it is empty.  Exit (output_drain_all
  * after the final epoch) writes what the final durable image covers.
@@ -99,6 +100,13 @@ void output_before_close(int fd);
  * made: outside a FASE, first release what fd holds (waiting for it to be
  * durable), so the order is kept; reported once. */
 void output_before_unheld(int fd);
+
+/* shutdown(fd, how) is about to be called.  Outside a FASE: releases what
+ * fd holds first (waiting for it to be durable) and returns false (the
+ * caller shuts down).  Inside one, with bytes held: the write side is shut
+ * down by the release once they are out (a read side at once) and this
+ * returns true (the call returns 0). */
+bool output_before_shutdown(int fd, int how);
 
 /* The epoch thread, after an epoch whose image is durable: pause is its
  * number (quiesce_current_pause).  Releases what that covers. */

@@ -42,6 +42,18 @@ void real_resolve(void)
 		return;
 	}
 	NEXT(execve, "execve");
+	NEXT(write, "write");
+	NEXT(writev, "writev");
+	NEXT(send, "send");
+	NEXT(sendto, "sendto");
+	NEXT(sendmsg, "sendmsg");
+	NEXT(sendmmsg, "sendmmsg");
+	NEXT(sendfile, "sendfile");
+	NEXT(sendfile64, "sendfile64");
+	NEXT(shutdown, "shutdown");
+	NEXT(close, "close");
+	NEXT(dup2, "dup2");
+	NEXT(dup3, "dup3");
 	NEXT(execvpe, "execvpe");
 	NEXT(mutex_lock, "pthread_mutex_lock");
 	NEXT(mutex_trylock, "pthread_mutex_trylock");

@@ -118,6 +118,19 @@ struct real_fns {
 	char *(*getcwd)(char *, size_t);
 	DIR *(*opendir)(const char *);
 	DIR *(*fdopendir)(int);
+	/* output to sockets and pipes (output.c) */
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	ssize_t (*send)(int, const void *, size_t, int);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	int (*sendmmsg)(int, struct mmsghdr *, unsigned, int);
+	ssize_t (*sendfile)(int, int, off_t *, size_t);
+	ssize_t (*sendfile64)(int, int, off64_t *, size_t);
+	int (*shutdown)(int, int);
+	int (*close)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
 	/* exec (exec.c) */
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);

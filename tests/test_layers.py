@@ -17,8 +17,9 @@ MAY_CALL = {
     'recovery': {'persist', 'track', 'quiesce', 'base', 'prim'},
     'heap': {'quiesce', 'base', 'prim'},
     'diagnose': {'quiesce', 'base', 'prim'},
+    'output': {'quiesce', 'base', 'prim'},
     'runtime': {'prim', 'base', 'quiesce', 'track', 'epoch', 'persist', 'recovery', 'heap',
-                'diagnose'},
+                'diagnose', 'output'},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/[A-Za-z0-9_.]+"', re.M)
 

@@ -21,6 +21,7 @@ static const char *const tracker_names[] = { "auto", "uffd", "mprotect" };
 static const char *const nvm_names[] = { "auto", "pmem", "msync", "sim" };
 static const char *const writeback_names[] = { "live", "paused" };
 static const char *const check_names[] = { "0", "1", "fail" };
+static const char *const output_names[] = { "off", "commit" };
 
 const char *config_heap_name(enum heap_mode m) { return heap_names[m]; }
 const char *config_tracker_name(enum tracker_kind t) { return tracker_names[t]; }
@@ -75,6 +76,9 @@ static const struct config_option options[] = {
 	{ "PMTHREADS_FOLLOW_CHILDREN", "--follow-children", NULL, false, "1", "0",
 	  "1: programs the target starts are persisted too (each its own pool)",
 	  CONFIG_BOOL, NULL, 0, 0, 1, FIELD(follow_children) },
+	{ "PMTHREADS_OUTPUT", "--output-commit", NULL, false, "commit", "off",
+	  "commit: output to sockets and pipes is held until the heap state is durable",
+	  CONFIG_CHOICE, output_names, 2, 0, 0, FIELD(output) },
 	{ "PMTHREADS_VERBOSE", "--verbose", NULL, false, "1", "0",
 	  "0: errors only; 1: print the configuration and pool at start; 2: debug", CONFIG_UINT, NULL, 0,
 	  0, 2, FIELD(verbose) },

@@ -31,6 +31,9 @@ enum nvm_kind { NVM_AUTO = 0, NVM_PMEM = 1, NVM_MSYNC = 2, NVM_SIM = 3 };
 enum writeback_kind { WRITEBACK_LIVE = 0, WRITEBACK_PAUSED = 1 };
 /* How a reopened pool's image reaches the heap (restore.h). */
 enum restore_policy { RESTORE_AUTO = 0, RESTORE_EAGER = 1, RESTORE_LAZY = 2 };
+/* PMTHREADS_OUTPUT: output to sockets and pipes released at once, or held
+ * until durable (lib/output). */
+enum output_mode { OUTPUT_OFF = 0, OUTPUT_COMMIT = 1 };
 /* PMTHREADS_CHECK: off, report unlocked writes, report and exit non-zero. */
 enum check_mode { CHECK_OFF = 0, CHECK_REPORT = 1, CHECK_FAIL = 2 };
 
@@ -67,6 +70,7 @@ struct config {
 	bool strict;			/* PMTHREADS_STRICT=1: errors exit */
 	char program[PATH_MAX];		/* PMTHREADS_PROGRAM: the target, "" any */
 	bool follow_children;		/* PMTHREADS_FOLLOW_CHILDREN=1 */
+	enum output_mode output;	/* PMTHREADS_OUTPUT=off|commit */
 };
 
 /* One option.  kind says how `value` text becomes the field at `offset`. */

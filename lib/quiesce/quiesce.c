@@ -84,6 +84,9 @@ static atomic_uint wake_word;
  * served. */
 static atomic_uint requested;
 static atomic_uint served;
+/* Quiescent points reached, and the latest one made durable (quiesce.h). */
+static _Atomic uint64_t pauses;
+static _Atomic uint64_t durable_pause;
 
 static quiesce_create_fn create_fn = pthread_create;
 static quiesce_join_fn join_fn = pthread_join;
@@ -376,6 +379,10 @@ static enum attempt attempt_epoch(bool retry)
 		prim_lock(&epoch_lock);
 		if (all_idle()) {
 			atomic_store(&quiesce_gate, GATE_RUNNING);
+			/* Numbered before the procedure collects: a writer that
+			 * reads the old number stamps its output with this one,
+			 * and every heap write it made is collected here. */
+			uint64_t this_pause = atomic_fetch_add(&pauses, 1) + 1;
 			/* Taken under epoch_lock, so that quiesce_start swapping
 			 * the procedure cannot pair one epoch's fn with another's
 			 * after. */
@@ -412,9 +419,11 @@ static enum attempt attempt_epoch(bool retry)
 			/* On this thread, so the next quiescent point (which
 			 * this thread also runs) cannot start before it is
 			 * done: epochs stay ordered and never overlap. */
-			bool durable = after == NULL || after(arg);
-			if (!durable)
+			enum quiesce_outcome o = after == NULL ? QUIESCE_DURABLE : after(arg);
+			if (o == QUIESCE_CARRIED)
 				return ATTEMPT_CARRIED;
+			if (o == QUIESCE_DURABLE)
+				atomic_store(&durable_pause, this_pause);
 			atomic_store_explicit(&served, covers, memory_order_release);
 			prim_futex_wake(&served, INT_MAX);
 			return ATTEMPT_DURABLE;
@@ -701,6 +710,25 @@ int quiesce_sync(void)
 			return -1;
 		}
 		prim_futex_wait(&served, s, 100000000ULL);
+	}
+}
+
+uint64_t quiesce_pauses(void) { return atomic_load(&pauses); }
+uint64_t quiesce_durable_pause(void) { return atomic_load(&durable_pause); }
+uint64_t quiesce_current_pause(void) { return atomic_load(&pauses); }
+
+void quiesce_request_epoch(void)
+{
+	/* Like quiesce_sync's request, without the wait: the epoch thread
+	 * starts an epoch at once while requested != served.  The wake-up
+	 * costs a system call, so only when no request is pending already
+	 * (a pending one is served by an epoch that closes the gate after
+	 * this bump was made, or by an earlier one that leaves requested !=
+	 * served behind it, which the loop sees). */
+	unsigned before = atomic_fetch_add(&requested, 1);
+	if (before == atomic_load(&served)) {
+		atomic_fetch_add(&wake_word, 1);
+		prim_futex_wake(&wake_word, 1);
 	}
 }
 

@@ -168,12 +168,18 @@ static inline __attribute__((always_inline)) void fase_leave_fast(void)
  * right after the gate reopened (application threads run again), and before
  * the next quiescent point and before quiesce_sync callers of this epoch
  * return -- the place for work that must finish but need not stall FASEs
- * (persisting the staged pages).  after returns whether the image of that
- * quiescent point is durable: when it is not (the write-back was carried
- * over), sync callers keep waiting and, while any waits, the next epoch
- * starts at once. */
+ * (persisting the staged pages).  after says whether the image of that
+ * quiescent point is durable (quiesce_outcome): when it was carried over,
+ * sync callers keep waiting and the next epoch starts at once; when it
+ * failed for good, they are released (the caller reports the error). */
 typedef void (*quiesce_epoch_fn)(void *arg);
-typedef bool (*quiesce_after_fn)(void *arg);
+enum quiesce_outcome {
+	QUIESCE_DURABLE,	/* the image of that quiescent point is durable */
+	QUIESCE_CARRIED,	/* not yet: complete it with another at once */
+	QUIESCE_FAILED,		/* never will be (a storage error): waiters are
+				 * released to learn it, no retry */
+};
+typedef enum quiesce_outcome (*quiesce_after_fn)(void *arg);
 
 /* Start the epoch thread.  interval_ms: the period (> 0), kept at a fixed
  * rate: an epoch is due one interval after the previous one started, and
@@ -207,6 +213,22 @@ bool quiesce_running(void);
  * EDEADLK when the caller is inside a FASE, ESRCH when no epoch thread
  * runs. */
 int quiesce_sync(void);
+
+/* Quiescent points are numbered from 1 in the order they are reached
+ * (retries of a carried-over attempt get their own number).
+ * quiesce_pauses: the number of the latest one reached (0: none yet); a
+ * heap write made before the call is in the image of every quiescent point
+ * numbered above it.  quiesce_durable_pause: the number of the latest one
+ * whose after procedure returned true (its image is durable; a carried-over
+ * attempt's number never is).  quiesce_current_pause: the number of the
+ * epoch whose procedures are running (call it from them). */
+uint64_t quiesce_pauses(void);
+uint64_t quiesce_durable_pause(void);
+uint64_t quiesce_current_pause(void);
+
+/* Ask for an epoch as soon as the previous one allows, without waiting for
+ * it (output commit's epochs on demand).  Any thread, inside a FASE too. */
+void quiesce_request_epoch(void);
 
 /* Thread lifecycle hooks (preload's pthread_create/exit wrappers).
  * quiesce_thread_start registers the calling thread now (fase_enter would do

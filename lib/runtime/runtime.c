@@ -7,6 +7,7 @@
 #include "epoch/epoch_log.h"
 #include "heap/heap.h"
 #include "base/log.h"
+#include "output/output.h"
 #include "persist/persist.h"
 #include "persist/pool.h"
 #include "prim/prim.h"
@@ -398,14 +399,18 @@ static void note_io_error(void)
 }
 
 /* The epoch thread, after each epoch's write-back. */
-static bool after_epoch(void *arg)
+static enum quiesce_outcome after_epoch(void *arg)
 {
 	bool durable = epoch_on_reopened(arg);
 	note_io_error();
+	if (durable)
+		output_on_durable(quiesce_current_pause());
 	stats_periodic();	/* figures that survive a kill -9 */
+	if (durable)
+		return QUIESCE_DURABLE;
 	/* After a storage error nothing becomes durable again: retrying at
 	 * once would only spin (pmthreads_sync reports the error itself). */
-	return durable || atomic_load(&io_error) != 0;
+	return atomic_load(&io_error) != 0 ? QUIESCE_FAILED : QUIESCE_CARRIED;
 }
 
 /* Bring the modules up in dependency order.  Recovery writes the shadow
@@ -503,6 +508,8 @@ static int start(void)
 	log_configuration();
 	if (quiesce_start_split(cfg.interval_ms, epoch_on_quiescent, after_epoch, pipeline) != 0)
 		goto fail_pipeline;
+	if (cfg.output == OUTPUT_COMMIT)
+		output_enable();
 	return 0;
 
 fail_pipeline:
@@ -585,6 +592,10 @@ void runtime_shutdown(void)
 	 * marked as crashed so the next run recovers the last durable epoch. */
 	quiesce_stop(true);
 	note_io_error();
+	/* What the final epoch made durable goes out; what it did not
+	 * cover never does. */
+	output_drain_all();
+	output_disable();
 	if (atomic_load(&io_error) == 0 && epoch_final_done(pipeline)) {
 		if (pool_set_clean(pool, true) != 0)
 			note_io_error();
@@ -629,6 +640,7 @@ void runtime_atfork_child(void)
 		return;
 	growth_hook_off();
 	quiesce_atfork_child();
+	output_atfork_child();
 	epoch_log_close();
 	/* The child never persists; the batch the parent's epoch thread may be
 	 * writing back is the parent's. */

@@ -15,6 +15,7 @@
 #define PMT_STATS_H
 
 #include "base/config.h"
+#include "output/output.h"
 #include "quiesce/quiesce.h"
 #include "runtime/runtime.h"
 #include "track/tracker.h"
@@ -26,9 +27,11 @@ struct stats_report {
 	const char *heap_mode;		/* "nvmalloc" | "malloc" */
 	const char *tracker;		/* backend name, "none" without a pool */
 	unsigned interval_ms;
+	bool output_commit;		/* PMTHREADS_OUTPUT=commit */
 	bool persistence;		/* a pool was opened in this process */
 	uint64_t wall_ns;		/* since the library was loaded */
 	struct quiesce_stats quiesce;
+	struct output_stats output;	/* output commit (lib/output) */
 	struct runtime_counters runtime;
 	struct tracker_stats tracker_stats;
 };

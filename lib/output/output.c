@@ -1,0 +1,777 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* output -- output commit's queues, stamps and release.  See output.h. */
+#include "output/output.h"
+
+#include "base/log.h"
+#include "prim/prim.h"
+#include "quiesce/quiesce.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The runtime's own allocator is the program's in malloc mode (and lives in
+ * the persistent heap): held bytes come from glibc's. */
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void __libc_free(void *);
+
+/* One held call's bytes (one datagram on a datagram socket). */
+struct chunk {
+	struct chunk *next;
+	uint64_t stamp;		/* released once durable_mark >= stamp */
+	uint64_t t_ns;		/* when the program handed it over */
+	size_t len, off;	/* off: already taken by the kernel */
+	socklen_t destlen;	/* sendto's address, 0: none */
+	struct sockaddr_storage dest;
+	unsigned char data[];
+};
+
+struct fdq {
+	prim_lock_t lock;
+	dev_t dev;		/* the file the queued bytes are for */
+	ino_t ino;
+	bool is_sock;
+	bool close_when_empty;	/* a duplicate made by a close inside a FASE */
+	int shutdown_how;	/* a shutdown(2) made inside a FASE, done once
+				 * the queue is empty; -1 none */
+	int nb_fd;		/* pipe: a non-blocking open of it, or -1 */
+	int delayed_err;	/* from a release, for the next call */
+	struct chunk *head, *tail;
+	atomic_size_t queued;	/* bytes in the queue */
+	atomic_uint space;	/* bumped when bytes leave (futex) */
+};
+
+atomic_bool output_on;
+static struct fdq *_Atomic *_Atomic table;	/* OUTPUT_MAX_FDS entries, mapped once */
+static prim_lock_t table_lock = PRIM_LOCK_INIT;
+static atomic_int max_fd = -1;
+static _Atomic uint64_t durable_mark;
+static atomic_uint durable_word;		/* bumped with durable_mark (futex) */
+static _Atomic uint64_t demanded_for;
+
+/* Statistics.  The hold-time histogram is log-linear as quiesce's pause
+ * histogram: 8 sub-buckets per power of two. */
+#define SUB_BITS 3
+#define SUB (1u << SUB_BITS)
+#define BUCKETS (SUB + (64 - SUB_BITS) * SUB)
+static prim_lock_t stats_lock = PRIM_LOCK_INIT;
+static struct {
+	uint64_t writes_held, bytes_held, bytes_released, bytes_dropped, epochs_demanded;
+	uint64_t waits_full, over_bound_in_fase, release_errors;
+	uint64_t holds, hold_max;
+	uint64_t hist[BUCKETS];
+} stats;
+/* Set while this thread is inside output_hold: a signal handler that writes
+ * to a pipe (the self-pipe wake-up) while its thread is in here would
+ * deadlock on the queue's lock, so such a nested call is not held. */
+static __thread bool in_hold __attribute__((tls_model("initial-exec")));
+static atomic_bool told_over_bound, told_ancillary, told_high_fd, told_stale;
+
+static unsigned bucket_of(uint64_t ns)
+{
+	if (ns < SUB)
+		return (unsigned)ns;
+	unsigned e = 63 - (unsigned)__builtin_clzll(ns);
+	unsigned shift = e - SUB_BITS;
+	return SUB + shift * SUB + ((unsigned)(ns >> shift) & (SUB - 1));
+}
+
+static uint64_t bucket_upper(unsigned b)
+{
+	if (b < SUB)
+		return b + 1;
+	unsigned shift = (b - SUB) / SUB;
+	uint64_t mant = SUB + (b - SUB) % SUB + 1;
+	if (shift >= 64 - (SUB_BITS + 1))
+		return UINT64_MAX;
+	return mant << shift;
+}
+
+static void count(uint64_t *field, uint64_t n)
+{
+	prim_lock(&stats_lock);
+	*field += n;
+	prim_unlock(&stats_lock);
+}
+
+/* ---- descriptors ---- */
+
+static struct fdq *lookup(int fd, bool create)
+{
+	if (fd < 0 || fd >= OUTPUT_MAX_FDS)
+		return NULL;
+	struct fdq *_Atomic *t = atomic_load_explicit(&table, memory_order_acquire);
+	if (t == NULL) {
+		if (!create)
+			return NULL;
+		prim_lock(&table_lock);
+		t = atomic_load(&table);
+		if (t == NULL) {
+			t = prim_map_any(OUTPUT_MAX_FDS * sizeof(*t));
+			if (t == NULL)
+				log_fatal("output commit: cannot map the descriptor table");
+			atomic_store_explicit(&table, t, memory_order_release);
+		}
+		prim_unlock(&table_lock);
+	}
+	struct fdq *q = atomic_load_explicit(&t[fd], memory_order_acquire);
+	if (q != NULL || !create)
+		return q;
+	prim_lock(&table_lock);
+	q = atomic_load(&t[fd]);
+	if (q == NULL) {
+		q = __libc_calloc(1, sizeof(*q));
+		if (q == NULL)
+			log_fatal("output commit: out of memory for a descriptor's queue");
+		q->nb_fd = -1;
+		q->shutdown_how = -1;
+		atomic_store_explicit(&t[fd], q, memory_order_release);
+		int m = atomic_load(&max_fd);
+		while (fd > m && !atomic_compare_exchange_weak(&max_fd, &m, fd)) {
+		}
+	}
+	prim_unlock(&table_lock);
+	return q;
+}
+
+static void note_bytes_left(struct fdq *q)
+{
+	atomic_fetch_add(&q->space, 1);
+	prim_futex_wake(&q->space, INT_MAX);
+}
+
+/* Drop every queued chunk (q->lock held). */
+static void drop_queue(struct fdq *q)
+{
+	uint64_t dropped = 0;
+	for (struct chunk *c = q->head, *n; c != NULL; c = n) {
+		n = c->next;
+		dropped += c->len - c->off;
+		__libc_free(c);
+	}
+	q->head = q->tail = NULL;
+	atomic_store(&q->queued, 0);
+	if (dropped != 0)
+		count(&stats.bytes_dropped, dropped);
+	note_bytes_left(q);
+}
+
+/* Forget the descriptor (q->lock held, queue empty or dropped). */
+static void forget(struct fdq *q)
+{
+	if (q->nb_fd >= 0)
+		syscall(SYS_close, q->nb_fd);
+	q->nb_fd = -1;
+	q->dev = 0;
+	q->ino = 0;
+	q->delayed_err = 0;
+	q->close_when_empty = false;
+	q->shutdown_how = -1;
+}
+
+/* ---- release ---- */
+
+/* One non-blocking send of c's remaining bytes to fd. */
+static ssize_t send_chunk(struct fdq *q, int fd, struct chunk *c)
+{
+	const unsigned char *p = c->data + c->off;
+	size_t n = c->len - c->off;
+	if (q->is_sock)
+		return syscall(SYS_sendto, fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL,
+			       c->destlen != 0 ? (struct sockaddr *)&c->dest : NULL, c->destlen);
+	if (q->nb_fd < 0) {
+		/* A pipe has no per-call non-blocking flag, and the program's
+		 * descriptor's O_NONBLOCK is the program's: open the same pipe
+		 * again, non-blocking, for our own writes. */
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		long nb = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (nb >= 0)
+			q->nb_fd = (int)nb;
+	}
+	if (q->nb_fd >= 0)
+		return syscall(SYS_write, q->nb_fd, p, n);
+	/* No /proc: write no more than the pipe is known to take now. */
+	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+	struct timespec zero = { 0, 0 };
+	long r = syscall(SYS_ppoll, &pfd, 1, &zero, NULL, 0);
+	if (r <= 0 || !(pfd.revents & POLLOUT)) {
+		if (r >= 0 && (pfd.revents & (POLLERR | POLLHUP))) {
+			errno = EPIPE;
+			return -1;
+		}
+		errno = EAGAIN;
+		return -1;
+	}
+	return syscall(SYS_write, fd, p, n < PIPE_BUF ? n : PIPE_BUF);
+}
+
+/* Send what the durable image covers, without blocking (q->lock held).
+ * Returns true when nothing releasable is left queued. */
+static bool release_fd(struct fdq *q, int fd)
+{
+	uint64_t mark = atomic_load(&durable_mark);
+	bool progressed = false, done = true;
+	while (q->head != NULL && q->head->stamp <= mark) {
+		struct chunk *c = q->head;
+		ssize_t w = send_chunk(q, fd, c);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				done = false;
+				break;
+			}
+			/* The program learns of it on its next call; what it
+			 * wrote after can no longer arrive in order. */
+			q->delayed_err = errno;
+			log_msg(LOG_DEBUG, "output commit: descriptor %d: %s at release; the program's "
+				"next call on it returns it", fd, strerror(errno));
+			count(&stats.release_errors, 1);
+			drop_queue(q);
+			progressed = false;
+			break;
+		}
+		c->off += (size_t)w;
+		atomic_fetch_sub(&q->queued, (size_t)w);
+		progressed = true;
+		count(&stats.bytes_released, (uint64_t)w);
+		/* A datagram goes whole or not at all. */
+		if (c->off < c->len)
+			continue;
+		uint64_t held = prim_now_ns() - c->t_ns;
+		prim_lock(&stats_lock);
+		stats.holds++;
+		stats.hist[bucket_of(held)]++;
+		if (held > stats.hold_max)
+			stats.hold_max = held;
+		prim_unlock(&stats_lock);
+		q->head = c->next;
+		if (q->head == NULL)
+			q->tail = NULL;
+		__libc_free(c);
+	}
+	if (progressed)
+		note_bytes_left(q);
+	if (q->head == NULL && q->shutdown_how >= 0) {
+		syscall(SYS_shutdown, fd, q->shutdown_how);
+		q->shutdown_how = -1;
+	}
+	if (q->head == NULL && q->close_when_empty) {
+		syscall(SYS_close, fd);
+		forget(q);
+	}
+	return done;
+}
+
+static void demand(uint64_t stamp)
+{
+	uint64_t d = atomic_load(&demanded_for);
+	while (stamp > d) {
+		if (atomic_compare_exchange_weak(&demanded_for, &d, stamp)) {
+			quiesce_request_epoch();
+			count(&stats.epochs_demanded, 1);
+			return;
+		}
+	}
+}
+
+/* Wait, outside any FASE, until the image of quiescent point stamp is
+ * durable.  False when output commit was turned off meanwhile. */
+static bool wait_durable(uint64_t stamp)
+{
+	while (atomic_load(&durable_mark) < stamp) {
+		if (!output_active() || !quiesce_running())
+			return false;
+		unsigned seen = atomic_load(&durable_word);
+		demand(stamp);
+		if (atomic_load(&durable_mark) >= stamp)
+			break;
+		prim_futex_wait(&durable_word, seen, 100000000ULL);
+	}
+	return true;
+}
+
+/* Write out, waiting for room in the kernel, what the durable image covers
+ * (q->lock not held). */
+static void drain_fd(struct fdq *q, int fd)
+{
+	for (;;) {
+		prim_lock(&q->lock);
+		bool done = release_fd(q, fd);
+		prim_unlock(&q->lock);
+		if (done)
+			return;
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+		struct timespec tick = { 0, 100000000L };
+		syscall(SYS_ppoll, &pfd, 1, &tick, NULL, 0);
+	}
+}
+
+/* ---- the program's calls ---- */
+
+uint64_t output_stamp_now(void)
+{
+	return quiesce_pauses() + 1;
+}
+
+void output_enable(void)
+{
+	atomic_store(&output_on, true);
+}
+
+void output_disable(void)
+{
+	atomic_store(&output_on, false);
+	atomic_fetch_add(&durable_word, 1);
+	prim_futex_wake(&durable_word, INT_MAX);
+}
+
+static bool held_kind(int fd, struct stat *st)
+{
+	if (syscall(SYS_fstat, fd, st) != 0)
+		return false;	/* the real call reports EBADF */
+	return S_ISSOCK(st->st_mode) || S_ISFIFO(st->st_mode);
+}
+
+/* The chunk for n bytes, stamped now. */
+static struct chunk *new_chunk(size_t n, const struct sockaddr *dest, socklen_t destlen)
+{
+	struct chunk *c = __libc_malloc(sizeof(*c) + n);
+	if (c == NULL)
+		return NULL;
+	c->next = NULL;
+	c->len = n;
+	c->off = 0;
+	c->t_ns = prim_now_ns();
+	c->destlen = 0;
+	if (dest != NULL && destlen > 0 && destlen <= sizeof(c->dest)) {
+		memcpy(&c->dest, dest, destlen);
+		c->destlen = destlen;
+	}
+	return c;
+}
+
+/* Make room for n bytes in q (q->lock held; may drop and retake it).
+ * Returns 0, or an errno for the call. */
+static int make_room(struct fdq *q, int fd, size_t n, bool nonblock)
+{
+	for (;;) {
+		size_t queued = atomic_load(&q->queued);
+		if (q->head == NULL || queued + n <= OUTPUT_QUEUE_MAX)
+			return 0;
+		if (nonblock)
+			return EAGAIN;
+		if (fase_depth() != 0) {
+			/* Waiting here would wait for an epoch this thread's own
+			 * lock keeps from starting. */
+			count(&stats.over_bound_in_fase, 1);
+			if (!atomic_exchange(&told_over_bound, true))
+				log_msg(LOG_WARN, "output commit: a thread holding a lock wrote more "
+					"than %u MiB to descriptor %d before it was durable; held "
+					"beyond the bound (it cannot wait for an epoch while it holds "
+					"the lock)", OUTPUT_QUEUE_MAX >> 20, fd);
+			return 0;
+		}
+		count(&stats.waits_full, 1);
+		uint64_t last = q->tail->stamp;
+		unsigned seen = atomic_load(&q->space);
+		prim_unlock(&q->lock);
+		demand(last);
+		/* The epoch thread releases after the epoch; the kernel may
+		 * take no more then, so try again ourselves now and then. */
+		prim_futex_wait(&q->space, seen, 10000000ULL);
+		prim_lock(&q->lock);
+		if (q->delayed_err != 0)
+			return 0;	/* the caller reports it */
+		if (!output_active())
+			return 0;
+		release_fd(q, fd);
+	}
+}
+
+/* Report a delayed error as the call's own (q->lock held). */
+static ssize_t delayed_error(struct fdq *q, int send_flags)
+{
+	int e = q->delayed_err;
+	q->delayed_err = 0;
+	prim_unlock(&q->lock);
+	if (e == EPIPE && !(send_flags & MSG_NOSIGNAL))
+		raise(SIGPIPE);	/* as the write itself would have */
+	errno = e;
+	return -1;
+}
+
+/* q's file is st's (q->lock held): a queue left for a descriptor that was
+ * closed behind our back (fclose) and reused is never sent to the new file. */
+static void bind_file(struct fdq *q, int fd, const struct stat *st)
+{
+	if (q->head != NULL && (q->dev != st->st_dev || q->ino != st->st_ino)) {
+		if (!atomic_exchange(&told_stale, true))
+			log_msg(LOG_WARN, "output commit: descriptor %d was closed without close(2) "
+				"(fclose, close_range?) while output to it was held; that "
+				"output is dropped", fd);
+		drop_queue(q);
+		q->delayed_err = 0;
+	}
+	if (q->dev != st->st_dev || q->ino != st->st_ino) {
+		if (q->nb_fd >= 0)
+			syscall(SYS_close, q->nb_fd);
+		q->nb_fd = -1;
+		q->close_when_empty = false;
+	}
+	q->dev = st->st_dev;
+	q->ino = st->st_ino;
+	q->is_sock = S_ISSOCK(st->st_mode);
+}
+
+/* Hold the bytes of one call (q->lock held, room made); releases the lock. */
+static ssize_t enqueue(struct fdq *q, struct chunk *c)
+{
+	/* Read after the call began (and after the caller's heap writes):
+	 * the next quiescent point collects every one of them. */
+	c->stamp = output_stamp_now();
+	/* Once the lock is released the epoch thread may send and free c. */
+	uint64_t stamp = c->stamp;
+	size_t len = c->len;
+	if (q->tail != NULL)
+		q->tail->next = c;
+	else
+		q->head = c;
+	q->tail = c;
+	atomic_fetch_add(&q->queued, c->len);
+	prim_unlock(&q->lock);
+	prim_lock(&stats_lock);
+	stats.writes_held++;
+	stats.bytes_held += len;
+	prim_unlock(&stats_lock);
+	demand(stamp);
+	return (ssize_t)len;
+}
+
+static bool refuse_fd(int fd)
+{
+	if (fd >= OUTPUT_MAX_FDS && !atomic_exchange(&told_high_fd, true))
+		log_msg(LOG_WARN, "output commit: descriptor %d is above %d; its output is not "
+			"held", fd, OUTPUT_MAX_FDS - 1);
+	return fd < 0 || fd >= OUTPUT_MAX_FDS;
+}
+
+static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
+		 const struct sockaddr *dest, socklen_t destlen, ssize_t *ret);
+
+bool output_hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
+		 const struct sockaddr *dest, socklen_t destlen, ssize_t *ret)
+{
+	if (!output_active() || in_hold || refuse_fd(fd) || iovcnt < 0 || iovcnt > IOV_MAX)
+		return false;
+	in_hold = true;
+	bool held = hold(fd, iov, iovcnt, send_flags, dest, destlen, ret);
+	int e = errno;
+	in_hold = false;
+	errno = e;
+	return held;
+}
+
+static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
+		 const struct sockaddr *dest, socklen_t destlen, ssize_t *ret)
+{
+	struct stat st;
+	if (!held_kind(fd, &st))
+		return false;
+	size_t n = 0;
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len > SSIZE_MAX - n)
+			return false;	/* the kernel says EINVAL */
+		n += iov[i].iov_len;
+	}
+	if (n == 0)
+		return false;	/* nothing to hold (a zero-length datagram goes at once) */
+	long fl = syscall(SYS_fcntl, fd, F_GETFL);
+	bool nonblock = (send_flags & MSG_DONTWAIT) || (fl >= 0 && (fl & O_NONBLOCK));
+	struct fdq *q = lookup(fd, true);
+	prim_lock(&q->lock);
+	bind_file(q, fd, &st);
+	if (q->delayed_err != 0) {
+		*ret = delayed_error(q, send_flags);
+		return true;
+	}
+	int e = make_room(q, fd, n, nonblock);
+	if (q->delayed_err != 0) {
+		*ret = delayed_error(q, send_flags);
+		return true;
+	}
+	if (e != 0) {
+		prim_unlock(&q->lock);
+		errno = e;
+		*ret = -1;
+		return true;
+	}
+	struct chunk *c = new_chunk(n, dest, destlen);
+	if (c == NULL) {
+		prim_unlock(&q->lock);
+		errno = ENOBUFS;
+		*ret = -1;
+		return true;
+	}
+	size_t at = 0;
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len == 0)
+			continue;
+		memcpy(c->data + at, iov[i].iov_base, iov[i].iov_len);
+		at += iov[i].iov_len;
+	}
+	*ret = enqueue(q, c);
+	return true;
+}
+
+static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, ssize_t *ret);
+
+bool output_hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, ssize_t *ret)
+{
+	if (!output_active() || in_hold || refuse_fd(out_fd))
+		return false;
+	in_hold = true;
+	bool held = hold_sendfile(out_fd, in_fd, offset, count_, ret);
+	int e = errno;
+	in_hold = false;
+	errno = e;
+	return held;
+}
+
+static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, ssize_t *ret)
+{
+	struct stat st;
+	if (!held_kind(out_fd, &st))
+		return false;
+	if (count_ > OUTPUT_QUEUE_MAX)
+		count_ = OUTPUT_QUEUE_MAX;	/* sendfile may send less */
+	long fl = syscall(SYS_fcntl, out_fd, F_GETFL);
+	bool nonblock = fl >= 0 && (fl & O_NONBLOCK);
+	struct chunk *c = new_chunk(count_, NULL, 0);
+	if (c == NULL) {
+		errno = ENOBUFS;
+		*ret = -1;
+		return true;
+	}
+	ssize_t r = offset != NULL ? syscall(SYS_pread64, in_fd, c->data, count_, *offset)
+				   : syscall(SYS_read, in_fd, c->data, count_);
+	if (r <= 0) {
+		__libc_free(c);
+		*ret = r;
+		return true;
+	}
+	c->len = (size_t)r;
+	struct fdq *q = lookup(out_fd, true);
+	prim_lock(&q->lock);
+	bind_file(q, out_fd, &st);
+	int e = q->delayed_err != 0 ? 0 : make_room(q, out_fd, c->len, nonblock);
+	if (q->delayed_err != 0 || e != 0) {
+		/* Nothing was sent: give the input its bytes back. */
+		if (offset == NULL)
+			lseek(in_fd, -(off_t)r, SEEK_CUR);
+		__libc_free(c);
+		if (q->delayed_err != 0) {
+			*ret = delayed_error(q, 0);
+			return true;
+		}
+		prim_unlock(&q->lock);
+		errno = e;
+		*ret = -1;
+		return true;
+	}
+	if (offset != NULL)
+		*offset += r;
+	*ret = enqueue(q, c);
+	return true;
+}
+
+void output_before_close(int fd)
+{
+	struct fdq *q = lookup(fd, false);
+	if (q == NULL)
+		return;
+	prim_lock(&q->lock);
+	if (q->head == NULL) {
+		forget(q);
+		prim_unlock(&q->lock);
+		return;
+	}
+	if (!output_active()) {
+		drop_queue(q);	/* after exit's drain: never durable */
+		forget(q);
+		prim_unlock(&q->lock);
+		return;
+	}
+	if (fase_depth() != 0) {
+		/* Inside a FASE the epoch that makes these bytes durable
+		 * cannot start before this thread unlocks: hand them to a
+		 * duplicate of the descriptor, closed once they are out. */
+		long nfd = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0);
+		struct fdq *nq = nfd >= 0 ? lookup((int)nfd, true) : NULL;
+		if (nq == NULL) {
+			log_msg(LOG_WARN, "output commit: cannot keep descriptor %d open for its "
+				"held output (%s); dropped", fd, strerror(errno));
+			if (nfd >= 0)
+				syscall(SYS_close, nfd);
+			drop_queue(q);
+		} else {
+			prim_lock(&nq->lock);
+			nq->head = q->head;
+			nq->tail = q->tail;
+			atomic_store(&nq->queued, atomic_load(&q->queued));
+			nq->dev = q->dev;
+			nq->ino = q->ino;
+			nq->is_sock = q->is_sock;
+			nq->close_when_empty = true;
+			prim_unlock(&nq->lock);
+			q->head = q->tail = NULL;
+			atomic_store(&q->queued, 0);
+		}
+		forget(q);
+		prim_unlock(&q->lock);
+		return;
+	}
+	uint64_t last = q->tail->stamp;
+	prim_unlock(&q->lock);
+	if (wait_durable(last))
+		drain_fd(q, fd);
+	prim_lock(&q->lock);
+	drop_queue(q);	/* what could not be released: an error, or shutdown */
+	forget(q);
+	prim_unlock(&q->lock);
+}
+
+void output_before_unheld(int fd)
+{
+	struct fdq *q = lookup(fd, false);
+	if (q == NULL || atomic_load(&q->queued) == 0)
+		return;
+	if (!atomic_exchange(&told_ancillary, true))
+		log_msg(LOG_WARN, "output commit: a send with ancillary data (descriptor %d) is "
+			"not held%s", fd, fase_depth() != 0 ? ", and overtakes the output held "
+			"before it (the sender holds a lock)" : "");
+	if (fase_depth() != 0)
+		return;
+	prim_lock(&q->lock);
+	uint64_t last = q->tail != NULL ? q->tail->stamp : 0;
+	prim_unlock(&q->lock);
+	if (last != 0 && wait_durable(last))
+		drain_fd(q, fd);
+}
+
+bool output_before_shutdown(int fd, int how)
+{
+	struct fdq *q = lookup(fd, false);
+	if (q == NULL || how == SHUT_RD)
+		return false;
+	prim_lock(&q->lock);
+	if (q->head == NULL) {
+		prim_unlock(&q->lock);
+		return false;
+	}
+	if (fase_depth() != 0) {
+		/* Cannot wait for the epoch: the release shuts the socket
+		 * down once the queue is empty (reading still works now). */
+		if (how == SHUT_RDWR)
+			syscall(SYS_shutdown, fd, SHUT_RD);
+		q->shutdown_how = SHUT_WR;
+		prim_unlock(&q->lock);
+		return true;
+	}
+	uint64_t last = q->tail->stamp;
+	prim_unlock(&q->lock);
+	if (wait_durable(last))
+		drain_fd(q, fd);
+	return false;
+}
+
+void output_on_durable(uint64_t pause)
+{
+	uint64_t m = atomic_load(&durable_mark);
+	while (pause > m && !atomic_compare_exchange_weak(&durable_mark, &m, pause)) {
+	}
+	atomic_fetch_add(&durable_word, 1);
+	prim_futex_wake(&durable_word, INT_MAX);
+	int top = atomic_load(&max_fd);
+	for (int fd = 0; fd <= top; fd++) {
+		struct fdq *q = lookup(fd, false);
+		if (q == NULL || atomic_load_explicit(&q->queued, memory_order_relaxed) == 0)
+			continue;
+		prim_lock(&q->lock);
+		release_fd(q, fd);
+		prim_unlock(&q->lock);
+	}
+}
+
+void output_drain_all(void)
+{
+	int top = atomic_load(&max_fd);
+	uint64_t lost = 0;
+	for (int fd = 0; fd <= top; fd++) {
+		struct fdq *q = lookup(fd, false);
+		if (q == NULL || atomic_load(&q->queued) == 0)
+			continue;
+		drain_fd(q, fd);
+		prim_lock(&q->lock);
+		for (struct chunk *c = q->head; c != NULL; c = c->next)
+			lost += c->len - c->off;
+		drop_queue(q);
+		prim_unlock(&q->lock);
+	}
+	if (lost != 0)
+		log_msg(LOG_WARN, "output commit: %llu bytes of output were never covered by a "
+			"durable epoch at exit and are not sent", (unsigned long long)lost);
+}
+
+void output_atfork_child(void)
+{
+	atomic_store(&output_on, false);
+	table_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	stats_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	/* The parent's queues stay the parent's: forget them (their memory
+	 * is the child's copy, left as is). */
+	atomic_store(&table, NULL);
+	atomic_store(&max_fd, -1);
+}
+
+static uint64_t percentile(unsigned pct)
+{
+	if (stats.holds == 0)
+		return 0;
+	uint64_t want = (stats.holds * pct + 99) / 100, seen = 0;
+	for (unsigned b = 0; b < BUCKETS; b++) {
+		seen += stats.hist[b];
+		if (seen >= want) {
+			uint64_t u = bucket_upper(b);
+			return u < stats.hold_max ? u : stats.hold_max;
+		}
+	}
+	return stats.hold_max;
+}
+
+void output_get_stats(struct output_stats *st)
+{
+	prim_lock(&stats_lock);
+	memset(st, 0, sizeof(*st));
+	st->writes_held = stats.writes_held;
+	st->bytes_held = stats.bytes_held;
+	st->bytes_released = stats.bytes_released;
+	st->bytes_dropped = stats.bytes_dropped;
+	st->epochs_demanded = stats.epochs_demanded;
+	st->waits_full = stats.waits_full;
+	st->over_bound_in_fase = stats.over_bound_in_fase;
+	st->release_errors = stats.release_errors;
+	st->hold_ns_p50 = percentile(50);
+	st->hold_ns_p99 = percentile(99);
+	st->hold_ns_max = stats.hold_max;
+	prim_unlock(&stats_lock);
+}

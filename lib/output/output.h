@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * output -- output commit: what the program writes to sockets and pipes is
+ * held until the heap state it may depend on is durable.
+ *
+ * Owns: the per-descriptor queues of held bytes, their stamps, their release
+ * to the kernel, errors the kernel returned at release (delivered later as
+ * delayed errors), back-pressure, and the output statistics.
+ *
+ * Stamping: bytes handed over at time t get the number the next quiescent
+ * point will get (quiesce_pauses() + 1, read after the call began: every
+ * heap write the program made before the call is in that point's image).
+ * They are released once a durable image of a point numbered at least that
+ * exists (output_on_durable), never before, in the order they were written
+ * per descriptor.  While bytes wait, an epoch is demanded
+ * (quiesce_request_epoch) so a reply waits about one pause and one
+ * write-back, not the interval.
+ *
+ * The queues live outside the persistent heap (mmap'd chunks): after a
+ * crash they are gone, as unacknowledged output must be.
+ *
+ * Which descriptors: sockets and pipes (fstat S_ISSOCK / S_ISFIFO, at every
+ * call, so a descriptor closed behind our back -- fclose, close_range -- and
+ * reused is seen for what it is now); regular files, ttys and the rest pass
+ * through.  The queue remembers the file's (st_dev, st_ino) and a released
+ * chunk goes only to that same file.  Sends with ancillary data (fd passing)
+ * are not held (the descriptors they name may be closed by then): reported
+ * once.  stdio writes through glibc's internal write are not seen.  A call
+ * made by a signal handler that interrupted its thread inside this module
+ * is not held (the queue's lock is taken); one made elsewhere in a handler
+ * is, and allocates from glibc's malloc.
+ *
+ * Back-pressure: at most OUTPUT_QUEUE_MAX bytes per descriptor.  A full
+ * queue makes a non-blocking call (O_NONBLOCK or MSG_DONTWAIT) fail with
+ * EAGAIN, and a blocking one wait for room -- outside any FASE only.  A
+ * thread that holds a lock cannot wait for an epoch (no quiescent point can
+ * be reached while it holds it): its bytes are queued beyond the bound, and
+ * that is reported once.
+ *
+ * Release runs on the epoch thread after each durable epoch, with
+ * non-blocking sends (a pipe through a non-blocking open of /proc/self/fd);
+ * what the kernel does not take stays queued, first, and is tried again
+ * after the next epoch or by a thread waiting on that descriptor.  An error
+ * (EPIPE, ECONNRESET, ...) drops that descriptor's queue and is returned by
+ * the program's next held call on it.
+ *
+ * shutdown(2) of the write side waits the same way (inside a FASE it is
+ * done by the release, after the bytes).  close of a descriptor with held bytes waits until they are durable and
+ * written (outside a FASE); inside one the queue is moved to a duplicate
+ * descriptor the release closes once it is empty.  Exit (output_drain_all
+ * after the final epoch) writes what the final durable image covers.
+ */
+#ifndef PMT_OUTPUT_H
+#define PMT_OUTPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#define OUTPUT_QUEUE_MAX (4u << 20)
+/* Descriptors above this are passed through (reported once). */
+#define OUTPUT_MAX_FDS 65536
+
+#ifndef __cplusplus
+#include <stdatomic.h>
+/* Output commit is on (the preload wrappers test this first). */
+extern atomic_bool output_on __attribute__((visibility("hidden")));
+static inline bool output_active(void)
+{
+	return atomic_load_explicit(&output_on, memory_order_relaxed);
+}
+#endif
+
+/* Turn holding on / off.  output_disable does not release anything. */
+void output_enable(void);
+void output_disable(void);
+
+/* Hold bytes written to fd.  nonblock: the call may not wait (MSG_DONTWAIT;
+ * the descriptor's O_NONBLOCK is read here).  dest: a sendto address to keep
+ * with them (NULL: none).  Returns true when the call was handled, with *ret
+ * what it returns (bytes taken, or -1 with errno set); false when fd is not
+ * held (not a socket or pipe, or output commit is off): the caller does the
+ * real call. */
+bool output_hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
+		 const struct sockaddr *dest, socklen_t destlen, ssize_t *ret);
+
+/* sendfile(2) to a held descriptor: reads count bytes from in_fd (at
+ * *offset when offset is not NULL, advancing it; else at its file position)
+ * and holds them.  Same return convention as output_hold. */
+bool output_hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count, ssize_t *ret);
+
+/* fd is about to be closed (or replaced by dup2/dup3): release what it holds
+ * first (see the header comment).  Then the descriptor is forgotten. */
+void output_before_close(int fd);
+
+/* A call on fd that is not held (a send with ancillary data) is about to be
+ * made: outside a FASE, first release what fd holds (waiting for it to be
+ * durable), so the order is kept; reported once. */
+void output_before_unheld(int fd);
+
+/* shutdown(fd, how) is about to be called.  Outside a FASE: releases what
+ * fd holds first (waiting for it to be durable) and returns false (the
+ * caller shuts down).  Inside one, with bytes held: the write side is shut
+ * down by the release once they are out (a read side at once) and this
+ * returns true (the call returns 0). */
+bool output_before_shutdown(int fd, int how);
+
+/* The epoch thread, after an epoch whose image is durable: pause is its
+ * number (quiesce_current_pause).  Releases what that covers. */
+void output_on_durable(uint64_t pause);
+
+/* At exit, after the final epoch: write (blocking) every chunk the latest
+ * durable image covers, and report what could not be released. */
+void output_drain_all(void);
+
+/* After fork in the child: the parent's queues are the parent's; the child
+ * never holds (it has no pool). */
+void output_atfork_child(void);
+
+struct output_stats {
+	uint64_t writes_held, bytes_held;	/* calls and bytes held, in all */
+	uint64_t bytes_released, bytes_dropped;	/* dropped: a release error, or
+						 * never durable at exit */
+	uint64_t epochs_demanded;		/* quiesce_request_epoch calls */
+	uint64_t waits_full;			/* blocking calls that waited for room */
+	uint64_t over_bound_in_fase;		/* calls queued beyond the bound */
+	uint64_t release_errors;		/* delayed errors recorded */
+	uint64_t hold_ns_p50, hold_ns_p99, hold_ns_max;
+					/* from the call to the bytes' release,
+					 * per held call (histogram upper
+					 * bounds, <= 12.5 % high) */
+};
+void output_get_stats(struct output_stats *st);
+
+/* For the unit test: the stamp a call made now would get. */
+uint64_t output_stamp_now(void);
+
+#endif

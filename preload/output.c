@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * output -- the calls that write to sockets and pipes, and those that end a
+ * descriptor, forwarded to lib/output (output commit, PMTHREADS_OUTPUT).
+ *
+ * With output commit off each wrapper is one load and the real call.  On,
+ * lib/output decides per call whether the descriptor is held (sockets and
+ * pipes) and, when it is, owns the bytes from then on; otherwise the real
+ * call runs.  shutdown, close, dup2 and dup3 first release what the descriptor being
+ * ended holds.  A send with ancillary data is never held (output.h).
+ */
+/* sendfile and sendfile64 are separate symbols to interpose; with 64-bit
+ * file offsets the header would make both names sendfile64. */
+#undef _FILE_OFFSET_BITS
+
+#include "base/export.h"
+#include "output/output.h"
+#include "real.h"
+
+#include <errno.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+PMT_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	if (output_active()) {
+		struct iovec v = { (void *)buf, n };
+		ssize_t r;
+		if (output_hold(fd, &v, 1, 0, NULL, 0, &r))
+			return r;
+	}
+	return REAL(write)(fd, buf, n);
+}
+
+PMT_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+	ssize_t r;
+	if (output_active() && output_hold(fd, iov, n, 0, NULL, 0, &r))
+		return r;
+	return REAL(writev)(fd, iov, n);
+}
+
+PMT_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+	if (output_active()) {
+		struct iovec v = { (void *)buf, n };
+		ssize_t r;
+		if (output_hold(fd, &v, 1, flags, NULL, 0, &r))
+			return r;
+	}
+	return REAL(send)(fd, buf, n, flags);
+}
+
+PMT_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
+			  const struct sockaddr *to, socklen_t tolen)
+{
+	if (output_active()) {
+		struct iovec v = { (void *)buf, n };
+		ssize_t r;
+		if (output_hold(fd, &v, 1, flags, to, tolen, &r))
+			return r;
+	}
+	return REAL(sendto)(fd, buf, n, flags, to, tolen);
+}
+
+/* One message: held, or false (the caller makes the real call). */
+static bool hold_msg(int fd, const struct msghdr *m, int flags, ssize_t *r)
+{
+	if (m->msg_controllen != 0) {
+		output_before_unheld(fd);
+		return false;
+	}
+	return output_hold(fd, m->msg_iov, (int)m->msg_iovlen, flags, m->msg_name,
+			   m->msg_namelen, r);
+}
+
+PMT_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
+{
+	ssize_t r;
+	if (output_active() && m != NULL && hold_msg(fd, m, flags, &r))
+		return r;
+	return REAL(sendmsg)(fd, m, flags);
+}
+
+PMT_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
+{
+	if (!output_active() || v == NULL || n == 0)
+		return REAL(sendmmsg)(fd, v, n, flags);
+	unsigned sent = 0;
+	for (; sent < n; sent++) {
+		ssize_t r;
+		if (!hold_msg(fd, &v[sent].msg_hdr, flags, &r)) {
+			if (sent != 0)
+				break;	/* the caller sends the rest again */
+			return REAL(sendmmsg)(fd, v, n, flags);
+		}
+		if (r < 0) {
+			if (sent != 0)
+				break;
+			return -1;
+		}
+		v[sent].msg_len = (unsigned)r;
+	}
+	return (int)sent;
+}
+
+PMT_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
+{
+	ssize_t r;
+	if (output_active() && output_hold_sendfile(out_fd, in_fd, offset, count, &r))
+		return r;
+	return REAL(sendfile)(out_fd, in_fd, offset, count);
+}
+
+PMT_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t count)
+{
+	ssize_t r;
+	if (output_active() &&
+	    output_hold_sendfile(out_fd, in_fd, (off_t *)offset, count, &r))
+		return r;
+	return REAL(sendfile64)(out_fd, in_fd, offset, count);
+}
+
+PMT_EXPORT int shutdown(int fd, int how)
+{
+	if (output_active() && output_before_shutdown(fd, how))
+		return 0;
+	return REAL(shutdown)(fd, how);
+}
+
+PMT_EXPORT int close(int fd)
+{
+	if (output_active())
+		output_before_close(fd);
+	return REAL(close)(fd);
+}
+
+PMT_EXPORT int dup2(int old, int new_)
+{
+	if (output_active() && old != new_)
+		output_before_close(new_);
+	return REAL(dup2)(old, new_);
+}
+
+PMT_EXPORT int dup3(int old, int new_, int flags)
+{
+	if (output_active() && old != new_)
+		output_before_close(new_);
+	return REAL(dup3)(old, new_, flags);
+}

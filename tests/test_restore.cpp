@@ -2,7 +2,7 @@
 // Lazy restore (lib/recovery/restore.c): the heap served from the pool on first touch
 // through the uffd tracker's userfaultfd, with a background pass; and the
 // eager path with the mprotect tracker.  Checked against the pool's
-// consistent image (pool_read_page), and against the tracker: restored pages
+// consistent image (recovery_read_page), and against the tracker: restored pages
 // are clean, writes after the restore are collected.
 #include "pool_test_util.h"
 
@@ -53,7 +53,7 @@ struct fixture {
 					for (size_t b = 0; b < ps; b += 8)
 						img[pg * ps + b] = (unsigned char)rng();
 				}
-			epoch_persist(p, img.data(), dirty.data(), dirty.size(), nullptr);
+			persist_epoch(p, img.data(), dirty.data(), dirty.size(), nullptr);
 		}
 		limit = all.back() + 1;
 		persisted = all.size();

@@ -109,15 +109,15 @@ static void shadow_done(void *ctx, size_t k)
 	(void)k;
 }
 
-int epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
+int persist_epoch(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
 		  struct persist_stats *st)
 {
 	const void *ctx[2] = { p, shadow };
 	struct persist_source src = { shadow_page, shadow_done, (void *)ctx, NULL };
-	return epoch_persist_from(p, &src, pages, n, st);
+	return persist_epoch_from(p, &src, pages, n, st);
 }
 
-int epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
+int persist_epoch_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
 		       size_t n, struct persist_stats *st)
 {
 	if (n == 0)
@@ -131,7 +131,7 @@ int epoch_persist_from(struct pool *p, const struct persist_source *src, const u
 void persist_epoch_begin(struct persist_epoch *e, struct pool *p, const uint64_t *pages, size_t n)
 {
 	if (p->read_only)
-		log_fatal("epoch_persist on %s, which was opened read-only", p->path);
+		log_fatal("persist_epoch on %s, which was opened read-only", p->path);
 	*e = (struct persist_epoch){ .p = p, .next = *p->ver_d + 1, .fences0 = p->nvm->stats.fences };
 	/* A write-back already failed: nothing written now could be trusted
 	 * (nvm.h), so the pool is left exactly as it is. */
@@ -139,13 +139,13 @@ void persist_epoch_begin(struct persist_epoch *e, struct pool *p, const uint64_t
 	if (e->failed)
 		return;
 	if (!p->torn_invalidated)
-		pool_invalidate_torn(p);
+		persist_invalidate_torn(p);
 	const uint64_t next = e->next;
 
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
 		if (i >= p->npages)
-			log_fatal("epoch_persist: page %llu is outside the heap (%llu pages)",
+			log_fatal("persist_epoch: page %llu is outside the heap (%llu pages)",
 				  (unsigned long long)i, (unsigned long long)p->npages);
 		/* Listed twice, or its working copy already carries next: an
 		 * attempt at this epoch that was not published (see
@@ -228,7 +228,7 @@ int persist_epoch_end(struct persist_epoch *e, bool publish_it, struct persist_s
 	return err;
 }
 
-uint64_t pool_invalidate_torn(struct pool *p)
+uint64_t persist_invalidate_torn(struct pool *p)
 {
 	if (p->read_only)
 		return 0;

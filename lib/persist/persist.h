@@ -2,7 +2,7 @@
 /*
  * persist -- the epoch algorithm: a batch of dirty pages made durable.
  *
- * epoch_persist implements the failure-atomic version switch (PMThreads'
+ * persist_epoch implements the failure-atomic version switch (PMThreads'
  * Algorithm 2), batched: for all dirty pages the older copy's seq is set to
  * VER_d+1 (one fence), the 64-byte lines of that copy which differ from the
  * shadow page are written (one fence), then VER_d+1 is published (one fence).
@@ -27,7 +27,7 @@ struct persist_stats {
 	uint64_t fences;
 };
 
-/* Where epoch_persist_from reads the image of each page.  begin returns the
+/* Where persist_epoch_from reads the image of each page.  begin returns the
  * image of pages[k] (page_size bytes, line-aligned) until end(ctx, k); each
  * k is begun and ended once, in order, during the data phase (after the seq
  * fence, before the data fence).  The epoch pipeline (epoch.c) reads a page
@@ -54,10 +54,10 @@ struct persist_source {
  * *st (which may be NULL).  If the pool's torn copies have not been
  * invalidated since it was opened, that is done first.  A page index
  * >= p->npages, or a read-only pool, aborts (a caller bug). */
-int epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
+int persist_epoch(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
 		  struct persist_stats *st);
 /* The same, reading each page's image through src. */
-int epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
+int persist_epoch_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
 		       size_t n, struct persist_stats *st);
 
 /* The same in three steps, for a caller that must look at what it read
@@ -94,11 +94,11 @@ int persist_epoch_end(struct persist_epoch *e, bool publish, struct persist_stat
  * POOL_SEQ_INVALID: one flush per seq-table line holding any, one fence
  * when any.  Must happen
  * before the next epoch reuses VER_d + 1, or that epoch would make the torn
- * copy valid again.  pool_recover and epoch_persist call it; idempotent.
+ * copy valid again.  recovery_restore_image and persist_epoch call it; idempotent.
  * Returns the number of copies invalidated; 0 on a read-only pool. */
-uint64_t pool_invalidate_torn(struct pool *p);
+uint64_t persist_invalidate_torn(struct pool *p);
 
-/* Test hook: break epoch_persist's ordering on purpose, so that crash tests
+/* Test hook: break persist_epoch's ordering on purpose, so that crash tests
  * can show the simulator catches each kind of mistake.  Never set outside
  * tests.  Process-wide. */
 enum persist_fault {

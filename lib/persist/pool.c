@@ -5,7 +5,6 @@
 #include "persist/pool_internal.h"
 
 #include "base/log.h"
-#include "persist/persist.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -640,7 +639,7 @@ static int map_and_fill(struct pool *p, const struct pool_header *h, const struc
 	p->read_only = o->read_only;
 	p->seq_pages = p->created ? 0 : seq_extent(p->fd, h, p->sum_off);
 	/* A new pool has no torn copies; an existing one is scanned by
-	 * pool_invalidate_torn before its first epoch. */
+	 * persist_invalidate_torn before its first epoch. */
 	p->torn_invalidated = p->created;
 	if (!o->inspect && validate_seq(p) != 0) {
 		nvm_unmap(p->nvm);

@@ -206,7 +206,7 @@ void pool_reseal(unsigned char *head, size_t len);
 /* The pages in the ranges summed(ctx, r) fills in (at most POOL_SUMMED_MAX,
  * returning how many) get a checksum of each copy the epoch writes (the
  * runtime: the heap's metadata pages, asked once per epoch at the quiescent
- * point; epoch_persist asks when called).  NULL: none.  Set before the
+ * point; persist_epoch asks when called).  NULL: none.  Set before the
  * first epoch. */
 void pool_set_summed(struct pool *p, size_t (*summed)(void *ctx, struct pool_range *r), void *ctx);
 /* The pool's summed ranges now (0 when none). */

@@ -12,15 +12,16 @@ using namespace pooltest;
 
 namespace {
 
-// The error of a pool_open that must fail, with the file unchanged.
-std::string refused(const pool_open_options &o)
+// The error of a pool_open that must fail with the code expect, with the
+// file unchanged.
+std::string refused(const pool_open_options &o, pool_error expect = POOL_ERR_REFUSED)
 {
 	file_snapshot before = file_snapshot::of(o.path);
 	pool *p = nullptr;
 	int rc = pool_open(&p, &o);
 	std::string msg = err_get();
 	INFO("message: " << msg);
-	CHECK(rc == -1);
+	CHECK(rc == expect);
 	CHECK(p == nullptr);
 	CHECK_FALSE(msg.empty());
 	file_snapshot after = file_snapshot::of(o.path);
@@ -303,22 +304,27 @@ TEST_CASE("a pool in use by another process is refused, naming its pid", "[pool]
 	pool_close(open_or_fail(o));
 	o.create = false;
 
+	pid_t held_by = -1;
 	SECTION("read-write holder")
 	{
 		holder h(o);
-		std::string msg = refused(o);
+		std::string msg = refused(o, POOL_ERR_LOCKED);
 		CHECK(contains(msg, "process " + std::to_string(h.pid)));
 		auto ro = o;
 		ro.read_only = true;
-		msg = refused(ro);
+		ro.lock_holder = &held_by;
+		msg = refused(ro, POOL_ERR_LOCKED);
 		CHECK(contains(msg, std::to_string(h.pid)));
+		CHECK(held_by == h.pid);
 	}
 	SECTION("read-only holder")
 	{
 		auto ro = o;
 		ro.read_only = true;
 		holder h(ro);
-		std::string msg = refused(o);
+		o.lock_holder = &held_by;
+		std::string msg = refused(o, POOL_ERR_LOCKED);
+		CHECK(held_by == h.pid);
 		CHECK(contains(msg, "process " + std::to_string(h.pid)));
 		CHECK(contains(msg, "shared lock"));
 		// Readers share.
@@ -335,8 +341,10 @@ TEST_CASE("a pool in use by another process is refused, naming its pid", "[pool]
 	SECTION("a second open in the same process")
 	{
 		pool *p = open_or_fail(o);
-		std::string msg = refused(o);
+		o.lock_holder = &held_by;
+		std::string msg = refused(o, POOL_ERR_LOCKED);
 		CHECK(contains(msg, "already open in this process"));
+		CHECK(held_by == getpid());
 		pool_close(p);
 	}
 }

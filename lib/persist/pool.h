@@ -118,11 +118,23 @@ struct pool_open_options {
 	enum nvm_kind nvm;
 	unsigned latency_ns;
 	const struct nvm_sim_options *sim;
+	/* Where pool_open stores, when it returns POOL_ERR_LOCKED, the pid of
+	 * the process holding the pool (0 when unknown); NULL: not wanted. */
+	pid_t *lock_holder;
 };
 
-/* Open (or create) a pool.  On success *out is owned by the caller.  On
- * failure -1 with err_get() naming the problem, its offset and the fix; the
- * file is left untouched.  Refused: a symbolic link, anything but a regular
+/* What pool_open returns; err_get() holds the message that goes with an
+ * error (the problem, its offset, the fix). */
+enum pool_error {
+	POOL_OK = 0,
+	POOL_ERR_REFUSED = -1,	/* anything else: no such pool, not a pool,
+				 * damaged, another program's, I/O error */
+	POOL_ERR_LOCKED = -2,	/* another opener holds the lock */
+};
+
+/* Open (or create) a pool.  On success POOL_OK and *out is owned by the
+ * caller.  On failure an enum pool_error with err_get() naming the problem,
+ * its offset and the fix; the file is left untouched.  Refused: a symbolic link, anything but a regular
  * file (FIFO, device, /proc file: opened O_NONBLOCK, never read), a file that
  * is not a pool or has another format version, page size or a bad checksum,
  * a truncated one, one whose version records both fail their checksums, one
@@ -134,10 +146,7 @@ struct pool_open_options {
  * writes nothing (the first write is pool_set_clean's).  read_only: O_RDONLY,
  * shared lock, PROT_READ mapping, no write at all; capacity/shadow_base/
  * create are ignored then. */
-int pool_open(struct pool **out, const struct pool_open_options *o);
-/* After pool_open failed because another process holds the pool: that
- * process's pid (0 when unknown); meaningless after other failures. */
-pid_t pool_last_lock_holder(void);
+enum pool_error pool_open(struct pool **out, const struct pool_open_options *o);
 
 /* Remove the pool file at path, refusing (-1, err_get() says why, nothing
  * removed) a symbolic link, a file that is not a pool (no pool magic) and a

@@ -211,10 +211,11 @@ static bool is_ancestor(pid_t pid)
 	return false;
 }
 
-static int open_pool(void)
+/* holder: where pool_open puts the pid holding the pool, when locked. */
+static enum pool_error open_pool(pid_t *holder)
 {
 	if (cfg.pool_path_is_default && make_parent_dirs(cfg.pool_path) != 0)
-		return -1;
+		return POOL_ERR_REFUSED;
 	char creator[POOL_CREATOR_MAX];
 	program_identity(creator, sizeof(creator));
 	struct pool_open_options o = {
@@ -227,6 +228,7 @@ static int open_pool(void)
 		.nvm = cfg.nvm,
 		.latency_ns = cfg.nvm_latency_ns,
 		.sim = NULL,
+		.lock_holder = holder,
 	};
 	return pool_open(&pool, &o);
 }
@@ -430,11 +432,11 @@ static int start(void)
 
 	if (check_mode_setup() != 0)
 		return -1;
-	if (open_pool() != 0) {
+	pid_t holder = 0;
+	if (open_pool(&holder) != POOL_OK) {
 		/* A descendant exec'd by the program holding the pool (system(),
 		 * popen(), a helper binary) inherits LD_PRELOAD and the
 		 * environment: it runs without persistence, quietly. */
-		pid_t holder = pool_last_lock_holder();
 		if (holder != 0 && is_ancestor(holder)) {
 			log_msg(LOG_INFO, "%s; this child of the holder runs without persistence",
 				err_get());

@@ -58,9 +58,7 @@ static uint64_t io_error_epoch;		/* the last durable epoch when it struck */
 
 enum runtime_state runtime_state(void) { return atomic_load(&state); }
 bool runtime_in_init(void) { return initialising_here; }
-const struct config *runtime_config(void) { return &cfg; }
 void *runtime_heap_base(void) { return heap_base; }
-size_t runtime_heap_len(void) { return heap_len; }
 bool runtime_crashed(void) { return previous_run_crashed; }
 
 ptrdiff_t runtime_heap_offset(void)

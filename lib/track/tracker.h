@@ -110,9 +110,10 @@ struct tracker {
  * tracker_cover before it first uses each part.  Above the covered part the
  * uffd backend reports a page as written after its first touch (even a
  * read), and may report its never-touched neighbours in the same 2 MiB page
- * table once: conservative, never a lost write.  Arming all of an 8 GiB
- * range costs ~40 ms at every start-up; the runtime covers what its heap
- * uses (the restored image, then each growth of the heap). */
+ * table once: conservative, never a lost write.  Arming a whole range costs
+ * time in proportion to its size, paid at every start-up however little of
+ * it the program uses; the runtime covers what its heap uses (the restored
+ * image, then each growth of the heap). */
 #define TRACKER_OPEN_COVER_LATER 2u
 /* tracker_open_flags: report exactly the pages written.  Without it the
  * mprotect backend, at a first write to a page whose predecessor was

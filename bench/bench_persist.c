@@ -418,7 +418,7 @@ static void bench_pipeline_tracker(enum tracker_kind kind)
 	const unsigned reps = 21;
 	printf("\npipeline, tracker %s, heap %u pages (%u MiB): %u epochs per mode and size, "
 	       "the modes alternating;\na thread rewrites a tenth of the dirty pages during each "
-	       "write-back\n\n", t->ops->name, PIPELINE_HEAP_PAGES, (unsigned)(len >> 20), reps);
+	       "write-back\n\n", tracker_name(t), PIPELINE_HEAP_PAGES, (unsigned)(len >> 20), reps);
 	printf("%6s | %-28s | %9s %9s | %10s %9s | %8s %9s %7s\n", "dirty", "mode", "pause", "pause",
 	       "write-back", "per page", "copied", "conflicts", "carried");
 	printf("%6s | %-28s | %9s %9s | %10s %9s | %8s %9s %7s\n", "pages", "", "p50", "p99", "p50", "",

@@ -377,15 +377,19 @@ TEST_CASE("the pause copies only hot pages: its cost does not follow the dirty p
 			rig r(d.file("pool"), c);
 			for (uint64_t i = 0; i < kPages; i++)
 				fill(r.page(i), 'q');
-			uint64_t faults0 = r.t->stats.faults;
+			tracker_stats st;
+			tracker_get_stats(r.t, &st);
+			uint64_t faults0 = st.faults;
 			epoch_result res{};
 			CHECK(r.epoch(&res));
 			CHECK(res.pages == kPages);
 			// One run of dirty pages: its tail only.
 			CHECK(res.pages_saved == EPOCH_RUN_TAIL);
 			// The write-back itself takes no fault.
-			if (c.kind == TRACKER_MPROTECT)
-				CHECK(r.t->stats.faults == faults0);
+			if (c.kind == TRACKER_MPROTECT) {
+				tracker_get_stats(r.t, &st);
+				CHECK(st.faults == faults0);
+			}
 			epoch_counters ec{};
 			epoch_get_counters(r.ep, &ec);
 			CHECK(ec.paused_epochs == 0);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 """The layering of lib/ (lib/README.md's table): each directory includes
-headers only of the directories it may call, and every function its headers
+headers only of the directories it may call (never one private to another
+directory: *_backend.h, *_internal.h), and every function its headers
 declare (not static) is named with one of the directory's prefixes, so that
 a name says where it lives.  Exit 1 naming every include or name that breaks
 it, and when a directory exists that the tables do not know."""
@@ -86,7 +87,9 @@ def misnamed(d, f, text):
     return bad
 
 
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/[A-Za-z0-9_.]+"', re.M)
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/([A-Za-z0-9_.]+)"', re.M)
+# Headers private to their directory (persist/nvm_backend.h, track/tracker_backend.h...).
+PRIVATE = re.compile(r'_(backend|internal)\.h$')
 
 
 def main(root):
@@ -105,10 +108,13 @@ def main(root):
                 continue
             with open(os.path.join(path, f), encoding='utf-8') as fh:
                 text = fh.read()
-            for dep in INCLUDE.findall(text):
+            for dep, header in INCLUDE.findall(text):
                 if dep != d and dep not in MAY_CALL[d]:
                     bad.append(f'lib/{d}/{f} includes {dep}/: {d}/ may call '
                                f'{", ".join(sorted(MAY_CALL[d])) or "nothing"}')
+                elif dep != d and PRIVATE.search(header):
+                    bad.append(f'lib/{d}/{f} includes {dep}/{header}, private to {dep}/: '
+                               f'use {dep}/\'s public header')
             if f.endswith('.h'):
                 bad.extend(misnamed(d, f, text))
     for b in bad:

@@ -131,7 +131,7 @@ TEST_CASE("lazy restore serves the consistent image, in any order, from several 
 		o.no_background = !background;
 		REQUIRE(restore_open(&r, &t, p, h.mem, h.len, TRACKER_UFFD, &o) == 0);
 		REQUIRE(r != nullptr);
-		REQUIRE(strcmp(t->ops->name, "uffd") == 0);
+		REQUIRE(strcmp(tracker_name(t), "uffd") == 0);
 		// The torn copy was invalidated durably before anything else.
 		for (int c = 0; c < 2; c++)
 			CHECK((p->seq[5][c] <= *p->ver_d || p->seq[5][c] == POOL_SEQ_INVALID));

@@ -175,7 +175,7 @@ static void log_configuration(void)
 		cfg.pool_path, cfg.pool_path_is_default ? " (default)" : "",
 		(unsigned long long)(heap_len >> 20), heap_base,
 		runtime_heap_offset() == 0 ? "as recorded" : "RELOCATED",
-		cfg.interval_ms, tracker->ops->name, pool->nvm->ops->name,
+		cfg.interval_ms, tracker_name(tracker), pool->nvm->ops->name,
 		config_writeback_name(cfg.writeback), config_heap_name(cfg.heap),
 		pool->created ? ", new pool" : (previous_run_crashed ? ", recovered after a crash"
 									  : ", reopened after a clean exit"));
@@ -570,6 +570,14 @@ int runtime_init(void)
 	return -1;
 }
 
+/* The tracker's counters, for the report, before it is closed. */
+static void note_tracker_stats(void)
+{
+	struct tracker_stats st;
+	tracker_get_stats(tracker, &st);
+	stats_note_tracker(tracker_name(tracker), &st);
+}
+
 void runtime_shutdown(void)
 {
 	prim_lock(&init_lock);
@@ -605,7 +613,7 @@ void runtime_shutdown(void)
 	restore_close(restorer);
 	restorer = NULL;
 	growth_hook_off();
-	stats_note_tracker(tracker->ops->name, &tracker->stats);
+	note_tracker_stats();
 	tracker_close(tracker);
 	tracker = NULL;
 	epoch_log_close();
@@ -638,7 +646,7 @@ void runtime_atfork_child(void)
 	restore_abandon(restorer);
 	restorer = NULL;
 	if (tracker != NULL) {
-		stats_note_tracker(tracker->ops->name, &tracker->stats);
+		note_tracker_stats();
 		tracker_close(tracker);
 		tracker = NULL;
 	}

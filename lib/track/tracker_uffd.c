@@ -10,7 +10,7 @@
  * clear (PAGE_IS_WRITTEN) and sets it again, in one call; without
  * PM_SCAN_WP_MATCHING the same scan only looks (written_since).  No VMA is
  * split and no signal is ever taken. */
-#include "track/tracker.h"
+#include "track/tracker_backend.h"
 
 #include "base/log.h"
 #include "prim/prim.h"

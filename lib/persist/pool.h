@@ -134,18 +134,19 @@ enum pool_error {
 
 /* Open (or create) a pool.  On success POOL_OK and *out is owned by the
  * caller.  On failure an enum pool_error with err_get() naming the problem,
- * its offset and the fix; the file is left untouched.  Refused: a symbolic link, anything but a regular
- * file (FIFO, device, /proc file: opened O_NONBLOCK, never read), a file that
- * is not a pool or has another format version, page size or a bad checksum,
- * a truncated one, one whose version records both fail their checksums, one
- * whose seq table holds an entry that no crash can leave (beyond VER_d + 1,
- * both copies of a page invalid, two copies with one seq), one created by
- * another program (o->creator set and different), one locked by another
- * opener (the message names its pid when known).  An existing 0-byte file is
- * initialised (when !read_only); any other existing file never is.  Opening
- * writes nothing (the first write is pool_set_clean's).  read_only: O_RDONLY,
- * shared lock, PROT_READ mapping, no write at all; capacity/shadow_base/
- * create are ignored then. */
+ * its offset and the fix; the file is left untouched.  Refused
+ * (POOL_ERR_LOCKED for the lock, else POOL_ERR_REFUSED): a symbolic link,
+ * anything but a regular file (FIFO, device, /proc file: opened O_NONBLOCK,
+ * never read), a file that is not a pool or has another format version, page
+ * size or a bad checksum, a truncated one, one whose version records both
+ * fail their checksums, one whose seq table holds an entry that no crash can
+ * leave (beyond VER_d + 1, both copies of a page invalid, two copies with
+ * one seq), one created by another program (o->creator set and different),
+ * one locked by another opener (the message names its pid when known).  An
+ * existing 0-byte file is initialised (when !read_only); any other existing
+ * file never is.  Opening writes nothing (the first write is
+ * pool_set_clean's).  read_only: O_RDONLY, shared lock, PROT_READ mapping,
+ * no write at all; capacity/shadow_base/create are ignored then. */
 enum pool_error pool_open(struct pool **out, const struct pool_open_options *o);
 
 /* Remove the pool file at path, refusing (-1, err_get() says why, nothing

@@ -2,7 +2,7 @@
 /* bench_persist -- what an epoch and a recovery cost, against the naive
  * scheme measured in the same run.
  *
- *   persist    epoch_persist with N = 1, 64, 4096 dirty pages, each with 1
+ *   persist    persist_epoch with N = 1, 64, 4096 dirty pages, each with 1
  *              line, 25 % or 100 % of its 64-byte lines changed: time per
  *              page, fences per epoch, NVM bytes written vs bytes changed.
  *              The same lines change every epoch (a hot field), so the copy
@@ -28,7 +28,7 @@
  *              (what the program waits for beyond the gate), write-back
  *              time, pages copied in the pause, conflicts, write-backs
  *              carried over.
- *   recovery   pool_open + pool_recover of a pool of CAPACITY (default
+ *   recovery   pool_open + recovery_restore_image of a pool of CAPACITY (default
  *              1 GiB) with 25 % of its pages written (every 4th page; half
  *              of them in two epochs, so both copies are live) and a sparse
  *              one with 1 %, scaled to per GiB of pool.  First with the
@@ -193,8 +193,8 @@ static void bench_persist_epochs(void)
 	for (unsigned i = 0; i < PERSIST_POOL_PAGES; i++)
 		pages[i] = i;
 	/* Both copies of every page equal to the shadow. */
-	epoch_persist(p, shadow, pages, PERSIST_POOL_PAGES, NULL);
-	epoch_persist(p, shadow, pages, PERSIST_POOL_PAGES, NULL);
+	persist_epoch(p, shadow, pages, PERSIST_POOL_PAGES, NULL);
+	persist_epoch(p, shadow, pages, PERSIST_POOL_PAGES, NULL);
 
 	size_t naive_len;
 	int naive_is_pmem;
@@ -240,7 +240,7 @@ static void bench_persist_epochs(void)
 				struct persist_stats st;
 				memset(&st, 0, sizeof(st));
 				uint64_t t0 = prim_now_ns();
-				epoch_persist(p, shadow, pages, n, &st);
+				persist_epoch(p, shadow, pages, n, &st);
 				uint64_t dt = prim_now_ns() - t0;
 				uint64_t dn = naive_epoch(naive, naive_is_pmem, shadow, n);
 				if (r < 2)
@@ -297,8 +297,8 @@ static void bench_sums(void)
 	uint64_t *pages = malloc(PERSIST_POOL_PAGES * sizeof(*pages));
 	for (unsigned i = 0; i < PERSIST_POOL_PAGES; i++)
 		pages[i] = i;
-	epoch_persist(p, shadow, pages, PERSIST_POOL_PAGES, NULL);
-	epoch_persist(p, shadow, pages, PERSIST_POOL_PAGES, NULL);
+	persist_epoch(p, shadow, pages, PERSIST_POOL_PAGES, NULL);
+	persist_epoch(p, shadow, pages, PERSIST_POOL_PAGES, NULL);
 	printf("\nsums (%s): epochs of N dirty pages, 1 line changed each, alternately every page "
 	       "summed and none;\nmedians of %s\n\n", p->nvm->ops->name, "the pairs");
 	printf("%6s | %10s %10s | %12s\n", "dirty", "no sums", "all summed", "extra/page");
@@ -316,7 +316,7 @@ static void bench_sums(void)
 				pool_set_summed(p, summed ? sum_all : NULL, NULL);
 				change_lines(shadow, n, 1, 2 * r + (unsigned)summed);
 				uint64_t a = prim_now_ns();
-				epoch_persist(p, shadow, pages, n, NULL);
+				persist_epoch(p, shadow, pages, n, NULL);
 				dt[summed] = prim_now_ns() - a;
 			}
 			if (r < 2)
@@ -418,7 +418,7 @@ static void bench_pipeline_tracker(enum tracker_kind kind)
 	const unsigned reps = 21;
 	printf("\npipeline, tracker %s, heap %u pages (%u MiB): %u epochs per mode and size, "
 	       "the modes alternating;\na thread rewrites a tenth of the dirty pages during each "
-	       "write-back\n\n", t->ops->name, PIPELINE_HEAP_PAGES, (unsigned)(len >> 20), reps);
+	       "write-back\n\n", tracker_name(t), PIPELINE_HEAP_PAGES, (unsigned)(len >> 20), reps);
 	printf("%6s | %-28s | %9s %9s | %10s %9s | %8s %9s %7s\n", "dirty", "mode", "pause", "pause",
 	       "write-back", "per page", "copied", "conflicts", "carried");
 	printf("%6s | %-28s | %9s %9s | %10s %9s | %8s %9s %7s\n", "pages", "", "p50", "p99", "p50", "",
@@ -532,12 +532,12 @@ static void populate(const char *path, uint64_t capacity, unsigned stride, uint6
 			if (round == 0)
 				(*written)++;
 			if (n == batch) {
-				epoch_persist(p, shadow, pages, n, NULL);
+				persist_epoch(p, shadow, pages, n, NULL);
 				n = 0;
 			}
 		}
 		if (n > 0)
-			epoch_persist(p, shadow, pages, n, NULL);
+			persist_epoch(p, shadow, pages, n, NULL);
 	}
 	free(pages);
 	prim_unmap(shadow, len);
@@ -570,7 +570,7 @@ static struct recovery_times recover_once(const char *path, uint64_t capacity, b
 	if (shadow == NULL)
 		die("shadow memory");
 	uint64_t t2 = prim_now_ns();
-	r.restored = pool_recover(p, shadow);
+	r.restored = recovery_restore_image(p, shadow);
 	uint64_t t3 = prim_now_ns();
 	r.open_ns = t1 - t0;
 	r.recover_ns = t3 - t2;
@@ -598,7 +598,7 @@ static void bench_recovery(uint64_t capacity)
 	snprintf(path, sizeof(path), "%s/bench_recover.pool", dir);
 	double gib = (double)capacity / (double)(1ULL << 30);
 	printf("\nrecovery: pool of %.2f GiB (%llu pages); open = pool_open (header and layout "
-	       "checks);\nrecover = pool_recover into fresh memory; baseline = memcpy of the same "
+	       "checks);\nrecover = recovery_restore_image into fresh memory; baseline = memcpy of the same "
 	       "pages\n\n", gib, (unsigned long long)(capacity / page_size));
 	printf("%-12s %-5s %9s | %9s %10s %12s %11s | %10s %7s\n", "pool", "cache", "restored",
 	       "open", "recover", "per GiB", "restored", "baseline", "ratio");

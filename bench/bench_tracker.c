@@ -98,7 +98,9 @@ static double collect_cost(struct tracker *t, unsigned char *base, size_t n, siz
 			   uint64_t *overflows)
 {
 	double v[64];
-	uint64_t ov0 = t->stats.overflows;
+	struct tracker_stats st;
+	tracker_get_stats(t, &st);
+	uint64_t ov0 = st.overflows;
 	for (unsigned e = 0; e < epochs; e++) {
 		touch_pages(base, 0, n, stride, (unsigned char)e);
 		uint64_t t0 = prim_now_ns();
@@ -106,14 +108,16 @@ static double collect_cost(struct tracker *t, unsigned char *base, size_t n, siz
 		v[e] = (double)(prim_now_ns() - t0);
 		/* After an overflow the mprotect backend reports every page
 		 * touched, a superset. */
-		bool overflowed = t->stats.overflows != ov0;
+		tracker_get_stats(t, &st);
+		bool overflowed = st.overflows != ov0;
 		if (overflowed ? got < n : got != n) {
 			fprintf(stderr, "bench_tracker: %s collected %zu pages, expected %zu\n",
-				t->ops->name, got, n);
+				tracker_name(t), got, n);
 			exit(1);
 		}
 	}
-	*overflows = t->stats.overflows - ov0;
+	tracker_get_stats(t, &st);
+	*overflows = st.overflows - ov0;
 	return median(v, epochs);
 }
 

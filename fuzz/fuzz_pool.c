@@ -145,7 +145,7 @@ static void run_program_path(bool sums)
 		pool_close(p);
 		return;
 	}
-	pool_recover(p, shadow);
+	recovery_restore_image(p, shadow);
 	meta_sums_bind(sums ? p : NULL);
 	if (heap_init(shadow, len, *p->ver_d == 0) == 0 && sigsetjmp(corrupt_jump, 0) == 0) {
 		void *keep[64];

@@ -168,7 +168,7 @@ static bool check_readable(const struct pool *p, struct findings *f)
 					   "(I/O error in the pool file)", (uint64_t)i);
 			continue;
 		}
-		pool_read_page(p, i, buf);
+		recovery_read_page(p, i, buf);
 	}
 	sigaction(SIGBUS, &old, NULL);
 	if (unreadable > LIST_MAX)

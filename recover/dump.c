@@ -119,7 +119,7 @@ static int write_stream(const struct pool *p, uint64_t npages)
 	}
 	int rc = 0;
 	for (uint64_t i = 0; i < npages && rc == 0; i++) {
-		pool_read_page(p, i, buf);
+		recovery_read_page(p, i, buf);
 		if (fwrite(buf, 1, p->page_size, stdout) != p->page_size) {
 			tool_error("writing standard output: %s", strerror(errno));
 			rc = -1;
@@ -144,7 +144,7 @@ static int write_image(const struct pool *p, int fd, const char *out, uint64_t n
 	for (uint64_t i = 0; i < npages && i < p->seq_pages && rc == 0; i++) {
 		if (pool_valid_copy(p, i) < 0)
 			continue;
-		pool_read_page(p, i, buf);
+		recovery_read_page(p, i, buf);
 		if (all_zero(buf, p->page_size))
 			continue;
 		if (write_all(fd, buf, p->page_size, (off_t)(i * p->page_size)) != 0) {

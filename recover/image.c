@@ -41,7 +41,7 @@ int image_load(const struct pool *p, struct image *img)
 	for (uint64_t i = 0; i < p->seq_pages; i++) {
 		if (pool_valid_copy(p, i) < 0)
 			continue;
-		pool_read_page(p, i, img->base + i * p->page_size);
+		recovery_read_page(p, i, img->base + i * p->page_size);
 		img->pages_restored++;
 	}
 	return 0;

@@ -65,10 +65,11 @@ static void list_one(const char *dir, const char *name)
 	o.read_only = true;
 	o.nvm = NVM_AUTO;
 	struct pool *p = NULL;
-	err_clear();
-	if (pool_open(&p, &o) != 0) {
-		pid_t holder = pool_last_lock_holder();
-		if (holder != 0 && strstr(err_get(), "in use") != NULL)
+	pid_t holder = 0;
+	o.lock_holder = &holder;
+	enum pool_error rc = pool_open(&p, &o);
+	if (rc != POOL_OK) {
+		if (rc == POOL_ERR_LOCKED && holder != 0)
 			printf("%-40s %-20s %10s %10s  in use by pid %d\n", path, "?", "?", disk,
 			       (int)holder);
 		else

@@ -76,7 +76,7 @@ struct image {
 		copy.resize(p->npages);
 		for (uint64_t i = 0; i < p->npages; i++) {
 			copy[i] = pool_valid_copy(p, i);
-			pool_read_page(p, i, bytes.data() + i * p->page_size);
+			recovery_read_page(p, i, bytes.data() + i * p->page_size);
 		}
 		data_off = p->data_off;
 		ver_d = *p->ver_d;
@@ -223,7 +223,7 @@ void settle_torn(const std::string &path)
 	o.path = path.c_str();
 	o.nvm = NVM_MSYNC;
 	pool *p = open_or_fail(o);
-	pool_invalidate_torn(p);
+	persist_invalidate_torn(p);
 	pool_close(p);
 }
 
@@ -401,7 +401,7 @@ TEST_CASE("corrupt pools: span free lists are checked where the allocator reads 
 		void *heap = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		REQUIRE(heap != MAP_FAILED);
 		for (uint64_t i = 0; i < p->npages; i++)
-			pool_read_page(p, i, static_cast<char *>(heap) + i * p->page_size);
+			recovery_read_page(p, i, static_cast<char *>(heap) + i * p->page_size);
 		pool_close(p);
 		corrupt_msg.clear();
 		heap_set_corruption_handler(on_corrupt);

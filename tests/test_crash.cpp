@@ -109,7 +109,7 @@ struct prepared {
 						img[pg * page_size() + b] = (unsigned char)(pg * 31 + b * 7 + 1);
 			else
 				mutate(img, epochs[e], (uint32_t)(77 + e));
-			epoch_persist(p, img.data(), epochs[e].data(), epochs[e].size(), nullptr);
+			persist_epoch(p, img.data(), epochs[e].data(), epochs[e].size(), nullptr);
 			images[(uint64_t)*p->ver_d] = img;
 		}
 		REQUIRE(*p->ver_d == 3);
@@ -131,7 +131,7 @@ image next_image(const image &from, const std::vector<uint64_t> &dirty, uint32_t
 
 // What the child does with the pool it opened under the simulator.
 struct child_work {
-	bool recover = false;		// pool_recover first
+	bool recover = false;		// recovery_restore_image first
 	const image *persist = nullptr;	// then persist this image ...
 	const std::vector<uint64_t> *dirty = nullptr; // ... these pages of it
 	persist_fault fault = PERSIST_FAULT_NONE;
@@ -171,7 +171,7 @@ void lazy_child(pool *p, const child_work &w)
 		if (std::set<uint64_t>(got.begin(), got.end()) !=
 		    std::set<uint64_t>(w.dirty->begin(), w.dirty->end()))
 			_exit(13);
-		epoch_persist(p, heap, got.data(), got.size(), nullptr);
+		persist_epoch(p, heap, got.data(), got.size(), nullptr);
 		if (memcmp(heap, w.persist->data(), len) != 0)
 			_exit(14);
 	} else if (w.expect && memcmp(heap, w.expect->data(), len) != 0) {
@@ -210,7 +210,7 @@ child_result run_child(const std::string &path, const child_work &w, uint64_t cr
 			lazy_child(p, w);
 		else if (w.recover) {
 			shadow_buf scratch(kPages * page_size());
-			pool_recover(p, scratch.mem);
+			recovery_restore_image(p, scratch.mem);
 		}
 		if (w.carried) {
 			const void *ctx[2] = { p, w.carried->data() };
@@ -222,13 +222,13 @@ child_result run_child(const std::string &path, const child_work &w, uint64_t cr
 				},
 				[](void *, size_t) {}, (void *)ctx, nullptr
 			};
-			persist_epoch e;
-			persist_epoch_begin(&e, p, w.carried_dirty->data(), w.carried_dirty->size());
-			persist_epoch_write(&e, &src, w.carried_dirty->data(), w.carried_dirty->size());
-			persist_epoch_end(&e, false, nullptr);
+			persist_attempt e;
+			persist_attempt_begin(&e, p, w.carried_dirty->data(), w.carried_dirty->size());
+			persist_attempt_write(&e, &src, w.carried_dirty->data(), w.carried_dirty->size());
+			persist_attempt_end(&e, false, nullptr);
 		}
 		if (w.persist && !w.lazy)
-			epoch_persist(p, w.persist->data(), w.dirty->data(), w.dirty->size(), nullptr);
+			persist_epoch(p, w.persist->data(), w.dirty->data(), w.dirty->size(), nullptr);
 		uint64_t prims = nvm_sim_primitives(p->nvm);
 		if (write(fds[1], &prims, sizeof(prims)) != (ssize_t)sizeof(prims))
 			_exit(11);
@@ -297,7 +297,7 @@ outcome check_recovery(const std::string &path, const image_map &images)
 		shadow_release(heap, len);
 	} else {
 		shadow_buf sh(kPages * page_size());
-		pool_recover(p, sh.mem);
+		recovery_restore_image(p, sh.mem);
 		out.heap = sh.bytes();
 	}
 	auto it = images.find(out.ver_d);
@@ -817,11 +817,11 @@ TEST_CASE("torn copies are not resurrected by the next epoch", "[crash][resurrec
 				pool *p = open_or_fail(o);
 				pool_set_summed(p, summed_ranges, nullptr);
 				shadow_buf sh(kPages * page_size());
-				pool_recover(p, sh.mem);
+				recovery_restore_image(p, sh.mem);
 				REQUIRE(sh.bytes() == after);
 				sh.mem[14 * page_size() + 100] ^= 0x5a;
 				after[14 * page_size() + 100] ^= 0x5a;
-				epoch_persist(p, sh.mem, other.data(), other.size(), nullptr);
+				persist_epoch(p, sh.mem, other.data(), other.size(), nullptr);
 				REQUIRE(*p->ver_d == v1 + 1);
 				pool_close(p);
 				persist_set_fault(PERSIST_FAULT_NONE);

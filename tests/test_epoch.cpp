@@ -64,7 +64,7 @@ struct rig {
 		heap = (unsigned char *)shadow_reserve(p->shadow_base, len);
 		REQUIRE(heap != nullptr);
 		if (!p->created)
-			pool_recover(p, heap);
+			recovery_restore_image(p, heap);
 		INFO(err_get());
 		// Exact: the cases count the pages of each batch.
 		REQUIRE(tracker_open_flags(&t, c.kind, heap, len, TRACKER_OPEN_EXACT) == 0);
@@ -92,14 +92,14 @@ struct rig {
 	{
 		std::vector<unsigned char> v(len);
 		for (uint64_t i = 0; i < kPages; i++)
-			pool_read_page(p, i, v.data() + i * page_size());
+			recovery_read_page(p, i, v.data() + i * page_size());
 		return v;
 	}
 	// The pool's consistent image of page i.
 	std::vector<unsigned char> durable(uint64_t i)
 	{
 		std::vector<unsigned char> v(page_size());
-		pool_read_page(p, i, v.data());
+		recovery_read_page(p, i, v.data());
 		return v;
 	}
 };
@@ -377,15 +377,19 @@ TEST_CASE("the pause copies only hot pages: its cost does not follow the dirty p
 			rig r(d.file("pool"), c);
 			for (uint64_t i = 0; i < kPages; i++)
 				fill(r.page(i), 'q');
-			uint64_t faults0 = r.t->stats.faults;
+			tracker_stats st;
+			tracker_get_stats(r.t, &st);
+			uint64_t faults0 = st.faults;
 			epoch_result res{};
 			CHECK(r.epoch(&res));
 			CHECK(res.pages == kPages);
 			// One run of dirty pages: its tail only.
 			CHECK(res.pages_saved == EPOCH_RUN_TAIL);
 			// The write-back itself takes no fault.
-			if (c.kind == TRACKER_MPROTECT)
-				CHECK(r.t->stats.faults == faults0);
+			if (c.kind == TRACKER_MPROTECT) {
+				tracker_get_stats(r.t, &st);
+				CHECK(st.faults == faults0);
+			}
 			epoch_counters ec{};
 			epoch_get_counters(r.ep, &ec);
 			CHECK(ec.paused_epochs == 0);
@@ -481,7 +485,7 @@ TEST_CASE("crash at every point of a carried-over write-back and its redo",
 				INFO("crash after " << k << ": pool_check before recovery: " << why);
 				REQUIRE(problems == 0);
 				std::vector<unsigned char> img(kPages * page_size());
-				pool_recover(p, img.data());
+				recovery_restore_image(p, img.data());
 				bool is_new = *p->ver_d == 2;
 				newer += is_new;
 				INFO("crash after " << k << " of " << total << ", VER_d " << *p->ver_d);

@@ -169,7 +169,7 @@ epoch_state persist_epoch(pool *p, const image &before, const std::vector<block>
 	REQUIRE(bad.empty());
 	std::vector<uint64_t> d = dirty_pages(before);
 	REQUIRE(!d.empty());
-	epoch_persist(p, shadow(), d.data(), d.size(), nullptr);
+	persist_epoch(p, shadow(), d.data(), d.size(), nullptr);
 	return { image(shadow(), shadow() + kHeapLen), live, in_use() };
 }
 
@@ -304,7 +304,7 @@ int crash_child(prepared &pr, uint64_t crash_after, uint64_t seed, nvm_sim_survi
 				},
 				&pr.meta2);
 		const image &img = pr.epochs[2].img;
-		epoch_persist(p, img.data(), pr.dirty2.data(), pr.dirty2.size(), nullptr);
+		persist_epoch(p, img.data(), pr.dirty2.data(), pr.dirty2.size(), nullptr);
 		uint64_t prims = nvm_sim_primitives(p->nvm);
 		if (fd >= 0 && write(fd, &prims, sizeof(prims)) != (ssize_t)sizeof(prims))
 			_exit(11);
@@ -312,7 +312,7 @@ int crash_child(prepared &pr, uint64_t crash_after, uint64_t seed, nvm_sim_survi
 	});
 }
 
-// How recover_and_check brings the image back: 0 pool_recover (a copy),
+// How recover_and_check brings the image back: 0 recovery_restore_image (a copy),
 // 1 the runtime's lazy restore (restore.h: pages restored on first touch by
 // heap_init and the churn, the next epoch's pages collected by the uffd
 // tracker), 2 the same with the background pass racing them.
@@ -334,7 +334,7 @@ uint64_t recover_and_check(prepared &pr, std::mt19937_64 &rng)
 	restore *r = nullptr;
 	tracker *t = nullptr;
 	if (restore_path == 0) {
-		pool_recover(p, shadow());
+		recovery_restore_image(p, shadow());
 		// (test_crash shows the image is byte-exact; here it is a
 		// precondition.)
 		REQUIRE(memcmp(shadow(), es.img.data(), kHeapLen) == 0);
@@ -387,7 +387,7 @@ uint64_t recover_and_check(prepared &pr, std::mt19937_64 &rng)
 	REQUIRE(bad.empty());
 
 	// A further epoch over the recovered pool (its torn copies were
-	// invalidated by pool_recover), then recover that one as well.
+	// invalidated by recovery_restore_image), then recover that one as well.
 	std::vector<uint64_t> d;
 	if (restore_path == 0) {
 		d = dirty_pages(es.img);
@@ -400,7 +400,7 @@ uint64_t recover_and_check(prepared &pr, std::mt19937_64 &rng)
 			REQUIRE(std::binary_search(d.begin(), d.end(), pg));
 	}
 	if (!d.empty())
-		epoch_persist(p, shadow(), d.data(), d.size(), nullptr);
+		persist_epoch(p, shadow(), d.data(), d.size(), nullptr);
 	restore_close(r);
 	tracker_close(t);
 	image after(shadow(), shadow() + kHeapLen);
@@ -411,7 +411,7 @@ uint64_t recover_and_check(prepared &pr, std::mt19937_64 &rng)
 	p = open_or_fail(o);
 	meta_sums_bind(p);
 	map_shadow();
-	pool_recover(p, shadow());
+	recovery_restore_image(p, shadow());
 	REQUIRE(memcmp(shadow(), after.data(), kHeapLen) == 0);
 	{
 		int rc = heap_init(shadow(), kHeapLen, false);
@@ -516,7 +516,7 @@ uint64_t recover_idiom_and_check(prepared &pr)
 	INFO("recovered VER_d " << ver);
 	REQUIRE(pr.epochs.count(ver) == 1);
 	map_shadow();
-	pool_recover(p, shadow());
+	recovery_restore_image(p, shadow());
 	REQUIRE(memcmp(shadow(), pr.epochs[ver].img.data(), kHeapLen) == 0);
 	{
 		int rc = heap_init(shadow(), kHeapLen, false);

@@ -35,7 +35,7 @@ std::vector<unsigned char> recover_file(const std::string &path, uint64_t *ver_d
 	o.create = false;
 	pool *p = open_or_fail(o);
 	shadow_buf out(kPages * page_size());
-	pool_recover(p, out.mem);
+	recovery_restore_image(p, out.mem);
 	*ver_d = *p->ver_d;
 	pool_close(p);
 	return out.bytes();
@@ -69,13 +69,13 @@ TEST_CASE("a failed fence is latched and the epoch is not published", "[iofail]"
 	auto pages = all_pages();
 	for (unsigned char e = 1; e <= 2; e++) {
 		fill(sh, e);
-		REQUIRE(epoch_persist(p, sh.mem, pages.data(), pages.size(), nullptr) == 0);
+		REQUIRE(persist_epoch(p, sh.mem, pages.data(), pages.size(), nullptr) == 0);
 	}
 	REQUIRE(*p->ver_d == 2);
 
 	nvm_sim_fail_fence(p->nvm, which, err);
 	fill(sh, 3);
-	CHECK(epoch_persist(p, sh.mem, pages.data(), pages.size(), nullptr) == err);
+	CHECK(persist_epoch(p, sh.mem, pages.data(), pages.size(), nullptr) == err);
 	CHECK(*p->ver_d == 2);
 	CHECK(nvm_error(p->nvm) == err);
 	CHECK(p->nvm->stats.errors == 1);
@@ -85,7 +85,7 @@ TEST_CASE("a failed fence is latched and the epoch is not published", "[iofail]"
 	std::vector<unsigned char> before((unsigned char *)p->nvm->base,
 					  (unsigned char *)p->nvm->base + p->nvm->len);
 	fill(sh, 4);
-	CHECK(epoch_persist(p, sh.mem, pages.data(), pages.size(), nullptr) == err);
+	CHECK(persist_epoch(p, sh.mem, pages.data(), pages.size(), nullptr) == err);
 	CHECK(*p->ver_d == 2);
 	CHECK(pool_set_clean(p, true) == err);
 	CHECK(pool_publish(p, 3) == err);
@@ -127,10 +127,10 @@ TEST_CASE("a pool whose fence failed is recovered and usable again", "[iofail]")
 	shadow_buf sh(kPages * page_size());
 	auto pages = all_pages();
 	fill(sh, 1);
-	REQUIRE(epoch_persist(p, sh.mem, pages.data(), pages.size(), nullptr) == 0);
+	REQUIRE(persist_epoch(p, sh.mem, pages.data(), pages.size(), nullptr) == 0);
 	nvm_sim_fail_fence(p->nvm, 2, EIO);
 	fill(sh, 2);
-	CHECK(epoch_persist(p, sh.mem, pages.data(), pages.size(), nullptr) == EIO);
+	CHECK(persist_epoch(p, sh.mem, pages.data(), pages.size(), nullptr) == EIO);
 	pool_close(p);
 
 	// A new mapping starts trusted: the latch is per mapping.
@@ -141,10 +141,10 @@ TEST_CASE("a pool whose fence failed is recovered and usable again", "[iofail]")
 	CHECK(nvm_error(p->nvm) == 0);
 	CHECK(*p->ver_d == 1);
 	shadow_buf out(kPages * page_size());
-	pool_recover(p, out.mem);
+	recovery_restore_image(p, out.mem);
 	CHECK(all_bytes(out.bytes(), 1));
 	fill(sh, 5);
-	CHECK(epoch_persist(p, sh.mem, pages.data(), pages.size(), nullptr) == 0);
+	CHECK(persist_epoch(p, sh.mem, pages.data(), pages.size(), nullptr) == 0);
 	CHECK(*p->ver_d == 2);
 	pool_close(p);
 	uint64_t v = 0;

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 """The layering of lib/ (lib/README.md's table): each directory includes
-headers only of the directories it may call.  Exit 1 naming every include
-that breaks it, and when a directory exists that the table does not know."""
+headers only of the directories it may call (never one private to another
+directory: *_backend.h, *_internal.h), and every function its headers
+declare (not static) is named with one of the directory's prefixes, so that
+a name says where it lives.  Exit 1 naming every include or name that breaks
+it, and when a directory exists that the tables do not know."""
 import os
 import re
 import sys
@@ -21,7 +24,74 @@ MAY_CALL = {
     'runtime': {'prim', 'base', 'quiesce', 'track', 'epoch', 'persist', 'recovery', 'heap',
                 'diagnose', 'output'},
 }
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/[A-Za-z0-9_.]+"', re.M)
+# The prefixes a function declared in lib/<dir>/*.h may have: the module's
+# name, or the name of the one thing a file of it owns.  A name matches a
+# prefix when it is the prefix or starts with the prefix and '_'.
+PREFIXES = {
+    'prim': {'prim'},
+    'base': {'config', 'log', 'err', 'pmt_assert'},
+    'quiesce': {'quiesce', 'fase'},
+    'track': {'tracker', 'shadow', 'fault_signal'},
+    'persist': {'persist', 'pool', 'nvm'},
+    'epoch': {'epoch'},
+    'recovery': {'recovery', 'restore'},
+    'heap': {'heap'},
+    'diagnose': {'fase_checker', 'symbolize'},
+    'output': {'output'},
+    'runtime': {'runtime', 'stats', 'target', 'kernel_stack', 'kernel_stacks', 'memory_limits',
+                'meta_sums'},
+}
+COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
+# A declaration or definition at file scope: a line that starts (no indent:
+# members and bodies are indented) with neither a keyword that makes it no
+# function of the module's interface nor a preprocessor line, then the name
+# before the first '('.
+FUNCTION = re.compile(r'^(?!static\b|typedef\b|#|_Static_assert\b)[A-Za-z_][^;{}()=]*?'
+                      r'\b([A-Za-z_][A-Za-z0-9_]*)\s*\(', re.M)
+
+
+def strip_attributes(text):
+    """text without its __attribute__((...)) and the blanks after them."""
+    out = []
+    i = 0
+    while True:
+        j = text.find('__attribute__', i)
+        if j < 0:
+            out.append(text[i:])
+            return ''.join(out)
+        out.append(text[i:j])
+        k = text.find('(', j)
+        depth = 0
+        while k < len(text):
+            if text[k] == '(':
+                depth += 1
+            elif text[k] == ')':
+                depth -= 1
+                if depth == 0:
+                    break
+            k += 1
+        i = k + 1
+        while i < len(text) and text[i] in ' \t':
+            i += 1
+
+
+def declared_functions(text):
+    return FUNCTION.findall(strip_attributes(COMMENT.sub('', text)))
+
+
+def misnamed(d, f, text):
+    bad = []
+    for name in declared_functions(text):
+        if not any(name == p or name.startswith(p + '_') for p in PREFIXES[d]):
+            bad.append(f'lib/{d}/{f} declares {name}: a function of {d}/ is named '
+                       f'{", ".join(p + "_*" for p in sorted(PREFIXES[d]))}; rename it, '
+                       'or move it to the directory its name says')
+    return bad
+
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/([A-Za-z0-9_.]+)"', re.M)
+# Headers private to their directory (persist/nvm_backend.h, track/tracker_backend.h...).
+PRIVATE = re.compile(r'_(backend|internal)\.h$')
 
 
 def main(root):
@@ -31,22 +101,27 @@ def main(root):
         path = os.path.join(lib, d)
         if not os.path.isdir(path) or d == 'include':
             continue
-        if d not in MAY_CALL:
+        if d not in MAY_CALL or d not in PREFIXES:
             bad.append(f'lib/{d}/: a directory tests/test_layers.py does not know; '
-                       'add it to MAY_CALL and to lib/README.md')
+                       'add it to MAY_CALL, PREFIXES and lib/README.md')
             continue
         for f in sorted(os.listdir(path)):
             if not f.endswith(('.c', '.h')):
                 continue
             with open(os.path.join(path, f), encoding='utf-8') as fh:
                 text = fh.read()
-            for dep in INCLUDE.findall(text):
+            for dep, header in INCLUDE.findall(text):
                 if dep != d and dep not in MAY_CALL[d]:
                     bad.append(f'lib/{d}/{f} includes {dep}/: {d}/ may call '
                                f'{", ".join(sorted(MAY_CALL[d])) or "nothing"}')
+                elif dep != d and PRIVATE.search(header):
+                    bad.append(f'lib/{d}/{f} includes {dep}/{header}, private to {dep}/: '
+                               f'use {dep}/\'s public header')
+            if f.endswith('.h'):
+                bad.extend(misnamed(d, f, text))
     for b in bad:
         print(b)
-    print(f'{len(bad)} layering violation(s)')
+    print(f'{len(bad)} layering or naming violation(s)')
     return 1 if bad else 0
 
 

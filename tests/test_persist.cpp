@@ -39,7 +39,7 @@ std::vector<unsigned char> recovered(const std::string &path, uint64_t npages, u
 	o.create = false;
 	pool *p = open_or_fail(o);
 	shadow_buf out(npages * page_size());
-	uint64_t r = pool_recover(p, out.mem);
+	uint64_t r = recovery_restore_image(p, out.mem);
 	if (restored)
 		*restored = r;
 	pool_close(p);
@@ -61,7 +61,7 @@ TEST_CASE("an epoch writes exactly the lines that differ from the working copy",
 	const uint64_t lines_per_page = page_size() / NVM_LINE;
 
 	persist_stats st{};
-	epoch_persist(p, sh.mem, pages.data(), n, &st);
+	persist_epoch(p, sh.mem, pages.data(), n, &st);
 	CHECK(st.pages == n);
 	CHECK(st.lines_written == n * lines_per_page); // copy 0 was a hole
 	CHECK(st.bytes_written == st.lines_written * NVM_LINE);
@@ -70,7 +70,7 @@ TEST_CASE("an epoch writes exactly the lines that differ from the working copy",
 	CHECK(*p->ver_d == 1);
 
 	// Second epoch fills copy 1; now both copies hold the same image.
-	epoch_persist(p, sh.mem, pages.data(), n, nullptr);
+	persist_epoch(p, sh.mem, pages.data(), n, nullptr);
 
 	// Change 1 line in page 3, 5 scattered lines in page 7, a run of 10
 	// lines in page 11; page 9 is dirty but unchanged.
@@ -81,7 +81,7 @@ TEST_CASE("an epoch writes exactly the lines that differ from the working copy",
 		sh.mem[11 * page_size() + (size_t)l * NVM_LINE] ^= 0x80;
 	uint64_t dirty[] = { 3, 7, 9, 11 };
 	persist_stats st3{};
-	epoch_persist(p, sh.mem, dirty, 4, &st3);
+	persist_epoch(p, sh.mem, dirty, 4, &st3);
 	CHECK(st3.pages == 4);
 	CHECK(st3.lines_written == 1 + 5 + 10);
 	CHECK(st3.bytes_compared == 4 * page_size());
@@ -104,7 +104,7 @@ TEST_CASE("the fence count per epoch does not grow with the number of pages", "[
 		auto pages = all_pages(count);
 		uint64_t f0 = p->nvm->stats.fences;
 		persist_stats st{};
-		epoch_persist(p, sh.mem, pages.data(), pages.size(), &st);
+		persist_epoch(p, sh.mem, pages.data(), pages.size(), &st);
 		CHECK(p->nvm->stats.fences - f0 == 3);
 		CHECK(st.fences == 3);
 	}
@@ -119,17 +119,17 @@ TEST_CASE("the older copy becomes the working copy", "[persist]")
 	pool *p = open_or_fail(o);
 	shadow_buf sh(4 * page_size());
 	uint64_t page2[] = { 2 }, page1[] = { 1 };
-	epoch_persist(p, sh.mem, page2, 1, nullptr);
+	persist_epoch(p, sh.mem, page2, 1, nullptr);
 	CHECK((p->seq[2][0] == 1 && p->seq[2][1] == 0));
-	epoch_persist(p, sh.mem, page2, 1, nullptr);
+	persist_epoch(p, sh.mem, page2, 1, nullptr);
 	CHECK((p->seq[2][0] == 1 && p->seq[2][1] == 2));
-	epoch_persist(p, sh.mem, page1, 1, nullptr);
-	epoch_persist(p, sh.mem, page2, 1, nullptr);
+	persist_epoch(p, sh.mem, page1, 1, nullptr);
+	persist_epoch(p, sh.mem, page2, 1, nullptr);
 	CHECK((p->seq[2][0] == 4 && p->seq[2][1] == 2));
 	CHECK((p->seq[1][0] == 3 && p->seq[1][1] == 0));
 	// An invalidated copy is reused first, even when it is the newer one.
 	p->seq[2][0] = POOL_SEQ_INVALID;
-	epoch_persist(p, sh.mem, page2, 1, nullptr);
+	persist_epoch(p, sh.mem, page2, 1, nullptr);
 	CHECK((p->seq[2][0] == 5 && p->seq[2][1] == 2));
 	CHECK(pool_check(p, nullptr, nullptr) == 0);
 	pool_close(p);
@@ -145,7 +145,7 @@ TEST_CASE("a page listed twice is persisted once", "[persist]")
 	memset(sh.mem + 2 * page_size(), 7, 100);
 	uint64_t pages[] = { 2, 0, 2 };
 	persist_stats st{};
-	epoch_persist(p, sh.mem, pages, 3, &st);
+	persist_epoch(p, sh.mem, pages, 3, &st);
 	CHECK(st.pages == 2);
 	CHECK((p->seq[2][0] == 1 && p->seq[2][1] == 0));
 	CHECK(pool_check(p, nullptr, nullptr) == 0);
@@ -173,7 +173,7 @@ TEST_CASE("every backend persists and recovers the same image", "[persist][nvm]"
 				size_t off = i * page_size() + (rng() % (page_size() - 200));
 				fill_random(sh.mem + off, 1 + rng() % 200, rng());
 			}
-		epoch_persist(p, sh.mem, pages.data(), pages.size(), nullptr);
+		persist_epoch(p, sh.mem, pages.data(), pages.size(), nullptr);
 	}
 	if (kind == NVM_SIM) {
 		// Strict: everything the epochs wrote reached the simulated media
@@ -202,7 +202,7 @@ TEST_CASE("emulated NVM latency is charged per flushed line", "[persist][nvm]")
 	uint64_t page0[] = { 0 };
 	uint64_t t0 = now_ns();
 	persist_stats st{};
-	epoch_persist(p, sh.mem, page0, 1, &st);
+	persist_epoch(p, sh.mem, page0, 1, &st);
 	uint64_t ns = now_ns() - t0;
 	// 64 data lines + the seq line + the VER_d line.
 	CHECK(st.lines_written == page_size() / NVM_LINE);
@@ -223,9 +223,9 @@ TEST_CASE("recovery of a never-written pool touches no page", "[recover]")
 	// Pages never persisted must not be written: recovering into a buffer
 	// of only 4 pages would overflow if any were.
 	uint64_t t0 = now_ns();
-	CHECK(pool_recover(p, out.mem) == 0);
+	CHECK(recovery_restore_image(p, out.mem) == 0);
 	INFO("recovery of " << n << " empty pages took " << (now_ns() - t0) / 1000 << " us");
-	CHECK(pool_invalidate_torn(p) == 0);
+	CHECK(persist_invalidate_torn(p) == 0);
 	pool_close(p);
 }
 
@@ -240,14 +240,14 @@ TEST_CASE("recovery restores only the pages that were persisted", "[recover]")
 	fill_random(sh.mem + 2 * page_size(), page_size(), 9);
 	fill_random(sh.mem + 6 * page_size(), page_size(), 10);
 	uint64_t pages[] = { 6, 2 };
-	epoch_persist(p, sh.mem, pages, 2, nullptr);
+	persist_epoch(p, sh.mem, pages, 2, nullptr);
 	pool_close(p);
 
 	o.create = false;
 	p = open_or_fail(o);
 	shadow_buf out(n * page_size());
 	memset(out.mem, 0xab, out.len); // marks pages that recovery leaves alone
-	CHECK(pool_recover(p, out.mem) == 2);
+	CHECK(recovery_restore_image(p, out.mem) == 2);
 	for (uint64_t i = 0; i < n; i++) {
 		INFO("page " << i);
 		if (i == 2 || i == 6)
@@ -269,7 +269,7 @@ TEST_CASE("a torn copy is invalidated durably and never comes back", "[recover]"
 	shadow_buf sh(n * page_size());
 	memset(sh.mem + page_size(), 0x11, page_size());
 	uint64_t page1[] = { 1 }, page3[] = { 3 };
-	epoch_persist(p, sh.mem, page1, 1, nullptr); // copy 0, seq 1
+	persist_epoch(p, sh.mem, page1, 1, nullptr); // copy 0, seq 1
 	// What a crash in the middle of epoch 2 leaves: the other copy carries
 	// seq 2 > VER_d and half-written data.
 	p->seq[1][1] = 2;
@@ -277,11 +277,11 @@ TEST_CASE("a torn copy is invalidated durably and never comes back", "[recover]"
 	pool_close(p);
 
 	o.create = false;
-	SECTION("through pool_recover")
+	SECTION("through recovery_restore_image")
 	{
 		p = open_or_fail(o);
 		shadow_buf out(n * page_size());
-		CHECK(pool_recover(p, out.mem) == 1);
+		CHECK(recovery_restore_image(p, out.mem) == 1);
 		CHECK(out.bytes() == sh.bytes());
 		CHECK(p->seq[1][1] == POOL_SEQ_INVALID);
 		pool_close(p);
@@ -290,7 +290,7 @@ TEST_CASE("a torn copy is invalidated durably and never comes back", "[recover]"
 	// the torn copy kept seq 2 it would now be valid and newest.
 	p = open_or_fail(o);
 	memset(sh.mem + 3 * page_size(), 0x33, page_size());
-	epoch_persist(p, sh.mem, page3, 1, nullptr);
+	persist_epoch(p, sh.mem, page3, 1, nullptr);
 	CHECK(*p->ver_d == 2);
 	CHECK(p->seq[1][1] == POOL_SEQ_INVALID);
 	CHECK(pool_check(p, nullptr, nullptr) == 0);
@@ -300,7 +300,7 @@ TEST_CASE("a torn copy is invalidated durably and never comes back", "[recover]"
 	// The invalid copy is the next working copy of its page.
 	p = open_or_fail(o);
 	memset(sh.mem + page_size(), 0x12, 64);
-	epoch_persist(p, sh.mem, page1, 1, nullptr);
+	persist_epoch(p, sh.mem, page1, 1, nullptr);
 	CHECK((p->seq[1][0] == 1 && p->seq[1][1] == 3));
 	pool_close(p);
 	CHECK(recovered(o.path, n) == sh.bytes());

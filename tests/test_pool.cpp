@@ -12,15 +12,16 @@ using namespace pooltest;
 
 namespace {
 
-// The error of a pool_open that must fail, with the file unchanged.
-std::string refused(const pool_open_options &o)
+// The error of a pool_open that must fail with the code expect, with the
+// file unchanged.
+std::string refused(const pool_open_options &o, pool_error expect = POOL_ERR_REFUSED)
 {
 	file_snapshot before = file_snapshot::of(o.path);
 	pool *p = nullptr;
 	int rc = pool_open(&p, &o);
 	std::string msg = err_get();
 	INFO("message: " << msg);
-	CHECK(rc == -1);
+	CHECK(rc == expect);
 	CHECK(p == nullptr);
 	CHECK_FALSE(msg.empty());
 	file_snapshot after = file_snapshot::of(o.path);
@@ -303,22 +304,27 @@ TEST_CASE("a pool in use by another process is refused, naming its pid", "[pool]
 	pool_close(open_or_fail(o));
 	o.create = false;
 
+	pid_t held_by = -1;
 	SECTION("read-write holder")
 	{
 		holder h(o);
-		std::string msg = refused(o);
+		std::string msg = refused(o, POOL_ERR_LOCKED);
 		CHECK(contains(msg, "process " + std::to_string(h.pid)));
 		auto ro = o;
 		ro.read_only = true;
-		msg = refused(ro);
+		ro.lock_holder = &held_by;
+		msg = refused(ro, POOL_ERR_LOCKED);
 		CHECK(contains(msg, std::to_string(h.pid)));
+		CHECK(held_by == h.pid);
 	}
 	SECTION("read-only holder")
 	{
 		auto ro = o;
 		ro.read_only = true;
 		holder h(ro);
-		std::string msg = refused(o);
+		o.lock_holder = &held_by;
+		std::string msg = refused(o, POOL_ERR_LOCKED);
+		CHECK(held_by == h.pid);
 		CHECK(contains(msg, "process " + std::to_string(h.pid)));
 		CHECK(contains(msg, "shared lock"));
 		// Readers share.
@@ -335,8 +341,10 @@ TEST_CASE("a pool in use by another process is refused, naming its pid", "[pool]
 	SECTION("a second open in the same process")
 	{
 		pool *p = open_or_fail(o);
-		std::string msg = refused(o);
+		o.lock_holder = &held_by;
+		std::string msg = refused(o, POOL_ERR_LOCKED);
 		CHECK(contains(msg, "already open in this process"));
+		CHECK(held_by == getpid());
 		pool_close(p);
 	}
 }
@@ -353,9 +361,9 @@ TEST_CASE("read-only opens write nothing", "[pool][readonly]")
 	uint64_t pages[] = { 1, 5 };
 	memset(sh.mem + page_size(), 0x11, page_size());
 	memset(sh.mem + 5 * page_size(), 0x55, page_size());
-	epoch_persist(p, sh.mem, pages, 2, nullptr);
+	persist_epoch(p, sh.mem, pages, 2, nullptr);
 	memset(sh.mem + page_size(), 0x22, 64);
-	epoch_persist(p, sh.mem, pages, 1, nullptr);
+	persist_epoch(p, sh.mem, pages, 1, nullptr);
 	uint64_t v = *p->ver_d;
 	int torn_copy = p->seq[5][0] < p->seq[5][1] ? 0 : 1;
 	p->seq[5][torn_copy] = v + 1;
@@ -378,16 +386,16 @@ TEST_CASE("read-only opens write nothing", "[pool][readonly]")
 	CHECK(s.torn_copies == 1);
 	CHECK(s.invalid_copies == 0);
 	std::vector<unsigned char> page(page_size());
-	pool_read_page(p, 5, page.data());
+	recovery_read_page(p, 5, page.data());
 	CHECK(std::vector<unsigned char>(sh.mem + 5 * page_size(), sh.mem + 6 * page_size()) == page);
-	pool_read_page(p, 1, page.data());
+	recovery_read_page(p, 1, page.data());
 	CHECK(std::vector<unsigned char>(sh.mem + page_size(), sh.mem + 2 * page_size()) == page);
-	pool_read_page(p, 7, page.data());
+	recovery_read_page(p, 7, page.data());
 	CHECK(std::vector<unsigned char>(page_size(), 0) == page);
 	shadow_buf out(8 * page_size());
-	CHECK(pool_recover(p, out.mem) == 2);
+	CHECK(recovery_restore_image(p, out.mem) == 2);
 	CHECK(out.bytes() == sh.bytes());
-	CHECK(pool_invalidate_torn(p) == 0);
+	CHECK(persist_invalidate_torn(p) == 0);
 	pool_close(p);
 	CHECK(file_snapshot::of(path).same_as(before));
 }
@@ -402,8 +410,8 @@ TEST_CASE("pool_check finds broken invariants", "[pool][check]")
 	shadow_buf sh(8 * page_size());
 	uint64_t pages[] = { 0, 1, 2 };
 	memset(sh.mem, 1, 3 * page_size());
-	epoch_persist(p, sh.mem, pages, 3, nullptr);
-	epoch_persist(p, sh.mem, pages, 3, nullptr);
+	persist_epoch(p, sh.mem, pages, 3, nullptr);
+	persist_epoch(p, sh.mem, pages, 3, nullptr);
 	std::vector<std::string> msgs;
 	auto collect = [](const char *m, void *arg) {
 		static_cast<std::vector<std::string> *>(arg)->push_back(m);
@@ -490,7 +498,7 @@ TEST_CASE("version records: the newest valid one wins, a torn one falls back", "
 	uint64_t pages[] = { 1 };
 	for (int i = 0; i < 3; i++) {
 		sh.mem[page_size() + i] = (unsigned char)(i + 1);
-		epoch_persist(p, sh.mem, pages, 1, nullptr);
+		persist_epoch(p, sh.mem, pages, 1, nullptr);
 	}
 	REQUIRE(*p->ver_d == 3);
 	int slot = p->rec_slot;
@@ -548,8 +556,8 @@ TEST_CASE("seq entries no crash can leave are refused at open", "[pool]")
 	shadow_buf sh(8 * page_size());
 	uint64_t pages[] = { 0, 3 };
 	sh.mem[1] = 1;
-	epoch_persist(p, sh.mem, pages, 2, nullptr);
-	epoch_persist(p, sh.mem, pages, 2, nullptr);
+	persist_epoch(p, sh.mem, pages, 2, nullptr);
+	persist_epoch(p, sh.mem, pages, 2, nullptr);
 	pool_close(p);
 	o.create = false;
 	const off_t seq = (off_t)page_size();
@@ -596,7 +604,7 @@ TEST_CASE("the seq table's holes are not scanned: a large pool opens in time ~ i
 	shadow_buf sh(4 * page_size());
 	uint64_t pages[] = { 0, 2 };
 	sh.mem[0] = 1;
-	epoch_persist(p, sh.mem, pages, 2, nullptr);
+	persist_epoch(p, sh.mem, pages, 2, nullptr);
 	pool_close(p);
 	o.create = false;
 	p = open_or_fail(o);

@@ -178,10 +178,10 @@ void make_raw_pool(const std::string &path, std::vector<unsigned char> &expected
 	for (uint64_t pg : { 1, 3, 7 })
 		memset(sh.mem + pg * ps, (int)(0x10 + pg), ps);
 	uint64_t first[] = { 1, 3, 7 };
-	epoch_persist(p, sh.mem, first, 3, nullptr);
+	persist_epoch(p, sh.mem, first, 3, nullptr);
 	memset(sh.mem + 3 * ps + 100, 0xab, 300);
 	uint64_t second[] = { 3 };
-	epoch_persist(p, sh.mem, second, 1, nullptr);
+	persist_epoch(p, sh.mem, second, 1, nullptr);
 	pool_set_clean(p, true);
 	pool_close(p);
 	expected = sh.bytes();
@@ -696,7 +696,7 @@ TEST_CASE("recover tool: info lists the heap's named objects and check verifies 
 				break;
 			}
 	meta_sums_bind(p); // the heap's metadata pages get checksums, as in the runtime
-	epoch_persist(p, sh.mem, dirty.data(), dirty.size(), nullptr);
+	persist_epoch(p, sh.mem, dirty.data(), dirty.size(), nullptr);
 	pool_set_clean(p, true);
 	meta_sums_bind(nullptr);
 	pool_close(p);
@@ -743,7 +743,7 @@ TEST_CASE("recover tool: check reports an image whose heap a program would refus
 	shadow_buf sh(n * page_size());
 	memset(sh.mem, 0x5a, page_size()); // page 0 holds no heap header
 	uint64_t pages[] = { 0 };
-	epoch_persist(p, sh.mem, pages, 1, nullptr);
+	persist_epoch(p, sh.mem, pages, 1, nullptr);
 	pool_set_clean(p, true);
 	pool_close(p);
 

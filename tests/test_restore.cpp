@@ -2,7 +2,7 @@
 // Lazy restore (lib/recovery/restore.c): the heap served from the pool on first touch
 // through the uffd tracker's userfaultfd, with a background pass; and the
 // eager path with the mprotect tracker.  Checked against the pool's
-// consistent image (pool_read_page), and against the tracker: restored pages
+// consistent image (recovery_read_page), and against the tracker: restored pages
 // are clean, writes after the restore are collected.
 #include "pool_test_util.h"
 
@@ -53,7 +53,7 @@ struct fixture {
 					for (size_t b = 0; b < ps; b += 8)
 						img[pg * ps + b] = (unsigned char)rng();
 				}
-			epoch_persist(p, img.data(), dirty.data(), dirty.size(), nullptr);
+			persist_epoch(p, img.data(), dirty.data(), dirty.size(), nullptr);
 		}
 		limit = all.back() + 1;
 		persisted = all.size();
@@ -131,7 +131,7 @@ TEST_CASE("lazy restore serves the consistent image, in any order, from several 
 		o.no_background = !background;
 		REQUIRE(restore_open(&r, &t, p, h.mem, h.len, TRACKER_UFFD, &o) == 0);
 		REQUIRE(r != nullptr);
-		REQUIRE(strcmp(t->ops->name, "uffd") == 0);
+		REQUIRE(strcmp(tracker_name(t), "uffd") == 0);
 		// The torn copy was invalidated durably before anything else.
 		for (int c = 0; c < 2; c++)
 			CHECK((p->seq[5][c] <= *p->ver_d || p->seq[5][c] == POOL_SEQ_INVALID));

@@ -28,7 +28,6 @@ const char *config_tracker_name(enum tracker_kind t) { return tracker_names[t]; 
 const char *config_writeback_name(enum writeback_kind w) { return writeback_names[w]; }
 const char *config_nvm_name(enum nvm_kind n) { return nvm_names[n]; }
 static const char *const restore_names[] = { "auto", "eager", "lazy" };
-const char *config_restore_name(enum restore_policy r) { return restore_names[r]; }
 
 #define FIELD(f) offsetof(struct config, f)
 #define NO_FIELD ((size_t)-1)

@@ -142,6 +142,5 @@ const char *config_heap_name(enum heap_mode m);
 const char *config_tracker_name(enum tracker_kind t);
 const char *config_nvm_name(enum nvm_kind n);
 const char *config_writeback_name(enum writeback_kind w);
-const char *config_restore_name(enum restore_policy r);
 
 #endif

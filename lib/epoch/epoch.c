@@ -209,7 +209,8 @@ struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
 	b->final = final;
 	b->nslots = 0;
 	/* Nothing above the heap's high-water mark is ever written, and
-	 * scanning a mostly unused pool costs ~1 ms per GiB with uffd. */
+	 * the scan's cost grows with the range scanned, used or not (the
+	 * README's "Figures behind the design"). */
 	if (ep->extent_fn != NULL)
 		tracker_set_extent(ep->tracker, ep->extent_fn());
 	b->n = tracker_collect_dirty(ep->tracker, b->pages, ep->capacity);
@@ -341,17 +342,17 @@ bool epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct ep
 		 * are the image of this quiescent point: publish them alone. */
 		struct persist_stats st = { 0 };
 		struct persist_source src = { writeback_begin, writeback_end, ep, writeback_summed };
-		struct persist_epoch pe;
+		struct persist_attempt pe;
 		populate_pool(ep, b);
-		persist_epoch_begin(&pe, p, b->pages, b->n);
-		persist_epoch_write(&pe, &src, b->pages, b->n);
+		persist_attempt_begin(&pe, p, b->pages, b->n);
+		persist_attempt_write(&pe, &src, b->pages, b->n);
 		/* Asked even when every page was copied: which pages are hot
 		 * follows the writes (not in the paused mode, which has no
 		 * use for it). */
 		size_t conflicts = b->n != 0 && !ep->opts.copy_in_pause ? count_conflicts(ep, b) : 0;
 		/* An I/O error (nvm.h) is never published either; the runtime
 		 * reads it from the pool's nvm and says so. */
-		durable = persist_epoch_end(&pe, conflicts == 0, &st) == 0 && conflicts == 0;
+		durable = persist_attempt_end(&pe, conflicts == 0, &st) == 0 && conflicts == 0;
 		if (durable) {
 			ep->carried = 0;
 			ep->counters.epochs++;

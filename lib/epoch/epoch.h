@@ -64,8 +64,8 @@
 /* Heap pages per madvise of that population (both copies: 1 MiB). */
 #define EPOCH_POPULATE_STEP 128
 
-/* Pages copied inside a pause, at most (4 MiB of 4 KiB pages: ~0.5 ms of
- * copying); doubled for each attempt carried over in a row, up to
+/* Pages copied inside a pause, at most (4 MiB of 4 KiB pages: a copy small
+ * beside the pause itself, README "Figures behind the design"); doubled for each attempt carried over in a row, up to
  * EPOCH_COPY_BUDGET_GROWTH times that. */
 #define EPOCH_COPY_BUDGET 1024
 #define EPOCH_COPY_BUDGET_GROWTH 4	/* _MAX = 4 x the first */

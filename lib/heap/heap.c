@@ -96,9 +96,10 @@ int heap_init(void *base, size_t len, bool fresh)
 	}
 	uint64_t npages = len >> HEAP_PAGE_SHIFT;
 	if (npages > PM_LEN_MASK || npages < meta_pages(npages) + HEAP_MIN_DATA_PAGES) {
+		const size_t kib = HEAP_PAGE / 1024;
 		err_set("heap: a range of %zu bytes cannot hold a heap (its metadata alone takes "
-			"%zu KiB, plus %u KiB of data at least; at most 4 TiB)", len,
-			meta_pages(npages) * (HEAP_PAGE / 1024), HEAP_MIN_DATA_PAGES * 4);
+			"%zu KiB, plus %zu KiB of data at least; at most 4 TiB)", len,
+			meta_pages(npages) * kib, HEAP_MIN_DATA_PAGES * kib);
 		return -1;
 	}
 	heap_classes_init();

@@ -109,47 +109,47 @@ static void shadow_done(void *ctx, size_t k)
 	(void)k;
 }
 
-int epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
+int persist_epoch(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
 		  struct persist_stats *st)
 {
 	const void *ctx[2] = { p, shadow };
 	struct persist_source src = { shadow_page, shadow_done, (void *)ctx, NULL };
-	return epoch_persist_from(p, &src, pages, n, st);
+	return persist_epoch_from(p, &src, pages, n, st);
 }
 
-int epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
+int persist_epoch_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
 		       size_t n, struct persist_stats *st)
 {
 	if (n == 0)
 		return 0;
-	struct persist_epoch e;
-	persist_epoch_begin(&e, p, pages, n);
-	persist_epoch_write(&e, src, pages, n);
-	return persist_epoch_end(&e, true, st);
+	struct persist_attempt e;
+	persist_attempt_begin(&e, p, pages, n);
+	persist_attempt_write(&e, src, pages, n);
+	return persist_attempt_end(&e, true, st);
 }
 
-void persist_epoch_begin(struct persist_epoch *e, struct pool *p, const uint64_t *pages, size_t n)
+void persist_attempt_begin(struct persist_attempt *e, struct pool *p, const uint64_t *pages, size_t n)
 {
 	if (p->read_only)
-		log_fatal("epoch_persist on %s, which was opened read-only", p->path);
-	*e = (struct persist_epoch){ .p = p, .next = *p->ver_d + 1, .fences0 = p->nvm->stats.fences };
+		log_fatal("persist_epoch on %s, which was opened read-only", p->path);
+	*e = (struct persist_attempt){ .p = p, .next = *p->ver_d + 1, .fences0 = p->nvm->stats.fences };
 	/* A write-back already failed: nothing written now could be trusted
 	 * (nvm.h), so the pool is left exactly as it is. */
 	e->failed = nvm_error(p->nvm) != 0;
 	if (e->failed)
 		return;
 	if (!p->torn_invalidated)
-		pool_invalidate_torn(p);
+		persist_invalidate_torn(p);
 	const uint64_t next = e->next;
 
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
 		if (i >= p->npages)
-			log_fatal("epoch_persist: page %llu is outside the heap (%llu pages)",
+			log_fatal("persist_epoch: page %llu is outside the heap (%llu pages)",
 				  (unsigned long long)i, (unsigned long long)p->npages);
 		/* Listed twice, or its working copy already carries next: an
 		 * attempt at this epoch that was not published (see
-		 * persist_epoch_end) chose it, and it is chosen again. */
+		 * persist_attempt_end) chose it, and it is chosen again. */
 		if (p->seq[i][0] == next || p->seq[i][1] == next)
 			continue;
 		/* Torn copies were invalidated, so no seq is past VER_d --
@@ -172,8 +172,8 @@ void persist_epoch_begin(struct persist_epoch *e, struct pool *p, const uint64_t
 		(void)publish(p, next);
 }
 
-void persist_epoch_write(struct persist_epoch *e, const struct persist_source *src,
-			 const uint64_t *pages, size_t n)
+void persist_attempt_write(struct persist_attempt *e, const struct persist_source *src,
+			   const uint64_t *pages, size_t n)
 {
 	struct pool *p = e->p;
 	/* After a failed fence (this attempt's seq fence included) the
@@ -204,7 +204,7 @@ void persist_epoch_write(struct persist_epoch *e, const struct persist_source *s
 	e->st.bytes_compared += (uint64_t)n * p->page_size;
 }
 
-int persist_epoch_end(struct persist_epoch *e, bool publish_it, struct persist_stats *st)
+int persist_attempt_end(struct persist_attempt *e, bool publish_it, struct persist_stats *st)
 {
 	struct pool *p = e->p;
 	/* Fenced even when not published: a page of this attempt that nothing
@@ -228,7 +228,7 @@ int persist_epoch_end(struct persist_epoch *e, bool publish_it, struct persist_s
 	return err;
 }
 
-uint64_t pool_invalidate_torn(struct pool *p)
+uint64_t persist_invalidate_torn(struct pool *p)
 {
 	if (p->read_only)
 		return 0;

@@ -2,7 +2,7 @@
 /*
  * persist -- the epoch algorithm: a batch of dirty pages made durable.
  *
- * epoch_persist implements the failure-atomic version switch (PMThreads'
+ * persist_epoch implements the failure-atomic version switch (PMThreads'
  * Algorithm 2), batched: for all dirty pages the older copy's seq is set to
  * VER_d+1 (one fence), the 64-byte lines of that copy which differ from the
  * shadow page are written (one fence), then VER_d+1 is published (one fence).
@@ -27,7 +27,7 @@ struct persist_stats {
 	uint64_t fences;
 };
 
-/* Where epoch_persist_from reads the image of each page.  begin returns the
+/* Where persist_epoch_from reads the image of each page.  begin returns the
  * image of pages[k] (page_size bytes, line-aligned) until end(ctx, k); each
  * k is begun and ended once, in order, during the data phase (after the seq
  * fence, before the data fence).  The epoch pipeline (epoch.c) reads a page
@@ -54,14 +54,14 @@ struct persist_source {
  * *st (which may be NULL).  If the pool's torn copies have not been
  * invalidated since it was opened, that is done first.  A page index
  * >= p->npages, or a read-only pool, aborts (a caller bug). */
-int epoch_persist(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
+int persist_epoch(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
 		  struct persist_stats *st);
 /* The same, reading each page's image through src. */
-int epoch_persist_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
+int persist_epoch_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
 		       size_t n, struct persist_stats *st);
 
-/* The same in three steps, for a caller that must look at what it read
- * before it decides to publish (epoch.c: a live page written while it was
+/* The same in three steps, one attempt at the epoch VER_d+1, for a caller
+ * that must look at what it read before it decides to publish (epoch.c: a live page written while it was
  * being read is never published).  begin chooses each page's working copy
  * and durably gives it seq VER_d+1 (the first fence); write stores the
  * lines that differ and their checksums (no fence); end fences the data
@@ -75,7 +75,7 @@ int epoch_persist_from(struct pool *p, const struct persist_source *src, const u
  * unpublished one read it; pages it does not list keep what that attempt
  * wrote (fenced by its end) and are published with it.  begin with n == 0
  * and end(publish) publish such an attempt's copies alone. */
-struct persist_epoch {
+struct persist_attempt {
 	struct pool *p;
 	uint64_t next;			/* VER_d + 1 */
 	uint64_t fences0;
@@ -83,22 +83,22 @@ struct persist_epoch {
 					 * attempt writes nothing */
 	struct persist_stats st;
 };
-void persist_epoch_begin(struct persist_epoch *e, struct pool *p, const uint64_t *pages, size_t n);
-void persist_epoch_write(struct persist_epoch *e, const struct persist_source *src,
-			 const uint64_t *pages, size_t n);
+void persist_attempt_begin(struct persist_attempt *e, struct pool *p, const uint64_t *pages, size_t n);
+void persist_attempt_write(struct persist_attempt *e, const struct persist_source *src,
+			   const uint64_t *pages, size_t n);
 /* Returns 0, or the errno of a failed flush or fence (nvm_error: latched;
  * nothing is published then, nor ever after in this process). */
-int persist_epoch_end(struct persist_epoch *e, bool publish, struct persist_stats *st);
+int persist_attempt_end(struct persist_attempt *e, bool publish, struct persist_stats *st);
 
 /* Durably mark every copy with seq > VER_d (left by an interrupted epoch) as
  * POOL_SEQ_INVALID: one flush per seq-table line holding any, one fence
  * when any.  Must happen
  * before the next epoch reuses VER_d + 1, or that epoch would make the torn
- * copy valid again.  pool_recover and epoch_persist call it; idempotent.
+ * copy valid again.  recovery_restore_image and persist_epoch call it; idempotent.
  * Returns the number of copies invalidated; 0 on a read-only pool. */
-uint64_t pool_invalidate_torn(struct pool *p);
+uint64_t persist_invalidate_torn(struct pool *p);
 
-/* Test hook: break epoch_persist's ordering on purpose, so that crash tests
+/* Test hook: break persist_epoch's ordering on purpose, so that crash tests
  * can show the simulator catches each kind of mistake.  Never set outside
  * tests.  Process-wide. */
 enum persist_fault {

@@ -5,7 +5,6 @@
 #include "persist/pool_internal.h"
 
 #include "base/log.h"
-#include "persist/persist.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -640,7 +639,7 @@ static int map_and_fill(struct pool *p, const struct pool_header *h, const struc
 	p->read_only = o->read_only;
 	p->seq_pages = p->created ? 0 : seq_extent(p->fd, h, p->sum_off);
 	/* A new pool has no torn copies; an existing one is scanned by
-	 * pool_invalidate_torn before its first epoch. */
+	 * persist_invalidate_torn before its first epoch. */
 	p->torn_invalidated = p->created;
 	if (!o->inspect && validate_seq(p) != 0) {
 		nvm_unmap(p->nvm);
@@ -653,32 +652,33 @@ static int map_and_fill(struct pool *p, const struct pool_header *h, const struc
 	return 0;
 }
 
-int pool_open(struct pool **out, const struct pool_open_options *o)
+enum pool_error pool_open(struct pool **out, const struct pool_open_options *o)
 {
 	err_clear();
 	if (o == NULL || o->path == NULL || o->path[0] == '\0') {
 		err_set("no pool path given (set PMTHREADS_POOL)");
-		return -1;
+		return POOL_ERR_REFUSED;
 	}
 	if (strlen(o->path) >= PATH_MAX) {
 		err_set("pool path is too long (%zu bytes, at most %d)", strlen(o->path), PATH_MAX - 1);
-		return -1;
+		return POOL_ERR_REFUSED;
 	}
 	long ps = sysconf(_SC_PAGESIZE);
 	size_t page_size = ps > 0 ? (size_t)ps : 4096;
 	struct pool *p = calloc(1, sizeof(*p));
 	if (p == NULL) {
 		err_set_errno(ENOMEM, "cannot open pool %s", o->path);
-		return -1;
+		return POOL_ERR_REFUSED;
 	}
 	snprintf(p->path, sizeof(p->path), "%s", o->path);
 	p->fd = -1;
+	enum pool_error rc = POOL_ERR_REFUSED;
 
 	for (int attempt = 0; p->fd < 0; attempt++) {
-		int rc = open_existing(o->path, o->read_only, &p->fd);
-		if (rc < 0)
+		int found = open_existing(o->path, o->read_only, &p->fd);
+		if (found < 0)
 			goto fail;
-		if (rc == 0)
+		if (found == 0)
 			break;
 		if (!o->create || o->read_only) {
 			err_set("pool %s does not exist; check PMTHREADS_POOL", o->path);
@@ -708,10 +708,14 @@ int pool_open(struct pool **out, const struct pool_open_options *o)
 		goto fail;
 	}
 	if (!p->created && pool_lock_fd(p->fd, o->read_only) != 0) {
-		if (errno == EAGAIN || errno == EACCES)
-			pool_set_locked_error(p->fd, o->path, &st);
-		else
+		if (errno == EAGAIN || errno == EACCES) {
+			pid_t holder = pool_report_locked(p->fd, o->path, &st);
+			if (o->lock_holder != NULL)
+				*o->lock_holder = holder;
+			rc = POOL_ERR_LOCKED;
+		} else {
 			err_set_errno(errno, "cannot lock pool %s", o->path);
+		}
 		goto fail;
 	}
 	/* Size again under the lock: a concurrent formatter is done now. */
@@ -775,12 +779,12 @@ int pool_open(struct pool **out, const struct pool_open_options *o)
 	if (map_and_fill(p, &h, &rec, o) != 0)
 		goto fail;
 	*out = p;
-	return 0;
+	return POOL_OK;
 fail:
 	if (p->fd >= 0)
 		close(p->fd);
 	free(p);
-	return -1;
+	return rc;
 }
 
 int pool_remove(const char *path)
@@ -802,7 +806,7 @@ int pool_remove(const char *path)
 	}
 	if (fstat(fd, &st) != 0 || pool_lock_fd(fd, false) != 0) {
 		if (errno == EAGAIN || errno == EACCES)
-			pool_set_locked_error(fd, path, &st);
+			pool_report_locked(fd, path, &st);
 		else
 			err_set_errno(errno, "cannot lock pool %s", path);
 		char why[600];

@@ -118,26 +118,36 @@ struct pool_open_options {
 	enum nvm_kind nvm;
 	unsigned latency_ns;
 	const struct nvm_sim_options *sim;
+	/* Where pool_open stores, when it returns POOL_ERR_LOCKED, the pid of
+	 * the process holding the pool (0 when unknown); NULL: not wanted. */
+	pid_t *lock_holder;
 };
 
-/* Open (or create) a pool.  On success *out is owned by the caller.  On
- * failure -1 with err_get() naming the problem, its offset and the fix; the
- * file is left untouched.  Refused: a symbolic link, anything but a regular
- * file (FIFO, device, /proc file: opened O_NONBLOCK, never read), a file that
- * is not a pool or has another format version, page size or a bad checksum,
- * a truncated one, one whose version records both fail their checksums, one
- * whose seq table holds an entry that no crash can leave (beyond VER_d + 1,
- * both copies of a page invalid, two copies with one seq), one created by
- * another program (o->creator set and different), one locked by another
- * opener (the message names its pid when known).  An existing 0-byte file is
- * initialised (when !read_only); any other existing file never is.  Opening
- * writes nothing (the first write is pool_set_clean's).  read_only: O_RDONLY,
- * shared lock, PROT_READ mapping, no write at all; capacity/shadow_base/
- * create are ignored then. */
-int pool_open(struct pool **out, const struct pool_open_options *o);
-/* After pool_open failed because another process holds the pool: that
- * process's pid (0 when unknown); meaningless after other failures. */
-pid_t pool_last_lock_holder(void);
+/* What pool_open returns; err_get() holds the message that goes with an
+ * error (the problem, its offset, the fix). */
+enum pool_error {
+	POOL_OK = 0,
+	POOL_ERR_REFUSED = -1,	/* anything else: no such pool, not a pool,
+				 * damaged, another program's, I/O error */
+	POOL_ERR_LOCKED = -2,	/* another opener holds the lock */
+};
+
+/* Open (or create) a pool.  On success POOL_OK and *out is owned by the
+ * caller.  On failure an enum pool_error with err_get() naming the problem,
+ * its offset and the fix; the file is left untouched.  Refused
+ * (POOL_ERR_LOCKED for the lock, else POOL_ERR_REFUSED): a symbolic link,
+ * anything but a regular file (FIFO, device, /proc file: opened O_NONBLOCK,
+ * never read), a file that is not a pool or has another format version, page
+ * size or a bad checksum, a truncated one, one whose version records both
+ * fail their checksums, one whose seq table holds an entry that no crash can
+ * leave (beyond VER_d + 1, both copies of a page invalid, two copies with
+ * one seq), one created by another program (o->creator set and different),
+ * one locked by another opener (the message names its pid when known).  An
+ * existing 0-byte file is initialised (when !read_only); any other existing
+ * file never is.  Opening writes nothing (the first write is
+ * pool_set_clean's).  read_only: O_RDONLY, shared lock, PROT_READ mapping,
+ * no write at all; capacity/shadow_base/create are ignored then. */
+enum pool_error pool_open(struct pool **out, const struct pool_open_options *o);
 
 /* Remove the pool file at path, refusing (-1, err_get() says why, nothing
  * removed) a symbolic link, a file that is not a pool (no pool magic) and a
@@ -206,7 +216,7 @@ void pool_reseal(unsigned char *head, size_t len);
 /* The pages in the ranges summed(ctx, r) fills in (at most POOL_SUMMED_MAX,
  * returning how many) get a checksum of each copy the epoch writes (the
  * runtime: the heap's metadata pages, asked once per epoch at the quiescent
- * point; epoch_persist asks when called).  NULL: none.  Set before the
+ * point; persist_epoch asks when called).  NULL: none.  Set before the
  * first epoch. */
 void pool_set_summed(struct pool *p, size_t (*summed)(void *ctx, struct pool_range *r), void *ctx);
 /* The pool's summed ranges now (0 when none). */

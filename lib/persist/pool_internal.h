@@ -83,8 +83,8 @@ int pool_current_record(const struct ver_record r[2], const uint8_t uuid[16]);
  * with errno set. */
 int pool_lock_fd(int fd, bool shared);
 /* The lock is taken: set err_get() to a message naming the holder (its pid
- * from the header, this process, or a /proc scan) and the fix; remembered
- * for pool_last_lock_holder. */
-void pool_set_locked_error(int fd, const char *path, const struct stat *st);
+ * from the header, this process, or a /proc scan) and the fix; returns that
+ * pid, 0 when unknown. */
+pid_t pool_report_locked(int fd, const char *path, const struct stat *st);
 
 #endif

@@ -81,11 +81,7 @@ static bool open_here(int fd, const struct stat *st)
 	return found;
 }
 
-static _Thread_local pid_t last_lock_holder;
-
-pid_t pool_last_lock_holder(void) { return last_lock_holder; }
-
-void pool_set_locked_error(int fd, const char *path, const struct stat *st)
+pid_t pool_report_locked(int fd, const char *path, const struct stat *st)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	bool reader = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_RDLCK;
@@ -102,7 +98,6 @@ void pool_set_locked_error(int fd, const char *path, const struct stat *st)
 		pid = getpid();
 	if (pid == 0)
 		pid = scan_proc_for_file(st);
-	last_lock_holder = pid;
 	const char *how = reader ? "being read (shared lock)" : "in use (exclusive lock)";
 	if (pid == getpid())
 		err_set("pool %s is already open in this process (%s); open it once, or use "
@@ -113,5 +108,6 @@ void pool_set_locked_error(int fd, const char *path, const struct stat *st)
 	else
 		err_set("pool %s is %s by another process (pid unknown); stop it first, or use "
 			"another PMTHREADS_POOL path", path, how);
+	return pid;
 }
 

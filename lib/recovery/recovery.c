@@ -13,13 +13,13 @@
 
 #include <string.h>
 
-uint64_t pool_recover(struct pool *p, void *shadow)
+uint64_t recovery_restore_image(struct pool *p, void *shadow)
 {
-	pool_invalidate_torn(p);
-	return pool_copy_image(p, shadow);
+	persist_invalidate_torn(p);
+	return recovery_copy_image(p, shadow);
 }
 
-uint64_t pool_copy_image(const struct pool *p, void *shadow)
+uint64_t recovery_copy_image(const struct pool *p, void *shadow)
 {
 	unsigned char *sh = shadow;
 	uint64_t restored = 0;
@@ -33,10 +33,10 @@ uint64_t pool_copy_image(const struct pool *p, void *shadow)
 	return restored;
 }
 
-void pool_read_page(const struct pool *p, uint64_t page, void *out)
+void recovery_read_page(const struct pool *p, uint64_t page, void *out)
 {
 	if (page >= p->npages)
-		log_fatal("pool_read_page: page %llu is outside the heap (%llu pages)",
+		log_fatal("recovery_read_page: page %llu is outside the heap (%llu pages)",
 			  (unsigned long long)page, (unsigned long long)p->npages);
 	int c = pool_valid_copy(p, page);
 	if (c < 0)

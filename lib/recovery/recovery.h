@@ -23,13 +23,13 @@
  * fresh anonymous memory).  Returns the number of pages restored (pages
  * never persisted are zeros and are not touched).  On a read-only pool the
  * torn copies are skipped rather than invalidated, so nothing is written. */
-uint64_t pool_recover(struct pool *p, void *shadow);
-/* pool_recover without the invalidation (which must have happened): the
+uint64_t recovery_restore_image(struct pool *p, void *shadow);
+/* recovery_restore_image without the invalidation (which must have happened): the
  * eager path of restore.h. */
-uint64_t pool_copy_image(const struct pool *p, void *shadow);
+uint64_t recovery_copy_image(const struct pool *p, void *shadow);
 
 /* Write the consistent image of page i into out (page_size bytes) without
  * modifying the pool (for pmthreads-recover dump). */
-void pool_read_page(const struct pool *p, uint64_t page, void *out);
+void recovery_read_page(const struct pool *p, uint64_t page, void *out);
 
 #endif

@@ -346,7 +346,7 @@ int restore_open(struct restore **out, struct tracker **tracker_out, struct pool
 	}
 	/* First and durable, before any page is served from the pool and
 	 * before any epoch can reuse VER_d + 1. */
-	pool_invalidate_torn(p);
+	persist_invalidate_torn(p);
 	uint64_t t_inval = prim_now_ns();
 
 	/* The part of the heap that has persisted pages: only it needs
@@ -394,7 +394,7 @@ int restore_open(struct restore **out, struct tracker **tracker_out, struct pool
 			return -1;
 	}
 	last_stats.pages = pages;
-	last_stats.eager_pages = pool_copy_image(p, shadow);
+	last_stats.eager_pages = recovery_copy_image(p, shadow);
 	/* After the copy: the copy's writes must not count as dirty. */
 	int rc = tracker_open_flags(tracker_out, kind, shadow, len, TRACKER_OPEN_COVER_LATER);
 	if (rc == 0 && tracker_cover(*tracker_out, limit * p->page_size) != 0) {

@@ -19,7 +19,7 @@
  *          the heap.
  *   eager  (mprotect tracker, PMTHREADS_RESTORE=eager, or uffd unavailable)
  *          every persisted page is copied before the tracker attaches
- *          (pool_recover).
+ *          (recovery_restore_image).
  * A page is restored from the copy that is valid when it is restored; that
  * is the one valid at start-up, because an epoch only rewrites the older
  * copy of a page that was written, and a page is written only once present
@@ -69,7 +69,7 @@ struct restore;
 
 /* Open the write tracker of kind over the heap [shadow, shadow+len) and make
  * the pool's consistent image its content: on a new pool (p->created) only
- * the tracker; on a reopened one, first pool_invalidate_torn (durable), then
+ * the tracker; on a reopened one, first persist_invalidate_torn (durable), then
  * the lazy or the eager path as above.  *tracker_out is the tracker (close
  * it with tracker_close after restore_close).  *out is NULL when nothing is
  * pending (eager or new pool).  Returns 0 or -1 with err_get() set (nothing

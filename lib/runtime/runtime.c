@@ -59,9 +59,7 @@ static uint64_t io_error_epoch;		/* the last durable epoch when it struck */
 
 enum runtime_state runtime_state(void) { return atomic_load(&state); }
 bool runtime_in_init(void) { return initialising_here; }
-const struct config *runtime_config(void) { return &cfg; }
 void *runtime_heap_base(void) { return heap_base; }
-size_t runtime_heap_len(void) { return heap_len; }
 bool runtime_crashed(void) { return previous_run_crashed; }
 
 ptrdiff_t runtime_heap_offset(void)
@@ -178,7 +176,7 @@ static void log_configuration(void)
 		cfg.pool_path, cfg.pool_path_is_default ? " (default)" : "",
 		(unsigned long long)(heap_len >> 20), heap_base,
 		runtime_heap_offset() == 0 ? "as recorded" : "RELOCATED",
-		cfg.interval_ms, tracker->ops->name, pool->nvm->ops->name,
+		cfg.interval_ms, tracker_name(tracker), pool->nvm->ops->name,
 		config_writeback_name(cfg.writeback), config_heap_name(cfg.heap),
 		pool->created ? ", new pool" : (previous_run_crashed ? ", recovered after a crash"
 									  : ", reopened after a clean exit"));
@@ -212,10 +210,11 @@ static bool is_ancestor(pid_t pid)
 	return false;
 }
 
-static int open_pool(void)
+/* holder: where pool_open puts the pid holding the pool, when locked. */
+static enum pool_error open_pool(pid_t *holder)
 {
 	if (cfg.pool_path_is_default && make_parent_dirs(cfg.pool_path) != 0)
-		return -1;
+		return POOL_ERR_REFUSED;
 	char creator[POOL_CREATOR_MAX];
 	program_identity(creator, sizeof(creator));
 	struct pool_open_options o = {
@@ -228,6 +227,7 @@ static int open_pool(void)
 		.nvm = cfg.nvm,
 		.latency_ns = cfg.nvm_latency_ns,
 		.sim = NULL,
+		.lock_holder = holder,
 	};
 	return pool_open(&pool, &o);
 }
@@ -435,11 +435,11 @@ static int start(void)
 
 	if (check_mode_setup() != 0)
 		return -1;
-	if (open_pool() != 0) {
+	pid_t holder = 0;
+	if (open_pool(&holder) != POOL_OK) {
 		/* A descendant exec'd by the program holding the pool (system(),
 		 * popen(), a helper binary) inherits LD_PRELOAD and the
 		 * environment: it runs without persistence, quietly. */
-		pid_t holder = pool_last_lock_holder();
 		if (holder != 0 && is_ancestor(holder)) {
 			log_msg(LOG_INFO, "%s; this child of the holder runs without persistence",
 				err_get());
@@ -577,6 +577,14 @@ int runtime_init(void)
 	return -1;
 }
 
+/* The tracker's counters, for the report, before it is closed. */
+static void note_tracker_stats(void)
+{
+	struct tracker_stats st;
+	tracker_get_stats(tracker, &st);
+	stats_note_tracker(tracker_name(tracker), &st);
+}
+
 void runtime_shutdown(void)
 {
 	prim_lock(&init_lock);
@@ -616,7 +624,7 @@ void runtime_shutdown(void)
 	restore_close(restorer);
 	restorer = NULL;
 	growth_hook_off();
-	stats_note_tracker(tracker->ops->name, &tracker->stats);
+	note_tracker_stats();
 	tracker_close(tracker);
 	tracker = NULL;
 	epoch_log_close();
@@ -650,7 +658,7 @@ void runtime_atfork_child(void)
 	restore_abandon(restorer);
 	restorer = NULL;
 	if (tracker != NULL) {
-		stats_note_tracker(tracker->ops->name, &tracker->stats);
+		note_tracker_stats();
 		tracker_close(tracker);
 		tracker = NULL;
 	}

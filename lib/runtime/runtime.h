@@ -42,7 +42,6 @@ enum runtime_state runtime_state(void);
 /* True on the thread currently running runtime_init (the malloc wrappers
  * serve this thread from a bootstrap arena then). */
 bool runtime_in_init(void);
-const struct config *runtime_config(void);
 
 /* Clean shutdown: final epoch, clean flag, pool closed; the heap stays
  * mapped and usable (other threads and later destructors may still use it)
@@ -58,9 +57,8 @@ void runtime_atfork_child(void);
 int runtime_pin_writable(void *addr, size_t len);
 void runtime_unpin(void *addr, size_t len);
 
-/* The heap range as mapped in this process, and (mapped - recorded). */
+/* Where the heap is mapped in this process, and (mapped - recorded). */
 void *runtime_heap_base(void);
-size_t runtime_heap_len(void);
 ptrdiff_t runtime_heap_offset(void);
 /* The previous run ended without a clean shutdown. */
 bool runtime_crashed(void);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* tracker -- backend choice and the calls common to every backend.  See
  * tracker.h. */
-#include "track/tracker.h"
+#include "track/tracker_backend.h"
 
 #include "base/assert.h"
 #include "base/log.h"
@@ -109,6 +109,15 @@ void tracker_set_extent(struct tracker *t, size_t extent)
 		extent = t->len;
 	t->extent = (extent + t->page_size - 1) / t->page_size * t->page_size;
 	PMT_ASSERT(t->extent <= t->len && t->extent % t->page_size == 0);
+}
+
+const char *tracker_name(const struct tracker *t) { return t->ops->name; }
+
+void tracker_get_stats(const struct tracker *t, struct tracker_stats *out)
+{
+	*out = t->stats;
+	/* The mprotect backend counts faults in its signal handler. */
+	out->faults = __atomic_load_n(&t->stats.faults, __ATOMIC_RELAXED);
 }
 
 size_t tracker_collect_dirty(struct tracker *t, uint64_t *pages, size_t max)

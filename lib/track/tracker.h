@@ -3,7 +3,9 @@
  * shadow + tracker -- the DRAM shadow heap and which of its pages were written.
  *
  * Owns: reserving the shadow range at its fixed address, and the write
- * tracking backends behind struct tracker_ops:
+ * tracking backends behind struct tracker_ops (tracker_backend.h, private to
+ * this module: everything else sees struct tracker only through the
+ * functions below):
  *   tracker_uffd.c      userfaultfd write-protect in async mode
  *                       (UFFD_FEATURE_WP_ASYNC | WP_UNPOPULATED) and the
  *                       PAGEMAP_SCAN ioctl with PM_SCAN_WP_MATCHING: the
@@ -57,48 +59,6 @@ struct tracker_stats {
 				 * as written) */
 };
 
-struct tracker_ops {
-	const char *name;
-	/* Start tracking: every page of the range counts as clean now.
-	 * Returns 0 or -1 with err_get() set. */
-	int (*attach)(struct tracker *t);
-	/* Store the indices (page numbers from base, ascending) of every page
-	 * written since attach or the previous collection into pages (room for
-	 * max), re-arm tracking for them, and return how many.  Called only at
-	 * a quiescent point.  If more than max pages are dirty, returns the
-	 * first max and leaves the rest dirty for the next call. */
-	size_t (*collect_dirty)(struct tracker *t, uint64_t *pages, size_t max);
-	/* Without re-arming anything, set written[k] to 1 for each pages[k]
-	 * (ascending, as collect_dirty returned them) written since the
-	 * previous collection, and to 0 for the others; those pages stay
-	 * marked for the next collection.  The epoch's write-back (epoch.c)
-	 * asks this after it read the live pages of a batch: a page written
-	 * meanwhile may hold a mix of two states.  Returns 0, or -1 when the
-	 * backend cannot tell (the caller must then count every page as
-	 * written).  Not concurrently with collect_dirty (they share buffers:
-	 * the epoch thread calls both); cheap: no fault, no protection change. */
-	int (*written_since)(struct tracker *t, const uint64_t *pages, size_t n,
-			     uint8_t *written);
-	/* Optional (tracker_cover): make first writes to [base, base+len)
-	 * tracked exactly from now on.  NULL: attach already did. */
-	int (*cover)(struct tracker *t, size_t len);
-	/* Stop tracking; the range stays mapped and becomes plainly writable.
-	 * Safe in a fork child (acts on the child's own mappings only). */
-	void (*detach)(struct tracker *t);
-};
-
-struct tracker {
-	const struct tracker_ops *ops;
-	void *base;
-	size_t len;
-	size_t extent;		/* collections look at [base, base+extent) only;
-				 * see tracker_set_extent */
-	size_t page_size;
-	unsigned open_flags;	/* TRACKER_OPEN_* */
-	struct tracker_stats stats;
-	void *impl;
-};
-
 /* tracker_open_flags: the uffd backend will serve missing-page faults for
  * lazy restore (restore.h): open its descriptor so that faults taken by the
  * kernel wait for the restorer when the process may ask for that, and leave
@@ -110,9 +70,10 @@ struct tracker {
  * tracker_cover before it first uses each part.  Above the covered part the
  * uffd backend reports a page as written after its first touch (even a
  * read), and may report its never-touched neighbours in the same 2 MiB page
- * table once: conservative, never a lost write.  Arming all of an 8 GiB
- * range costs ~40 ms at every start-up; the runtime covers what its heap
- * uses (the restored image, then each growth of the heap). */
+ * table once: conservative, never a lost write.  Arming a whole range costs
+ * time in proportion to its size, paid at every start-up however little of
+ * it the program uses; the runtime covers what its heap uses (the restored
+ * image, then each growth of the heap). */
 #define TRACKER_OPEN_COVER_LATER 2u
 /* tracker_open_flags: report exactly the pages written.  Without it the
  * mprotect backend, at a first write to a page whose predecessor was
@@ -149,7 +110,11 @@ bool tracker_uffd_kernel_faults_possible(void);
 int tracker_cover(struct tracker *t, size_t len);
 /* Detach and free.  NULL is a no-op. */
 void tracker_close(struct tracker *t);
-/* ops->collect_dirty, counted in t->stats. */
+/* The backend's name ("uffd", "mprotect"), for reports. */
+const char *tracker_name(const struct tracker *t);
+/* The counters so far. */
+void tracker_get_stats(const struct tracker *t, struct tracker_stats *out);
+/* The backend's collect_dirty, counted in the tracker's stats. */
 size_t tracker_collect_dirty(struct tracker *t, uint64_t *pages, size_t max);
 /* Limit later collections to [base, base+extent) (rounded up to a page,
  * capped at len; tracker_open sets len).  The caller promises that nothing
@@ -185,8 +150,8 @@ void tracker_prefault(void *addr, size_t len);
 typedef void (*tracker_write_hook)(void *addr, void *ucontext);
 void tracker_set_write_hook(tracker_write_hook fn);
 
-/* ops->written_since, counted in t->stats; -1 (every page written) when the
- * backend cannot tell. */
+/* The backend's written_since, counted in the tracker's stats; -1 (every
+ * page written) when the backend cannot tell. */
 int tracker_written_since(struct tracker *t, const uint64_t *pages, size_t n, uint8_t *written);
 
 /* The mprotect backend keeps at most this many separately writable runs of
@@ -208,9 +173,5 @@ int tracker_written_since(struct tracker *t, const uint64_t *pages, size_t n, ui
  * with err_get() set. */
 int tracker_pin_writable(struct tracker *t, void *addr, size_t len);
 void tracker_unpin(struct tracker *t, void *addr, size_t len);
-
-/* The backends, for tracker.c. */
-extern const struct tracker_ops tracker_uffd_ops;
-extern const struct tracker_ops tracker_mprotect_ops;
 
 #endif

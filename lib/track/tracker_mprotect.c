@@ -15,7 +15,7 @@
  * The faults come through fault_signal.c, which owns the process's SIGSEGV
  * disposition: claim_fault below takes the first writes to tracked pages;
  * every other fault goes to the application's own disposition. */
-#include "track/tracker.h"
+#include "track/tracker_backend.h"
 
 #include "base/log.h"
 #include "prim/prim.h"

@@ -10,7 +10,7 @@
  * clear (PAGE_IS_WRITTEN) and sets it again, in one call; without
  * PM_SCAN_WP_MATCHING the same scan only looks (written_since).  No VMA is
  * split and no signal is ever taken. */
-#include "track/tracker.h"
+#include "track/tracker_backend.h"
 
 #include "base/log.h"
 #include "prim/prim.h"
@@ -194,9 +194,9 @@ static int wp_span(struct tracker *t, struct uffd_impl *u, size_t from, size_t t
 	return ioctl(u->uffd, UFFDIO_WRITEPROTECT, &wp);
 }
 
-/* Protection ahead of the heap grows in steps this large: a step costs
- * ~0.3 ms of page-table work, and the whole capacity at once (~5 ms per
- * GiB; the default pool is 8 GiB) would be paid at every start-up. */
+/* Protection ahead of the heap grows in steps this large: a step's
+ * page-table work is small, while the whole capacity at once (the default
+ * pool is 8 GiB) would cost in proportion to it at every start-up. */
 #define COVER_STEP ((size_t)64 << 20)
 
 static int cover_to(struct tracker *t, struct uffd_impl *u, size_t len)
@@ -451,7 +451,7 @@ int tracker_uffd_register_missing(struct tracker *t, size_t len, bool *kernel_fa
 	 * write-protected as written, a none pte in a populated page table
 	 * too (so the protection extends to the end of the last page table,
 	 * 2 MiB).  Above it nothing was ever persisted, and protecting the
-	 * whole capacity costs ~10 ms per GiB at start-up: there a page
+	 * whole capacity would cost in proportion to it at start-up: there a page
 	 * first touched (even read) counts as written once, and so may an
 	 * untouched page below the scan extent (the heap's high-water mark)
 	 * in a page table another touch populated.  Such a page is zeros

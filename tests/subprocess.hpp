@@ -61,10 +61,18 @@ inline std::string read_fd(int fd)
 	return s;
 }
 
-// Run argv with the current environment minus PMTHREADS_* / LD_PRELOAD, plus
-// extra.  stderr goes to a file so that neither pipe can fill up.
-inline run_result run(const std::vector<std::string> &argv,
-		      const std::map<std::string, std::string> &extra)
+// A child started by spawn: its pid, the read end of its stdout and the file
+// its stderr goes to (a file, so that neither can fill up and block it).
+struct spawned {
+	pid_t pid;
+	int out_fd;
+	int err_fd;
+};
+
+// Start argv with the current environment minus PMTHREADS_* / LD_PRELOAD,
+// plus extra.
+inline spawned spawn(const std::vector<std::string> &argv,
+		     const std::map<std::string, std::string> &extra)
 {
 	std::vector<std::string> env;
 	for (char **e = environ; *e != nullptr; e++)
@@ -97,16 +105,31 @@ inline run_result run(const std::vector<std::string> &argv,
 		_exit(127);
 	}
 	close(out[1]);
-	run_result r;
-	r.out = read_fd(out[0]);
-	close(out[0]);
+	return { pid, out[0], errfd };
+}
+
+// Wait for a spawned child (its stdout already read and closed by the
+// caller) and collect its status and stderr into r.
+inline void finish(const spawned &c, run_result &r)
+{
 	int st = 0;
-	REQUIRE(waitpid(pid, &st, 0) == pid);
+	REQUIRE(waitpid(c.pid, &st, 0) == c.pid);
 	r.wait_status = st;
 	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	lseek(errfd, 0, SEEK_SET);
-	r.err = read_fd(errfd);
-	close(errfd);
+	lseek(c.err_fd, 0, SEEK_SET);
+	r.err = read_fd(c.err_fd);
+	close(c.err_fd);
+}
+
+// Run argv (see spawn) to its end.
+inline run_result run(const std::vector<std::string> &argv,
+		      const std::map<std::string, std::string> &extra)
+{
+	spawned c = spawn(argv, extra);
+	run_result r;
+	r.out = read_fd(c.out_fd);
+	close(c.out_fd);
+	finish(c, r);
 	return r;
 }
 

@@ -41,43 +41,13 @@ struct pool_env {
 };
 
 // Run argv; once a line of its output starts with `until`, wait after_ms and
-// kill it with SIGKILL.  stderr goes to a file, as in subprocess::run.
+// kill it with SIGKILL (subprocess::spawn and finish).
 run_result run_and_kill(const std::vector<std::string> &argv,
 			const std::map<std::string, std::string> &extra, const std::string &until,
 			unsigned after_ms)
 {
-	std::vector<std::string> env;
-	for (char **e = environ; *e != nullptr; e++)
-		if (strncmp(*e, "PMTHREADS_", 10) != 0 && strncmp(*e, "LD_PRELOAD=", 11) != 0)
-			env.emplace_back(*e);
-	for (auto &kv : extra)
-		env.push_back(kv.first + "=" + kv.second);
-	std::vector<char *> envp, args;
-	for (auto &s : env)
-		envp.push_back(const_cast<char *>(s.c_str()));
-	envp.push_back(nullptr);
-	for (auto &s : argv)
-		args.push_back(const_cast<char *>(s.c_str()));
-	args.push_back(nullptr);
-
-	char errpath[] = "/tmp/pmt-test-err-XXXXXX";
-	int errfd = mkstemp(errpath);
-	REQUIRE(errfd >= 0);
-	unlink(errpath);
-	int out[2];
-	REQUIRE(pipe(out) == 0);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		dup2(out[1], 1);
-		dup2(errfd, 2);
-		close(out[0]);
-		close(out[1]);
-		execve(args[0], args.data(), envp.data());
-		_exit(127);
-	}
-	close(out[1]);
-	FILE *f = fdopen(out[0], "r");
+	spawned c = spawn(argv, extra);
+	FILE *f = fdopen(c.out_fd, "r");
 	REQUIRE(f != nullptr);
 	run_result r;
 	char line[512];
@@ -85,19 +55,13 @@ run_result run_and_kill(const std::vector<std::string> &argv,
 		r.out += line;
 		if (strncmp(line, until.c_str(), until.size()) == 0) {
 			usleep(after_ms * 1000);
-			kill(pid, SIGKILL);
+			kill(c.pid, SIGKILL);
 			break;
 		}
 	}
-	r.out += read_fd(out[0]);
+	r.out += read_fd(c.out_fd);
 	fclose(f);
-	int st = 0;
-	REQUIRE(waitpid(pid, &st, 0) == pid);
-	r.wait_status = st;
-	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	lseek(errfd, 0, SEEK_SET);
-	r.err = read_fd(errfd);
-	close(errfd);
+	finish(c, r);
 	return r;
 }
 

@@ -29,7 +29,7 @@ MAY_CALL = {
 # prefix when it is the prefix or starts with the prefix and '_'.
 PREFIXES = {
     'prim': {'prim'},
-    'base': {'config', 'log', 'err', 'pmt_assert'},
+    'base': {'config', 'log', 'err', 'pmt_assert', 'hist'},
     'quiesce': {'quiesce', 'fase'},
     'track': {'tracker', 'shadow', 'fault_signal'},
     'persist': {'persist', 'pool', 'nvm'},

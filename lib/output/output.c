@@ -2,6 +2,7 @@
 /* output -- output commit's queues, stamps and release.  See output.h. */
 #include "output/output.h"
 
+#include "base/histogram.h"
 #include "base/log.h"
 #include "prim/prim.h"
 #include "quiesce/quiesce.h"
@@ -57,43 +58,19 @@ static _Atomic uint64_t durable_mark;
 static atomic_uint durable_word;		/* bumped with durable_mark (futex) */
 static _Atomic uint64_t demanded_for;
 
-/* Statistics.  The hold-time histogram is log-linear as quiesce's pause
- * histogram: 8 sub-buckets per power of two. */
-#define SUB_BITS 3
-#define SUB (1u << SUB_BITS)
-#define BUCKETS (SUB + (64 - SUB_BITS) * SUB)
+/* Statistics; the hold-time histogram is base/histogram.h's. */
 static prim_lock_t stats_lock = PRIM_LOCK_INIT;
 static struct {
 	uint64_t writes_held, bytes_held, bytes_released, bytes_dropped, epochs_demanded;
 	uint64_t waits_full, over_bound_in_fase, release_errors;
 	uint64_t holds, hold_max;
-	uint64_t hist[BUCKETS];
+	uint64_t hist[HIST_BUCKETS];
 } stats;
 /* Set while this thread is inside output_hold: a signal handler that writes
  * to a pipe (the self-pipe wake-up) while its thread is in here would
  * deadlock on the queue's lock, so such a nested call is not held. */
 static __thread bool in_hold __attribute__((tls_model("initial-exec")));
 static atomic_bool told_over_bound, told_ancillary, told_high_fd, told_stale;
-
-static unsigned bucket_of(uint64_t ns)
-{
-	if (ns < SUB)
-		return (unsigned)ns;
-	unsigned e = 63 - (unsigned)__builtin_clzll(ns);
-	unsigned shift = e - SUB_BITS;
-	return SUB + shift * SUB + ((unsigned)(ns >> shift) & (SUB - 1));
-}
-
-static uint64_t bucket_upper(unsigned b)
-{
-	if (b < SUB)
-		return b + 1;
-	unsigned shift = (b - SUB) / SUB;
-	uint64_t mant = SUB + (b - SUB) % SUB + 1;
-	if (shift >= 64 - (SUB_BITS + 1))
-		return UINT64_MAX;
-	return mant << shift;
-}
 
 static void count(uint64_t *field, uint64_t n)
 {
@@ -250,7 +227,7 @@ static bool release_fd(struct fdq *q, int fd)
 		uint64_t held = prim_now_ns() - c->t_ns;
 		prim_lock(&stats_lock);
 		stats.holds++;
-		stats.hist[bucket_of(held)]++;
+		stats.hist[hist_bucket_of(held)]++;
 		if (held > stats.hold_max)
 			stats.hold_max = held;
 		prim_unlock(&stats_lock);
@@ -743,21 +720,6 @@ void output_atfork_child(void)
 	atomic_store(&max_fd, -1);
 }
 
-static uint64_t percentile(unsigned pct)
-{
-	if (stats.holds == 0)
-		return 0;
-	uint64_t want = (stats.holds * pct + 99) / 100, seen = 0;
-	for (unsigned b = 0; b < BUCKETS; b++) {
-		seen += stats.hist[b];
-		if (seen >= want) {
-			uint64_t u = bucket_upper(b);
-			return u < stats.hold_max ? u : stats.hold_max;
-		}
-	}
-	return stats.hold_max;
-}
-
 void output_get_stats(struct output_stats *st)
 {
 	prim_lock(&stats_lock);
@@ -770,8 +732,8 @@ void output_get_stats(struct output_stats *st)
 	st->waits_full = stats.waits_full;
 	st->over_bound_in_fase = stats.over_bound_in_fase;
 	st->release_errors = stats.release_errors;
-	st->hold_ns_p50 = percentile(50);
-	st->hold_ns_p99 = percentile(99);
+	st->hold_ns_p50 = hist_percentile(stats.hist, stats.holds, 50, stats.hold_max);
+	st->hold_ns_p99 = hist_percentile(stats.hist, stats.holds, 99, stats.hold_max);
 	st->hold_ns_max = stats.hold_max;
 	prim_unlock(&stats_lock);
 }

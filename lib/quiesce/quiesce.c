@@ -4,6 +4,7 @@
  * it is. */
 #include "quiesce/quiesce.h"
 
+#include "base/histogram.h"
 #include "base/log.h"
 #include "prim/prim.h"
 
@@ -100,24 +101,17 @@ static atomic_int internal_threads;
 static _Atomic(quiesce_last_thread_fn) last_thread_fn;
 static sigset_t app_start_mask;
 
-/* Statistics, written by the epoch thread under stats_lock.  The pause
- * histogram is log-linear: each power of two [2^e, 2^(e+1)) is split into
- * PAUSE_SUB equal sub-buckets, so a percentile read from it is within 1/8
- * (12.5 %) of the true value -- a plain power-of-two histogram could only say
- * "somewhere in 2..4 ms", which makes p99 useless against a 5 ms target.
- * Values below PAUSE_SUB ns get one bucket each. */
-#define PAUSE_SUB_BITS 3
-#define PAUSE_SUB (1u << PAUSE_SUB_BITS)
-#define PAUSE_BUCKETS (PAUSE_SUB + (64 - PAUSE_SUB_BITS) * PAUSE_SUB)
+/* Statistics, written by the epoch thread under stats_lock; the pause and
+ * period histograms are base/histogram.h's log-linear ones. */
 static prim_lock_t stats_lock = PRIM_LOCK_INIT;
 static struct {
 	uint64_t epochs, abandoned, syncs;
 	uint64_t pause_max, pause_total, abandoned_total;
-	uint64_t hist[PAUSE_BUCKETS];	/* see bucket_of / bucket_upper */
+	uint64_t hist[HIST_BUCKETS];
 	/* Achieved period: from one quiescent point's attempt start to the
 	 * next one's, same histogram. */
 	uint64_t periods, period_max, period_total;
-	uint64_t period_hist[PAUSE_BUCKETS];
+	uint64_t period_hist[HIST_BUCKETS];
 	/* Periodic epochs that could not start when due because the previous
 	 * epoch's after procedure (the write-back) was still running. */
 	uint64_t late, late_total;
@@ -338,29 +332,6 @@ static void open_gate(void)
 	prim_futex_wake(&quiesce_gate, INT_MAX);
 }
 
-static unsigned bucket_of(uint64_t ns)
-{
-	if (ns < PAUSE_SUB)
-		return (unsigned)ns;
-	unsigned e = 63 - (unsigned)__builtin_clzll(ns);	/* >= PAUSE_SUB_BITS */
-	unsigned shift = e - PAUSE_SUB_BITS;
-	/* The PAUSE_SUB_BITS bits below the leading one pick the sub-bucket. */
-	unsigned sub = (unsigned)(ns >> shift) & (PAUSE_SUB - 1);
-	return PAUSE_SUB + shift * PAUSE_SUB + sub;
-}
-
-/* The smallest value above every value of bucket b (saturating). */
-static uint64_t bucket_upper(unsigned b)
-{
-	if (b < PAUSE_SUB)
-		return b + 1;
-	unsigned shift = (b - PAUSE_SUB) / PAUSE_SUB;
-	uint64_t mant = PAUSE_SUB + (b - PAUSE_SUB) % PAUSE_SUB + 1;	/* 9..16 */
-	if (shift >= 64 - (PAUSE_SUB_BITS + 1))
-		return UINT64_MAX;
-	return mant << shift;
-}
-
 /* How an attempt at a quiescent point ended. */
 enum attempt { ATTEMPT_ABANDONED, ATTEMPT_DURABLE, ATTEMPT_CARRIED };
 
@@ -401,7 +372,7 @@ static enum attempt attempt_epoch(bool retry)
 			stats.pause_total += pause;
 			if (pause > stats.pause_max)
 				stats.pause_max = pause;
-			stats.hist[bucket_of(pause)]++;
+			stats.hist[hist_bucket_of(pause)]++;
 			/* For a retry: since the attempt it completes began; only
 			 * the attempts that start a period make the histogram. */
 			last_period_ns = last_epoch_start_ns != 0 ? t0 - last_epoch_start_ns : 0;
@@ -410,7 +381,7 @@ static enum attempt attempt_epoch(bool retry)
 				stats.period_total += last_period_ns;
 				if (last_period_ns > stats.period_max)
 					stats.period_max = last_period_ns;
-				stats.period_hist[bucket_of(last_period_ns)]++;
+				stats.period_hist[hist_bucket_of(last_period_ns)]++;
 			}
 			prim_unlock(&stats_lock);
 			if (!retry)
@@ -762,21 +733,6 @@ void quiesce_atfork_child(void)
 	memset(&stats, 0, sizeof(stats));
 }
 
-static uint64_t percentile(const uint64_t *hist, uint64_t total, unsigned pct, uint64_t max)
-{
-	if (total == 0)
-		return 0;
-	uint64_t want = (total * pct + 99) / 100, seen = 0;
-	for (unsigned b = 0; b < PAUSE_BUCKETS; b++) {
-		seen += hist[b];
-		if (seen >= want) {
-			uint64_t upper = bucket_upper(b);
-			return upper < max ? upper : max;
-		}
-	}
-	return max;
-}
-
 static atomic_uint_fast64_t blocking_in_fase;
 
 void quiesce_note_blocking_in_fase(const char *call)
@@ -806,10 +762,10 @@ void quiesce_get_stats(struct quiesce_stats *st)
 	st->pause_ns_max = stats.pause_max;
 	st->pause_ns_total = stats.pause_total;
 	st->abandoned_ns_total = stats.abandoned_total;
-	st->pause_ns_p50 = percentile(stats.hist, stats.epochs, 50, stats.pause_max);
-	st->pause_ns_p99 = percentile(stats.hist, stats.epochs, 99, stats.pause_max);
-	st->period_ns_p50 = percentile(stats.period_hist, stats.periods, 50, stats.period_max);
-	st->period_ns_p99 = percentile(stats.period_hist, stats.periods, 99, stats.period_max);
+	st->pause_ns_p50 = hist_percentile(stats.hist, stats.epochs, 50, stats.pause_max);
+	st->pause_ns_p99 = hist_percentile(stats.hist, stats.epochs, 99, stats.pause_max);
+	st->period_ns_p50 = hist_percentile(stats.period_hist, stats.periods, 50, stats.period_max);
+	st->period_ns_p99 = hist_percentile(stats.period_hist, stats.periods, 99, stats.period_max);
 	st->period_ns_max = stats.period_max;
 	st->period_ns_mean = stats.periods != 0 ? stats.period_total / stats.periods : 0;
 	st->late_epochs = stats.late;

@@ -332,8 +332,10 @@ static void open_gate(void)
 	prim_futex_wake(&quiesce_gate, INT_MAX);
 }
 
-/* How an attempt at a quiescent point ended. */
-enum attempt { ATTEMPT_ABANDONED, ATTEMPT_DURABLE, ATTEMPT_CARRIED };
+/* How an attempt at a quiescent point ended: abandoned (a lock held too
+ * long), ended (its image durable, or failed for good: nothing to retry), or
+ * carried over (to be completed at once). */
+enum attempt { ATTEMPT_ABANDONED, ATTEMPT_ENDED, ATTEMPT_CARRIED };
 
 /* One attempt at a quiescent point.  retry: the previous one was carried
  * over and this one completes it -- not the start of a new period. */
@@ -397,7 +399,7 @@ static enum attempt attempt_epoch(bool retry)
 				atomic_store(&durable_pause, this_pause);
 			atomic_store_explicit(&served, covers, memory_order_release);
 			prim_futex_wake(&served, INT_MAX);
-			return ATTEMPT_DURABLE;
+			return ATTEMPT_ENDED;
 		}
 		prim_unlock(&epoch_lock);
 		uint64_t waited = prim_now_ns() - t0;

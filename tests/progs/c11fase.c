@@ -9,9 +9,7 @@
  * one line; the first that fails prints why and exits 1.  A SIGALRM after
  * 60 s ends a run that hangs (an epoch that can never start).
  */
-#include <pmthreads.h>
-
-#pragma weak pmthreads_sync
+#include "fase_probe.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -20,28 +18,6 @@
 #include <threads.h>
 #include <time.h>
 #include <unistd.h>
-
-static int failures;
-
-static void expect(const char *what, int cond)
-{
-	printf("%s: %s\n", what, cond ? "ok" : "FAILED");
-	fflush(stdout);
-	if (!cond)
-		failures++;
-}
-
-/* 1 inside a FASE, 0 outside (a quiescent point was reached). */
-static int in_fase(void)
-{
-	errno = 0;
-	int r = pmthreads_sync();
-	if (r != 0 && errno != EDEADLK) {
-		perror("pmthreads_sync");
-		exit(1);
-	}
-	return r != 0;
-}
 
 static struct timespec in_ms(long ms)
 {

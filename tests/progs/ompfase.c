@@ -11,9 +11,7 @@
  * PMTHREADS_HEAP=malloc; the first check that fails makes the exit status
  * 1; SIGALRM after 60 s ends a run that hangs.
  */
-#include <pmthreads.h>
-
-#pragma weak pmthreads_sync
+#include "fase_probe.h"
 
 #include <errno.h>
 #include <omp.h>
@@ -29,27 +27,6 @@
 void GOMP_atomic_start(void);
 void GOMP_atomic_end(void);
 #endif
-
-static int failures;
-
-static void expect(const char *what, int cond)
-{
-	printf("%s: %s\n", what, cond ? "ok" : "FAILED");
-	fflush(stdout);
-	if (!cond)
-		failures++;
-}
-
-static int in_fase(void)
-{
-	errno = 0;
-	int r = pmthreads_sync();
-	if (r != 0 && errno != EDEADLK) {
-		perror("pmthreads_sync");
-		exit(1);
-	}
-	return r != 0;
-}
 
 static void sleep_ms(long ms)
 {

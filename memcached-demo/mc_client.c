@@ -13,10 +13,16 @@
  *       Prints counts, the ack time of the oldest acknowledged key that is
  *       missing (0: none) and of the newest acknowledgement; exit 0 when both
  *       hold, 1 otherwise.
- *   mc_client bench  HOST PORT CONNS SECONDS KEYS VSIZE SET_PERCENT
+ *   mc_client bench  HOST PORT CONNS SECONDS KEYS VSIZE SET_PERCENT [PROTO]
  *       closed-loop load: CONNS threads with one connection each, random keys
- *       of KEYS (prefilled first), values of VSIZE bytes, SET_PERCENT % sets,
- *       the rest gets; every value a get returns is checked.  Prints one CSV line:
+ *       of KEYS (prefilled first, pipelined), values of VSIZE bytes,
+ *       SET_PERCENT % sets, the rest gets; every value a get returns is
+ *       checked.  PROTO: memcache (the text protocol, default) or redis (RESP:
+ *       SET and GET), so that memcached and Redis get the same load.  Latency
+ *       is per request, from the send of its first byte to the last byte of
+ *       its reply.  The measured window starts once every connection has
+ *       prefilled its keys (at 1 s + 20 us per key after the start at the
+ *       earliest).  Prints one CSV line:
  *       ops,seconds,ops_per_sec,get_hits,get_misses,p50_us,p99_us,max_us
  *
  * Every socket has a 10 s timeout so that nothing waits forever.
@@ -175,16 +181,76 @@ static size_t value_of(unsigned round, unsigned long i, size_t vmin, size_t vmax
 	return len;
 }
 
-static int set_key(struct conn *c, const char *key, const char *val, size_t len)
+enum proto { PROTO_MEMCACHE, PROTO_REDIS };
+
+/* A set request in one buffer, so that it leaves in one segment (TCP_NODELAY
+ * would otherwise send the header, value and "\r\n" as three).  dst holds
+ * KEYMAX + 64 + len bytes. */
+static size_t req_set(enum proto p, char *dst, const char *key, const char *val, size_t len)
 {
-	char hdr[KEYMAX + 64];
-	int n = snprintf(hdr, sizeof(hdr), "set %s 0 0 %zu\r\n", key, len);
-	if (send_all(c, hdr, (size_t)n) || send_all(c, val, len) || send_all(c, "\r\n", 2))
-		return -1;
+	int n;
+	if (p == PROTO_REDIS)
+		n = sprintf(dst, "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$%zu\r\n", strlen(key), key, len);
+	else
+		n = sprintf(dst, "set %s 0 0 %zu\r\n", key, len);
+	memcpy(dst + n, val, len);
+	memcpy(dst + n + len, "\r\n", 2);
+	return (size_t)n + len + 2;
+}
+
+/* The reply to a set: 1 stored, 0 refused, -1 connection lost. */
+static int reply_set(enum proto p, struct conn *c)
+{
 	char *l = read_line(c);
 	if (l == NULL)
 		return -1;
-	return strcmp(l, "STORED") == 0 ? 1 : 0;
+	return strcmp(l, p == PROTO_REDIS ? "+OK" : "STORED") == 0 ? 1 : 0;
+}
+
+static size_t req_get(enum proto p, char *dst, const char *key)
+{
+	if (p == PROTO_REDIS)
+		return (size_t)sprintf(dst, "*2\r\n$3\r\nGET\r\n$%zu\r\n%s\r\n", strlen(key), key);
+	return (size_t)sprintf(dst, "get %s\r\n", key);
+}
+
+/* The reply to a get of one key, whose value (if any) must be want[0..wlen):
+ * 1 hit, 0 miss, -1 connection lost or a wrong reply.  got holds wlen + 2. */
+static int reply_get(enum proto p, struct conn *c, const char *want, size_t wlen, char *got)
+{
+	char *l = read_line(c);
+	size_t len;
+	if (l == NULL)
+		return -1;
+	if (p == PROTO_REDIS) {
+		if (strcmp(l, "$-1") == 0)
+			return 0;
+		if (sscanf(l, "$%zu", &len) != 1)
+			return -1;
+	} else {
+		if (strcmp(l, "END") == 0)
+			return 0;
+		if (sscanf(l, "VALUE %*s %*u %zu", &len) != 1)
+			return -1;
+	}
+	if (len != wlen || read_n(c, got, len + 2) || memcmp(got, want, len) != 0 ||
+	    memcmp(got + len, "\r\n", 2) != 0)
+		return -1;
+	if (p == PROTO_MEMCACHE && ((l = read_line(c)) == NULL || strcmp(l, "END") != 0))
+		return -1;
+	return 1;
+}
+
+static int set_key(struct conn *c, const char *key, const char *val, size_t len)
+{
+	char *req = malloc(KEYMAX + 64 + len);
+	int r = -1;
+	if (req == NULL)
+		die("out of memory");
+	if (send_all(c, req, req_set(PROTO_MEMCACHE, req, key, val, len)) == 0)
+		r = reply_set(PROTO_MEMCACHE, c);
+	free(req);
+	return r;
 }
 
 static unsigned long parse_ul(const char *s, const char *what)
@@ -332,82 +398,126 @@ static int cmd_verify(char **a)
 
 /* ---- bench ---- */
 #define HIST_US 100000 /* latency histogram: 1 us buckets up to 100 ms */
+#define PREFILL_BATCH 64
+
+struct bench {
+	const char *host;
+	int port, conns;
+	unsigned long keys;
+	size_t vsize;
+	unsigned set_pct;
+	enum proto proto;
+	uint64_t planned_start, nsecs;
+	pthread_barrier_t ready;
+	uint64_t start, deadline; /* set by one worker between the two waits on ready */
+};
 
 struct worker {
 	pthread_t tid;
-	const char *host;
-	int port, id;
-	unsigned long keys, first, last; /* prefill range [first, last) */
-	size_t vsize;
-	unsigned set_pct;
-	uint64_t start, deadline;
+	struct bench *b;
+	int id;
+	unsigned long first, last; /* prefill range [first, last) */
 	unsigned long ops, hits, misses;
 	uint32_t *hist;
 	int failed, late;
 };
 
+/* Sets keys [first, last) in pipelined batches: fast even when every write
+ * is synced (Redis with appendfsync always syncs once per batch). */
+static int prefill(struct worker *w, struct conn *c, const char *val)
+{
+	struct bench *b = w->b;
+	size_t per = KEYMAX + 64 + b->vsize;
+	size_t batch = (256u << 10) / per;
+	batch = batch < 1 ? 1 : batch > PREFILL_BATCH ? PREFILL_BATCH : batch;
+	char *buf = malloc(batch * per), key[KEYMAX];
+	int rc = 0;
+
+	if (buf == NULL)
+		return -1;
+	for (unsigned long k = w->first; k < w->last && rc == 0; k += batch) {
+		unsigned long end = k + batch < w->last ? k + batch : w->last;
+		size_t off = 0;
+		for (unsigned long j = k; j < end; j++) {
+			snprintf(key, sizeof(key), "bench-%lu", j);
+			off += req_set(b->proto, buf + off, key, val, b->vsize);
+		}
+		if (send_all(c, buf, off) != 0)
+			rc = -1;
+		for (unsigned long j = k; j < end && rc == 0; j++)
+			if (reply_set(b->proto, c) != 1)
+				rc = -1;
+	}
+	free(buf);
+	return rc;
+}
+
+/* The measured window starts at the same instant for every worker: the
+ * planned start, or when the last one finished its prefill if that is later. */
+static void wait_start(struct worker *w)
+{
+	struct bench *b = w->b;
+	if (pthread_barrier_wait(&b->ready) == PTHREAD_BARRIER_SERIAL_THREAD) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		b->start = now > b->planned_start ? now : b->planned_start;
+		b->deadline = b->start + b->nsecs;
+	}
+	pthread_barrier_wait(&b->ready);
+	if (b->start > b->planned_start)
+		w->late = 1;
+	while (now_ns(CLOCK_MONOTONIC) < b->start)
+		usleep(200);
+}
+
 static void *bench_worker(void *arg)
 {
 	struct worker *w = arg;
+	struct bench *b = w->b;
 	struct conn *c = malloc(sizeof(*c));
-	char *val = malloc(w->vsize), *got = malloc(w->vsize + 2), key[KEYMAX], req[KEYMAX + 16];
+	char *val = malloc(b->vsize), *got = malloc(b->vsize + 2), key[KEYMAX];
+	char *req = malloc(KEYMAX + 64 + b->vsize);
 	uint64_t rng = mix((uint64_t)w->id + 1);
 
-	memset(val, 'v', w->vsize);
-	if (c == NULL || val == NULL || got == NULL || conn_open(c, w->host, w->port) != 0) {
+	if (c == NULL || val == NULL || got == NULL || req == NULL ||
+	    conn_open(c, b->host, b->port) != 0) {
 		w->failed = 1;
+		wait_start(w);
 		return NULL;
 	}
-	for (unsigned long k = w->first; k < w->last; k++) {
-		snprintf(key, sizeof(key), "bench-%lu", k);
-		if (set_key(c, key, val, w->vsize) != 1) {
-			w->failed = 1;
-			return NULL;
-		}
-	}
-	/* the measured window starts at the same instant for every worker */
-	if (now_ns(CLOCK_MONOTONIC) > w->start)
-		w->late = 1;
-	while (now_ns(CLOCK_MONOTONIC) < w->start)
-		usleep(200);
-	while (now_ns(CLOCK_MONOTONIC) < w->deadline) {
+	/* every value the bench stores is vsize bytes of 'v' */
+	memset(val, 'v', b->vsize);
+	if (prefill(w, c, val) != 0)
+		w->failed = 1;
+	wait_start(w);
+	while (!w->failed && now_ns(CLOCK_MONOTONIC) < b->deadline) {
 		rng = mix(rng);
-		snprintf(key, sizeof(key), "bench-%lu", (unsigned long)(rng % w->keys));
+		snprintf(key, sizeof(key), "bench-%lu", (unsigned long)(rng % b->keys));
+		int is_set = (rng >> 32) % 100 < b->set_pct, r;
+		size_t n = is_set ? req_set(b->proto, req, key, val, b->vsize) : req_get(b->proto, req, key);
 		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-		if ((rng >> 32) % 100 < w->set_pct) {
-			if (set_key(c, key, val, w->vsize) != 1) {
+		if (send_all(c, req, n) != 0) {
+			w->failed = 1;
+			break;
+		}
+		if (is_set) {
+			r = reply_set(b->proto, c);
+			if (r != 1) {
+				fprintf(stderr, "mc_client bench: set %s %s\n", key,
+					r < 0 ? "lost its connection" : "was refused");
 				w->failed = 1;
 				break;
 			}
 		} else {
-			int n = snprintf(req, sizeof(req), "get %s\r\n", key);
-			if (send_all(c, req, (size_t)n) != 0) {
+			r = reply_get(b->proto, c, val, b->vsize, got);
+			if (r < 0) {
+				fprintf(stderr, "mc_client bench: lost connection or wrong reply to get %s\n", key);
 				w->failed = 1;
 				break;
 			}
-			char *l = read_line(c);
-			size_t len;
-			if (l == NULL) {
-				w->failed = 1;
-				break;
-			}
-			if (strncmp(l, "VALUE ", 6) == 0) {
-				/* every value the bench stores is vsize bytes of 'v' */
-				if (sscanf(l, "VALUE %*s %*u %zu", &len) != 1 || len != w->vsize ||
-				    read_n(c, got, len + 2) || memcmp(got, val, len) != 0 ||
-				    memcmp(got + len, "\r\n", 2) != 0 ||
-				    (l = read_line(c)) == NULL || strcmp(l, "END") != 0) {
-					fprintf(stderr, "mc_client bench: wrong reply to get %s\n", key);
-					w->failed = 1;
-					break;
-				}
+			if (r == 1)
 				w->hits++;
-			} else if (strcmp(l, "END") == 0) {
+			else
 				w->misses++;
-			} else {
-				w->failed = 1;
-				break;
-			}
 		}
 		uint64_t us = (now_ns(CLOCK_MONOTONIC) - t0) / 1000;
 		w->hist[us < HIST_US ? us : HIST_US - 1]++;
@@ -417,62 +527,75 @@ static void *bench_worker(void *arg)
 	free(c);
 	free(val);
 	free(got);
+	free(req);
 	return NULL;
 }
 
-static int cmd_bench(char **a)
+static int cmd_bench(char **a, const char *proto)
 {
-	int conns = (int)parse_ul(a[2], "CONNS");
-	double secs = (double)parse_ul(a[3], "SECONDS");
-	unsigned long keys = parse_ul(a[4], "KEYS");
-	size_t vsize = parse_ul(a[5], "VSIZE");
-	unsigned set_pct = (unsigned)parse_ul(a[6], "SET_PERCENT");
-	struct worker *w = calloc((size_t)conns, sizeof(*w));
-	uint64_t *hist = calloc(HIST_US, sizeof(*hist));
+	struct bench b = {
+		.host = a[0],
+		.port = (int)parse_ul(a[1], "PORT"),
+		.conns = (int)parse_ul(a[2], "CONNS"),
+		.nsecs = (uint64_t)parse_ul(a[3], "SECONDS") * 1000000000ull,
+		.keys = parse_ul(a[4], "KEYS"),
+		.vsize = parse_ul(a[5], "VSIZE"),
+		.set_pct = (unsigned)parse_ul(a[6], "SET_PERCENT"),
+	};
+	double secs = (double)b.nsecs / 1e9;
 	unsigned long ops = 0, hits = 0, misses = 0;
-	int failed = 0;
+	int failed = 0, late = 0;
 
-	if (conns < 1 || keys < 1 || vsize < 1 || set_pct > 100 || w == NULL || hist == NULL)
-		die("bench: bad arguments");
-	/* Each worker prefills its share of the keys, then all measure over the
-	 * same window, which starts after a grace period for the prefill. */
-	uint64_t start = now_ns(CLOCK_MONOTONIC) + 1000000000ull + keys * 20000ull;
-	for (int i = 0; i < conns; i++) {
-		w[i] = (struct worker){ .host = a[0], .port = (int)parse_ul(a[1], "PORT"), .id = i,
-					.keys = keys, .first = keys * i / conns,
-					.last = keys * (i + 1) / conns, .vsize = vsize,
-					.set_pct = set_pct, .start = start, .deadline = start + (uint64_t)(secs * 1e9),
+	if (proto == NULL || strcmp(proto, "memcache") == 0)
+		b.proto = PROTO_MEMCACHE;
+	else if (strcmp(proto, "redis") == 0)
+		b.proto = PROTO_REDIS;
+	else
+		die("bench: PROTO must be memcache or redis");
+	if (b.conns < 1 || b.keys < 1 || b.vsize < 1 || b.set_pct > 100 || b.nsecs == 0)
+		die("bench: bad arguments (CONNS, SECONDS, KEYS, VSIZE >= 1, SET_PERCENT <= 100)");
+	struct worker *w = calloc((size_t)b.conns, sizeof(*w));
+	uint64_t *hist = calloc(HIST_US, sizeof(*hist));
+	if (w == NULL || hist == NULL || pthread_barrier_init(&b.ready, NULL, (unsigned)b.conns) != 0)
+		die("bench: out of memory");
+	/* The grace period keeps the window's start predictable (bench.sh's
+	 * report places epochs in it by this time) when the prefill is quick. */
+	b.planned_start = now_ns(CLOCK_MONOTONIC) + 1000000000ull + b.keys * 20000ull;
+	for (int i = 0; i < b.conns; i++) {
+		w[i] = (struct worker){ .b = &b, .id = i, .first = b.keys * (unsigned long)i / (unsigned long)b.conns,
+					.last = b.keys * (unsigned long)(i + 1) / (unsigned long)b.conns,
 					.hist = calloc(HIST_US, sizeof(uint32_t)) };
 		if (w[i].hist == NULL || pthread_create(&w[i].tid, NULL, bench_worker, &w[i]) != 0)
 			die("bench: cannot start threads");
 	}
-	int late = 0;
-	for (int i = 0; i < conns; i++) {
+	for (int i = 0; i < b.conns; i++) {
 		pthread_join(w[i].tid, NULL);
 		ops += w[i].ops;
 		hits += w[i].hits;
 		misses += w[i].misses;
 		failed |= w[i].failed;
 		late |= w[i].late;
-		for (int b = 0; b < HIST_US; b++)
-			hist[b] += w[i].hist[b];
+		for (int k = 0; k < HIST_US; k++)
+			hist[k] += w[i].hist[k];
 	}
 	uint64_t acc = 0, p50 = 0, p99 = 0, max = 0;
-	for (int b = 0; b < HIST_US; b++) {
-		if (hist[b])
-			max = (uint64_t)b;
-		acc += hist[b];
+	for (int k = 0; k < HIST_US; k++) {
+		if (hist[k])
+			max = (uint64_t)k;
+		acc += hist[k];
 		if (!p50 && acc * 2 >= ops && ops)
-			p50 = (uint64_t)b + 1;
+			p50 = (uint64_t)k + 1;
 		if (!p99 && acc * 100 >= ops * 99 && ops)
-			p99 = (uint64_t)b + 1;
+			p99 = (uint64_t)k + 1;
 	}
 	printf("%lu,%.3f,%.1f,%lu,%lu,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", ops, secs, ops / secs,
 	       hits, misses, p50, p99, max);
 	if (failed)
 		fprintf(stderr, "mc_client bench: some connections failed\n");
 	if (late)
-		fprintf(stderr, "mc_client bench: prefill overran the grace period (fewer ops measured)\n");
+		fprintf(stderr, "mc_client bench: the prefill overran the grace period by %.3f s "
+			"(the measured window started that much later)\n",
+			(double)(b.start - b.planned_start) / 1e9);
 	return failed ? 1 : 0;
 }
 
@@ -483,11 +606,11 @@ int main(int argc, char **argv)
 		return cmd_load(argv + 2);
 	if (argc == 10 && strcmp(argv[1], "verify") == 0)
 		return cmd_verify(argv + 2);
-	if (argc == 9 && strcmp(argv[1], "bench") == 0)
-		return cmd_bench(argv + 2);
+	if ((argc == 9 || argc == 10) && strcmp(argv[1], "bench") == 0)
+		return cmd_bench(argv + 2, argc == 10 ? argv[9] : NULL);
 	fprintf(stderr,
 		"usage: mc_client load   HOST PORT ROUND N VMIN VMAX ACKLOG\n"
 		"       mc_client verify HOST PORT ROUND N VMIN VMAX ACKLOG CUTOFF_NS\n"
-		"       mc_client bench  HOST PORT CONNS SECONDS KEYS VSIZE SET_PERCENT\n");
+		"       mc_client bench  HOST PORT CONNS SECONDS KEYS VSIZE SET_PERCENT [memcache|redis]\n");
 	return 2;
 }

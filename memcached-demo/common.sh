@@ -88,7 +88,8 @@ start_server() {
 	fi
 }
 
-# stop_server SIGNAL: signal the last started server and reap it.
+# stop_server SIGNAL: signal the last started server and reap it; its
+# watchdog goes too (a bench starts hundreds of servers).
 stop_server() {
 	local sig=${1:-TERM} i
 	kill -"$sig" "$MC_PID" 2>/dev/null
@@ -98,6 +99,7 @@ stop_server() {
 	done
 	kill -9 "$MC_PID" 2>/dev/null
 	wait "$MC_PID" 2>/dev/null
+	kill "${_mc_watchdogs[-1]}" 2>/dev/null && wait "${_mc_watchdogs[-1]}" 2>/dev/null
 	return 0
 }
 

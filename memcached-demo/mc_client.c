@@ -21,8 +21,9 @@
  *       SET and GET), so that memcached and Redis get the same load.  Latency
  *       is per request, from the send of its first byte to the last byte of
  *       its reply.  The measured window starts once every connection has
- *       prefilled its keys (at 1 s + 20 us per key after the start at the
- *       earliest).  Prints one CSV line:
+ *       prefilled its keys, at the earliest a grace period after the start:
+ *       1 s + 20 us per key, or MC_GRACE_MS (environment) ms.  Prints one CSV
+ *       line:
  *       ops,seconds,ops_per_sec,get_hits,get_misses,p50_us,p99_us,max_us
  *
  * Every socket has a 10 s timeout so that nothing waits forever.
@@ -560,7 +561,10 @@ static int cmd_bench(char **a, const char *proto)
 		die("bench: out of memory");
 	/* The grace period keeps the window's start predictable (bench.sh's
 	 * report places epochs in it by this time) when the prefill is quick. */
-	b.planned_start = now_ns(CLOCK_MONOTONIC) + 1000000000ull + b.keys * 20000ull;
+	const char *grace = getenv("MC_GRACE_MS");
+	b.planned_start = now_ns(CLOCK_MONOTONIC) +
+			  (grace != NULL ? parse_ul(grace, "MC_GRACE_MS") * 1000000ull
+					 : 1000000000ull + b.keys * 20000ull);
 	for (int i = 0; i < b.conns; i++) {
 		w[i] = (struct worker){ .b = &b, .id = i, .first = b.keys * (unsigned long)i / (unsigned long)b.conns,
 					.last = b.keys * (unsigned long)(i + 1) / (unsigned long)b.conns,

@@ -4,7 +4,10 @@
 
 usage: report.py OUT_DIR
 
-Reads OUT_DIR/results.csv (one row per run) and OUT_DIR/epochs/<tag>.csv (the
+A directory of `bench.sh --cost` (it holds cost.csv) gets the cost table:
+cost.md, one markdown table per load (config, pool, tracker, throughput,
+ratio vs native, p50, p99: medians over the rounds), the issue's targets
+checked, and the spread behind the medians.  Otherwise (the interval sweep) it reads OUT_DIR/results.csv (one row per run) and OUT_DIR/epochs/<tag>.csv (the
 PMTHREADS_EPOCH_LOG of each pmthreads run, tag = MODE-tTHREADS-iINTERVAL-rREPEAT)
 and writes:
 
@@ -240,10 +243,176 @@ def plots(out, configs):
     return made
 
 
+# ---- the cost table (bench.sh --cost) ----
+
+COST_KINDS = ("native", "pmthreads", "commit", "redis-always", "redis-everysec")
+TARGET_RATIO, TARGET_P99_MS, TARGET_CONNS = 0.8, 2.0, 16   # issue 24, item 4
+LOADED_BEFORE, LOADED_OTHERS_PCT = 1.0, 10.0
+
+
+def read_info(out):
+    """cmd.txt's "key: value" lines."""
+    info = {}
+    path = out / "cmd.txt"
+    if path.exists():
+        for line in path.read_text().splitlines():
+            k, _, v = line.partition(": ")
+            info[k] = v
+    return info
+
+
+def cost_label(kind, pool, tracker, info):
+    """(config, pool, tracker) as the table shows them."""
+    redis = "Redis " + info.get("redis", "").rpartition("v=")[2].rstrip(")")
+    config = {"native": "memcached (Debian, native)",
+              "pmthreads": "memcached-pmthreads",
+              "commit": "memcached-pmthreads + output commit",
+              "redis-always": f"{redis}, AOF, appendfsync always",
+              "redis-everysec": f"{redis}, AOF, appendfsync everysec"}[kind]
+    file_dir = info.get("file_dir", "").replace(" (", ", ").rstrip(")")
+    where = {"pmem": f"emulated pmem ({info.get('pmem_dir', '').replace(' (', ', ').rstrip(')')})",
+             "file": f"file, msync ({file_dir})",
+             "aof": f"AOF file ({file_dir})",
+             "-": "-"}[pool]
+    return config, where, tracker
+
+
+def cost_order(key):
+    kind, pool, tracker = key
+    return ({"-": 0, "pmem": 1, "file": 2, "aof": 3}[pool], tracker, COST_KINDS.index(kind))
+
+
+def ms(us):
+    return f"{us / 1000:.3f}"
+
+
+def cost_report(out):
+    info = read_info(out)
+    with open(out / "cost.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        sys.exit("report.py: cost.csv has no runs")
+    loads = []
+    for r in rows:
+        ld = (int(r["conns"]), int(r["set_pct"]))
+        if ld not in loads:
+            loads.append(ld)
+    loads.sort(key=lambda ld: (-ld[0], -ld[1]))
+    runs = {}   # (conns, set_pct) -> (kind, pool, tracker) -> [row]
+    for r in rows:
+        if num(r["ops_per_sec"]) is None:
+            continue
+        runs.setdefault((int(r["conns"]), int(r["set_pct"])), {}).setdefault(
+            (r["kind"], r["pool"], r["tracker"]), []).append(r)
+
+    def med(rs, col):
+        v = [num(r.get(col)) for r in rs if num(r.get(col)) is not None]
+        return statistics.median(v) if v else None
+
+    others = [num(r["other_load_pct"]) for r in rows if num(r["other_load_pct"]) is not None]
+    before = num(info.get("load_before", "").split(" ")[0])
+    loaded = ((before is not None and before >= LOADED_BEFORE) or
+              (others and max(others) > LOADED_OTHERS_PCT))
+    rounds = max(int(r["round"]) for r in rows)
+
+    lines = ["# The cost of output commit, side by side (memcached-demo/bench.sh --cost)", ""]
+    if loaded:
+        lines += ["**MEASURED ON A LOADED MACHINE** (other processes were running: see the load "
+                  "below) -- these figures show that the bench works, they are not results.", ""]
+    lines += [f"Command: `{info.get('explicit', info.get('command', '?'))}`", "",
+              f"- {info.get('date', '?')}; {info.get('machine', '?')}; client and servers share the CPUs",
+              f"- load average before the run: {info.get('load_before', '?')}; CPU used by other "
+              f"processes during the runs (% of all CPUs, per run): median "
+              f"{statistics.median(others) if others else float('nan'):.1f} %, max "
+              f"{max(others) if others else float('nan'):.1f} %",
+              f"- {info.get('memcached', '?')}; memcached-pmthreads "
+              f"{info.get('memcached_pmthreads', 'not run')}; Redis {info.get('redis', 'not run')}",
+              f"- {rounds} interleaved rounds (order of the configurations rotated each round); "
+              "throughput, p50 and p99 are medians over the rounds, per-request latency from send "
+              "to reply; ratio = median ops/s / native memcached's median ops/s of this run", ""]
+    targets = []
+    for ld in loads:
+        conns, setp = ld
+        cfg = runs.get(ld, {})
+        nat = med(cfg.get(("native", "-", "-"), []), "ops_per_sec")
+        lines += [f"### {conns} connection{'s' if conns != 1 else ''}, {setp} % sets / "
+                  f"{100 - setp} % gets", "",
+                  "| config | pool | tracker | throughput (ops/s) | ratio vs native | p50 (ms) | p99 (ms) |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for key in sorted(cfg, key=cost_order):
+            rs = cfg[key]
+            ops = med(rs, "ops_per_sec")
+            ratio = f"{ops / nat:.2f}x" if nat else "-"
+            config, where, tracker = cost_label(*key, info)
+            p50, p99 = med(rs, "p50_us"), med(rs, "p99_us")
+            if key[0] == "commit" and any(r["output_commit"] != "1" or not num(r["writes_held"])
+                                          for r in rs):
+                config += " (**output commit was not in effect in some runs**)"
+            lines.append(f"| {config} | {where} | {tracker} | {ops:,.0f} | {ratio} | {ms(p50)} "
+                         f"| {ms(p99)} |")
+            if key[0] == "commit" and key[1] == "pmem" and conns == TARGET_CONNS:
+                ok_r = nat is not None and ops / nat >= TARGET_RATIO
+                ok_p = p99 / 1000 <= TARGET_P99_MS
+                targets.append(
+                    f"- {setp} % sets, {key[2]}: throughput {ops / nat if nat else float('nan'):.2f}x native "
+                    f"({'met' if ok_r else 'NOT met'}), p99 {ms(p99)} ms ({'met' if ok_p else 'NOT met'})")
+        lines.append("")
+    lines += [f"### Targets (issue 24): output commit on emulated pmem at {TARGET_CONNS} connections, "
+              f"throughput >= {TARGET_RATIO}x native, p99 <= {TARGET_P99_MS:g} ms"
+              + (" -- loaded machine, not a verdict" if loaded else ""), ""]
+    lines += targets or [f"- not measured (no {TARGET_CONNS}-connection load with the commit rows on pmem)"]
+    lines.append("")
+
+    # the spread behind the medians, and what output commit did
+    lines += ["### Details", "",
+              "Runs, the spread of throughput over the rounds, the spread of the per-round ratio "
+              "against native (same load, same round), the worst single reply; for "
+              "memcached-pmthreads the runtime's statistics over the server's life (prefill "
+              "included, medians over the rounds): epochs (with output commit: the share started "
+              "on demand), output hold time p50 / p99, pause p99, an epoch's mean collect + write-back "
+              "(dirty pages gathered, written and made durable).", "",
+              "| load | config | pool | tracker | runs | ops/s min-max | paired ratio min-max "
+              "| max latency (ms) | epochs | hold p50 / p99 (ms) | pause p99 (ms) | write-back mean (ms) |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for ld in loads:
+        cfg = runs.get(ld, {})
+        native_by_round = {r["round"]: num(r["ops_per_sec"]) for r in cfg.get(("native", "-", "-"), [])}
+        for key in sorted(cfg, key=cost_order):
+            rs = cfg[key]
+            opsv = [num(r["ops_per_sec"]) for r in rs]
+            paired = [num(r["ops_per_sec"]) / native_by_round[r["round"]] for r in rs
+                      if native_by_round.get(r["round"])]
+            pr = f"{min(paired):.2f}-{max(paired):.2f}x" if paired else "-"
+            config, where, tracker = cost_label(*key, info)
+            ep, dem = med(rs, "epochs"), med(rs, "epochs_demanded")
+            h50, h99, p99 = med(rs, "hold_p50_ns"), med(rs, "hold_p99_ns"), med(rs, "pause_p99_ns")
+            wb = med(rs, "writeback_mean_ns")
+            commit = key[0] == "commit"
+            if ep is None:
+                epochs = "-"
+            elif commit and dem is not None:
+                epochs = f"{ep:,.0f}, {100 * dem / ep:.0f} % on demand"
+            else:
+                epochs = f"{ep:,.0f}"
+            hold = f"{h50 / 1e6:.3f} / {h99 / 1e6:.3f}" if commit and h50 is not None and h99 is not None else "-"
+            pause = f"{p99 / 1e6:.3f}" if p99 is not None else "-"
+            wbs = f"{wb / 1e6:.3f}" if wb is not None else "-"
+            lines.append(f"| {ld[0]} conns, {ld[1]} % sets | {config} | {where} | {tracker} | {len(rs)} "
+                         f"| {min(opsv):,.0f}-{max(opsv):,.0f} | {pr} | {ms(max(num(r['max_us']) for r in rs))} "
+                         f"| {epochs} | {hold} | {pause} | {wbs} |")
+    lines.append("")
+    text = "\n".join(lines)
+    (out / "cost.md").write_text(text + "\n")
+    print(text)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: report.py OUT_DIR")
     out = Path(sys.argv[1]).resolve()
+    if (out / "cost.csv").exists():
+        cost_report(out)
+        return
     if not (out / "results.csv").exists():
         sys.exit(f"report.py: {out / 'results.csv'} not found; run bench.sh first")
     configs = gather(out, read_rows(out))

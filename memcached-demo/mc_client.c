@@ -596,7 +596,7 @@ static int cmd_bench(char **a, const char *proto)
 	       hits, misses, p50, p99, max);
 	if (failed)
 		fprintf(stderr, "mc_client bench: some connections failed\n");
-	if (late)
+	if (late && grace == NULL)
 		fprintf(stderr, "mc_client bench: the prefill overran the grace period by %.3f s "
 			"(the measured window started that much later)\n",
 			(double)(b.start - b.planned_start) / 1e9);

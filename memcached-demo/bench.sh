@@ -124,57 +124,76 @@ print(",".join([g(k) for k in ("output_commit", "output_writes_held", "epochs", 
 PYEOF
 }
 
-# cost_run KIND/POOL/TRACKER CONNS SET_PERCENT ROUND ORDER
-cost_run() {
-	local kind pool tr conns=$2 setp=$3 rep=$4 order=$5 port tag log stats proto=memcache
-	local cmd res st out_mode path t0 t1 c0 c1 cpu0 cpu1 other
-	IFS=/ read -r kind pool tr <<<"$1"
-	tag=$(echo "$kind-$pool-$tr" | sed 's/-\(-\)*$//')-c$conns-s$setp-r$rep
-	log=$OUT/logs/$tag.log
-	stats=$OUT/stats/$tag.json
-	port=$(free_port)
+# cost_cmd KIND POOL TRACKER PORT STATS: sets CMD (the server's command line)
+# and PROTO (the client's protocol), and gives the server a fresh pool or AOF.
+cost_cmd() {
+	local kind=$1 pool=$2 tr=$3 port=$4 stats=$5 out_mode=off path
+	PROTO=memcache
 	case $kind in
 	native)
-		cmd=("$MEMCACHED" -l "$MC_HOST" -p "$port" -U 0 -t "$THREADS" -m 256 $(mc_user_args)) ;;
+		CMD=("$MEMCACHED" -l "$MC_HOST" -p "$port" -U 0 -t "$THREADS" -m 256 $(mc_user_args)) ;;
 	pmthreads | commit)
-		out_mode=off
 		[ "$kind" = commit ] && out_mode=commit
 		if [ "$pool" = pmem ]; then
 			path=$PMEM_TMP/pool
-			cmd=(env PMEM_IS_PMEM_FORCE=1 PMTHREADS_NVM=pmem)
+			CMD=(env PMEM_IS_PMEM_FORCE=1 PMTHREADS_NVM=pmem)
 		else
 			path=$FILE_TMP/pool
-			cmd=(env -u PMEM_IS_PMEM_FORCE PMTHREADS_NVM=msync)
+			CMD=(env -u PMEM_IS_PMEM_FORCE PMTHREADS_NVM=msync)
 		fi
 		rm -f "$path"
-		cmd+=(PMTHREADS_STRICT=1 PMTHREADS_POOL="$path" PMTHREADS_TRACKER="$tr"
+		CMD+=(PMTHREADS_STRICT=1 PMTHREADS_POOL="$path" PMTHREADS_TRACKER="$tr"
 			PMTHREADS_INTERVAL_MS="$INTERVAL" PMTHREADS_OUTPUT="$out_mode"
 			PMTHREADS_STATS="$stats" "$BIN" -l "$MC_HOST" -p "$port" -U 0 -t "$THREADS" -m 256
 			$(mc_user_args)) ;;
 	redis-always | redis-everysec)
-		proto=redis
+		PROTO=redis
 		rm -rf "$FILE_TMP/redis"
 		mkdir -p "$FILE_TMP/redis" || die "cannot create $FILE_TMP/redis"
-		cmd=("$REDIS_SERVER" --port "$port" --bind "$MC_HOST" --dir "$FILE_TMP/redis"
+		CMD=("$REDIS_SERVER" --port "$port" --bind "$MC_HOST" --dir "$FILE_TMP/redis"
 			--appendonly yes --appendfsync "${kind#redis-}" --save "" --daemonize no
 			--protected-mode no --logfile "") ;;
 	esac
+}
+
+# cost_run KIND/POOL/TRACKER CONNS SET_PERCENT ROUND ORDER
+cost_run() {
+	local kind pool tr conns=$2 setp=$3 rep=$4 order=$5 port tag log stats attempt up=0
+	local res rc st t0 t1 c0 c1 cpu0 cpu1 other
+	IFS=/ read -r kind pool tr <<<"$1"
+	tag=$(echo "$kind-$pool-$tr" | sed 's/-\(-\)*$//')-c$conns-s$setp-r$rep
+	log=$OUT/logs/$tag.log
+	stats=$OUT/stats/$tag.json
 	c0=$(cpu_ticks)
 	our_cpu_ms
 	cpu0=$OUR_CPU_MS
 	t0=$(date +%s%N)
-	if ! start_server "$log" "$port" "${cmd[@]}"; then
-		note "$tag: server did not start, skipped (see $log)"
+	# another program can take the port between free_port and the bind
+	for attempt in 1 2 3; do
+		port=$(free_port)
+		cost_cmd "$kind" "$pool" "$tr" "$port" "$stats"
+		if start_server "$log" "$port" "${CMD[@]}"; then
+			up=1
+			break
+		fi
+		stop_server KILL
+	done
+	if [ "$up" = 0 ]; then
+		note "$tag: server did not start (3 attempts), skipped (see $log)"
 		return
 	fi
 	res=$(MC_GRACE_MS=0 timeout $((DURATION + 60)) "$CLIENT" bench "$MC_HOST" "$port" "$conns" \
-		"$DURATION" "$KEYS" "$VSIZE" "$setp" "$proto" 2>>"$OUT/logs/$tag.client")
+		"$DURATION" "$KEYS" "$VSIZE" "$setp" "$PROTO" 2>>"$OUT/logs/$tag.client")
+	rc=$?
 	stop_server TERM
 	t1=$(date +%s%N)
 	our_cpu_ms
 	cpu1=$OUR_CPU_MS
 	c1=$(cpu_ticks)
-	[ -n "$res" ] || { note "$tag: no result (see $OUT/logs/$tag.client)"; return; }
+	if [ "$rc" != 0 ] || [ -z "$res" ]; then
+		note "$tag: the client failed (exit status $rc: see $OUT/logs/$tag.client), run not counted"
+		return
+	fi
 	# the other processes' share of the machine during the run, in % of all cores
 	other=$(awk -v c0="$c0" -v c1="$c1" -v ours="$((cpu1 - cpu0))" -v ns="$((t1 - t0))" \
 		-v hz="$(getconf CLK_TCK)" -v ncpu="$(nproc)" 'BEGIN {

@@ -510,6 +510,10 @@ static void *bench_worker(void *arg)
 	    conn_open(c, b->host, b->port) != 0) {
 		w->failed = 1;
 		wait_start(w);
+		free(c);
+		free(val);
+		free(got);
+		free(req);
 		return NULL;
 	}
 	/* every value the bench stores is vsize bytes of 'v' */

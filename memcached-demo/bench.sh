@@ -308,7 +308,7 @@ cost_main() {
 		[ "$want_redis" = 1 ] && [ -z "$REDIS_SERVER" ] && echo "redis: not installed, rows skipped"
 		echo "runs: $nruns"
 	} >"$OUT/cmd.txt"
-	note "$nruns runs of ${DURATION} s (+ ~1 s each to start, prefill, stop): ~$(((nruns * (DURATION + 1) + 59) / 60)) min"
+	note "$nruns runs of ${DURATION} s (+ 1-1.5 s each to start, prefill, stop): ~$(((nruns * (2 * DURATION + 3) / 2 + 59) / 60)) min"
 
 	COST_CSV=$OUT/cost.csv
 	echo "round,order,kind,pool,tracker,conns,set_pct,ops,seconds,ops_per_sec,get_hits,get_misses,p50_us,p99_us,max_us,output_commit,writes_held,epochs,epochs_demanded,hold_p50_ns,hold_p99_ns,pause_p99_ns,writeback_mean_ns,other_load_pct" >"$COST_CSV"

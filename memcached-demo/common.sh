@@ -106,7 +106,9 @@ stop_server() {
 	done
 	kill -9 "$MC_PID" 2>/dev/null
 	wait "$MC_PID" 2>/dev/null
-	kill "${_mc_watchdogs[-1]}" 2>/dev/null && wait "${_mc_watchdogs[-1]}" 2>/dev/null
+	if [ "${#_mc_watchdogs[@]}" -gt 0 ]; then
+		kill "${_mc_watchdogs[-1]}" 2>/dev/null && wait "${_mc_watchdogs[-1]}" 2>/dev/null
+	fi
 	return 0
 }
 

@@ -332,7 +332,8 @@ def cost_report(out):
               f"{max(others) if others else float('nan'):.1f} %",
               f"- {info.get('memcached', '?')}; memcached-pmthreads "
               f"{info.get('memcached_pmthreads', 'not run')}; Redis {info.get('redis', 'not run')}",
-              f"- {rounds} interleaved rounds (order of the configurations rotated each round); "
+              f"- {rounds} interleaved round{'s' if rounds != 1 else ''} (order of the configurations "
+              "rotated each round); "
               "throughput, p50 and p99 are medians over the rounds, per-request latency from send "
               "to reply; ratio = median ops/s / native memcached's median ops/s of this run", ""]
     targets = []
@@ -402,7 +403,7 @@ def cost_report(out):
             hold = f"{h50 / 1e6:.3f} / {h99 / 1e6:.3f}" if commit and h50 is not None and h99 is not None else "-"
             pause = f"{p99 / 1e6:.3f}" if p99 is not None else "-"
             wbs = f"{wb / 1e6:.3f}" if wb is not None else "-"
-            lines.append(f"| {ld[0]} conns, {ld[1]} % sets | {config} | {where} | {tracker} | {len(rs)} "
+            lines.append(f"| {ld[0]} conn{'s' if ld[0] != 1 else ''}, {ld[1]} % sets | {config} | {where} | {tracker} | {len(rs)} "
                          f"| {min(opsv):,.0f}-{max(opsv):,.0f} | {pr} | {ms(max(num(r['max_us']) for r in rs))} "
                          f"| {epochs} | {hold} | {pause} | {wbs} |")
     lines.append("")

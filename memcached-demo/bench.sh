@@ -127,11 +127,12 @@ PYEOF
 # cost_cmd KIND POOL TRACKER PORT STATS: sets CMD (the server's command line)
 # and PROTO (the client's protocol), and gives the server a fresh pool or AOF.
 cost_cmd() {
-	local kind=$1 pool=$2 tr=$3 port=$4 stats=$5 out_mode=off path
+	local kind=$1 pool=$2 tr=$3 port=$4 stats=$5 out_mode=off path user
+	read -ra user <<<"$(mc_user_args)"
 	PROTO=memcache
 	case $kind in
 	native)
-		CMD=("$MEMCACHED" -l "$MC_HOST" -p "$port" -U 0 -t "$THREADS" -m 256 $(mc_user_args)) ;;
+		CMD=("$MEMCACHED" -l "$MC_HOST" -p "$port" -U 0 -t "$THREADS" -m 256 "${user[@]}") ;;
 	pmthreads | commit)
 		[ "$kind" = commit ] && out_mode=commit
 		if [ "$pool" = pmem ]; then
@@ -145,7 +146,7 @@ cost_cmd() {
 		CMD+=(PMTHREADS_STRICT=1 PMTHREADS_POOL="$path" PMTHREADS_TRACKER="$tr"
 			PMTHREADS_INTERVAL_MS="$INTERVAL" PMTHREADS_OUTPUT="$out_mode"
 			PMTHREADS_STATS="$stats" "$BIN" -l "$MC_HOST" -p "$port" -U 0 -t "$THREADS" -m 256
-			$(mc_user_args)) ;;
+			"${user[@]}") ;;
 	redis-always | redis-everysec)
 		PROTO=redis
 		rm -rf "$FILE_TMP/redis"
@@ -158,7 +159,7 @@ cost_cmd() {
 
 # cost_run KIND/POOL/TRACKER CONNS SET_PERCENT ROUND ORDER
 cost_run() {
-	local kind pool tr conns=$2 setp=$3 rep=$4 order=$5 port tag log stats attempt up=0
+	local kind pool tr conns=$2 setp=$3 rep=$4 order=$5 port tag log stats up=0
 	local res rc st t0 t1 c0 c1 cpu0 cpu1 other
 	IFS=/ read -r kind pool tr <<<"$1"
 	tag=$(echo "$kind-$pool-$tr" | sed 's/-\(-\)*$//')-c$conns-s$setp-r$rep
@@ -169,7 +170,7 @@ cost_run() {
 	cpu0=$OUR_CPU_MS
 	t0=$(date +%s%N)
 	# another program can take the port between free_port and the bind
-	for attempt in 1 2 3; do
+	for _ in 1 2 3; do
 		port=$(free_port)
 		cost_cmd "$kind" "$pool" "$tr" "$port" "$stats"
 		if start_server "$log" "$port" "${CMD[@]}"; then

@@ -15,6 +15,7 @@
 
 #include "base/export.h"
 #include "output/output.h"
+#include "output/readiness.h"
 #include "real.h"
 
 #include <errno.h>
@@ -132,8 +133,10 @@ PMT_EXPORT int shutdown(int fd, int how)
 
 PMT_EXPORT int close(int fd)
 {
-	if (output_active())
+	if (output_active()) {
 		output_before_close(fd);
+		output_readiness_forget(fd);
+	}
 	return REAL(close)(fd);
 }
 

@@ -54,6 +54,10 @@ void real_resolve(void)
 	NEXT(close, "close");
 	NEXT(dup2, "dup2");
 	NEXT(dup3, "dup3");
+	NEXT(select, "select");
+	NEXT(pselect, "pselect");
+	NEXT(epoll_pwait2, "epoll_pwait2");
+	NEXT(epoll_ctl, "epoll_ctl");
 	NEXT(execvpe, "execvpe");
 	NEXT(mutex_lock, "pthread_mutex_lock");
 	NEXT(mutex_trylock, "pthread_mutex_trylock");

@@ -19,6 +19,7 @@
 
 extern "C" {
 #include "output/output.h"
+#include "output/readiness.h"
 #include "quiesce/quiesce.h"
 }
 
@@ -32,9 +33,12 @@ extern "C" {
 #include <fcntl.h>
 #include <random>
 #include <string>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -232,6 +236,170 @@ TEST_CASE("an error at release reaches the next call on the descriptor", "[unit]
 	CHECK(hold(sv[0], "next", MSG_NOSIGNAL) == -1);
 	CHECK(errno == EPIPE);
 	close(sv[0]);
+}
+
+// ---- readiness (poll, select, epoll) ----
+
+namespace {
+
+// Fill sv0's queue past the mark while no image is durable.
+void fill_past_mark(int fd)
+{
+	std::string big(OUTPUT_ROOM_MARK / 4, 'x');
+	for (int i = 0; i < 5; i++)
+		REQUIRE(hold(fd, big, MSG_DONTWAIT) == (ssize_t)big.size());
+	REQUIRE(output_fd_full(fd));
+}
+
+// Reads fd (non-blocking) until stopped: the peer that lets the release
+// hand the held bytes to the kernel.
+struct drainer {
+	int fd;
+	std::atomic<bool> stop{ false };
+	std::atomic<size_t> got{ 0 };
+	std::thread t;
+	explicit drainer(int fd_) : fd(fd_), t([this] {
+		char buf[65536];
+		while (!stop) {
+			ssize_t r = read(fd, buf, sizeof(buf));
+			if (r > 0)
+				got += (size_t)r;
+			else
+				usleep(500);
+		}
+	}) {}
+	~drainer()
+	{
+		stop = true;
+		t.join();
+	}
+};
+
+timespec ms_ts(long ms)
+{
+	return timespec{ ms / 1000, (ms % 1000) * 1000000L };
+}
+
+} // namespace
+
+TEST_CASE("poll and select do not report a full queue writable, and wake when room frees",
+	  "[unit]")
+{
+	epoch_thread et;
+	int sv[2];
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	REQUIRE(fcntl(sv[1], F_SETFL, O_NONBLOCK) == 0);
+	images_durable = false;
+	fill_past_mark(sv[0]);
+
+	// The kernel has room (nothing was sent): only the queue says no.
+	struct pollfd k = { sv[0], POLLOUT, 0 };
+	REQUIRE(poll(&k, 1, 0) == 1);
+	struct pollfd p = { sv[0], POLLOUT | POLLIN, 0 };
+	timespec t = ms_ts(50);
+	CHECK(output_ppoll(&p, 1, &t, nullptr) == 0);
+	CHECK(p.revents == 0);
+	fd_set w;
+	FD_ZERO(&w);
+	FD_SET(sv[0], &w);
+	timespec left;
+	int r = -2;
+	REQUIRE(output_pselect(sv[0] + 1, nullptr, &w, nullptr, &t, nullptr, &left, &r));
+	CHECK(r == 0);
+	CHECK_FALSE(FD_ISSET(sv[0], &w));
+	CHECK(left.tv_sec == 0);
+	CHECK(left.tv_nsec == 0);
+
+	// Durable from now on, and a reader: the queue drains and a waiter
+	// with no time-out wakes writable.
+	drainer d(sv[1]);
+	images_durable = true;
+	quiesce_request_epoch();
+	p = { sv[0], POLLOUT, 0 };
+	CHECK(output_ppoll(&p, 1, nullptr, nullptr) == 1);
+	CHECK((p.revents & POLLOUT));
+	CHECK_FALSE(output_fd_full(sv[0]));
+	FD_ZERO(&w);
+	FD_SET(sv[0], &w);
+	REQUIRE(output_pselect(sv[0] + 1, nullptr, &w, nullptr, nullptr, nullptr, nullptr, &r));
+	CHECK(r == 1);
+	CHECK(FD_ISSET(sv[0], &w));
+	output_disable();
+	output_before_close(sv[0]);
+	close(sv[0]);
+}
+
+TEST_CASE("epoll suppresses EPOLLOUT on a full queue and gives an event when room frees",
+	  "[unit]")
+{
+	for (uint32_t mode : { 0u, (uint32_t)EPOLLET }) {
+		INFO("edge-triggered: " << (mode != 0));
+		epoch_thread et;
+		int sv[2];
+		REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		REQUIRE(fcntl(sv[1], F_SETFL, O_NONBLOCK) == 0);
+		int ep = epoll_create1(EPOLL_CLOEXEC);
+		REQUIRE(ep >= 0);
+		struct epoll_event ev = {};
+		ev.events = EPOLLOUT | EPOLLIN | mode;
+		ev.data.u64 = 0x5eed;
+		REQUIRE(output_epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev) == 0);
+		struct epoll_event got[4];
+		timespec zero = ms_ts(0), t = ms_ts(50);
+		REQUIRE(output_epoll_wait(ep, got, 4, &zero, nullptr) == 1);	// writable now
+		images_durable = false;
+		fill_past_mark(sv[0]);
+		CHECK(output_epoll_wait(ep, got, 4, &t, nullptr) == 0);
+		// The registration itself leaves EPOLLOUT out (a level-triggered
+		// wait made by anyone does not spin on it).
+		CHECK(epoll_wait(ep, got, 4, 0) == 0);
+		// A MOD by the program keeps it suppressed.
+		ev.events = EPOLLOUT | mode;
+		REQUIRE(output_epoll_ctl(ep, EPOLL_CTL_MOD, sv[0], &ev) == 0);
+		CHECK(epoll_wait(ep, got, 4, 0) == 0);
+
+		drainer d(sv[1]);
+		images_durable = true;
+		quiesce_request_epoch();
+		int n = output_epoll_wait(ep, got, 4, nullptr, nullptr);
+		REQUIRE(n == 1);
+		CHECK((got[0].events & EPOLLOUT));
+		CHECK(got[0].data.u64 == 0x5eed);
+		CHECK_FALSE(output_fd_full(sv[0]));
+		if (mode == 0)	// level-triggered: still writable
+			CHECK(epoll_wait(ep, got, 4, 0) == 1);
+		output_disable();
+		output_before_close(sv[0]);
+		output_readiness_forget(sv[0]);
+		close(sv[0]);
+		close(ep);
+	}
+}
+
+TEST_CASE("a non-blocking stream write takes the part of its bytes that fits", "[unit]")
+{
+	epoch_thread et;
+	int sv[2];
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	images_durable = false;
+	std::string big(OUTPUT_QUEUE_MAX - 1000, 'a');
+	CHECK(hold(sv[0], big, MSG_DONTWAIT) == (ssize_t)big.size());
+	CHECK(hold(sv[0], std::string(5000, 'b'), MSG_DONTWAIT) == 1000);
+	CHECK(hold(sv[0], "c", MSG_DONTWAIT) == -1);
+	CHECK(errno == EAGAIN);
+	// A datagram goes whole or not at all.
+	int dg[2];
+	REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM, 0, dg) == 0);
+	std::string half(OUTPUT_QUEUE_MAX - 10, 'd');
+	CHECK(hold(dg[0], half, MSG_DONTWAIT) == (ssize_t)half.size());
+	CHECK(hold(dg[0], std::string(100, 'e'), MSG_DONTWAIT) == -1);
+	CHECK(errno == EAGAIN);
+	images_durable = true;
+	output_disable();
+	for (int fd : { sv[0], dg[0] })
+		output_before_close(fd);
+	for (int fd : { sv[0], sv[1], dg[0], dg[1] })
+		close(fd);
 }
 
 // ---- end to end ----

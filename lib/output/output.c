@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* output -- output commit's queues, stamps and release.  See output.h. */
 #include "output/output.h"
+#include "output/readiness.h"
 
 #include "base/histogram.h"
 #include "base/log.h"
@@ -40,6 +41,10 @@ struct fdq {
 	dev_t dev;		/* the file the queued bytes are for */
 	ino_t ino;
 	bool is_sock;
+	bool is_stream;		/* a stream socket or a pipe: a non-blocking
+				 * call may take part of its bytes */
+	atomic_bool full;	/* more than OUTPUT_ROOM_MARK queued: not
+				 * reported writable (output/readiness.h) */
 	bool close_when_empty;	/* a duplicate made by a close inside a FASE */
 	int shutdown_how;	/* a shutdown(2) made inside a FASE, done once
 				 * the queue is empty; -1 none */
@@ -51,6 +56,7 @@ struct fdq {
 };
 
 atomic_bool output_on;
+atomic_int output_full_count;
 static struct fdq *_Atomic *_Atomic table;	/* OUTPUT_MAX_FDS entries, mapped once */
 static prim_lock_t table_lock = PRIM_LOCK_INIT;
 static atomic_int max_fd = -1;
@@ -119,8 +125,19 @@ static struct fdq *lookup(int fd, bool create)
 	return q;
 }
 
+/* Keep q->full and output_full_count in step with q->queued (q->lock held). */
+static void update_full(struct fdq *q)
+{
+	bool full = atomic_load(&q->queued) > OUTPUT_ROOM_MARK;
+	if (full == atomic_load(&q->full))
+		return;
+	atomic_store(&q->full, full);
+	atomic_fetch_add(&output_full_count, full ? 1 : -1);
+}
+
 static void note_bytes_left(struct fdq *q)
 {
+	update_full(q);
 	atomic_fetch_add(&q->space, 1);
 	prim_futex_wake(&q->space, INT_MAX);
 }
@@ -308,6 +325,7 @@ void output_enable(void)
 void output_disable(void)
 {
 	atomic_store(&output_on, false);
+	output_readiness_restore_all();
 	atomic_fetch_add(&durable_word, 1);
 	prim_futex_wake(&durable_word, INT_MAX);
 }
@@ -337,16 +355,34 @@ static struct chunk *new_chunk(size_t n, const struct sockaddr *dest, socklen_t 
 	return c;
 }
 
-/* Make room for n bytes in q (q->lock held; may drop and retake it).
- * Returns 0, or an errno for the call. */
-static int make_room(struct fdq *q, int fd, size_t n, bool nonblock)
+/* How much of n bytes a non-blocking call may take when the queue has room
+ * for fewer: a stream takes what fits, as the kernel does (so a descriptor
+ * reported writable never answers EAGAIN); a datagram, or a pipe write of at
+ * most PIPE_BUF bytes (atomic), goes whole or not at all. */
+static size_t part_that_fits(const struct fdq *q, size_t n, size_t queued)
+{
+	size_t room = queued < OUTPUT_QUEUE_MAX ? OUTPUT_QUEUE_MAX - queued : 0;
+	if (!q->is_stream || (!q->is_sock && n <= PIPE_BUF))
+		return 0;
+	return room;
+}
+
+/* Make room for *n bytes in q (q->lock held; may drop and retake it); a
+ * non-blocking call on a stream may have *n lowered to what fits.  Returns
+ * 0, or an errno for the call. */
+static int make_room(struct fdq *q, int fd, size_t *n, bool nonblock)
 {
 	for (;;) {
 		size_t queued = atomic_load(&q->queued);
-		if (q->head == NULL || queued + n <= OUTPUT_QUEUE_MAX)
+		if (q->head == NULL || queued + *n <= OUTPUT_QUEUE_MAX)
 			return 0;
-		if (nonblock)
-			return EAGAIN;
+		if (nonblock) {
+			size_t part = part_that_fits(q, *n, queued);
+			if (part == 0)
+				return EAGAIN;
+			*n = part;
+			return 0;
+		}
 		if (fase_depth() != 0) {
 			/* Waiting here would wait for an epoch this thread's own
 			 * lock keeps from starting. */
@@ -405,6 +441,14 @@ static void bind_file(struct fdq *q, int fd, const struct stat *st)
 		q->nb_fd = -1;
 		q->close_when_empty = false;
 	}
+	if (q->dev != st->st_dev || q->ino != st->st_ino || q->is_sock != S_ISSOCK(st->st_mode)) {
+		int type = SOCK_STREAM;
+		socklen_t tl = sizeof(type);
+		if (S_ISSOCK(st->st_mode) &&
+		    syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0)
+			type = SOCK_DGRAM;	/* whole or nothing: always correct */
+		q->is_stream = type == SOCK_STREAM;
+	}
 	q->dev = st->st_dev;
 	q->ino = st->st_ino;
 	q->is_sock = S_ISSOCK(st->st_mode);
@@ -425,6 +469,7 @@ static ssize_t enqueue(struct fdq *q, struct chunk *c)
 		q->head = c;
 	q->tail = c;
 	atomic_fetch_add(&q->queued, c->len);
+	update_full(q);
 	prim_unlock(&q->lock);
 	prim_lock(&stats_lock);
 	stats.writes_held++;
@@ -481,7 +526,7 @@ static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 		*ret = delayed_error(q, send_flags);
 		return true;
 	}
-	int e = make_room(q, fd, n, nonblock);
+	int e = make_room(q, fd, &n, nonblock);
 	if (q->delayed_err != 0) {
 		*ret = delayed_error(q, send_flags);
 		return true;
@@ -500,11 +545,10 @@ static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 		return true;
 	}
 	size_t at = 0;
-	for (int i = 0; i < iovcnt; i++) {
-		if (iov[i].iov_len == 0)
-			continue;
-		memcpy(c->data + at, iov[i].iov_base, iov[i].iov_len);
-		at += iov[i].iov_len;
+	for (int i = 0; i < iovcnt && at < n; i++) {
+		size_t k = iov[i].iov_len < n - at ? iov[i].iov_len : n - at;
+		memcpy(c->data + at, iov[i].iov_base, k);
+		at += k;
 	}
 	*ret = enqueue(q, c);
 	return true;
@@ -550,7 +594,15 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 	struct fdq *q = lookup(out_fd, true);
 	prim_lock(&q->lock);
 	bind_file(q, out_fd, &st);
-	int e = q->delayed_err != 0 ? 0 : make_room(q, out_fd, c->len, nonblock);
+	size_t n = c->len;
+	int e = q->delayed_err != 0 ? 0 : make_room(q, out_fd, &n, nonblock);
+	if (e == 0 && q->delayed_err == 0 && n < c->len) {
+		/* Only part fits: give the input the rest back. */
+		if (offset == NULL)
+			lseek(in_fd, -(off_t)(c->len - n), SEEK_CUR);
+		r = (ssize_t)n;
+		c->len = n;
+	}
 	if (q->delayed_err != 0 || e != 0) {
 		/* Nothing was sent: give the input its bytes back. */
 		if (offset == NULL)
@@ -569,6 +621,21 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 		*offset += r;
 	*ret = enqueue(q, c);
 	return true;
+}
+
+bool output_fd_full(int fd)
+{
+	struct fdq *q = lookup(fd, false);
+	return q != NULL && atomic_load_explicit(&q->full, memory_order_relaxed);
+}
+
+void output_push(int fd)
+{
+	struct fdq *q = lookup(fd, false);
+	if (q == NULL || atomic_load(&q->queued) == 0 || !prim_trylock(&q->lock))
+		return;
+	release_fd(q, fd);
+	prim_unlock(&q->lock);
 }
 
 void output_before_close(int fd)
@@ -610,8 +677,10 @@ void output_before_close(int fd)
 			nq->is_sock = q->is_sock;
 			nq->close_when_empty = true;
 			prim_unlock(&nq->lock);
+			update_full(nq);
 			q->head = q->tail = NULL;
 			atomic_store(&q->queued, 0);
+			update_full(q);
 		}
 		forget(q);
 		prim_unlock(&q->lock);
@@ -718,6 +787,8 @@ void output_atfork_child(void)
 	 * is the child's copy, left as is). */
 	atomic_store(&table, NULL);
 	atomic_store(&max_fd, -1);
+	atomic_store(&output_full_count, 0);
+	output_readiness_atfork_child();
 }
 
 void output_get_stats(struct output_stats *st)

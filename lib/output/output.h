@@ -32,7 +32,10 @@
  *
  * Back-pressure: at most OUTPUT_QUEUE_MAX bytes per descriptor.  A full
  * queue makes a non-blocking call (O_NONBLOCK or MSG_DONTWAIT) fail with
- * EAGAIN, and a blocking one wait for room -- outside any FASE only.  A
+ * EAGAIN -- or, on a stream socket or a pipe write above PIPE_BUF, take the
+ * part that fits -- and a blocking one wait for room, outside any FASE
+ * only.  poll, select and epoll do not report a descriptor writable while
+ * more than OUTPUT_ROOM_MARK is held (output/readiness.h).  A
  * thread that holds a lock cannot wait for an epoch (no quiescent point can
  * be reached while it holds it): its bytes are queued beyond the bound, and
  * that is reported once.
@@ -61,6 +64,10 @@
 #include <sys/uio.h>
 
 #define OUTPUT_QUEUE_MAX (4u << 20)
+/* A descriptor with more than this held is not reported writable by poll,
+ * select or epoll (output/readiness.h): writable promises room for at least
+ * half the bound, as the kernel's own sockets promise a third. */
+#define OUTPUT_ROOM_MARK (OUTPUT_QUEUE_MAX / 2)
 /* Descriptors above this are passed through (reported once). */
 #define OUTPUT_MAX_FDS 65536
 
@@ -72,7 +79,18 @@ static inline bool output_active(void)
 {
 	return atomic_load_explicit(&output_on, memory_order_relaxed);
 }
+/* How many descriptors have more than OUTPUT_ROOM_MARK held. */
+extern atomic_int output_full_count __attribute__((visibility("hidden")));
 #endif
+
+/* fd has more than OUTPUT_ROOM_MARK bytes held (not writable, for poll). */
+bool output_fd_full(int fd);
+
+/* Send what the durable image covers of fd's queue now, without blocking
+ * (a waiter for room does not wait for the next epoch to retry bytes the
+ * kernel could not take at the last release).  Skipped when another thread
+ * has the queue. */
+void output_push(int fd);
 
 /* Turn holding on / off.  output_disable does not release anything. */
 void output_enable(void);

@@ -7,7 +7,7 @@
  * lib/output decides per call whether the descriptor is held (sockets and
  * pipes) and, when it is, owns the bytes from then on; otherwise the real
  * call runs.  shutdown, close, dup2 and dup3 first release what the descriptor being
- * ended holds.  A send with ancillary data is never held (output.h).
+ * ended holds.  Ancillary data is held with its message (output.h).
  */
 /* sendfile and sendfile64 are separate symbols to interpose; with 64-bit
  * file offsets the header would make both names sendfile64. */
@@ -66,21 +66,10 @@ PMT_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 	return REAL(sendto)(fd, buf, n, flags, to, tolen);
 }
 
-/* One message: held, or false (the caller makes the real call). */
-static bool hold_msg(int fd, const struct msghdr *m, int flags, ssize_t *r)
-{
-	if (m->msg_controllen != 0) {
-		output_before_unheld(fd);
-		return false;
-	}
-	return output_hold(fd, m->msg_iov, (int)m->msg_iovlen, flags, m->msg_name,
-			   m->msg_namelen, r);
-}
-
 PMT_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 {
 	ssize_t r;
-	if (output_active() && m != NULL && hold_msg(fd, m, flags, &r))
+	if (output_active() && m != NULL && output_hold_msg(fd, m, flags, &r))
 		return r;
 	return REAL(sendmsg)(fd, m, flags);
 }
@@ -92,7 +81,7 @@ PMT_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
 	unsigned sent = 0;
 	for (; sent < n; sent++) {
 		ssize_t r;
-		if (!hold_msg(fd, &v[sent].msg_hdr, flags, &r)) {
+		if (!output_hold_msg(fd, &v[sent].msg_hdr, flags, &r)) {
 			if (sent != 0)
 				break;	/* the caller sends the rest again */
 			return REAL(sendmmsg)(fd, v, n, flags);

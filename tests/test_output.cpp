@@ -238,6 +238,86 @@ TEST_CASE("an error at release reaches the next call on the descriptor", "[unit]
 	close(sv[0]);
 }
 
+TEST_CASE("a descriptor passed with SCM_RIGHTS is held in order and stays valid", "[unit]")
+{
+	epoch_thread et;
+	for (bool in_fase : { false, true }) {
+		INFO("inside a FASE: " << in_fase);
+		int sv[2], p[2];
+		REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		REQUIRE(pipe(p) == 0);
+		REQUIRE(fcntl(sv[1], F_SETFL, O_NONBLOCK) == 0);
+		images_durable = false;
+		if (in_fase)
+			fase_enter();
+		CHECK(hold(sv[0], "one") == 3);
+		char data[] = "two";
+		struct iovec v = { data, 3 };
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} ctl = {};
+		struct msghdr m = {};
+		m.msg_iov = &v;
+		m.msg_iovlen = 1;
+		m.msg_control = ctl.buf;
+		m.msg_controllen = sizeof(ctl.buf);
+		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &p[0], sizeof(int));
+		ssize_t r = -2;
+		REQUIRE(output_hold_msg(sv[0], &m, 0, &r));
+		CHECK(r == 3);
+		if (in_fase)
+			fase_leave();
+		close(p[0]);	// the program's own copy: the held message keeps a duplicate
+		std::string got;
+		read_for(sv[1], got, 150);
+		CHECK(got.empty());
+		images_durable = true;
+		quiesce_request_epoch();
+		int passed = -1;
+		long long end = now_ms() + 5000;
+		while (got.size() < 6 && now_ms() < end) {
+			char buf[16];
+			struct iovec rv = { buf, sizeof(buf) };
+			union {
+				char buf[CMSG_SPACE(sizeof(int))];
+				struct cmsghdr align;
+			} rctl = {};
+			struct msghdr rm = {};
+			rm.msg_iov = &rv;
+			rm.msg_iovlen = 1;
+			rm.msg_control = rctl.buf;
+			rm.msg_controllen = sizeof(rctl.buf);
+			ssize_t n = recvmsg(sv[1], &rm, MSG_CMSG_CLOEXEC);
+			if (n <= 0) {
+				usleep(1000);
+				continue;
+			}
+			struct cmsghdr *rh = CMSG_FIRSTHDR(&rm);
+			if (rh != nullptr && rh->cmsg_type == SCM_RIGHTS)
+				memcpy(&passed, CMSG_DATA(rh), sizeof(int));
+			got.append(buf, (size_t)n);
+		}
+		// Sent directly, the message would have overtaken "one".
+		CHECK(got == "onetwo");
+		REQUIRE(passed >= 0);
+		// It is the pipe's read end.
+		REQUIRE(write(p[1], "x", 1) == 1);
+		char c = 0;
+		CHECK(read(passed, &c, 1) == 1);
+		CHECK(c == 'x');
+		close(passed);
+		close(p[1]);
+		output_before_close(sv[0]);
+		close(sv[0]);
+		close(sv[1]);
+	}
+}
+
 // ---- readiness (poll, select, epoll) ----
 
 namespace {

@@ -33,6 +33,10 @@ struct chunk {
 	size_t len, off;	/* off: already taken by the kernel */
 	socklen_t destlen;	/* sendto's address, 0: none */
 	struct sockaddr_storage dest;
+	void *ctl;		/* sendmsg's ancillary data, its SCM_RIGHTS
+				 * descriptors duplicated (ours to close), or
+				 * NULL; sent with the chunk's first bytes */
+	size_t ctl_len;
 	unsigned char data[];
 };
 
@@ -135,6 +139,30 @@ static void update_full(struct fdq *q)
 	atomic_fetch_add(&output_full_count, full ? 1 : -1);
 }
 
+/* Close the descriptors an ancillary-data copy holds, and free it. */
+static void free_control(void *ctl, size_t len)
+{
+	if (ctl == NULL)
+		return;
+	struct msghdr m = { .msg_control = ctl, .msg_controllen = len };
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h != NULL; h = CMSG_NXTHDR(&m, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int *fds = (int *)(void *)CMSG_DATA(h);
+		for (size_t i = 0; i < k; i++)
+			if (fds[i] >= 0)
+				syscall(SYS_close, fds[i]);
+	}
+	__libc_free(ctl);
+}
+
+static void free_chunk(struct chunk *c)
+{
+	free_control(c->ctl, c->ctl_len);
+	__libc_free(c);
+}
+
 static void note_bytes_left(struct fdq *q)
 {
 	update_full(q);
@@ -149,7 +177,7 @@ static void drop_queue(struct fdq *q)
 	for (struct chunk *c = q->head, *n; c != NULL; c = n) {
 		n = c->next;
 		dropped += c->len - c->off;
-		__libc_free(c);
+		free_chunk(c);
 	}
 	q->head = q->tail = NULL;
 	atomic_store(&q->queued, 0);
@@ -178,6 +206,21 @@ static ssize_t send_chunk(struct fdq *q, int fd, struct chunk *c)
 {
 	const unsigned char *p = c->data + c->off;
 	size_t n = c->len - c->off;
+	if (q->is_sock && c->ctl != NULL) {
+		struct iovec v = { (void *)p, n };
+		struct msghdr m = { .msg_name = c->destlen != 0 ? &c->dest : NULL,
+				    .msg_namelen = c->destlen, .msg_iov = &v, .msg_iovlen = 1,
+				    .msg_control = c->ctl, .msg_controllen = c->ctl_len };
+		long w = syscall(SYS_sendmsg, fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w >= 0) {
+			/* The kernel has its own references to the passed
+			 * files now; the rest of the bytes go without. */
+			free_control(c->ctl, c->ctl_len);
+			c->ctl = NULL;
+			c->ctl_len = 0;
+		}
+		return w;
+	}
 	if (q->is_sock)
 		return syscall(SYS_sendto, fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL,
 			       c->destlen != 0 ? (struct sockaddr *)&c->dest : NULL, c->destlen);
@@ -251,7 +294,7 @@ static bool release_fd(struct fdq *q, int fd)
 		q->head = c->next;
 		if (q->head == NULL)
 			q->tail = NULL;
-		__libc_free(c);
+		free_chunk(c);
 	}
 	if (progressed)
 		note_bytes_left(q);
@@ -347,6 +390,8 @@ static struct chunk *new_chunk(size_t n, const struct sockaddr *dest, socklen_t 
 	c->len = n;
 	c->off = 0;
 	c->t_ns = prim_now_ns();
+	c->ctl = NULL;
+	c->ctl_len = 0;
 	c->destlen = 0;
 	if (dest != NULL && destlen > 0 && destlen <= sizeof(c->dest)) {
 		memcpy(&c->dest, dest, destlen);
@@ -488,7 +533,8 @@ static bool refuse_fd(int fd)
 }
 
 static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
-		 const struct sockaddr *dest, socklen_t destlen, ssize_t *ret);
+		 const struct sockaddr *dest, socklen_t destlen, const void *control,
+		 size_t controllen, ssize_t *ret);
 
 bool output_hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 		 const struct sockaddr *dest, socklen_t destlen, ssize_t *ret)
@@ -496,19 +542,61 @@ bool output_hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 	if (!output_active() || in_hold || refuse_fd(fd) || iovcnt < 0 || iovcnt > IOV_MAX)
 		return false;
 	in_hold = true;
-	bool held = hold(fd, iov, iovcnt, send_flags, dest, destlen, ret);
+	bool held = hold(fd, iov, iovcnt, send_flags, dest, destlen, NULL, 0, ret);
 	int e = errno;
 	in_hold = false;
 	errno = e;
 	return held;
 }
 
+/* A copy of ancillary data whose SCM_RIGHTS descriptors are duplicates
+ * (the program may close its own before the release), or NULL with errno
+ * set. */
+static void *copy_control(const void *control, size_t len)
+{
+	void *ctl = __libc_malloc(len);
+	if (ctl == NULL)
+		return NULL;
+	memcpy(ctl, control, len);
+	struct msghdr m = { .msg_control = ctl, .msg_controllen = len };
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h != NULL; h = CMSG_NXTHDR(&m, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int *fds = (int *)(void *)CMSG_DATA(h);
+		for (size_t i = 0; i < k; i++)
+			fds[i] = -1 - fds[i];	/* not yet duplicated */
+	}
+	bool ok = true;
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h != NULL; h = CMSG_NXTHDR(&m, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int *fds = (int *)(void *)CMSG_DATA(h);
+		for (size_t i = 0; i < k; i++) {
+			long d = ok ? syscall(SYS_fcntl, -1 - fds[i], F_DUPFD_CLOEXEC, 0) : -1;
+			ok = ok && d >= 0;
+			fds[i] = d >= 0 ? (int)d : -1;
+		}
+	}
+	if (!ok) {
+		int e = errno;
+		free_control(ctl, len);
+		errno = e;
+		return NULL;
+	}
+	return ctl;
+}
+
 static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
-		 const struct sockaddr *dest, socklen_t destlen, ssize_t *ret)
+		 const struct sockaddr *dest, socklen_t destlen, const void *control,
+		 size_t controllen, ssize_t *ret)
 {
 	struct stat st;
 	if (!held_kind(fd, &st))
 		return false;
+	if (controllen != 0 && !S_ISSOCK(st.st_mode))
+		return false;	/* the kernel says ENOTSOCK */
 	size_t n = 0;
 	for (int i = 0; i < iovcnt; i++) {
 		if (iov[i].iov_len > SSIZE_MAX - n)
@@ -517,33 +605,35 @@ static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 	}
 	if (n == 0)
 		return false;	/* nothing to hold (a zero-length datagram goes at once) */
+	void *ctl = NULL;
+	if (controllen != 0 && (ctl = copy_control(control, controllen)) == NULL)
+		return false;	/* the caller sends it now, after the queue */
 	long fl = syscall(SYS_fcntl, fd, F_GETFL);
 	bool nonblock = (send_flags & MSG_DONTWAIT) || (fl >= 0 && (fl & O_NONBLOCK));
 	struct fdq *q = lookup(fd, true);
 	prim_lock(&q->lock);
 	bind_file(q, fd, &st);
 	if (q->delayed_err != 0) {
+		free_control(ctl, controllen);
 		*ret = delayed_error(q, send_flags);
 		return true;
 	}
 	int e = make_room(q, fd, &n, nonblock);
 	if (q->delayed_err != 0) {
+		free_control(ctl, controllen);
 		*ret = delayed_error(q, send_flags);
 		return true;
 	}
-	if (e != 0) {
-		prim_unlock(&q->lock);
-		errno = e;
-		*ret = -1;
-		return true;
-	}
-	struct chunk *c = new_chunk(n, dest, destlen);
+	struct chunk *c = e == 0 ? new_chunk(n, dest, destlen) : NULL;
 	if (c == NULL) {
 		prim_unlock(&q->lock);
-		errno = ENOBUFS;
+		free_control(ctl, controllen);
+		errno = e != 0 ? e : ENOBUFS;
 		*ret = -1;
 		return true;
 	}
+	c->ctl = ctl;
+	c->ctl_len = controllen;
 	size_t at = 0;
 	for (int i = 0; i < iovcnt && at < n; i++) {
 		size_t k = iov[i].iov_len < n - at ? iov[i].iov_len : n - at;
@@ -552,6 +642,22 @@ static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 	}
 	*ret = enqueue(q, c);
 	return true;
+}
+
+bool output_hold_msg(int fd, const struct msghdr *m, int send_flags, ssize_t *ret)
+{
+	if (!output_active() || in_hold || refuse_fd(fd) || m->msg_iovlen > IOV_MAX)
+		return false;
+	in_hold = true;
+	bool held = hold(fd, m->msg_iov, (int)m->msg_iovlen, send_flags, m->msg_name,
+			 m->msg_namelen, m->msg_controllen != 0 ? m->msg_control : NULL,
+			 m->msg_controllen, ret);
+	int e = errno;
+	in_hold = false;
+	if (!held && m->msg_controllen != 0)
+		output_before_unheld(fd);
+	errno = e;
+	return held;
 }
 
 static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, ssize_t *ret);
@@ -586,7 +692,7 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 	ssize_t r = offset != NULL ? syscall(SYS_pread64, in_fd, c->data, count_, *offset)
 				   : syscall(SYS_read, in_fd, c->data, count_);
 	if (r <= 0) {
-		__libc_free(c);
+		free_chunk(c);
 		*ret = r;
 		return true;
 	}
@@ -607,7 +713,7 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 		/* Nothing was sent: give the input its bytes back. */
 		if (offset == NULL)
 			lseek(in_fd, -(off_t)r, SEEK_CUR);
-		__libc_free(c);
+		free_chunk(c);
 		if (q->delayed_err != 0) {
 			*ret = delayed_error(q, 0);
 			return true;
@@ -702,8 +808,9 @@ void output_before_unheld(int fd)
 	if (q == NULL || atomic_load(&q->queued) == 0)
 		return;
 	if (!atomic_exchange(&told_ancillary, true))
-		log_msg(LOG_WARN, "output commit: a send with ancillary data (descriptor %d) is "
-			"not held%s", fd, fase_depth() != 0 ? ", and overtakes the output held "
+		log_msg(LOG_WARN, "output commit: a send with ancillary data (descriptor %d) could "
+			"not be held (no data bytes, or its descriptors could not be duplicated)%s",
+			fd, fase_depth() != 0 ? ", and overtakes the output held "
 			"before it (the sender holds a lock)" : "");
 	if (fase_depth() != 0)
 		return;

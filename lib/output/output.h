@@ -23,9 +23,12 @@
  * call, so a descriptor closed behind our back -- fclose, close_range -- and
  * reused is seen for what it is now); regular files, ttys and the rest pass
  * through.  The queue remembers the file's (st_dev, st_ino) and a released
- * chunk goes only to that same file.  Sends with ancillary data (fd passing)
- * are not held (the descriptors they name may be closed by then): reported
- * once.  stdio writes through glibc's internal write are not seen.  A call
+ * chunk goes only to that same file.  Sends with ancillary data are held
+ * too, with a copy of it in which the SCM_RIGHTS descriptors are duplicates
+ * (the program may close its own before the release), closed once the
+ * kernel has taken the message; one that cannot be (no data bytes, no
+ * descriptor left for the duplicates) is sent at once, after what the
+ * descriptor holds outside a FASE, and reported once.  stdio writes through glibc's internal write are not seen.  A call
  * made by a signal handler that interrupted its thread inside this module
  * is not held (the queue's lock is taken); one made elsewhere in a handler
  * is, and allocates from glibc's malloc.
@@ -105,6 +108,11 @@ void output_disable(void);
 bool output_hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 		 const struct sockaddr *dest, socklen_t destlen, ssize_t *ret);
 
+/* sendmsg(2): output_hold with the message's address and ancillary data.
+ * Returns false when the caller must make the real call (after, outside a
+ * FASE, the descriptor's held bytes were released). */
+bool output_hold_msg(int fd, const struct msghdr *m, int send_flags, ssize_t *ret);
+
 /* sendfile(2) to a held descriptor: reads count bytes from in_fd (at
  * *offset when offset is not NULL, advancing it; else at its file position)
  * and holds them.  Same return convention as output_hold. */
@@ -114,8 +122,8 @@ bool output_hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count, ss
  * first (see the header comment).  Then the descriptor is forgotten. */
 void output_before_close(int fd);
 
-/* A call on fd that is not held (a send with ancillary data) is about to be
- * made: outside a FASE, first release what fd holds (waiting for it to be
+/* A call on fd that is not held (a send with ancillary data that could not
+ * be) is about to be made: outside a FASE, first release what fd holds (waiting for it to be
  * durable), so the order is kept; reported once. */
 void output_before_unheld(int fd);
 

@@ -7,7 +7,7 @@
  * lib/output decides per call whether the descriptor is held (sockets and
  * pipes) and, when it is, owns the bytes from then on; otherwise the real
  * call runs.  shutdown, close, dup2 and dup3 first release what the descriptor being
- * ended holds.  Ancillary data is held with its message (output.h).
+ * ended holds; dup, dup2 and dup3 make the copy share the original's queue.  Ancillary data is held with its message (output.h).
  */
 /* sendfile and sendfile64 are separate symbols to interpose; with 64-bit
  * file offsets the header would make both names sendfile64. */
@@ -129,16 +129,30 @@ PMT_EXPORT int close(int fd)
 	return REAL(close)(fd);
 }
 
+PMT_EXPORT int dup(int old)
+{
+	int r = REAL(dup)(old);
+	if (output_active() && r >= 0)
+		output_after_dup(old, r);
+	return r;
+}
+
 PMT_EXPORT int dup2(int old, int new_)
 {
 	if (output_active() && old != new_)
 		output_before_close(new_);
-	return REAL(dup2)(old, new_);
+	int r = REAL(dup2)(old, new_);
+	if (output_active() && r >= 0)
+		output_after_dup(old, r);
+	return r;
 }
 
 PMT_EXPORT int dup3(int old, int new_, int flags)
 {
 	if (output_active() && old != new_)
 		output_before_close(new_);
-	return REAL(dup3)(old, new_, flags);
+	int r = REAL(dup3)(old, new_, flags);
+	if (output_active() && r >= 0)
+		output_after_dup(old, r);
+	return r;
 }

@@ -52,6 +52,7 @@ void real_resolve(void)
 	NEXT(sendfile64, "sendfile64");
 	NEXT(shutdown, "shutdown");
 	NEXT(close, "close");
+	NEXT(dup, "dup");
 	NEXT(dup2, "dup2");
 	NEXT(dup3, "dup3");
 	NEXT(select, "select");

@@ -130,6 +130,7 @@ struct real_fns {
 	ssize_t (*sendfile64)(int, int, off64_t *, size_t);
 	int (*shutdown)(int, int);
 	int (*close)(int);
+	int (*dup)(int);
 	int (*dup2)(int, int);
 	int (*dup3)(int, int, int);
 	/* readiness under output commit (output_readiness.c; epoll_wait,

@@ -318,6 +318,38 @@ TEST_CASE("a descriptor passed with SCM_RIGHTS is held in order and stays valid"
 	}
 }
 
+TEST_CASE("descriptors made by dup share one queue: bytes leave in the order of the calls",
+	  "[unit]")
+{
+	epoch_thread et;
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	REQUIRE(fcntl(p[0], F_SETFL, O_NONBLOCK) == 0);
+	int d = dup(p[1]);	// the real dup (no preload here): tell lib/output
+	REQUIRE(d > p[1]);
+	output_after_dup(p[1], d);
+	images_durable = false;
+	CHECK(hold(p[1], "a") == 1);
+	CHECK(hold(d, "b") == 1);
+	CHECK(hold(p[1], "c") == 1);
+	CHECK(hold(d, "d") == 1);
+	// Closing one of the two neither waits nor drops: the other sends.
+	output_before_close(d);
+	close(d);
+	std::string got;
+	read_for(p[0], got, 100);
+	CHECK(got.empty());
+	images_durable = true;
+	quiesce_request_epoch();
+	long long end = now_ms() + 5000;
+	while (got.size() < 4 && now_ms() < end)
+		read_for(p[0], got, 20);
+	CHECK(got == "abcd");
+	output_before_close(p[1]);
+	close(p[1]);
+	close(p[0]);
+}
+
 // ---- readiness (poll, select, epoll) ----
 
 namespace {

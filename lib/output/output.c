@@ -57,6 +57,11 @@ struct fdq {
 	struct chunk *head, *tail;
 	atomic_size_t queued;	/* bytes in the queue */
 	atomic_uint space;	/* bumped when bytes leave (futex) */
+	atomic_int slots;	/* table entries naming this queue beyond the
+				 * first: descriptors made by dup, dup2, dup3
+				 * share their file's queue, so bytes written
+				 * through either leave in the order of the
+				 * calls */
 };
 
 atomic_bool output_on;
@@ -744,10 +749,43 @@ void output_push(int fd)
 	prim_unlock(&q->lock);
 }
 
+void output_after_dup(int old, int new_)
+{
+	if (old == new_ || refuse_fd(old) || refuse_fd(new_))
+		return;
+	struct fdq *q = lookup(old, true);
+	struct fdq *_Atomic *t = atomic_load(&table);
+	prim_lock(&table_lock);
+	/* new_'s own queue, if any, was emptied by output_before_close; it
+	 * is left unused rather than freed (the epoch thread may be looking
+	 * at it). */
+	if (atomic_load(&t[new_]) != q) {
+		atomic_fetch_add(&q->slots, 1);
+		atomic_store_explicit(&t[new_], q, memory_order_release);
+		int m = atomic_load(&max_fd);
+		while (new_ > m && !atomic_compare_exchange_weak(&max_fd, &m, new_)) {
+		}
+	}
+	prim_unlock(&table_lock);
+}
+
+/* fd was one of several descriptors sharing q: the others keep the queue. */
+static bool detach_shared(int fd, struct fdq *q)
+{
+	prim_lock(&table_lock);
+	bool shared = atomic_load(&q->slots) > 0;
+	if (shared) {
+		atomic_fetch_sub(&q->slots, 1);
+		atomic_store(&atomic_load(&table)[fd], NULL);
+	}
+	prim_unlock(&table_lock);
+	return shared;
+}
+
 void output_before_close(int fd)
 {
 	struct fdq *q = lookup(fd, false);
-	if (q == NULL)
+	if (q == NULL || detach_shared(fd, q))
 		return;
 	prim_lock(&q->lock);
 	if (q->head == NULL) {

@@ -646,7 +646,34 @@ TEST_CASE("no value a reader received is lost by kill -9", "[kill][trackers]")
 	// The hold releases: the reader got values, not silence.
 	CHECK(received_total > 0);
 	// A clean exit sends everything it held: the final epoch covers it.
+	std::string epoch_log = std::string(dir) + "/epochs.csv";
+	setenv("PMTHREADS_EPOCH_LOG", epoch_log.c_str(), 1);
 	std::string text = run_to_exit(prog, "200");
+	unsetenv("PMTHREADS_EPOCH_LOG");
+	// The epoch log says which epochs output asked for and what each
+	// release gave the kernel (all but what the exit's drain sends).
+	{
+		FILE *f = fopen(epoch_log.c_str(), "r");
+		REQUIRE(f != nullptr);
+		char line[512];
+		REQUIRE(fgets(line, sizeof(line), f) != nullptr);
+		CHECK(std::string(line).find(",durable,output_demanded,output_released\n") !=
+		      std::string::npos);
+		unsigned long long demanded_lines = 0, released = 0;
+		while (fgets(line, sizeof(line), f) != nullptr) {
+			// The last two columns.
+			const char *c = strrchr(line, ',');
+			REQUIRE(c != nullptr);
+			released += strtoull(c + 1, nullptr, 10);
+			REQUIRE(c - line >= 2);
+			demanded_lines += c[-1] == '1';
+		}
+		fclose(f);
+		unlink(epoch_log.c_str());
+		CHECK(demanded_lines > 0);
+		CHECK(released > 0);
+		CHECK(released <= text.size());
+	}
 	unsigned long long rec = recovered_counter(prog);
 	std::string last = std::to_string(previous + 200) + "\n";
 	INFO("clean exit after 200 values from " << previous << ": recovered " << rec << ", got "

@@ -936,6 +936,17 @@ void output_atfork_child(void)
 	output_readiness_atfork_child();
 }
 
+void output_epoch_columns(bool *demanded, uint64_t *released)
+{
+	static uint64_t last_demanded, last_released;
+	prim_lock(&stats_lock);
+	*demanded = stats.epochs_demanded != last_demanded;
+	*released = stats.bytes_released - last_released;
+	last_demanded = stats.epochs_demanded;
+	last_released = stats.bytes_released;
+	prim_unlock(&stats_lock);
+}
+
 void output_get_stats(struct output_stats *st)
 {
 	prim_lock(&stats_lock);

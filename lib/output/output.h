@@ -167,6 +167,11 @@ struct output_stats {
 };
 void output_get_stats(struct output_stats *st);
 
+/* The epoch log's columns (epoch_log_set_output): whether an epoch was
+ * demanded, and the bytes released, since the previous call.  Called by the
+ * epoch thread only. */
+void output_epoch_columns(bool *demanded, uint64_t *released);
+
 /* For the unit test: the stamp a call made now would get. */
 uint64_t output_stamp_now(void);
 

@@ -508,8 +508,10 @@ static int start(void)
 	log_configuration();
 	if (quiesce_start_split(cfg.interval_ms, epoch_on_quiescent, after_epoch, pipeline) != 0)
 		goto fail_pipeline;
-	if (cfg.output == OUTPUT_COMMIT)
+	if (cfg.output == OUTPUT_COMMIT) {
+		epoch_log_set_output(output_epoch_columns);
 		output_enable();
+	}
 	return 0;
 
 fail_pipeline:

@@ -616,7 +616,9 @@ unsigned long long recovered_counter(const std::string &prog)
 
 } // namespace
 
-TEST_CASE("no value a reader received is lost by kill -9", "[kill][trackers]")
+namespace {
+
+void kill_and_recover(bool use_stdio)
 {
 	const char *tracker = uffd_half() ? "uffd" : "mprotect";
 	// PMT_OUTPUT_MODE=off runs the same loop without the hold, which must
@@ -628,6 +630,10 @@ TEST_CASE("no value a reader received is lost by kill -9", "[kill][trackers]")
 	REQUIRE(mkdtemp(dir) != nullptr);
 	std::string pool = std::string(dir) + "/outcommit.pool";
 	child_env(prog, pool, tracker, mode);
+	if (use_stdio)
+		setenv("OUTCOMMIT_STDIO", "1", 1);
+	else
+		unsetenv("OUTCOMMIT_STDIO");
 	std::mt19937 rng(std::random_device{}());
 	unsigned long long previous = 0, received_total = 0;
 	for (int round = 0; round < rounds; round++) {
@@ -683,4 +689,19 @@ TEST_CASE("no value a reader received is lost by kill -9", "[kill][trackers]")
 	CHECK(text.compare(text.size() - last.size(), last.size(), last) == 0);
 	unlink(pool.c_str());
 	rmdir(dir);
+	unsetenv("OUTCOMMIT_STDIO");
+}
+
+} // namespace
+
+TEST_CASE("no value a reader received is lost by kill -9", "[kill][trackers]")
+{
+	kill_and_recover(false);
+}
+
+// printf and fflush to a pipe: stdio's internal write is not interposed;
+// the held stdout stream (lib/output/stdout.h) is what holds it.
+TEST_CASE("no value printf sent to a pipe is lost by kill -9", "[kill][trackers]")
+{
+	kill_and_recover(true);
 }

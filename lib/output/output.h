@@ -30,7 +30,8 @@
  * (the program may close its own before the release), closed once the
  * kernel has taken the message; one that cannot be (no data bytes, no
  * descriptor left for the duplicates) is sent at once, after what the
- * descriptor holds outside a FASE, and reported once.  stdio writes through glibc's internal write are not seen.  A call
+ * descriptor holds outside a FASE, and reported once.  stdio writes through glibc's internal write are not seen, except stdout's
+ * when it is a pipe or a socket (output/stdout.h).  A call
  * made by a signal handler that interrupted its thread inside this module
  * is not held (the queue's lock is taken); one made elsewhere in a handler
  * is, and allocates from glibc's malloc.

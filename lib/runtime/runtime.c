@@ -8,6 +8,7 @@
 #include "heap/heap.h"
 #include "base/log.h"
 #include "output/output.h"
+#include "output/stdout.h"
 #include "persist/persist.h"
 #include "persist/pool.h"
 #include "prim/prim.h"
@@ -511,6 +512,7 @@ static int start(void)
 	if (cfg.output == OUTPUT_COMMIT) {
 		epoch_log_set_output(output_epoch_columns);
 		output_enable();
+		output_stdout_hold();
 	}
 	return 0;
 

@@ -7,7 +7,8 @@
  * lib/output decides per call whether the descriptor is held (sockets and
  * pipes) and, when it is, owns the bytes from then on; otherwise the real
  * call runs.  shutdown, close, dup2 and dup3 first release what the descriptor being
- * ended holds; dup, dup2 and dup3 make the copy share the original's queue.  Ancillary data is held with its message (output.h).
+ * ended holds; dup, dup2, dup3 and fcntl F_DUPFD make the copy share the original's
+ * queue.  Ancillary data is held with its message (output.h).
  */
 /* sendfile and sendfile64 are separate symbols to interpose; with 64-bit
  * file offsets the header would make both names sendfile64. */
@@ -19,6 +20,8 @@
 #include "real.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -135,6 +138,34 @@ PMT_EXPORT int dup(int old)
 	if (output_active() && r >= 0)
 		output_after_dup(old, r);
 	return r;
+}
+
+/* fcntl's third argument is an int, a pointer or absent: passed on as the
+ * long it occupies (what glibc's own fcntl reads). */
+static int dup_by_fcntl(int (*real)(int, int, ...), int fd, int cmd, long arg)
+{
+	int r = real(fd, cmd, arg);
+	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0 && output_active())
+		output_after_dup(fd, r);
+	return r;
+}
+
+PMT_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	long arg = va_arg(ap, long);
+	va_end(ap);
+	return dup_by_fcntl(REAL(fcntl), fd, cmd, arg);
+}
+
+PMT_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	long arg = va_arg(ap, long);
+	va_end(ap);
+	return dup_by_fcntl(REAL(fcntl64), fd, cmd, arg);
 }
 
 PMT_EXPORT int dup2(int old, int new_)

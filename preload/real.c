@@ -53,6 +53,8 @@ void real_resolve(void)
 	NEXT(shutdown, "shutdown");
 	NEXT(close, "close");
 	NEXT(dup, "dup");
+	NEXT(fcntl, "fcntl");
+	NEXT(fcntl64, "fcntl64");
 	NEXT(dup2, "dup2");
 	NEXT(dup3, "dup3");
 	NEXT(select, "select");

@@ -131,6 +131,8 @@ struct real_fns {
 	int (*shutdown)(int, int);
 	int (*close)(int);
 	int (*dup)(int);
+	int (*fcntl)(int, int, ...);
+	int (*fcntl64)(int, int, ...);
 	int (*dup2)(int, int);
 	int (*dup3)(int, int, int);
 	/* readiness under output commit (output_readiness.c; epoll_wait,

@@ -5,14 +5,19 @@
 // procedure says whether each image is durable: nothing is released before
 // a durable image of a quiescent point after the write, a carried-over
 // attempt releases nothing, order is kept, a full non-blocking queue says
-// EAGAIN, an error at release reaches the next call, regular files pass.
+// EAGAIN (a stream takes the part that fits), an error at release reaches
+// the next call, regular files pass; ancillary data (SCM_RIGHTS) is held in
+// order; dup'ed descriptors share a queue; poll, select and epoll (level-
+// and edge-triggered) do not report a full queue writable and wake once the
+// release made room.
 //
 // [kill]: tests/progs/outcommit (a heap counter incremented under a lock,
 // each value then written to a pipe) under the preload in malloc mode,
 // killed with SIGKILL at random moments and restarted: every value the test
 // ever read must be <= the recovered counter.  With the hold removed
 // (PMT_OUTPUT_MODE=off) this fails: values go out up to an interval before
-// they are durable.
+// they are durable.  The same with printf + fflush (the held stdout stream),
+// and the epoch log's output columns after a clean exit.
 #include <catch2/catch.hpp>
 
 #include "uffd_half.h"
@@ -697,6 +702,35 @@ void kill_and_recover(bool use_stdio)
 TEST_CASE("no value a reader received is lost by kill -9", "[kill][trackers]")
 {
 	kill_and_recover(false);
+}
+
+// Two descriptors of one pipe, made by each of the calls that copy one: the
+// writes through them, all in one epoch (the writer holds a lock), come out
+// in the order of the calls.  Without a shared queue the release goes
+// descriptor by descriptor: bbb...aaa.
+TEST_CASE("writes through a dup'ed descriptor keep the order of the calls", "[preload]")
+{
+	std::string prog = env_path("PMT_PROGS") + "/prog_outcommit_dup";
+	char dir[] = "/dev/shm/pmt-output-dup-XXXXXX";
+	REQUIRE(mkdtemp(dir) != nullptr);
+	std::string pool = std::string(dir) + "/dup.pool";
+	child_env(prog, pool, "mprotect", "commit");
+	for (const char *how : { "dup", "dup2", "dup3", "fcntl" }) {
+		INFO("copy made with " << how);
+		std::string cmd = prog + " " + how;
+		FILE *p = popen(cmd.c_str(), "r");
+		REQUIRE(p != nullptr);
+		char line[512] = "";
+		if (fgets(line, sizeof(line), p) == nullptr)
+			line[0] = '\0';
+		int st = pclose(p);
+		INFO("it said: " << line);
+		CHECK(std::string(line) == "ordered 100\n");
+		CHECK(st == 0);
+		unlink(pool.c_str());
+	}
+	unsetenv("LD_PRELOAD");
+	rmdir(dir);
 }
 
 // printf and fflush to a pipe: stdio's internal write is not interposed;

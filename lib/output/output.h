@@ -23,9 +23,9 @@
  * call, so a descriptor closed behind our back -- fclose, close_range -- and
  * reused is seen for what it is now); regular files, ttys and the rest pass
  * through.  The queue remembers the file's (st_dev, st_ino) and a released
- * chunk goes only to that same file.  A descriptor made by dup, dup2 or
- * dup3 shares the queue of the one it copies (fcntl F_DUPFD does not: its
- * bytes may leave in another order than the calls').  Sends with ancillary data are held
+ * chunk goes only to that same file.  A descriptor made by dup, dup2, dup3
+ * or fcntl F_DUPFD shares the queue of the one it copies (one inherited
+ * through fork or passed with SCM_RIGHTS does not).  Sends with ancillary data are held
  * too, with a copy of it in which the SCM_RIGHTS descriptors are duplicates
  * (the program may close its own before the release), closed once the
  * kernel has taken the message; one that cannot be (no data bytes, no
@@ -125,7 +125,7 @@ bool output_hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count, ss
  * first (see the header comment).  Then the descriptor is forgotten. */
 void output_before_close(int fd);
 
-/* new_ was made from old by dup, dup2 or dup3 (after output_before_close
+/* new_ was made from old by dup, dup2, dup3 or fcntl F_DUPFD (after output_before_close
  * of new_ for the last two): from now on both share old's queue. */
 void output_after_dup(int old, int new_);
 

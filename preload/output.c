@@ -7,7 +7,8 @@
  * lib/output decides per call whether the descriptor is held (sockets and
  * pipes) and, when it is, owns the bytes from then on; otherwise the real
  * call runs.  shutdown, close, dup2 and dup3 first release what the descriptor being
- * ended holds.  A send with ancillary data is never held (output.h).
+ * ended holds; dup, dup2, dup3 and fcntl F_DUPFD make the copy share the original's
+ * queue.  Ancillary data is held with its message (output.h).
  */
 /* sendfile and sendfile64 are separate symbols to interpose; with 64-bit
  * file offsets the header would make both names sendfile64. */
@@ -15,9 +16,12 @@
 
 #include "base/export.h"
 #include "output/output.h"
+#include "output/readiness.h"
 #include "real.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -65,21 +69,10 @@ PMT_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 	return REAL(sendto)(fd, buf, n, flags, to, tolen);
 }
 
-/* One message: held, or false (the caller makes the real call). */
-static bool hold_msg(int fd, const struct msghdr *m, int flags, ssize_t *r)
-{
-	if (m->msg_controllen != 0) {
-		output_before_unheld(fd);
-		return false;
-	}
-	return output_hold(fd, m->msg_iov, (int)m->msg_iovlen, flags, m->msg_name,
-			   m->msg_namelen, r);
-}
-
 PMT_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 {
 	ssize_t r;
-	if (output_active() && m != NULL && hold_msg(fd, m, flags, &r))
+	if (output_active() && m != NULL && output_hold_msg(fd, m, flags, &r))
 		return r;
 	return REAL(sendmsg)(fd, m, flags);
 }
@@ -91,7 +84,7 @@ PMT_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
 	unsigned sent = 0;
 	for (; sent < n; sent++) {
 		ssize_t r;
-		if (!hold_msg(fd, &v[sent].msg_hdr, flags, &r)) {
+		if (!output_hold_msg(fd, &v[sent].msg_hdr, flags, &r)) {
 			if (sent != 0)
 				break;	/* the caller sends the rest again */
 			return REAL(sendmmsg)(fd, v, n, flags);
@@ -132,21 +125,65 @@ PMT_EXPORT int shutdown(int fd, int how)
 
 PMT_EXPORT int close(int fd)
 {
-	if (output_active())
+	if (output_active()) {
 		output_before_close(fd);
+		output_readiness_forget(fd);
+	}
 	return REAL(close)(fd);
+}
+
+PMT_EXPORT int dup(int old)
+{
+	int r = REAL(dup)(old);
+	if (output_active() && r >= 0)
+		output_after_dup(old, r);
+	return r;
+}
+
+/* fcntl's third argument is an int, a pointer or absent: passed on as the
+ * long it occupies (what glibc's own fcntl reads). */
+static int dup_by_fcntl(int (*real)(int, int, ...), int fd, int cmd, long arg)
+{
+	int r = real(fd, cmd, arg);
+	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0 && output_active())
+		output_after_dup(fd, r);
+	return r;
+}
+
+PMT_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	long arg = va_arg(ap, long);
+	va_end(ap);
+	return dup_by_fcntl(REAL(fcntl), fd, cmd, arg);
+}
+
+PMT_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	long arg = va_arg(ap, long);
+	va_end(ap);
+	return dup_by_fcntl(REAL(fcntl64), fd, cmd, arg);
 }
 
 PMT_EXPORT int dup2(int old, int new_)
 {
 	if (output_active() && old != new_)
 		output_before_close(new_);
-	return REAL(dup2)(old, new_);
+	int r = REAL(dup2)(old, new_);
+	if (output_active() && r >= 0)
+		output_after_dup(old, r);
+	return r;
 }
 
 PMT_EXPORT int dup3(int old, int new_, int flags)
 {
 	if (output_active() && old != new_)
 		output_before_close(new_);
-	return REAL(dup3)(old, new_, flags);
+	int r = REAL(dup3)(old, new_, flags);
+	if (output_active() && r >= 0)
+		output_after_dup(old, r);
+	return r;
 }

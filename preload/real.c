@@ -52,8 +52,15 @@ void real_resolve(void)
 	NEXT(sendfile64, "sendfile64");
 	NEXT(shutdown, "shutdown");
 	NEXT(close, "close");
+	NEXT(dup, "dup");
+	NEXT(fcntl, "fcntl");
+	NEXT(fcntl64, "fcntl64");
 	NEXT(dup2, "dup2");
 	NEXT(dup3, "dup3");
+	NEXT(select, "select");
+	NEXT(pselect, "pselect");
+	NEXT(epoll_pwait2, "epoll_pwait2");
+	NEXT(epoll_ctl, "epoll_ctl");
 	NEXT(execvpe, "execvpe");
 	NEXT(mutex_lock, "pthread_mutex_lock");
 	NEXT(mutex_trylock, "pthread_mutex_trylock");

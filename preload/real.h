@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -129,8 +130,19 @@ struct real_fns {
 	ssize_t (*sendfile64)(int, int, off64_t *, size_t);
 	int (*shutdown)(int, int);
 	int (*close)(int);
+	int (*dup)(int);
+	int (*fcntl)(int, int, ...);
+	int (*fcntl64)(int, int, ...);
 	int (*dup2)(int, int);
 	int (*dup3)(int, int, int);
+	/* readiness under output commit (output_readiness.c; epoll_wait,
+	 * epoll_pwait, poll and ppoll are above) */
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+		       const sigset_t *);
+	int (*epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *,
+			    const sigset_t *);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 	/* exec (exec.c) */
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);

@@ -12,7 +12,8 @@
  * kernel resolves such writes itself (nothing else ever write-protects a
  * heap page) and these wrappers only forward.
  *
- * Covered: the read and recv families, epoll/poll event arrays, stdio reads,
+ * Covered: the read and recv families, epoll/poll event arrays (and, under
+ * output commit, their writability: lib/output/readiness.h), stdio reads,
  * accept/getsockname/getpeername/getsockopt, readlink, getrandom, the stat
  * family and statx; opendir/fdopendir and getcwd(NULL) keep the buffers they
  * fill themselves in glibc's heap.  A system call made any other way (a raw
@@ -26,6 +27,7 @@
 
 #include "base/export.h"
 #include "heap/heap.h"
+#include "output/readiness.h"
 #include "preload.h"
 #include "real.h"
 #include "recovery/restore.h"
@@ -159,29 +161,47 @@ PMT_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct
 /* Event loops (libevent: memcached) keep the event arrays that epoll_wait and
  * poll fill in malloc'd memory.  The kernel reports EFAULT before it takes an
  * event off the ready list (epoll re-queues it; poll is level-triggered), so
- * the retry loses nothing. */
+ * the retry loses nothing.  Under output commit, while a descriptor's held
+ * output is full, the wait is lib/output/readiness's (never writable then). */
 PMT_EXPORT int epoll_wait(int fd, struct epoll_event *ev, int n, int timeout)
 {
+	struct timespec t = { timeout / 1000, (timeout % 1000) * 1000000L };
 	PREFAULTED(int, prefault(ev, n > 0 ? (size_t)n * sizeof(*ev) : 0),
-		   REAL(epoll_wait)(fd, ev, n, timeout));
+		   output_epoll_needed() ? output_epoll_wait(fd, ev, n, timeout < 0 ? NULL : &t, NULL)
+					 : REAL(epoll_wait)(fd, ev, n, timeout));
 }
 
 PMT_EXPORT int epoll_pwait(int fd, struct epoll_event *ev, int n, int timeout,
 			   const sigset_t *mask)
 {
+	struct timespec t = { timeout / 1000, (timeout % 1000) * 1000000L };
 	PREFAULTED(int, prefault(ev, n > 0 ? (size_t)n * sizeof(*ev) : 0),
-		   REAL(epoll_pwait)(fd, ev, n, timeout, mask));
+		   output_epoll_needed() ? output_epoll_wait(fd, ev, n, timeout < 0 ? NULL : &t, mask)
+					 : REAL(epoll_pwait)(fd, ev, n, timeout, mask));
+}
+
+PMT_EXPORT int epoll_pwait2(int fd, struct epoll_event *ev, int n, const struct timespec *t,
+			    const sigset_t *mask)
+{
+	PREFAULTED(int, prefault(ev, n > 0 ? (size_t)n * sizeof(*ev) : 0),
+		   output_epoll_needed() ? output_epoll_wait(fd, ev, n, t, mask)
+					 : REAL(epoll_pwait2)(fd, ev, n, t, mask));
 }
 
 PMT_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
-	PREFAULTED(int, prefault(fds, n * sizeof(*fds)), REAL(poll)(fds, n, timeout));
+	struct timespec t = { timeout / 1000, (timeout % 1000) * 1000000L };
+	PREFAULTED(int, prefault(fds, n * sizeof(*fds)),
+		   output_poll_needed() ? output_ppoll(fds, n, timeout < 0 ? NULL : &t, NULL)
+					: REAL(poll)(fds, n, timeout));
 }
 
 PMT_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t,
 		     const sigset_t *mask)
 {
-	PREFAULTED(int, prefault(fds, n * sizeof(*fds)), REAL(ppoll)(fds, n, t, mask));
+	PREFAULTED(int, prefault(fds, n * sizeof(*fds)),
+		   output_poll_needed() ? output_ppoll(fds, n, t, mask)
+					: REAL(ppoll)(fds, n, t, mask));
 }
 
 /* stdio reads large requests straight into the caller's buffer with an

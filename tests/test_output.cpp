@@ -5,20 +5,26 @@
 // procedure says whether each image is durable: nothing is released before
 // a durable image of a quiescent point after the write, a carried-over
 // attempt releases nothing, order is kept, a full non-blocking queue says
-// EAGAIN, an error at release reaches the next call, regular files pass.
+// EAGAIN (a stream takes the part that fits), an error at release reaches
+// the next call, regular files pass; ancillary data (SCM_RIGHTS) is held in
+// order; dup'ed descriptors share a queue; poll, select and epoll (level-
+// and edge-triggered) do not report a full queue writable and wake once the
+// release made room.
 //
 // [kill]: tests/progs/outcommit (a heap counter incremented under a lock,
 // each value then written to a pipe) under the preload in malloc mode,
 // killed with SIGKILL at random moments and restarted: every value the test
 // ever read must be <= the recovered counter.  With the hold removed
 // (PMT_OUTPUT_MODE=off) this fails: values go out up to an interval before
-// they are durable.
+// they are durable.  The same with printf + fflush (the held stdout stream),
+// and the epoch log's output columns after a clean exit.
 #include <catch2/catch.hpp>
 
 #include "uffd_half.h"
 
 extern "C" {
 #include "output/output.h"
+#include "output/readiness.h"
 #include "quiesce/quiesce.h"
 }
 
@@ -32,9 +38,12 @@ extern "C" {
 #include <fcntl.h>
 #include <random>
 #include <string>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -234,6 +243,282 @@ TEST_CASE("an error at release reaches the next call on the descriptor", "[unit]
 	close(sv[0]);
 }
 
+TEST_CASE("a descriptor passed with SCM_RIGHTS is held in order and stays valid", "[unit]")
+{
+	epoch_thread et;
+	for (bool in_fase : { false, true }) {
+		INFO("inside a FASE: " << in_fase);
+		int sv[2], p[2];
+		REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		REQUIRE(pipe(p) == 0);
+		REQUIRE(fcntl(sv[1], F_SETFL, O_NONBLOCK) == 0);
+		images_durable = false;
+		if (in_fase)
+			fase_enter();
+		CHECK(hold(sv[0], "one") == 3);
+		char data[] = "two";
+		struct iovec v = { data, 3 };
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} ctl = {};
+		struct msghdr m = {};
+		m.msg_iov = &v;
+		m.msg_iovlen = 1;
+		m.msg_control = ctl.buf;
+		m.msg_controllen = sizeof(ctl.buf);
+		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &p[0], sizeof(int));
+		ssize_t r = -2;
+		REQUIRE(output_hold_msg(sv[0], &m, 0, &r));
+		CHECK(r == 3);
+		if (in_fase)
+			fase_leave();
+		close(p[0]);	// the program's own copy: the held message keeps a duplicate
+		std::string got;
+		read_for(sv[1], got, 150);
+		CHECK(got.empty());
+		images_durable = true;
+		quiesce_request_epoch();
+		int passed = -1;
+		long long end = now_ms() + 5000;
+		while (got.size() < 6 && now_ms() < end) {
+			char buf[16];
+			struct iovec rv = { buf, sizeof(buf) };
+			union {
+				char buf[CMSG_SPACE(sizeof(int))];
+				struct cmsghdr align;
+			} rctl = {};
+			struct msghdr rm = {};
+			rm.msg_iov = &rv;
+			rm.msg_iovlen = 1;
+			rm.msg_control = rctl.buf;
+			rm.msg_controllen = sizeof(rctl.buf);
+			ssize_t n = recvmsg(sv[1], &rm, MSG_CMSG_CLOEXEC);
+			if (n <= 0) {
+				usleep(1000);
+				continue;
+			}
+			struct cmsghdr *rh = CMSG_FIRSTHDR(&rm);
+			if (rh != nullptr && rh->cmsg_type == SCM_RIGHTS)
+				memcpy(&passed, CMSG_DATA(rh), sizeof(int));
+			got.append(buf, (size_t)n);
+		}
+		// Sent directly, the message would have overtaken "one".
+		CHECK(got == "onetwo");
+		REQUIRE(passed >= 0);
+		// It is the pipe's read end.
+		REQUIRE(write(p[1], "x", 1) == 1);
+		char c = 0;
+		CHECK(read(passed, &c, 1) == 1);
+		CHECK(c == 'x');
+		close(passed);
+		close(p[1]);
+		output_before_close(sv[0]);
+		close(sv[0]);
+		close(sv[1]);
+	}
+}
+
+TEST_CASE("descriptors made by dup share one queue: bytes leave in the order of the calls",
+	  "[unit]")
+{
+	epoch_thread et;
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	REQUIRE(fcntl(p[0], F_SETFL, O_NONBLOCK) == 0);
+	int d = dup(p[1]);	// the real dup (no preload here): tell lib/output
+	REQUIRE(d > p[1]);
+	output_after_dup(p[1], d);
+	images_durable = false;
+	CHECK(hold(p[1], "a") == 1);
+	CHECK(hold(d, "b") == 1);
+	CHECK(hold(p[1], "c") == 1);
+	CHECK(hold(d, "d") == 1);
+	// Closing one of the two neither waits nor drops: the other sends.
+	output_before_close(d);
+	close(d);
+	std::string got;
+	read_for(p[0], got, 100);
+	CHECK(got.empty());
+	images_durable = true;
+	quiesce_request_epoch();
+	long long end = now_ms() + 5000;
+	while (got.size() < 4 && now_ms() < end)
+		read_for(p[0], got, 20);
+	CHECK(got == "abcd");
+	output_before_close(p[1]);
+	close(p[1]);
+	close(p[0]);
+}
+
+// ---- readiness (poll, select, epoll) ----
+
+namespace {
+
+// Fill sv0's queue past the mark while no image is durable.
+void fill_past_mark(int fd)
+{
+	std::string big(OUTPUT_ROOM_MARK / 4, 'x');
+	for (int i = 0; i < 5; i++)
+		REQUIRE(hold(fd, big, MSG_DONTWAIT) == (ssize_t)big.size());
+	REQUIRE(output_fd_full(fd));
+}
+
+// Reads fd (non-blocking) until stopped: the peer that lets the release
+// hand the held bytes to the kernel.
+struct drainer {
+	int fd;
+	std::atomic<bool> stop{ false };
+	std::atomic<size_t> got{ 0 };
+	std::thread t;
+	explicit drainer(int fd_) : fd(fd_), t([this] {
+		char buf[65536];
+		while (!stop) {
+			ssize_t r = read(fd, buf, sizeof(buf));
+			if (r > 0)
+				got += (size_t)r;
+			else
+				usleep(500);
+		}
+	}) {}
+	~drainer()
+	{
+		stop = true;
+		t.join();
+	}
+};
+
+timespec ms_ts(long ms)
+{
+	return timespec{ ms / 1000, (ms % 1000) * 1000000L };
+}
+
+} // namespace
+
+TEST_CASE("poll and select do not report a full queue writable, and wake when room frees",
+	  "[unit]")
+{
+	epoch_thread et;
+	int sv[2];
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	REQUIRE(fcntl(sv[1], F_SETFL, O_NONBLOCK) == 0);
+	images_durable = false;
+	fill_past_mark(sv[0]);
+
+	// The kernel has room (nothing was sent): only the queue says no.
+	struct pollfd k = { sv[0], POLLOUT, 0 };
+	REQUIRE(poll(&k, 1, 0) == 1);
+	struct pollfd p = { sv[0], POLLOUT | POLLIN, 0 };
+	timespec t = ms_ts(50);
+	CHECK(output_ppoll(&p, 1, &t, nullptr) == 0);
+	CHECK(p.revents == 0);
+	fd_set w;
+	FD_ZERO(&w);
+	FD_SET(sv[0], &w);
+	timespec left;
+	int r = -2;
+	REQUIRE(output_pselect(sv[0] + 1, nullptr, &w, nullptr, &t, nullptr, &left, &r));
+	CHECK(r == 0);
+	CHECK_FALSE(FD_ISSET(sv[0], &w));
+	CHECK(left.tv_sec == 0);
+	CHECK(left.tv_nsec == 0);
+
+	// Durable from now on, and a reader: the queue drains and a waiter
+	// with no time-out wakes writable.
+	drainer d(sv[1]);
+	images_durable = true;
+	quiesce_request_epoch();
+	p = { sv[0], POLLOUT, 0 };
+	CHECK(output_ppoll(&p, 1, nullptr, nullptr) == 1);
+	CHECK((p.revents & POLLOUT));
+	CHECK_FALSE(output_fd_full(sv[0]));
+	FD_ZERO(&w);
+	FD_SET(sv[0], &w);
+	REQUIRE(output_pselect(sv[0] + 1, nullptr, &w, nullptr, nullptr, nullptr, nullptr, &r));
+	CHECK(r == 1);
+	CHECK(FD_ISSET(sv[0], &w));
+	output_disable();
+	output_before_close(sv[0]);
+	close(sv[0]);
+}
+
+TEST_CASE("epoll suppresses EPOLLOUT on a full queue and gives an event when room frees",
+	  "[unit]")
+{
+	for (uint32_t mode : { 0u, (uint32_t)EPOLLET }) {
+		INFO("edge-triggered: " << (mode != 0));
+		epoch_thread et;
+		int sv[2];
+		REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		REQUIRE(fcntl(sv[1], F_SETFL, O_NONBLOCK) == 0);
+		int ep = epoll_create1(EPOLL_CLOEXEC);
+		REQUIRE(ep >= 0);
+		struct epoll_event ev = {};
+		ev.events = EPOLLOUT | EPOLLIN | mode;
+		ev.data.u64 = 0x5eed;
+		REQUIRE(output_epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev) == 0);
+		struct epoll_event got[4];
+		timespec zero = ms_ts(0), t = ms_ts(50);
+		REQUIRE(output_epoll_wait(ep, got, 4, &zero, nullptr) == 1);	// writable now
+		images_durable = false;
+		fill_past_mark(sv[0]);
+		CHECK(output_epoll_wait(ep, got, 4, &t, nullptr) == 0);
+		// The registration itself leaves EPOLLOUT out (a level-triggered
+		// wait made by anyone does not spin on it).
+		CHECK(epoll_wait(ep, got, 4, 0) == 0);
+		// A MOD by the program keeps it suppressed.
+		ev.events = EPOLLOUT | mode;
+		REQUIRE(output_epoll_ctl(ep, EPOLL_CTL_MOD, sv[0], &ev) == 0);
+		CHECK(epoll_wait(ep, got, 4, 0) == 0);
+
+		drainer d(sv[1]);
+		images_durable = true;
+		quiesce_request_epoch();
+		int n = output_epoll_wait(ep, got, 4, nullptr, nullptr);
+		REQUIRE(n == 1);
+		CHECK((got[0].events & EPOLLOUT));
+		CHECK(got[0].data.u64 == 0x5eed);
+		CHECK_FALSE(output_fd_full(sv[0]));
+		if (mode == 0)	// level-triggered: still writable
+			CHECK(epoll_wait(ep, got, 4, 0) == 1);
+		output_disable();
+		output_before_close(sv[0]);
+		output_readiness_forget(sv[0]);
+		close(sv[0]);
+		close(ep);
+	}
+}
+
+TEST_CASE("a non-blocking stream write takes the part of its bytes that fits", "[unit]")
+{
+	epoch_thread et;
+	int sv[2];
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	images_durable = false;
+	std::string big(OUTPUT_QUEUE_MAX - 1000, 'a');
+	CHECK(hold(sv[0], big, MSG_DONTWAIT) == (ssize_t)big.size());
+	CHECK(hold(sv[0], std::string(5000, 'b'), MSG_DONTWAIT) == 1000);
+	CHECK(hold(sv[0], "c", MSG_DONTWAIT) == -1);
+	CHECK(errno == EAGAIN);
+	// A datagram goes whole or not at all.
+	int dg[2];
+	REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM, 0, dg) == 0);
+	std::string half(OUTPUT_QUEUE_MAX - 10, 'd');
+	CHECK(hold(dg[0], half, MSG_DONTWAIT) == (ssize_t)half.size());
+	CHECK(hold(dg[0], std::string(100, 'e'), MSG_DONTWAIT) == -1);
+	CHECK(errno == EAGAIN);
+	images_durable = true;
+	output_disable();
+	for (int fd : { sv[0], dg[0] })
+		output_before_close(fd);
+	for (int fd : { sv[0], sv[1], dg[0], dg[1] })
+		close(fd);
+}
+
 // ---- end to end ----
 
 namespace {
@@ -336,7 +621,9 @@ unsigned long long recovered_counter(const std::string &prog)
 
 } // namespace
 
-TEST_CASE("no value a reader received is lost by kill -9", "[kill][trackers]")
+namespace {
+
+void kill_and_recover(bool use_stdio)
 {
 	const char *tracker = uffd_half() ? "uffd" : "mprotect";
 	// PMT_OUTPUT_MODE=off runs the same loop without the hold, which must
@@ -348,6 +635,10 @@ TEST_CASE("no value a reader received is lost by kill -9", "[kill][trackers]")
 	REQUIRE(mkdtemp(dir) != nullptr);
 	std::string pool = std::string(dir) + "/outcommit.pool";
 	child_env(prog, pool, tracker, mode);
+	if (use_stdio)
+		setenv("OUTCOMMIT_STDIO", "1", 1);
+	else
+		unsetenv("OUTCOMMIT_STDIO");
 	std::mt19937 rng(std::random_device{}());
 	unsigned long long previous = 0, received_total = 0;
 	for (int round = 0; round < rounds; round++) {
@@ -366,7 +657,34 @@ TEST_CASE("no value a reader received is lost by kill -9", "[kill][trackers]")
 	// The hold releases: the reader got values, not silence.
 	CHECK(received_total > 0);
 	// A clean exit sends everything it held: the final epoch covers it.
+	std::string epoch_log = std::string(dir) + "/epochs.csv";
+	setenv("PMTHREADS_EPOCH_LOG", epoch_log.c_str(), 1);
 	std::string text = run_to_exit(prog, "200");
+	unsetenv("PMTHREADS_EPOCH_LOG");
+	// The epoch log says which epochs output asked for and what each
+	// release gave the kernel (all but what the exit's drain sends).
+	{
+		FILE *f = fopen(epoch_log.c_str(), "r");
+		REQUIRE(f != nullptr);
+		char line[512];
+		REQUIRE(fgets(line, sizeof(line), f) != nullptr);
+		CHECK(std::string(line).find(",durable,output_demanded,output_released\n") !=
+		      std::string::npos);
+		unsigned long long demanded_lines = 0, released = 0;
+		while (fgets(line, sizeof(line), f) != nullptr) {
+			// The last two columns.
+			const char *c = strrchr(line, ',');
+			REQUIRE(c != nullptr);
+			released += strtoull(c + 1, nullptr, 10);
+			REQUIRE(c - line >= 2);
+			demanded_lines += c[-1] == '1';
+		}
+		fclose(f);
+		unlink(epoch_log.c_str());
+		CHECK(demanded_lines > 0);
+		CHECK(released > 0);
+		CHECK(released <= text.size());
+	}
 	unsigned long long rec = recovered_counter(prog);
 	std::string last = std::to_string(previous + 200) + "\n";
 	INFO("clean exit after 200 values from " << previous << ": recovered " << rec << ", got "
@@ -376,4 +694,48 @@ TEST_CASE("no value a reader received is lost by kill -9", "[kill][trackers]")
 	CHECK(text.compare(text.size() - last.size(), last.size(), last) == 0);
 	unlink(pool.c_str());
 	rmdir(dir);
+	unsetenv("OUTCOMMIT_STDIO");
+}
+
+} // namespace
+
+TEST_CASE("no value a reader received is lost by kill -9", "[kill][trackers]")
+{
+	kill_and_recover(false);
+}
+
+// Two descriptors of one pipe, made by each of the calls that copy one: the
+// writes through them, all in one epoch (the writer holds a lock), come out
+// in the order of the calls.  Without a shared queue the release goes
+// descriptor by descriptor: bbb...aaa.
+TEST_CASE("writes through a dup'ed descriptor keep the order of the calls", "[preload]")
+{
+	std::string prog = env_path("PMT_PROGS") + "/prog_outcommit_dup";
+	char dir[] = "/dev/shm/pmt-output-dup-XXXXXX";
+	REQUIRE(mkdtemp(dir) != nullptr);
+	std::string pool = std::string(dir) + "/dup.pool";
+	child_env(prog, pool, "mprotect", "commit");
+	for (const char *how : { "dup", "dup2", "dup3", "fcntl" }) {
+		INFO("copy made with " << how);
+		std::string cmd = prog + " " + how;
+		FILE *p = popen(cmd.c_str(), "r");
+		REQUIRE(p != nullptr);
+		char line[512] = "";
+		if (fgets(line, sizeof(line), p) == nullptr)
+			line[0] = '\0';
+		int st = pclose(p);
+		INFO("it said: " << line);
+		CHECK(std::string(line) == "ordered 100\n");
+		CHECK(st == 0);
+		unlink(pool.c_str());
+	}
+	unsetenv("LD_PRELOAD");
+	rmdir(dir);
+}
+
+// printf and fflush to a pipe: stdio's internal write is not interposed;
+// the held stdout stream (lib/output/stdout.h) is what holds it.
+TEST_CASE("no value printf sent to a pipe is lost by kill -9", "[kill][trackers]")
+{
+	kill_and_recover(true);
 }

@@ -29,7 +29,7 @@ void check_epoch_log(const std::string &log, const std::string &json)
 	std::string line;
 	REQUIRE(std::getline(in, line));
 	CHECK(line == "t_ms,epoch,pause_us,pages,bytes_dirty,bytes_written,stage_us,persist_us,"
-		      "period_us,pages_saved,conflicts,durable");
+		      "period_us,pages_saved,conflicts,durable,output_demanded,output_released");
 	unsigned long long lines = 0, pages = 0, written = 0, last_epoch = 0, carried = 0;
 	unsigned long long conflicts_total = 0;
 	double last_t = -1;
@@ -37,10 +37,15 @@ void check_epoch_log(const std::string &log, const std::string &json)
 		INFO("epoch log line: " << line);
 		double t;
 		unsigned long long epoch, pause, pg, dirty, wr, stage, persist, period, saved, conflicts;
-		int durable;
-		REQUIRE(std::sscanf(line.c_str(), "%lf,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%d",
+		int durable, demanded;
+		unsigned long long released;
+		REQUIRE(std::sscanf(line.c_str(),
+				    "%lf,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%d,%d,%llu",
 				    &t, &epoch, &pause, &pg, &dirty, &wr, &stage, &persist, &period,
-				    &saved, &conflicts, &durable) == 12);
+				    &saved, &conflicts, &durable, &demanded, &released) == 14);
+		// No output commit here: nothing demanded or released.
+		CHECK(demanded == 0);
+		CHECK(released == 0);
 		CHECK(saved <= pg);
 		CHECK(saved + conflicts <= pg);
 		// Carried over exactly when pages read live were written.

@@ -12,6 +12,12 @@
 #include <unistd.h>
 
 static int log_fd = -1;
+static epoch_log_output_fn output_columns;
+
+void epoch_log_set_output(epoch_log_output_fn fn)
+{
+	output_columns = fn;
+}
 
 int epoch_log_open(const char *path)
 {
@@ -37,10 +43,14 @@ void epoch_log_record(const struct epoch_record *r)
 {
 	if (log_fd < 0)
 		return;
-	char line[256];
+	bool demanded = false;
+	uint64_t released = 0;
+	if (output_columns != NULL)
+		output_columns(&demanded, &released);
+	char line[320];
 	/* Milliseconds with microsecond resolution: what a plot over a run of
 	 * seconds to hours wants on its x axis. */
-	int n = snprintf(line, sizeof(line), "%llu.%03llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%d\n",
+	int n = snprintf(line, sizeof(line), "%llu.%03llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%d,%d,%llu\n",
 			 (unsigned long long)(r->t_ns / 1000000),
 			 (unsigned long long)(r->t_ns / 1000 % 1000),
 			 (unsigned long long)r->epoch, (unsigned long long)(r->pause_ns / 1000),
@@ -50,7 +60,7 @@ void epoch_log_record(const struct epoch_record *r)
 			 (unsigned long long)(r->persist_ns / 1000),
 			 (unsigned long long)(r->period_ns / 1000),
 			 (unsigned long long)r->pages_saved, (unsigned long long)r->conflicts,
-			 r->durable ? 1 : 0);
+			 r->durable ? 1 : 0, demanded ? 1 : 0, (unsigned long long)released);
 	if (n <= 0 || (size_t)n >= sizeof(line))
 		return;
 	if (prim_write_all(log_fd, line, (size_t)n) != 0) {

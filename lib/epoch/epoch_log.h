@@ -34,10 +34,11 @@ struct epoch_record {
 					 * (false: carried over to the next) */
 };
 
-/* The header line of the file: the names of the fields, in order. */
+/* The header line of the file: the names of the fields, in order.  New
+ * columns go at the end (readers ask for the names they know). */
 #define EPOCH_LOG_HEADER \
 	"t_ms,epoch,pause_us,pages,bytes_dirty,bytes_written,stage_us,persist_us,period_us," \
-	"pages_saved,conflicts,durable\n"
+	"pages_saved,conflicts,durable,output_demanded,output_released\n"
 
 /* Create (or truncate) path, mode 0644, and write the header.  Returns 0, or
  * -1 with err_get() naming PMTHREADS_EPOCH_LOG, the path and the reason. */
@@ -48,5 +49,12 @@ int epoch_log_open(const char *path);
 void epoch_log_record(const struct epoch_record *r);
 
 void epoch_log_close(void);
+
+/* Output commit's columns, asked for at each line: demanded, whether held
+ * output asked for an epoch since the previous line; released, the bytes of
+ * held output given to the kernel since then.  Set by the runtime when
+ * output commit is on; without it both columns are 0. */
+typedef void (*epoch_log_output_fn)(bool *demanded, uint64_t *released);
+void epoch_log_set_output(epoch_log_output_fn fn);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* output -- output commit's queues, stamps and release.  See output.h. */
 #include "output/output.h"
+#include "output/readiness.h"
 
 #include "base/histogram.h"
 #include "base/log.h"
@@ -32,6 +33,10 @@ struct chunk {
 	size_t len, off;	/* off: already taken by the kernel */
 	socklen_t destlen;	/* sendto's address, 0: none */
 	struct sockaddr_storage dest;
+	void *ctl;		/* sendmsg's ancillary data, its SCM_RIGHTS
+				 * descriptors duplicated (ours to close), or
+				 * NULL; sent with the chunk's first bytes */
+	size_t ctl_len;
 	unsigned char data[];
 };
 
@@ -40,6 +45,10 @@ struct fdq {
 	dev_t dev;		/* the file the queued bytes are for */
 	ino_t ino;
 	bool is_sock;
+	bool is_stream;		/* a stream socket or a pipe: a non-blocking
+				 * call may take part of its bytes */
+	atomic_bool full;	/* more than OUTPUT_ROOM_MARK queued: not
+				 * reported writable (output/readiness.h) */
 	bool close_when_empty;	/* a duplicate made by a close inside a FASE */
 	int shutdown_how;	/* a shutdown(2) made inside a FASE, done once
 				 * the queue is empty; -1 none */
@@ -48,9 +57,15 @@ struct fdq {
 	struct chunk *head, *tail;
 	atomic_size_t queued;	/* bytes in the queue */
 	atomic_uint space;	/* bumped when bytes leave (futex) */
+	atomic_int slots;	/* table entries naming this queue beyond the
+				 * first: descriptors made by dup, dup2, dup3
+				 * share their file's queue, so bytes written
+				 * through either leave in the order of the
+				 * calls */
 };
 
 atomic_bool output_on;
+atomic_int output_full_count;
 static struct fdq *_Atomic *_Atomic table;	/* OUTPUT_MAX_FDS entries, mapped once */
 static prim_lock_t table_lock = PRIM_LOCK_INIT;
 static atomic_int max_fd = -1;
@@ -119,8 +134,43 @@ static struct fdq *lookup(int fd, bool create)
 	return q;
 }
 
+/* Keep q->full and output_full_count in step with q->queued (q->lock held). */
+static void update_full(struct fdq *q)
+{
+	bool full = atomic_load(&q->queued) > OUTPUT_ROOM_MARK;
+	if (full == atomic_load(&q->full))
+		return;
+	atomic_store(&q->full, full);
+	atomic_fetch_add(&output_full_count, full ? 1 : -1);
+}
+
+/* Close the descriptors an ancillary-data copy holds, and free it. */
+static void free_control(void *ctl, size_t len)
+{
+	if (ctl == NULL)
+		return;
+	struct msghdr m = { .msg_control = ctl, .msg_controllen = len };
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h != NULL; h = CMSG_NXTHDR(&m, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int *fds = (int *)(void *)CMSG_DATA(h);
+		for (size_t i = 0; i < k; i++)
+			if (fds[i] >= 0)
+				syscall(SYS_close, fds[i]);
+	}
+	__libc_free(ctl);
+}
+
+static void free_chunk(struct chunk *c)
+{
+	free_control(c->ctl, c->ctl_len);
+	__libc_free(c);
+}
+
 static void note_bytes_left(struct fdq *q)
 {
+	update_full(q);
 	atomic_fetch_add(&q->space, 1);
 	prim_futex_wake(&q->space, INT_MAX);
 }
@@ -132,7 +182,7 @@ static void drop_queue(struct fdq *q)
 	for (struct chunk *c = q->head, *n; c != NULL; c = n) {
 		n = c->next;
 		dropped += c->len - c->off;
-		__libc_free(c);
+		free_chunk(c);
 	}
 	q->head = q->tail = NULL;
 	atomic_store(&q->queued, 0);
@@ -161,6 +211,21 @@ static ssize_t send_chunk(struct fdq *q, int fd, struct chunk *c)
 {
 	const unsigned char *p = c->data + c->off;
 	size_t n = c->len - c->off;
+	if (q->is_sock && c->ctl != NULL) {
+		struct iovec v = { (void *)p, n };
+		struct msghdr m = { .msg_name = c->destlen != 0 ? &c->dest : NULL,
+				    .msg_namelen = c->destlen, .msg_iov = &v, .msg_iovlen = 1,
+				    .msg_control = c->ctl, .msg_controllen = c->ctl_len };
+		long w = syscall(SYS_sendmsg, fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w >= 0) {
+			/* The kernel has its own references to the passed
+			 * files now; the rest of the bytes go without. */
+			free_control(c->ctl, c->ctl_len);
+			c->ctl = NULL;
+			c->ctl_len = 0;
+		}
+		return w;
+	}
 	if (q->is_sock)
 		return syscall(SYS_sendto, fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL,
 			       c->destlen != 0 ? (struct sockaddr *)&c->dest : NULL, c->destlen);
@@ -234,7 +299,7 @@ static bool release_fd(struct fdq *q, int fd)
 		q->head = c->next;
 		if (q->head == NULL)
 			q->tail = NULL;
-		__libc_free(c);
+		free_chunk(c);
 	}
 	if (progressed)
 		note_bytes_left(q);
@@ -308,6 +373,7 @@ void output_enable(void)
 void output_disable(void)
 {
 	atomic_store(&output_on, false);
+	output_readiness_restore_all();
 	atomic_fetch_add(&durable_word, 1);
 	prim_futex_wake(&durable_word, INT_MAX);
 }
@@ -329,6 +395,8 @@ static struct chunk *new_chunk(size_t n, const struct sockaddr *dest, socklen_t 
 	c->len = n;
 	c->off = 0;
 	c->t_ns = prim_now_ns();
+	c->ctl = NULL;
+	c->ctl_len = 0;
 	c->destlen = 0;
 	if (dest != NULL && destlen > 0 && destlen <= sizeof(c->dest)) {
 		memcpy(&c->dest, dest, destlen);
@@ -337,16 +405,34 @@ static struct chunk *new_chunk(size_t n, const struct sockaddr *dest, socklen_t 
 	return c;
 }
 
-/* Make room for n bytes in q (q->lock held; may drop and retake it).
- * Returns 0, or an errno for the call. */
-static int make_room(struct fdq *q, int fd, size_t n, bool nonblock)
+/* How much of n bytes a non-blocking call may take when the queue has room
+ * for fewer: a stream takes what fits, as the kernel does (so a descriptor
+ * reported writable never answers EAGAIN); a datagram, or a pipe write of at
+ * most PIPE_BUF bytes (atomic), goes whole or not at all. */
+static size_t part_that_fits(const struct fdq *q, size_t n, size_t queued)
+{
+	size_t room = queued < OUTPUT_QUEUE_MAX ? OUTPUT_QUEUE_MAX - queued : 0;
+	if (!q->is_stream || (!q->is_sock && n <= PIPE_BUF))
+		return 0;
+	return room;
+}
+
+/* Make room for *n bytes in q (q->lock held; may drop and retake it); a
+ * non-blocking call on a stream may have *n lowered to what fits.  Returns
+ * 0, or an errno for the call. */
+static int make_room(struct fdq *q, int fd, size_t *n, bool nonblock)
 {
 	for (;;) {
 		size_t queued = atomic_load(&q->queued);
-		if (q->head == NULL || queued + n <= OUTPUT_QUEUE_MAX)
+		if (q->head == NULL || queued + *n <= OUTPUT_QUEUE_MAX)
 			return 0;
-		if (nonblock)
-			return EAGAIN;
+		if (nonblock) {
+			size_t part = part_that_fits(q, *n, queued);
+			if (part == 0)
+				return EAGAIN;
+			*n = part;
+			return 0;
+		}
 		if (fase_depth() != 0) {
 			/* Waiting here would wait for an epoch this thread's own
 			 * lock keeps from starting. */
@@ -405,6 +491,14 @@ static void bind_file(struct fdq *q, int fd, const struct stat *st)
 		q->nb_fd = -1;
 		q->close_when_empty = false;
 	}
+	if (q->dev != st->st_dev || q->ino != st->st_ino || q->is_sock != S_ISSOCK(st->st_mode)) {
+		int type = SOCK_STREAM;
+		socklen_t tl = sizeof(type);
+		if (S_ISSOCK(st->st_mode) &&
+		    syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0)
+			type = SOCK_DGRAM;	/* whole or nothing: always correct */
+		q->is_stream = type == SOCK_STREAM;
+	}
 	q->dev = st->st_dev;
 	q->ino = st->st_ino;
 	q->is_sock = S_ISSOCK(st->st_mode);
@@ -425,6 +519,7 @@ static ssize_t enqueue(struct fdq *q, struct chunk *c)
 		q->head = c;
 	q->tail = c;
 	atomic_fetch_add(&q->queued, c->len);
+	update_full(q);
 	prim_unlock(&q->lock);
 	prim_lock(&stats_lock);
 	stats.writes_held++;
@@ -443,7 +538,8 @@ static bool refuse_fd(int fd)
 }
 
 static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
-		 const struct sockaddr *dest, socklen_t destlen, ssize_t *ret);
+		 const struct sockaddr *dest, socklen_t destlen, const void *control,
+		 size_t controllen, ssize_t *ret);
 
 bool output_hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 		 const struct sockaddr *dest, socklen_t destlen, ssize_t *ret)
@@ -451,19 +547,61 @@ bool output_hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 	if (!output_active() || in_hold || refuse_fd(fd) || iovcnt < 0 || iovcnt > IOV_MAX)
 		return false;
 	in_hold = true;
-	bool held = hold(fd, iov, iovcnt, send_flags, dest, destlen, ret);
+	bool held = hold(fd, iov, iovcnt, send_flags, dest, destlen, NULL, 0, ret);
 	int e = errno;
 	in_hold = false;
 	errno = e;
 	return held;
 }
 
+/* A copy of ancillary data whose SCM_RIGHTS descriptors are duplicates
+ * (the program may close its own before the release), or NULL with errno
+ * set. */
+static void *copy_control(const void *control, size_t len)
+{
+	void *ctl = __libc_malloc(len);
+	if (ctl == NULL)
+		return NULL;
+	memcpy(ctl, control, len);
+	struct msghdr m = { .msg_control = ctl, .msg_controllen = len };
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h != NULL; h = CMSG_NXTHDR(&m, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int *fds = (int *)(void *)CMSG_DATA(h);
+		for (size_t i = 0; i < k; i++)
+			fds[i] = -1 - fds[i];	/* not yet duplicated */
+	}
+	bool ok = true;
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h != NULL; h = CMSG_NXTHDR(&m, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int *fds = (int *)(void *)CMSG_DATA(h);
+		for (size_t i = 0; i < k; i++) {
+			long d = ok ? syscall(SYS_fcntl, -1 - fds[i], F_DUPFD_CLOEXEC, 0) : -1;
+			ok = ok && d >= 0;
+			fds[i] = d >= 0 ? (int)d : -1;
+		}
+	}
+	if (!ok) {
+		int e = errno;
+		free_control(ctl, len);
+		errno = e;
+		return NULL;
+	}
+	return ctl;
+}
+
 static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
-		 const struct sockaddr *dest, socklen_t destlen, ssize_t *ret)
+		 const struct sockaddr *dest, socklen_t destlen, const void *control,
+		 size_t controllen, ssize_t *ret)
 {
 	struct stat st;
 	if (!held_kind(fd, &st))
 		return false;
+	if (controllen != 0 && !S_ISSOCK(st.st_mode))
+		return false;	/* the kernel says ENOTSOCK */
 	size_t n = 0;
 	for (int i = 0; i < iovcnt; i++) {
 		if (iov[i].iov_len > SSIZE_MAX - n)
@@ -472,42 +610,59 @@ static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 	}
 	if (n == 0)
 		return false;	/* nothing to hold (a zero-length datagram goes at once) */
+	void *ctl = NULL;
+	if (controllen != 0 && (ctl = copy_control(control, controllen)) == NULL)
+		return false;	/* the caller sends it now, after the queue */
 	long fl = syscall(SYS_fcntl, fd, F_GETFL);
 	bool nonblock = (send_flags & MSG_DONTWAIT) || (fl >= 0 && (fl & O_NONBLOCK));
 	struct fdq *q = lookup(fd, true);
 	prim_lock(&q->lock);
 	bind_file(q, fd, &st);
 	if (q->delayed_err != 0) {
+		free_control(ctl, controllen);
 		*ret = delayed_error(q, send_flags);
 		return true;
 	}
-	int e = make_room(q, fd, n, nonblock);
+	int e = make_room(q, fd, &n, nonblock);
 	if (q->delayed_err != 0) {
+		free_control(ctl, controllen);
 		*ret = delayed_error(q, send_flags);
 		return true;
 	}
-	if (e != 0) {
-		prim_unlock(&q->lock);
-		errno = e;
-		*ret = -1;
-		return true;
-	}
-	struct chunk *c = new_chunk(n, dest, destlen);
+	struct chunk *c = e == 0 ? new_chunk(n, dest, destlen) : NULL;
 	if (c == NULL) {
 		prim_unlock(&q->lock);
-		errno = ENOBUFS;
+		free_control(ctl, controllen);
+		errno = e != 0 ? e : ENOBUFS;
 		*ret = -1;
 		return true;
 	}
+	c->ctl = ctl;
+	c->ctl_len = controllen;
 	size_t at = 0;
-	for (int i = 0; i < iovcnt; i++) {
-		if (iov[i].iov_len == 0)
-			continue;
-		memcpy(c->data + at, iov[i].iov_base, iov[i].iov_len);
-		at += iov[i].iov_len;
+	for (int i = 0; i < iovcnt && at < n; i++) {
+		size_t k = iov[i].iov_len < n - at ? iov[i].iov_len : n - at;
+		memcpy(c->data + at, iov[i].iov_base, k);
+		at += k;
 	}
 	*ret = enqueue(q, c);
 	return true;
+}
+
+bool output_hold_msg(int fd, const struct msghdr *m, int send_flags, ssize_t *ret)
+{
+	if (!output_active() || in_hold || refuse_fd(fd) || m->msg_iovlen > IOV_MAX)
+		return false;
+	in_hold = true;
+	bool held = hold(fd, m->msg_iov, (int)m->msg_iovlen, send_flags, m->msg_name,
+			 m->msg_namelen, m->msg_controllen != 0 ? m->msg_control : NULL,
+			 m->msg_controllen, ret);
+	int e = errno;
+	in_hold = false;
+	if (!held && m->msg_controllen != 0)
+		output_before_unheld(fd);
+	errno = e;
+	return held;
 }
 
 static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, ssize_t *ret);
@@ -542,7 +697,7 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 	ssize_t r = offset != NULL ? syscall(SYS_pread64, in_fd, c->data, count_, *offset)
 				   : syscall(SYS_read, in_fd, c->data, count_);
 	if (r <= 0) {
-		__libc_free(c);
+		free_chunk(c);
 		*ret = r;
 		return true;
 	}
@@ -550,12 +705,20 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 	struct fdq *q = lookup(out_fd, true);
 	prim_lock(&q->lock);
 	bind_file(q, out_fd, &st);
-	int e = q->delayed_err != 0 ? 0 : make_room(q, out_fd, c->len, nonblock);
+	size_t n = c->len;
+	int e = q->delayed_err != 0 ? 0 : make_room(q, out_fd, &n, nonblock);
+	if (e == 0 && q->delayed_err == 0 && n < c->len) {
+		/* Only part fits: give the input the rest back. */
+		if (offset == NULL)
+			lseek(in_fd, -(off_t)(c->len - n), SEEK_CUR);
+		r = (ssize_t)n;
+		c->len = n;
+	}
 	if (q->delayed_err != 0 || e != 0) {
 		/* Nothing was sent: give the input its bytes back. */
 		if (offset == NULL)
 			lseek(in_fd, -(off_t)r, SEEK_CUR);
-		__libc_free(c);
+		free_chunk(c);
 		if (q->delayed_err != 0) {
 			*ret = delayed_error(q, 0);
 			return true;
@@ -571,10 +734,58 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 	return true;
 }
 
+bool output_fd_full(int fd)
+{
+	struct fdq *q = lookup(fd, false);
+	return q != NULL && atomic_load_explicit(&q->full, memory_order_relaxed);
+}
+
+void output_push(int fd)
+{
+	struct fdq *q = lookup(fd, false);
+	if (q == NULL || atomic_load(&q->queued) == 0 || !prim_trylock(&q->lock))
+		return;
+	release_fd(q, fd);
+	prim_unlock(&q->lock);
+}
+
+void output_after_dup(int old, int new_)
+{
+	if (old == new_ || refuse_fd(old) || refuse_fd(new_))
+		return;
+	struct fdq *q = lookup(old, true);
+	struct fdq *_Atomic *t = atomic_load(&table);
+	prim_lock(&table_lock);
+	/* new_'s own queue, if any, was emptied by output_before_close; it
+	 * is left unused rather than freed (the epoch thread may be looking
+	 * at it). */
+	if (atomic_load(&t[new_]) != q) {
+		atomic_fetch_add(&q->slots, 1);
+		atomic_store_explicit(&t[new_], q, memory_order_release);
+		int m = atomic_load(&max_fd);
+		while (new_ > m && !atomic_compare_exchange_weak(&max_fd, &m, new_)) {
+		}
+	}
+	prim_unlock(&table_lock);
+}
+
+/* fd was one of several descriptors sharing q: the others keep the queue. */
+static bool detach_shared(int fd, struct fdq *q)
+{
+	prim_lock(&table_lock);
+	bool shared = atomic_load(&q->slots) > 0;
+	if (shared) {
+		atomic_fetch_sub(&q->slots, 1);
+		atomic_store(&atomic_load(&table)[fd], NULL);
+	}
+	prim_unlock(&table_lock);
+	return shared;
+}
+
 void output_before_close(int fd)
 {
 	struct fdq *q = lookup(fd, false);
-	if (q == NULL)
+	if (q == NULL || detach_shared(fd, q))
 		return;
 	prim_lock(&q->lock);
 	if (q->head == NULL) {
@@ -610,8 +821,10 @@ void output_before_close(int fd)
 			nq->is_sock = q->is_sock;
 			nq->close_when_empty = true;
 			prim_unlock(&nq->lock);
+			update_full(nq);
 			q->head = q->tail = NULL;
 			atomic_store(&q->queued, 0);
+			update_full(q);
 		}
 		forget(q);
 		prim_unlock(&q->lock);
@@ -633,8 +846,9 @@ void output_before_unheld(int fd)
 	if (q == NULL || atomic_load(&q->queued) == 0)
 		return;
 	if (!atomic_exchange(&told_ancillary, true))
-		log_msg(LOG_WARN, "output commit: a send with ancillary data (descriptor %d) is "
-			"not held%s", fd, fase_depth() != 0 ? ", and overtakes the output held "
+		log_msg(LOG_WARN, "output commit: a send with ancillary data (descriptor %d) could "
+			"not be held (no data bytes, or its descriptors could not be duplicated)%s",
+			fd, fase_depth() != 0 ? ", and overtakes the output held "
 			"before it (the sender holds a lock)" : "");
 	if (fase_depth() != 0)
 		return;
@@ -718,6 +932,19 @@ void output_atfork_child(void)
 	 * is the child's copy, left as is). */
 	atomic_store(&table, NULL);
 	atomic_store(&max_fd, -1);
+	atomic_store(&output_full_count, 0);
+	output_readiness_atfork_child();
+}
+
+void output_epoch_columns(bool *demanded, uint64_t *released)
+{
+	static uint64_t last_demanded, last_released;
+	prim_lock(&stats_lock);
+	*demanded = stats.epochs_demanded != last_demanded;
+	*released = stats.bytes_released - last_released;
+	last_demanded = stats.epochs_demanded;
+	last_released = stats.bytes_released;
+	prim_unlock(&stats_lock);
 }
 
 void output_get_stats(struct output_stats *st)

@@ -23,16 +23,25 @@
  * call, so a descriptor closed behind our back -- fclose, close_range -- and
  * reused is seen for what it is now); regular files, ttys and the rest pass
  * through.  The queue remembers the file's (st_dev, st_ino) and a released
- * chunk goes only to that same file.  Sends with ancillary data (fd passing)
- * are not held (the descriptors they name may be closed by then): reported
- * once.  stdio writes through glibc's internal write are not seen.  A call
+ * chunk goes only to that same file.  A descriptor made by dup, dup2, dup3
+ * or fcntl F_DUPFD shares the queue of the one it copies (one inherited
+ * through fork or passed with SCM_RIGHTS does not).  Sends with ancillary data are held
+ * too, with a copy of it in which the SCM_RIGHTS descriptors are duplicates
+ * (the program may close its own before the release), closed once the
+ * kernel has taken the message; one that cannot be (no data bytes, no
+ * descriptor left for the duplicates) is sent at once, after what the
+ * descriptor holds outside a FASE, and reported once.  stdio writes through glibc's internal write are not seen, except stdout's
+ * when it is a pipe or a socket (output/stdout.h).  A call
  * made by a signal handler that interrupted its thread inside this module
  * is not held (the queue's lock is taken); one made elsewhere in a handler
  * is, and allocates from glibc's malloc.
  *
  * Back-pressure: at most OUTPUT_QUEUE_MAX bytes per descriptor.  A full
  * queue makes a non-blocking call (O_NONBLOCK or MSG_DONTWAIT) fail with
- * EAGAIN, and a blocking one wait for room -- outside any FASE only.  A
+ * EAGAIN -- or, on a stream socket or a pipe write above PIPE_BUF, take the
+ * part that fits -- and a blocking one wait for room, outside any FASE
+ * only.  poll, select and epoll do not report a descriptor writable while
+ * more than OUTPUT_ROOM_MARK is held (output/readiness.h).  A
  * thread that holds a lock cannot wait for an epoch (no quiescent point can
  * be reached while it holds it): its bytes are queued beyond the bound, and
  * that is reported once.
@@ -61,6 +70,10 @@
 #include <sys/uio.h>
 
 #define OUTPUT_QUEUE_MAX (4u << 20)
+/* A descriptor with more than this held is not reported writable by poll,
+ * select or epoll (output/readiness.h): writable promises room for at least
+ * half the bound, as the kernel's own sockets promise a third. */
+#define OUTPUT_ROOM_MARK (OUTPUT_QUEUE_MAX / 2)
 /* Descriptors above this are passed through (reported once). */
 #define OUTPUT_MAX_FDS 65536
 
@@ -72,7 +85,18 @@ static inline bool output_active(void)
 {
 	return atomic_load_explicit(&output_on, memory_order_relaxed);
 }
+/* How many descriptors have more than OUTPUT_ROOM_MARK held. */
+extern atomic_int output_full_count __attribute__((visibility("hidden")));
 #endif
+
+/* fd has more than OUTPUT_ROOM_MARK bytes held (not writable, for poll). */
+bool output_fd_full(int fd);
+
+/* Send what the durable image covers of fd's queue now, without blocking
+ * (a waiter for room does not wait for the next epoch to retry bytes the
+ * kernel could not take at the last release).  Skipped when another thread
+ * has the queue. */
+void output_push(int fd);
 
 /* Turn holding on / off.  output_disable does not release anything. */
 void output_enable(void);
@@ -87,6 +111,11 @@ void output_disable(void);
 bool output_hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 		 const struct sockaddr *dest, socklen_t destlen, ssize_t *ret);
 
+/* sendmsg(2): output_hold with the message's address and ancillary data.
+ * Returns false when the caller must make the real call (after, outside a
+ * FASE, the descriptor's held bytes were released). */
+bool output_hold_msg(int fd, const struct msghdr *m, int send_flags, ssize_t *ret);
+
 /* sendfile(2) to a held descriptor: reads count bytes from in_fd (at
  * *offset when offset is not NULL, advancing it; else at its file position)
  * and holds them.  Same return convention as output_hold. */
@@ -96,8 +125,12 @@ bool output_hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count, ss
  * first (see the header comment).  Then the descriptor is forgotten. */
 void output_before_close(int fd);
 
-/* A call on fd that is not held (a send with ancillary data) is about to be
- * made: outside a FASE, first release what fd holds (waiting for it to be
+/* new_ was made from old by dup, dup2, dup3 or fcntl F_DUPFD (after output_before_close
+ * of new_ for the last two): from now on both share old's queue. */
+void output_after_dup(int old, int new_);
+
+/* A call on fd that is not held (a send with ancillary data that could not
+ * be) is about to be made: outside a FASE, first release what fd holds (waiting for it to be
  * durable), so the order is kept; reported once. */
 void output_before_unheld(int fd);
 
@@ -134,6 +167,11 @@ struct output_stats {
 					 * bounds, <= 12.5 % high) */
 };
 void output_get_stats(struct output_stats *st);
+
+/* The epoch log's columns (epoch_log_set_output): whether an epoch was
+ * demanded, and the bytes released, since the previous call.  Called by the
+ * epoch thread only. */
+void output_epoch_columns(bool *demanded, uint64_t *released);
 
 /* For the unit test: the stamp a call made now would get. */
 uint64_t output_stamp_now(void);

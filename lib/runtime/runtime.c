@@ -8,6 +8,7 @@
 #include "heap/heap.h"
 #include "base/log.h"
 #include "output/output.h"
+#include "output/stdout.h"
 #include "persist/persist.h"
 #include "persist/pool.h"
 #include "prim/prim.h"
@@ -508,8 +509,11 @@ static int start(void)
 	log_configuration();
 	if (quiesce_start_split(cfg.interval_ms, epoch_on_quiescent, after_epoch, pipeline) != 0)
 		goto fail_pipeline;
-	if (cfg.output == OUTPUT_COMMIT)
+	if (cfg.output == OUTPUT_COMMIT) {
+		epoch_log_set_output(output_epoch_columns);
 		output_enable();
+		output_stdout_hold();
+	}
 	return 0;
 
 fail_pipeline:

@@ -10,11 +10,17 @@
  *   outcommit --print  print the recovered counter and exit
  *   outcommit N        count N more, then exit (a clean exit)
  *
+ * With OUTCOMMIT_STDIO=1 in the environment each value goes out with printf
+ * and fflush(stdout) instead (stdio's own write, which output commit holds
+ * through a stdout stream of its own: lib/output/stdout.h), after checking
+ * that fileno(stdout) is still 1.
+ *
  * Never linked with pmthreads: it uses the API through weak references and
  * runs under LD_PRELOAD.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,10 +66,25 @@ int main(int argc, char **argv)
 	}
 	pthread_mutex_unlock(&lock);
 	unsigned long long more = argc > 1 ? strtoull(argv[1], NULL, 10) : 0;
+	const char *stdio_env = getenv("OUTCOMMIT_STDIO");
+	bool use_stdio = stdio_env != NULL && strcmp(stdio_env, "1") == 0;
+	if (use_stdio && fileno(stdout) != 1) {
+		fprintf(stderr, "outcommit: fileno(stdout) is %d, not 1\n", fileno(stdout));
+		return 3;
+	}
 	for (unsigned long long i = 0; more == 0 || i < more; i++) {
 		pthread_mutex_lock(&lock);
 		uint64_t v = ++c->value;
 		pthread_mutex_unlock(&lock);
+		if (use_stdio) {
+			if (printf("%llu\n", (unsigned long long)v) < 0 || fflush(stdout) != 0) {
+				fprintf(stderr, "outcommit: printf: %s\n", strerror(errno));
+				return 1;
+			}
+			struct timespec ts = { 0, 500000 };
+			nanosleep(&ts, NULL);
+			continue;
+		}
 		char line[32];
 		int n = snprintf(line, sizeof(line), "%llu\n", (unsigned long long)v);
 		ssize_t w = write(1, line, (size_t)n);

@@ -148,6 +148,7 @@ static void on_sigbus(int sig)
 	siglongjmp(read_fault, 1);
 }
 
+/* False when a page cannot be read (the heap is not checked then). */
 static bool check_pages(const struct pool *p, struct findings *f, uint64_t *verified_out)
 {
 	*verified_out = 0;
@@ -195,7 +196,9 @@ static bool check_pages(const struct pool *p, struct findings *f, uint64_t *veri
 			(uint64_t)damaged, damaged == 1 ? "" : "s");
 	*verified_out = verified;
 	free(buf);
-	return unreadable == 0 && damaged == 0;
+	/* A damaged page can be read: the heap is checked anyway, so that a
+	 * damaged metadata page is named by what it holds too. */
+	return unreadable == 0;
 }
 
 /* The heap a recovering program would adopt, checked as it is in the
@@ -320,9 +323,9 @@ int cmd_check(int argc, char **argv)
 	struct stat st;
 	if (fstat(p->fd, &st) == 0 && (uint64_t)st.st_size == p->file_size) {
 		note_torn(p, &f);
-		bool pages_ok = check_pages(p, &f, &verified);
+		bool readable = check_pages(p, &f, &verified);
 		pages_checked = true;
-		if (pages_ok)
+		if (readable)
 			check_heap(p, &f, heap_summary, sizeof(heap_summary));
 	}
 	if (json)

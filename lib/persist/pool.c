@@ -975,16 +975,15 @@ int pool_verify_page(const struct pool *p, uint64_t page, const void *bytes, cha
 							   p->page_size);
 	unsigned long long epoch = (unsigned long long)p->seq[page][c];
 	if (want == 0) {
-		snprintf(what, what_len, "no checksum recorded for it (copy %d, written by epoch %llu, "
-			 "at offset %llu of pool %s; its checksum entry at offset %llu is 0)", c,
-			 epoch, copy_off, p->path, (unsigned long long)pool_sum_offset(p, page, c));
+		snprintf(what, what_len, "copy %d, written by epoch %llu, at file offset %llu, has no "
+			 "checksum (its entry at offset %llu is 0)", c, epoch, copy_off,
+			 (unsigned long long)pool_sum_offset(p, page, c));
 		return -1;
 	}
 	if (pool_page_sum(p, page, bytes) != want) {
-		snprintf(what, what_len, "its content (copy %d, written by epoch %llu, at offset "
-			 "%llu of pool %s) does not match the checksum recorded when it was made "
-			 "durable (at offset %llu)", c, epoch, copy_off, p->path,
-			 (unsigned long long)pool_sum_offset(p, page, c));
+		snprintf(what, what_len, "copy %d, written by epoch %llu, at file offset %llu, does not "
+			 "match the checksum recorded when it was made durable (at offset %llu)", c,
+			 epoch, copy_off, (unsigned long long)pool_sum_offset(p, page, c));
 		return -1;
 	}
 	return 0;

@@ -42,14 +42,12 @@ int recovery_verify_page(const struct pool *p, uint64_t page, const void *bytes)
 	char what[768];
 	if (pool_verify_page(p, page, bytes, what, sizeof(what)) == 0)
 		return 0;
-	/* The fix before anything long: err_get() holds MSG_MAX bytes. */
-	err_set("page %llu (heap address %#llx) fails its checksum, so the pool is refused and "
-		"left as it is (the page's older copy is an older epoch, never used instead): "
-		"run `pmthreads-recover check` on the pool to list every damaged page, then "
+	err_set("pool %s: page %llu (heap address %#llx) fails its checksum: %s.  The pool is "
+		"refused and left as it is (the page's older copy is an older epoch, never used "
+		"instead): run `pmthreads-recover check` on it to list every damaged page, then "
 		"restore it from a backup, or remove it if its data is expendable "
-		"(`pmthreads-recover dump` saves the rest first); %s",
-		(unsigned long long)page, (unsigned long long)(p->shadow_base + page * p->page_size),
-		what);
+		"(`pmthreads-recover dump` saves the rest first)", p->path, (unsigned long long)page,
+		(unsigned long long)(p->shadow_base + page * p->page_size), what);
 	return -1;
 }
 

@@ -122,9 +122,9 @@ static void verify_or_exit(struct restore *r, uint64_t page, const void *copy)
 {
 	if (recovery_verify_page(r->pool, page, copy) == 0)
 		return;
-	log_msg(LOG_ERR, "restoring pool %s while the program runs (lazy restore), the program "
-		"is stopped (exit status %d; the epochs made durable since start-up are kept): %s",
-		r->pool->path, RESTORE_REFUSED_EXIT, err_get());
+	log_msg(LOG_ERR, "lazy restore, while the program runs: %s.  The program is stopped "
+		"(exit status %d); the epochs made durable since it started are kept", err_get(),
+		RESTORE_REFUSED_EXIT);
 	_exit(RESTORE_REFUSED_EXIT);
 }
 

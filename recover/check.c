@@ -189,7 +189,7 @@ static bool check_pages(const struct pool *p, struct findings *f, uint64_t *veri
 	if (damaged > LIST_MAX)
 		problem(f, "... and %" PRIu64 " more pages that fail their checksums", damaged - LIST_MAX);
 	if (damaged > 0)
-		problem(f, "%" PRIu64 " damaged page%s: a program's start refuses this pool (the older "
+		note(f, "%" PRIu64 " damaged page%s: a program's start refuses this pool (the older "
 			   "copy of a page is an older epoch and is never used instead); restore the "
 			   "pool from a backup, or remove it if its data is expendable ("
 			   TOOL_NAME " dump saves the rest of the image first)",

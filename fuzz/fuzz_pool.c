@@ -125,10 +125,10 @@ static void run_tool(int argc, char **argv)
 }
 
 /* What a program does with the pool: open read-write, recover, adopt the
- * heap, allocate and free.  sums false: without the metadata pages'
- * checksums (meta_sums), so that a mutated metadata page still reaches the
- * structural validation and the allocator behind it, the second line of
- * defence. */
+ * heap, allocate and free.  sums false: without the page checksums (neither
+ * restore's verification of every page nor meta_sums'), so that a mutated
+ * page still reaches the structural validation and the allocator behind
+ * it, the second line of defence. */
 static void run_program_path(bool sums)
 {
 	struct pool_open_options o;
@@ -145,7 +145,14 @@ static void run_program_path(bool sums)
 		pool_close(p);
 		return;
 	}
-	recovery_restore_image(p, shadow);
+	if (sums) {
+		if (recovery_restore_image(p, shadow) == RECOVERY_REFUSED)
+			goto out;	/* refused, as the runtime would */
+	} else {
+		persist_invalidate_torn(p);
+		for (uint64_t i = 0; i < p->seq_pages; i++)
+			recovery_read_page(p, i, (unsigned char *)shadow + i * p->page_size);
+	}
 	meta_sums_bind(sums ? p : NULL);
 	if (heap_init(shadow, len, *p->ver_d == 0) == 0 && sigsetjmp(corrupt_jump, 0) == 0) {
 		void *keep[64];
@@ -180,6 +187,7 @@ static void run_program_path(bool sums)
 		heap_validate_full(&r);
 	}
 	meta_sums_bind(NULL);
+out:
 	prim_unmap(shadow, len);
 	pool_close(p);
 }

@@ -3,8 +3,8 @@
  * check -- verify every invariant of a pool: the pool module's checks
  * (header, checksums, version records, layout, file size, seq table against
  * VER_d), then what the tool can add from outside: every consistent page
- * copy can be read, and the heap in the consistent image is sound (the full
- * walk of heap_validate, every problem listed).  Copies newer than VER_d are an
+ * copy can be read and matches its checksum, and the heap in the consistent
+ * image is sound (the full walk of heap_validate, every problem listed).  Copies newer than VER_d are an
  * interrupted epoch that the next open undoes: a warning, not a problem.
  * The findings are collected, then printed as text or as one JSON object.
  */
@@ -25,7 +25,8 @@ static const char check_help[] =
 	"Usage: " TOOL_NAME " check [--json] POOL\n"
 	"Verify every invariant of a pool: header, checksums and layout, the version\n"
 	"records, the file size against the capacity, the sequence number of every\n"
-	"page copy against VER_d, that the consistent image can be read, and every\n"
+	"page copy against VER_d, that every page of the consistent image can be\n"
+	"read and matches its checksum (the count verified is printed), and every\n"
 	"structure of the heap in it.  Every problem found is listed.  Copies\n"
 	"written by an interrupted epoch (sequence number above VER_d) are reported\n"
 	"as a warning: the program's next start discards them (recovery pending).\n"
@@ -134,10 +135,11 @@ static void note_torn(const struct pool *p, struct findings *f)
 			torn, torn == 1 ? "y was" : "ies were", ver_d);
 }
 
-/* Read every page's consistent copy: an unreadable block of the file (an I/O
- * error on the medium, a hole punched in it) would otherwise only show at the
- * next recovery.  Reading such a page of the mapping raises SIGBUS; it is
- * caught here and reported as a problem. */
+/* Read every page's consistent copy and verify it against its checksum: an
+ * unreadable block of the file (an I/O error on the medium, a hole punched
+ * in it) or a changed byte would otherwise only show at the next recovery,
+ * which refuses the pool.  Reading such a page of the mapping raises SIGBUS;
+ * it is caught here and reported as a problem. */
 static sigjmp_buf read_fault;
 
 static void on_sigbus(int sig)
@@ -146,8 +148,10 @@ static void on_sigbus(int sig)
 	siglongjmp(read_fault, 1);
 }
 
-static bool check_readable(const struct pool *p, struct findings *f)
+/* False when a page cannot be read (the heap is not checked then). */
+static bool check_pages(const struct pool *p, struct findings *f, uint64_t *verified_out)
 {
+	*verified_out = 0;
 	unsigned char *buf = malloc(p->page_size);
 	if (buf == NULL) {
 		problem(f, "out of memory reading the pages");
@@ -158,7 +162,7 @@ static bool check_readable(const struct pool *p, struct findings *f)
 	sa.sa_handler = on_sigbus;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGBUS, &sa, &old);
-	volatile uint64_t unreadable = 0;
+	volatile uint64_t unreadable = 0, damaged = 0, verified = 0;
 	for (volatile uint64_t i = 0; i < p->seq_pages; i++) {
 		if (pool_valid_copy(p, i) < 0)
 			continue;
@@ -169,11 +173,31 @@ static bool check_readable(const struct pool *p, struct findings *f)
 			continue;
 		}
 		recovery_read_page(p, i, buf);
+		char what[768];
+		if (pool_verify_page(p, i, buf, what, sizeof(what)) != 0) {
+			if (damaged++ < LIST_MAX)
+				problem(f, "page %" PRIu64 " (heap address %#" PRIx64 ") fails its "
+					   "checksum: %s", (uint64_t)i,
+					p->shadow_base + (uint64_t)i * p->page_size, what);
+			continue;
+		}
+		verified++;
 	}
 	sigaction(SIGBUS, &old, NULL);
 	if (unreadable > LIST_MAX)
 		problem(f, "... and %" PRIu64 " more unreadable pages", unreadable - LIST_MAX);
+	if (damaged > LIST_MAX)
+		problem(f, "... and %" PRIu64 " more pages that fail their checksums", damaged - LIST_MAX);
+	if (damaged > 0)
+		note(f, "%" PRIu64 " damaged page%s: a program's start refuses this pool (the older "
+			   "copy of a page is an older epoch and is never used instead); restore the "
+			   "pool from a backup, or remove it if its data is expendable ("
+			   TOOL_NAME " dump saves the rest of the image first)",
+			(uint64_t)damaged, damaged == 1 ? "" : "s");
+	*verified_out = verified;
 	free(buf);
+	/* A damaged page can be read: the heap is checked anyway, so that a
+	 * damaged metadata page is named by what it holds too. */
 	return unreadable == 0;
 }
 
@@ -196,11 +220,15 @@ static void check_heap(const struct pool *p, struct findings *f, char *summary, 
 	image_free(&img);
 }
 
-static void print_text(const struct pool *p, const struct findings *f, const char *heap_summary)
+static void print_text(const struct pool *p, const struct findings *f, const char *heap_summary,
+		       int64_t verified)
 {
 	static const char *const words[] = { "problem", "warning", "note" };
 	for (size_t i = 0; i < f->n; i++)
 		printf("%s: %s\n", words[f->v[i].kind], f->v[i].text);
+	if (verified >= 0)
+		printf("pages: %" PRId64 " of the image verified against their checksums\n",
+		       verified);
 	if (f->problems == 0 && heap_summary[0] != '\0')
 		printf("heap: consistent: %s\n", heap_summary);
 	if (f->problems == 0) {
@@ -228,8 +256,9 @@ static void print_list(const struct findings *f, enum finding_kind kind)
 	printf("]");
 }
 
+/* verified: pages verified against their checksums, -1 when not checked. */
 static void print_json(const char *path, const struct pool *p, const struct findings *f,
-		       const char *heap_summary)
+		       const char *heap_summary, int64_t verified)
 {
 	printf("{\"pool\":");
 	json_string(stdout, path);
@@ -237,6 +266,8 @@ static void print_json(const char *path, const struct pool *p, const struct find
 	printf(",\"consistent\":%s", f->problems == 0 && p != NULL ? "true" : "false");
 	if (p != NULL)
 		printf(",\"ver_d\":%" PRIu64, *p->ver_d);
+	if (verified >= 0)
+		printf(",\"pages_verified\":%" PRId64, verified);
 	printf(",\"problem_count\":%u,\"warning_count\":%u", f->problems, f->warnings);
 	printf(",\"problems\":");
 	print_list(f, PROBLEM);
@@ -276,12 +307,14 @@ int cmd_check(int argc, char **argv)
 			 path);
 		problem(&f, "%s", open_error);
 		if (json)
-			print_json(path, NULL, &f, "not checked");
+			print_json(path, NULL, &f, "not checked", -1);
 		else
 			printf("%s\n", open_error);
 		findings_free(&f);
 		return TOOL_PROBLEM;
 	}
+	uint64_t verified = 0;
+	bool pages_checked = false;
 	if (!json)
 		printf("checking %s\n", p->path);
 	pool_check(p, report_pool_problem, &f);
@@ -290,13 +323,15 @@ int cmd_check(int argc, char **argv)
 	struct stat st;
 	if (fstat(p->fd, &st) == 0 && (uint64_t)st.st_size == p->file_size) {
 		note_torn(p, &f);
-		if (check_readable(p, &f))
+		bool readable = check_pages(p, &f, &verified);
+		pages_checked = true;
+		if (readable)
 			check_heap(p, &f, heap_summary, sizeof(heap_summary));
 	}
 	if (json)
-		print_json(path, p, &f, heap_summary);
+		print_json(path, p, &f, heap_summary, pages_checked ? (int64_t)verified : -1);
 	else
-		print_text(p, &f, heap_summary);
+		print_text(p, &f, heap_summary, pages_checked ? (int64_t)verified : -1);
 	int rc = f.problems == 0 ? TOOL_OK : TOOL_PROBLEM;
 	findings_free(&f);
 	pool_close(p);

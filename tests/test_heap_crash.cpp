@@ -180,14 +180,13 @@ struct prepared {
 	std::string base, work;
 	std::map<uint64_t, epoch_state> epochs; // VER_d -> state
 	std::vector<uint64_t> dirty2;
-	std::vector<pool_range> meta2; // the heap's metadata pages in epoch 2's image
 
 	// idiom: the epochs of idiom_runs() instead of the churn.
 	explicit prepared(bool idiom = false) : base(dir.file("base.pool")), work(dir.file("work.pool"))
 	{
 		pool_open_options o = opts(base);
 		pool *p = open_or_fail(o);
-		meta_sums_bind(p); // metadata pages get checksums, as in the runtime
+		meta_sums_bind(p); // metadata pages verified, as in the runtime
 		pool_set_clean(p, false);
 		map_shadow();
 		REQUIRE(heap_init(shadow(), kHeapLen, true) == 0);
@@ -197,9 +196,6 @@ struct prepared {
 			churn_epochs(p);
 		REQUIRE(dirty2.size() > 10);
 		REQUIRE(page_size() == 4096);
-		uint64_t r[2][2];
-		for (size_t i = 0, n = heap_meta_ranges(r); i < n; i++)
-			meta2.push_back({ r[i][0], r[i][1] });
 		meta_sums_bind(nullptr);
 		pool_close(p);
 		unmap_shadow();
@@ -296,13 +292,6 @@ int crash_child(prepared &pr, uint64_t crash_after, uint64_t seed, nvm_sim_survi
 		pool *p = nullptr;
 		if (pool_open(&p, &o) != 0)
 			_exit(10);
-		pool_set_summed(p,
-				[](void *ctx, pool_range *r) -> size_t {
-					auto *v = static_cast<std::vector<pool_range> *>(ctx);
-					std::copy(v->begin(), v->end(), r);
-					return v->size();
-				},
-				&pr.meta2);
 		const image &img = pr.epochs[2].img;
 		persist_epoch(p, img.data(), pr.dirty2.data(), pr.dirty2.size(), nullptr);
 		uint64_t prims = nvm_sim_primitives(p->nvm);

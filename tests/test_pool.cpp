@@ -222,6 +222,17 @@ TEST_CASE("damaged pools are refused and left untouched", "[pool]")
 		CHECK(contains(msg, "remove the file"));
 		CHECK(file_snapshot::of(path).same_as(before));
 	}
+	SECTION("format version 3 (checksums of the heap's metadata pages only)")
+	{
+		uint32_t v = 3;
+		patch_file(path, 8, &v, sizeof(v));
+		file_snapshot before = file_snapshot::of(path);
+		std::string msg = refused(o);
+		CHECK(contains(msg, "format version 3,"));
+		CHECK(contains(msg, "every page copy"));
+		CHECK(contains(msg, "remove the file"));
+		CHECK(file_snapshot::of(path).same_as(before));
+	}
 	SECTION("a checksum mismatch")
 	{
 		unsigned char b = 0x5a;

@@ -695,7 +695,7 @@ TEST_CASE("recover tool: info lists the heap's named objects and check verifies 
 				dirty.push_back(i);
 				break;
 			}
-	meta_sums_bind(p); // the heap's metadata pages get checksums, as in the runtime
+	meta_sums_bind(p); // as in the runtime (every page gets a checksum regardless)
 	persist_epoch(p, sh.mem, dirty.data(), dirty.size(), nullptr);
 	pool_set_clean(p, true);
 	meta_sums_bind(nullptr);

@@ -336,3 +336,170 @@ TEST_CASE("eager restore with the uffd tracker (PMTHREADS_RESTORE=eager)", "[res
 	tracker_close(t);
 	pool_close(p);
 }
+
+// Every page restored is verified against the checksum its copy's epoch
+// recorded.  One bit flipped in the valid copy of a persisted page (a closed
+// pool): the eager path refuses the pool before anything runs; the lazy path
+// finds it when the page is first touched, after start-up, and ends the
+// process.  Either way the message names the page, its heap address, the
+// copy's epoch and the fix, and the damaged page's copies are not written.
+namespace {
+
+const uint64_t kBadPage = 300;
+
+bool contains(const std::string &s, const std::string &what) { return s.find(what) != std::string::npos; }
+
+std::string read_file_str(const std::string &path)
+{
+	std::string s;
+	FILE *fp = fopen(path.c_str(), "r");
+	if (fp == nullptr)
+		return s;
+	char buf[4096];
+	for (size_t n; (n = fread(buf, 1, sizeof(buf), fp)) > 0;)
+		s.append(buf, n);
+	fclose(fp);
+	return s;
+}
+
+struct damaged_page {
+	uint64_t seq[2], sum[2];
+	image copies;
+	uint64_t addr;
+	explicit damaged_page(pool *p)
+	{
+		const size_t ps = page_size();
+		for (int c = 0; c < 2; c++) {
+			seq[c] = p->seq[kBadPage][c];
+			sum[c] = p->sum[kBadPage][c];
+		}
+		copies.assign(pool_copy(p, kBadPage, 0), pool_copy(p, kBadPage, 0) + 2 * ps);
+		addr = p->shadow_base + kBadPage * ps;
+	}
+	bool same(pool *p) const
+	{
+		for (int c = 0; c < 2; c++)
+			if (p->seq[kBadPage][c] != seq[c] || p->sum[kBadPage][c] != sum[c])
+				return false;
+		return memcmp(pool_copy(p, kBadPage, 0), copies.data(), copies.size()) == 0;
+	}
+};
+
+// Flip one bit of page kBadPage's valid copy, as a bad block of the medium
+// would.  Returns the epoch that wrote that copy.
+uint64_t flip_bit(const fixture &f)
+{
+	pool *p = f.open();
+	int c = pool_valid_copy(p, kBadPage);
+	REQUIRE(c >= 0);
+	uint64_t epoch = p->seq[kBadPage][c];
+	pool_copy(p, kBadPage, c)[1234] ^= 0x10;
+	REQUIRE(msync(pool_copy(p, kBadPage, 0), 2 * page_size(), MS_SYNC) == 0);
+	pool_close(p);
+	return epoch;
+}
+
+std::string hex(uint64_t v)
+{
+	char b[32];
+	snprintf(b, sizeof(b), "%#llx", (unsigned long long)v);
+	return b;
+}
+
+} // namespace
+
+TEST_CASE("restore: an undamaged pool verifies every page it restores", "[restore][checksum]")
+{
+	fixture f;
+	pool *p = f.open();
+	heap_range h(kPages * page_size());
+	REQUIRE(recovery_restore_image(p, h.mem) == f.persisted);
+	for (uint64_t pg = 0; pg < kPages; pg++) {
+		int c = pool_valid_copy(p, pg);
+		if (c >= 0)
+			CHECK(p->sum[pg][c] != 0); // every persisted copy has its checksum
+	}
+	pool_close(p);
+}
+
+TEST_CASE("restore: a flipped bit in a data page is refused by the eager path, naming the page",
+	  "[restore][checksum]")
+{
+	fixture f;
+	uint64_t epoch = flip_bit(f);
+	pool *p = f.open();
+	damaged_page before(p);
+	heap_range h(kPages * page_size());
+	SECTION("restore_open, eager")
+	{
+		restore *r = nullptr;
+		tracker *t = nullptr;
+		restore_options o{};
+		o.policy = RESTORE_EAGER;
+		REQUIRE(restore_open(&r, &t, p, h.mem, h.len, TRACKER_MPROTECT, &o) == -1);
+		CHECK(r == nullptr);
+		CHECK(t == nullptr);
+	}
+	SECTION("recovery_restore_image")
+	{
+		REQUIRE(recovery_restore_image(p, h.mem) == RECOVERY_REFUSED);
+	}
+	std::string msg = err_get();
+	INFO(msg);
+	CHECK(contains(msg, "page 300 (heap address " + hex(before.addr) + ") fails its checksum"));
+	CHECK(contains(msg, "written by epoch " + std::to_string(epoch)));
+	CHECK(contains(msg, "pmthreads-recover check"));
+	CHECK(contains(msg, "backup"));
+	CHECK(before.same(p)); // nothing of the damaged page was written
+	pool_close(p);
+}
+
+TEST_CASE("restore: a flipped bit in a data page, found by lazy restore on first touch after "
+	  "start-up, ends the process naming the page", "[restore][uffd][checksum]")
+{
+	fixture f;
+	uint64_t epoch = flip_bit(f);
+	scratch_dir d;
+	std::string err = d.file("stderr");
+	uint64_t addr = 0;
+	int status = in_child([&] {
+		int fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || dup2(fd, 2) < 0)
+			_exit(20);
+		pool *p = f.open();
+		heap_range h(kPages * page_size());
+		restore *r = nullptr;
+		tracker *t = nullptr;
+		restore_options o{};
+		o.policy = RESTORE_LAZY;
+		o.no_background = true;
+		if (restore_open(&r, &t, p, h.mem, h.len, TRACKER_UFFD, &o) != 0 || r == nullptr)
+			_exit(21);
+		// The program runs: pages far from the damaged one are served.
+		const size_t ps = page_size();
+		for (uint64_t pg = 0; pg < 64; pg++)
+			if (memcmp(h.mem + pg * ps, f.img.data() + pg * ps, ps) != 0)
+				_exit(22);
+		volatile unsigned char x = h.mem[kBadPage * ps]; // the restorer ends the process
+		(void)x;
+		_exit(23);
+	});
+	{
+		pool *p = f.open();
+		addr = p->shadow_base + kBadPage * page_size();
+		pool_close(p);
+	}
+	std::string msg = read_file_str(err);
+	INFO(msg);
+	REQUIRE(WIFEXITED(status));
+	CHECK(WEXITSTATUS(status) == RESTORE_REFUSED_EXIT);
+	CHECK(contains(msg, "lazy restore"));
+	CHECK(contains(msg, "page 300 (heap address " + hex(addr) + ") fails its checksum"));
+	CHECK(contains(msg, "written by epoch " + std::to_string(epoch)));
+	CHECK(contains(msg, "pmthreads-recover check"));
+	// Found again by the next start: nothing was overwritten.
+	pool *p = f.open();
+	heap_range h(kPages * page_size());
+	CHECK(recovery_restore_image(p, h.mem) == RECOVERY_REFUSED);
+	pool_close(p);
+}

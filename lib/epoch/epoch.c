@@ -63,12 +63,6 @@ static const void *writeback_begin(void *ctx, size_t k, uint64_t page)
 	return ep->slots + (size_t)s * ep->ps;
 }
 
-static bool writeback_summed(void *ctx, size_t k, uint64_t page)
-{
-	(void)page;
-	return ((struct epoch_pipeline *)ctx)->batch.summed[k] != 0;
-}
-
 static void writeback_end(void *ctx, size_t k)
 {
 	(void)ctx;
@@ -92,8 +86,6 @@ static void unmap_arrays(struct epoch_pipeline *ep)
 		prim_unmap(ep->batch.pages, cap * sizeof(uint64_t));
 	if (ep->batch.slot != NULL)
 		prim_unmap(ep->batch.slot, cap * sizeof(uint32_t));
-	if (ep->batch.summed != NULL)
-		prim_unmap(ep->batch.summed, cap);
 	if (ep->batch.written != NULL)
 		prim_unmap(ep->batch.written, cap);
 	if (ep->heat != NULL)
@@ -125,7 +117,6 @@ int epoch_pipeline_open(struct epoch_pipeline **out, struct pool *pool, struct t
 	size_t cap = ep->capacity;
 	if ((ep->batch.pages = reserve(cap * sizeof(uint64_t), "dirty-page list", cap)) == NULL ||
 	    (ep->batch.slot = reserve(cap * sizeof(uint32_t), "slot index", cap)) == NULL ||
-	    (ep->batch.summed = reserve(cap, "checksum flags", cap)) == NULL ||
 	    (ep->batch.written = reserve(cap, "written-page flags", cap)) == NULL ||
 	    (ep->heat = reserve(cap, "hot-page counters", cap)) == NULL ||
 	    (ep->slots = reserve(cap * ep->ps, "pause copy slots", cap)) == NULL) {
@@ -219,13 +210,6 @@ struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
 		PMT_ASSERT(b->pages[k - 1] < b->pages[k]);
 	PMT_ASSERT(b->n == 0 || b->pages[b->n - 1] < ep->capacity);
 	if (b->n != 0) {
-		/* Which pages get a checksum is decided now, at the quiescent
-		 * point whose image the write-back persists: the heap may move
-		 * its metadata once the gate reopens. */
-		struct pool_range sr[POOL_SUMMED_MAX];
-		size_t nsr = pool_summed_ranges(ep->pool, sr);
-		for (size_t k = 0; k < b->n; k++)
-			b->summed[k] = pool_in_ranges(sr, nsr, b->pages[k]);
 		bool all = ep->opts.copy_in_pause || ep->carried >= EPOCH_CARRY_MAX;
 		size_t first = ep->opts.copy_budget != 0 ? ep->opts.copy_budget : EPOCH_COPY_BUDGET;
 		size_t budget = first << (ep->carried < 8 ? ep->carried : 8);
@@ -341,7 +325,7 @@ bool epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct ep
 		/* With an attempt pending and nothing dirty since, its copies
 		 * are the image of this quiescent point: publish them alone. */
 		struct persist_stats st = { 0 };
-		struct persist_source src = { writeback_begin, writeback_end, ep, writeback_summed };
+		struct persist_source src = { writeback_begin, writeback_end, ep };
 		struct persist_attempt pe;
 		populate_pool(ep, b);
 		persist_attempt_begin(&pe, p, b->pages, b->n);

@@ -91,8 +91,6 @@ struct epoch_batch {
 	uint64_t *pages;		/* dirty pages, ascending */
 	size_t n;
 	uint32_t *slot;			/* per page: its slot, or EPOCH_LIVE */
-	uint8_t *summed;		/* per page: gets a checksum (the pool's
-					 * summed(), asked in the pause) */
 	uint8_t *written;		/* per page: written since the pause
 					 * (tracker_written_since) */
 	uint32_t nslots;		/* slots used by this batch */

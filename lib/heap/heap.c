@@ -181,21 +181,6 @@ void heap_set_page_check(int (*check)(void *ctx, uint64_t page, const void *byte
 	heap_rt.page_check_ctx = ctx;
 }
 
-size_t heap_meta_ranges(uint64_t r[2][2])
-{
-	const struct heap_hdr *h = heap_rt.hdr;
-	if (h == NULL)
-		return 0;
-	r[0][0] = 0;
-	r[0][1] = h->data_start;
-	if (h->name_buckets == 0)
-		return 1;
-	r[1][0] = h->name_buckets;
-	r[1][1] = h->name_buckets +
-		  ((2 * h->name_nbuckets * sizeof(uint64_t) + HEAP_PAGE - 1) >> HEAP_PAGE_SHIFT);
-	return 2;
-}
-
 void heap_set_reserve(int (*reserve)(void *ctx, uint64_t first, uint64_t end), void *ctx)
 {
 	heap_rt.reserve = reserve;

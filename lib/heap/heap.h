@@ -165,16 +165,9 @@ unsigned heap_validate_image(void *base, size_t len, struct heap_validate_report
 void heap_set_reserve(int (*reserve)(void *ctx, uint64_t first, uint64_t end), void *ctx);
 
 /* The allocator's page: 4 KiB whatever the system's, so that a heap's layout
- * does not depend on the machine that made it.  heap_meta_ranges and the
- * page checks (heap_set_page_check) count in these pages. */
+ * does not depend on the machine that made it.  The page checks
+ * (heap_set_page_check) count in these pages. */
 #define HEAP_PAGE_SHIFT 12
-
-/* The heap's own metadata pages, which a pool keeps checksums of: the
- * header and the page map (r[0]), the name table's bucket run (r[1], when
- * there is one), as [first, end) in 4 KiB heap pages; returns how many
- * ranges (0 before heap_init).  Exact at a quiescent point (the epoch asks
- * there). */
-size_t heap_meta_ranges(uint64_t r[2][2]);
 
 /* Verify each metadata page of a heap read from a pool against the pool's
  * checksum: check(ctx, page, bytes, what, len) returns 0 when page's content

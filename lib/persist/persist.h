@@ -5,7 +5,8 @@
  * persist_epoch implements the failure-atomic version switch (PMThreads'
  * Algorithm 2), batched: for all dirty pages the older copy's seq is set to
  * VER_d+1 (one fence), the 64-byte lines of that copy which differ from the
- * shadow page are written (one fence), then VER_d+1 is published (one fence).
+ * shadow page are written with the copy's checksum (one fence), then VER_d+1
+ * is published (one fence).
  * Three fences per epoch, whatever the number of pages.
  * Its inverse, after a crash, is recovery/recovery.h.
  */
@@ -33,14 +34,13 @@ struct persist_stats {
  * fence, before the data fence).  The epoch pipeline (epoch.c) reads a page
  * from the copy it took inside the pause, or else from the live shadow page
  * -- which the program may be writing meanwhile: the image need not stay
- * stable, the pipeline then does not publish what it read. */
+ * stable, the pipeline then does not publish what it read.  Each copy's
+ * checksum (pool.h, the sum table) is computed from the image begin returns,
+ * after its lines were written. */
 struct persist_source {
 	const void *(*begin)(void *ctx, size_t k, uint64_t page);
 	void (*end)(void *ctx, size_t k);
 	void *ctx;
-	/* Whether pages[k] gets a checksum (pool.h, the sum table), as decided
-	 * when its image was taken; NULL: ask the pool's summed ranges now. */
-	bool (*summed)(void *ctx, size_t k, uint64_t page);
 };
 
 /* Persist the given dirty pages (indices into the heap, any order, no
@@ -73,7 +73,8 @@ int persist_epoch_from(struct pool *p, const struct persist_source *src, const u
  * next begin, which then only rewrites what its own pages list.  So the
  * next attempt must list every page whose image changed since the
  * unpublished one read it; pages it does not list keep what that attempt
- * wrote (fenced by its end) and are published with it.  begin with n == 0
+ * wrote, and its checksums (both fenced by its end), and are published
+ * with it.  begin with n == 0
  * and end(publish) publish such an attempt's copies alone. */
 struct persist_attempt {
 	struct pool *p;
@@ -108,6 +109,9 @@ enum persist_fault {
 	PERSIST_FAULT_SKIP_DATA_FLUSH,	/* data lines stored, never flushed */
 	PERSIST_FAULT_VER_BEFORE_DATA,	/* VER_d published before the data */
 	PERSIST_FAULT_SKIP_INVALIDATE,	/* recovery leaves torn copies as they are */
+	PERSIST_FAULT_SKIP_SUM_FLUSH,	/* checksums stored, never flushed */
+	PERSIST_FAULT_SKIP_SUMS,	/* no checksum computed or stored (also
+					 * bench_persist's baseline for their cost) */
 };
 void persist_set_fault(enum persist_fault f);
 enum persist_fault persist_get_fault(void);

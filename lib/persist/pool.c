@@ -380,12 +380,16 @@ static int validate_header(const unsigned char *buf, const struct stat *st, cons
 			"create a new pool", path, POOL_FORMAT_VERSION);
 		return -1;
 	}
-	if (h->format_version == 2) {
-		err_set("%s is a pmthreads pool of format version 2, which this pmthreads (format "
-			"version %u: checksummed heap metadata pages) does not read; it was left "
-			"untouched: finish with the pmthreads that made it (its pmthreads-recover "
-			"dump saves the heap image), then remove the file and let the program "
-			"create a new pool", path, POOL_FORMAT_VERSION);
+	if (h->format_version == 2 || h->format_version == 3) {
+		/* Same refusal for both: a version-3 pool has the same layout,
+		 * but checksums of its metadata pages only, so its data pages
+		 * would fail verification as if corrupt. */
+		err_set("%s is a pmthreads pool of format version %u, which this pmthreads (format "
+			"version %u: a checksum of every page copy, verified whenever a page is "
+			"restored) does not read; it was left untouched: finish with the pmthreads "
+			"that made it (its pmthreads-recover dump saves the heap image), then "
+			"remove the file and let the program create a new pool", path,
+			h->format_version, POOL_FORMAT_VERSION);
 		return -1;
 	}
 	if (h->format_version != POOL_FORMAT_VERSION) {
@@ -948,12 +952,6 @@ int pool_valid_copy(const struct pool *p, uint64_t page)
 	return p->seq[page][c] == 0 ? -1 : c;
 }
 
-void pool_set_summed(struct pool *p, size_t (*summed)(void *ctx, struct pool_range *r), void *ctx)
-{
-	p->summed = summed;
-	p->summed_ctx = ctx;
-}
-
 /* Seeded with the page index, so that a page's bytes stored as another page
  * do not pass, and with the UUID, so that a page from another pool does not
  * either. */
@@ -975,16 +973,17 @@ int pool_verify_page(const struct pool *p, uint64_t page, const void *bytes, cha
 	uint64_t want = p->sum[page][c];
 	unsigned long long copy_off = (unsigned long long)(p->data_off + (2 * page + (uint64_t)c) *
 							   p->page_size);
+	unsigned long long epoch = (unsigned long long)p->seq[page][c];
 	if (want == 0) {
-		snprintf(what, what_len, "no checksum recorded for it (copy %d at offset %llu of "
-			 "pool %s; its checksum entry at offset %llu is 0)", c, copy_off, p->path,
+		snprintf(what, what_len, "copy %d, written by epoch %llu, at file offset %llu, has no "
+			 "checksum (its entry at offset %llu is 0)", c, epoch, copy_off,
 			 (unsigned long long)pool_sum_offset(p, page, c));
 		return -1;
 	}
 	if (pool_page_sum(p, page, bytes) != want) {
-		snprintf(what, what_len, "its content (copy %d at offset %llu of pool %s) does not "
+		snprintf(what, what_len, "copy %d, written by epoch %llu, at file offset %llu, does not "
 			 "match the checksum recorded when it was made durable (at offset %llu)", c,
-			 copy_off, p->path, (unsigned long long)pool_sum_offset(p, page, c));
+			 epoch, copy_off, (unsigned long long)pool_sum_offset(p, page, c));
 		return -1;
 	}
 	return 0;

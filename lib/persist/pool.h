@@ -10,11 +10,14 @@
  *                 in a further line the pid of the process holding the pool
  *                 read-write (advisory, for messages)
  *   seq table     uint64_t seq[npages][2]: sequence number of each copy
- *   sum table     uint64_t sum[npages][2]: XXH3 checksum of each copy of the
- *                 pages the pool's user declares summed (pool_set_summed:
- *                 the heap's metadata pages), 0 for any other page; written
- *                 by the epoch with the copy's data, before VER_d is
- *                 published, so a valid copy always has its own checksum
+ *   sum table     uint64_t sum[npages][2]: XXH3-64 checksum of each copy's
+ *                 content (pool_page_sum: seeded with the pool's UUID and
+ *                 the page index), 0 for a copy never written.  Every copy
+ *                 an epoch writes gets one, computed from the bytes written
+ *                 and flushed with them before the data fence, so it is
+ *                 durable before VER_d makes the copy valid: a valid copy
+ *                 always has its own checksum.  Restore (lazy or eager) and
+ *                 pmthreads-recover check verify every valid copy against it.
  *   page pairs    copy c of heap page i at data_off + (2*i + c) * page_size
  * A copy is valid when its seq <= VER_d; seq 0 is "never written" (zeros);
  * POOL_SEQ_INVALID marks a copy invalidated by recovery.
@@ -54,16 +57,12 @@
 
 #define POOL_MAGIC "PMTHRDS\0"
 /* 3: the sum table (a version-2 pool has none, and its data starts where a
- * version-3 pool's sum table does). */
-#define POOL_FORMAT_VERSION 3
+ * version-3 pool's sum table does); 4: the same layout, but every copy has a
+ * checksum (version 3 summed the heap's metadata pages only).  Both older
+ * versions are refused with a message naming the way out. */
+#define POOL_FORMAT_VERSION 4
 #define POOL_SEQ_INVALID UINT64_MAX
 #define POOL_CREATOR_MAX 256
-
-/* Pages [first, end). */
-struct pool_range {
-	uint64_t first, end;
-};
-#define POOL_SUMMED_MAX 4
 
 struct pool {
 	int fd;
@@ -98,9 +97,6 @@ struct pool {
 	 * table's holes, found with SEEK_DATA at open); scans stop there, so a
 	 * large sparse pool costs start-up time in proportion to its use. */
 	uint64_t seq_pages;
-	/* Which pages get a checksum (pool_set_summed); NULL: none. */
-	size_t (*summed)(void *ctx, struct pool_range *r);
-	void *summed_ctx;
 };
 
 struct pool_open_options {
@@ -213,32 +209,15 @@ int pool_valid_copy(const struct pool *p, uint64_t page);
 #define POOL_RESEAL_BYTES 1216
 void pool_reseal(unsigned char *head, size_t len);
 
-/* The pages in the ranges summed(ctx, r) fills in (at most POOL_SUMMED_MAX,
- * returning how many) get a checksum of each copy the epoch writes (the
- * runtime: the heap's metadata pages, asked once per epoch at the quiescent
- * point; persist_epoch asks when called).  NULL: none.  Set before the
- * first epoch. */
-void pool_set_summed(struct pool *p, size_t (*summed)(void *ctx, struct pool_range *r), void *ctx);
-/* The pool's summed ranges now (0 when none). */
-static inline size_t pool_summed_ranges(const struct pool *p, struct pool_range r[POOL_SUMMED_MAX])
-{
-	return p->summed != NULL ? p->summed(p->summed_ctx, r) : 0;
-}
-static inline bool pool_in_ranges(const struct pool_range *r, size_t n, uint64_t page)
-{
-	for (size_t i = 0; i < n; i++)
-		if (page >= r[i].first && page < r[i].end)
-			return true;
-	return false;
-}
 /* The checksum of page content bytes (page_size bytes) as page i of this
  * pool: never 0 (0 in the sum table means "none recorded"). */
 uint64_t pool_page_sum(const struct pool *p, uint64_t page, const void *bytes);
 /* Check bytes, the content of page i as restored from the pool, against the
  * checksum recorded for its valid copy.  0 when they match or the page was
  * never persisted (its image is zeros); -1 when they differ or no checksum
- * was recorded for it, with what[] (what_len bytes) saying which copy and
- * the file offsets of the copy and its checksum.  Read-only. */
+ * was recorded for it, with what[] (what_len bytes) saying which copy, the
+ * epoch that wrote it (its seq) and the file offsets of the copy and its
+ * checksum.  Read-only. */
 int pool_verify_page(const struct pool *p, uint64_t page, const void *bytes, char *what,
 		     size_t what_len);
 

@@ -27,10 +27,28 @@ uint64_t recovery_copy_image(const struct pool *p, void *shadow)
 		int c = pool_valid_copy(p, i);
 		if (c < 0)
 			continue;
-		memcpy(sh + i * p->page_size, pool_copy(p, i, c), p->page_size);
+		unsigned char *dst = sh + i * p->page_size;
+		memcpy(dst, pool_copy(p, i, c), p->page_size);
+		/* Hashed where it was just copied to (in cache). */
+		if (recovery_verify_page(p, i, dst) != 0)
+			return RECOVERY_REFUSED;
 		restored++;
 	}
 	return restored;
+}
+
+int recovery_verify_page(const struct pool *p, uint64_t page, const void *bytes)
+{
+	char what[768];
+	if (pool_verify_page(p, page, bytes, what, sizeof(what)) == 0)
+		return 0;
+	err_set("pool %s: page %llu (heap address %#llx) fails its checksum: %s.  The pool is "
+		"refused and left as it is (the page's older copy is an older epoch, never used "
+		"instead): run `pmthreads-recover check` on it to list every damaged page, then "
+		"restore it from a backup, or remove it if its data is expendable "
+		"(`pmthreads-recover dump` saves the rest first)", p->path, (unsigned long long)page,
+		(unsigned long long)(p->shadow_base + page * p->page_size), what);
+	return -1;
 }
 
 void recovery_read_page(const struct pool *p, uint64_t page, void *out)

@@ -21,15 +21,29 @@
 
 /* Recover the consistent image into shadow (the heap range, zero-filled
  * fresh anonymous memory).  Returns the number of pages restored (pages
- * never persisted are zeros and are not touched).  On a read-only pool the
- * torn copies are skipped rather than invalidated, so nothing is written. */
+ * never persisted are zeros and are not touched), or RECOVERY_REFUSED when
+ * a page fails its checksum (recovery_verify_page: err_get() names it; the
+ * pages after it are not restored, the pool is not written).  On a
+ * read-only pool the torn copies are skipped rather than invalidated, so
+ * nothing is written. */
 uint64_t recovery_restore_image(struct pool *p, void *shadow);
 /* recovery_restore_image without the invalidation (which must have happened): the
  * eager path of restore.h. */
 uint64_t recovery_copy_image(const struct pool *p, void *shadow);
+#define RECOVERY_REFUSED UINT64_MAX
+
+/* Check bytes, page i's content as read from its valid copy, against the
+ * checksum the epoch that wrote the copy recorded (pool_verify_page).
+ * 0 when it matches (or the page was never persisted); -1 with err_get()
+ * naming the pool, the page index, its heap address, the copy and its
+ * epoch, and the fix.  The older copy is never offered instead: it belongs
+ * to an older epoch, and mixing epochs would tear the failure-atomic
+ * sections that span this page and others. */
+int recovery_verify_page(const struct pool *p, uint64_t page, const void *bytes);
 
 /* Write the consistent image of page i into out (page_size bytes) without
- * modifying the pool (for pmthreads-recover dump). */
+ * modifying the pool (for pmthreads-recover dump, which saves what it can
+ * of a damaged pool: not verified; recovery_verify_page does that). */
 void recovery_read_page(const struct pool *p, uint64_t page, void *out);
 
 #endif

@@ -112,6 +112,22 @@ static void wake_page(struct restore *r, uint64_t page)
 	(void)ioctl(r->uffd, UFFDIO_WAKE, &rg);
 }
 
+/* A page that fails its checksum, found while the program runs (on a
+ * touch, a neighbour's, the background pass, fork or exit): the program
+ * cannot be given the page, nor an older epoch's copy, nor be left running
+ * without it.  It ends at once -- _exit: no atexit handler (the runtime's
+ * shutdown would persist a final epoch), no stdio flush.  Nothing of the
+ * page's copies was written: the page is written only once restored. */
+static void verify_or_exit(struct restore *r, uint64_t page, const void *copy)
+{
+	if (recovery_verify_page(r->pool, page, copy) == 0)
+		return;
+	log_msg(LOG_ERR, "lazy restore, while the program runs: %s.  The program is stopped "
+		"(exit status %d); the epochs made durable since it started are kept", err_get(),
+		RESTORE_REFUSED_EXIT);
+	_exit(RESTORE_REFUSED_EXIT);
+}
+
 static void restore_page(struct restore *r, uint64_t page, enum who who)
 {
 	PMT_ASSERT(page < r->limit);	/* only pages below limit are registered MISSING */
@@ -124,8 +140,10 @@ static void restore_page(struct restore *r, uint64_t page, enum who who)
 	if (pending) {
 		/* Valid now is valid at start-up: see restore.h. */
 		c = pool_valid_copy(r->pool, page);
-		if (c >= 0)
+		if (c >= 0) {
 			src = pool_copy(r->pool, page, c);
+			verify_or_exit(r, page, src);
+		}
 	} else {
 		/* Restored once, missing again: the program discarded it
 		 * (MADV_DONTNEED), so it reads zeros, and it differs from
@@ -394,7 +412,10 @@ int restore_open(struct restore **out, struct tracker **tracker_out, struct pool
 			return -1;
 	}
 	last_stats.pages = pages;
-	last_stats.eager_pages = recovery_copy_image(p, shadow);
+	uint64_t copied = recovery_copy_image(p, shadow);
+	if (copied == RECOVERY_REFUSED)
+		return -1;	/* err_get() names the page */
+	last_stats.eager_pages = copied;
 	/* After the copy: the copy's writes must not count as dirty. */
 	int rc = tracker_open_flags(tracker_out, kind, shadow, len, TRACKER_OPEN_COVER_LATER);
 	if (rc == 0 && tracker_cover(*tracker_out, limit * p->page_size) != 0) {

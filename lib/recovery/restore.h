@@ -26,6 +26,16 @@
  * (restored).  Neither path writes the pool after the invalidation, so a
  * crash at any point of restoring is followed by the same recovery.
  *
+ * Every page with a persisted image is verified against its checksum as it
+ * is restored (recovery_verify_page).  The eager path refuses the pool
+ * before the program runs (restore_open fails).  The lazy path finds a bad
+ * page after start-up, while the program runs: it prints the page, its heap
+ * address, its copy and epoch and the fix, and ends the process with
+ * _exit(RESTORE_REFUSED_EXIT) -- the page cannot be served, an older copy
+ * would mix epochs, and a program that goes on without it could not be
+ * trusted.  The damaged copy is never written (a page is written only once
+ * restored), so the next start finds it again.
+ *
  * fork(): the child loses the userfaultfd registration (no
  * UFFD_FEATURE_EVENT_FORK), so a pthread_atfork prepare handler completes
  * the restore in the parent first.  Shutdown completes it too (the heap stays
@@ -41,6 +51,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* The exit status of a process whose lazy restore met a damaged page. */
+#define RESTORE_REFUSED_EXIT 1
 
 struct restore_options {
 	enum restore_policy policy;	/* config.h: auto | eager | lazy */
@@ -73,7 +86,8 @@ struct restore;
  * the lazy or the eager path as above.  *tracker_out is the tracker (close
  * it with tracker_close after restore_close).  *out is NULL when nothing is
  * pending (eager or new pool).  Returns 0 or -1 with err_get() set (nothing
- * left open). */
+ * left open; a page that fails its checksum on the eager path is one such
+ * error, naming the page). */
 int restore_open(struct restore **out, struct tracker **tracker_out, struct pool *p, void *shadow,
 		 size_t len, enum tracker_kind kind, const struct restore_options *o);
 

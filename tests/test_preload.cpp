@@ -146,19 +146,6 @@ void check_report_keys(const std::string &json)
 	}
 }
 
-struct mode {
-	const char *name, *heap, *tracker;
-};
-// This half's modes (uffd_half.h): preload-uffd, which meson skips where
-// uffd tracking is unsupported, runs the uffd tracker.
-std::vector<mode> modes()
-{
-	if (uffd_half())
-		return { { "malloc heap, uffd tracker", "malloc", "uffd" } };
-	return { { "interception only", "nvmalloc", "auto" },
-		 { "malloc heap, mprotect tracker", "malloc", "mprotect" } };
-}
-
 // Run prog natively and in every mode; return the stats JSON of each mode.
 std::map<std::string, std::string> compare_with_native(const std::string &prog,
 						       unsigned interval_ms = 10)
@@ -170,7 +157,7 @@ std::map<std::string, std::string> compare_with_native(const std::string &prog,
 	REQUIRE_FALSE(native.out.empty());
 	scratch_dir dir;
 	std::map<std::string, std::string> stats;
-	for (const mode &m : modes()) {
+	for (const preload_mode &m : preload_modes()) {
 		INFO(prog << ": " << m.name);
 		std::string json = dir.path + "/" + m.heap + "-" + m.tracker + ".json";
 		std::string epoch_log = dir.path + "/" + m.heap + "-" + m.tracker + ".epochs.csv";

@@ -183,6 +183,12 @@ std::map<std::string, std::string> compare_with_native(const std::string &prog,
 		if (persisted) {
 			CHECK(json_number(s, "epochs") >= 1); // the final epoch at least
 			CHECK(json_number(s, "pages_persisted") > 0);
+			// Figures the runtime hands to the report: the closed
+			// tracker's, the pool's write-back's, the heap's.
+			CHECK(json_text(s, "tracker") == std::string("\"") + m.tracker + "\"");
+			CHECK(json_number(s, "tracker_collections") >= json_number(s, "epochs_persisted"));
+			CHECK(json_number(s, "nvm_fences") >= json_number(s, "fences"));
+			CHECK(json_number(s, "heap_capacity") > 0);
 			check_epoch_log(epoch_log, s);
 		}
 		stats[m.name] = s;

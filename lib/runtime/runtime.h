@@ -11,9 +11,6 @@
 #define PMT_RUNTIME_H
 
 #include "base/config.h"
-#include "epoch/epoch.h"
-#include "recovery/restore.h"
-#include "runtime/stats.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -69,6 +66,7 @@ uint64_t runtime_durable_epoch(void);
 /* The runtime's figures for the statistics report (stats.h): the epoch
  * pipeline's, the restore's, the pool's write-back's and the trackers'
  * counters, as they stand or as they stood when each was closed. */
+struct stats_runtime;	/* stats.h */
 void runtime_get_stats(struct stats_runtime *out);
 /* Write the final statistics report (stats_write_final with the figures
  * above).  Returns 0 or -1 with err_get() set. */

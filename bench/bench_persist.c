@@ -248,8 +248,7 @@ static void bench_persist_epochs(void)
 				t[r - 2] = dt;
 				tn[r - 2] = dn;
 				sp[r - 2] = dt ? dn * 1000 / dt : 0;
-				total.fences += st.fences;
-				total.bytes_written += st.bytes_written;
+				persist_stats_add(&total, &st);
 			}
 			double epoch_us = (double)median(t, reps) / 1e3;
 			double naive_us = (double)median(tn, reps) / 1e3;

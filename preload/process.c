@@ -62,7 +62,7 @@ static void at_exit(void)
 	/* Without a pool (nvmalloc mode, no nvmalloc call) the runtime did
 	 * not own the epoch thread. */
 	quiesce_stop(false);
-	if (stats_write_final() != 0)
+	if (runtime_write_final_stats() != 0)
 		log_msg(LOG_ERR, "%s", err_get());
 	if (cfg->check != CHECK_OFF)
 		fase_checker_print_summary();

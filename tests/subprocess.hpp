@@ -69,17 +69,9 @@ struct spawned {
 	int err_fd;
 };
 
-// Start argv with the current environment minus PMTHREADS_* / LD_PRELOAD,
-// plus extra.
-inline spawned spawn(const std::vector<std::string> &argv,
-		     const std::map<std::string, std::string> &extra)
+// Start argv with env as its environment.
+inline spawned spawn_env(const std::vector<std::string> &argv, const std::vector<std::string> &env)
 {
-	std::vector<std::string> env;
-	for (char **e = environ; *e != nullptr; e++)
-		if (strncmp(*e, "PMTHREADS_", 10) != 0 && strncmp(*e, "LD_PRELOAD=", 11) != 0)
-			env.emplace_back(*e);
-	for (auto &kv : extra)
-		env.push_back(kv.first + "=" + kv.second);
 	std::vector<char *> envp, args;
 	for (auto &s : env)
 		envp.push_back(const_cast<char *>(s.c_str()));
@@ -106,6 +98,36 @@ inline spawned spawn(const std::vector<std::string> &argv,
 	}
 	close(out[1]);
 	return { pid, out[0], errfd };
+}
+
+// Start argv with the current environment minus PMTHREADS_* / LD_PRELOAD,
+// plus extra.
+inline spawned spawn(const std::vector<std::string> &argv,
+		     const std::map<std::string, std::string> &extra)
+{
+	std::vector<std::string> env;
+	for (char **e = environ; *e != nullptr; e++)
+		if (strncmp(*e, "PMTHREADS_", 10) != 0 && strncmp(*e, "LD_PRELOAD=", 11) != 0)
+			env.emplace_back(*e);
+	for (auto &kv : extra)
+		env.push_back(kv.first + "=" + kv.second);
+	return spawn_env(argv, env);
+}
+
+// Start argv with the current environment as it is (a test that set
+// PMTHREADS_* for its children), extra added over it.
+inline spawned spawn_inheriting(const std::vector<std::string> &argv,
+				const std::map<std::string, std::string> &extra)
+{
+	std::vector<std::string> env;
+	for (char **e = environ; *e != nullptr; e++) {
+		const char *eq = strchr(*e, '=');
+		if (eq == nullptr || extra.count(std::string(*e, (size_t)(eq - *e))) == 0)
+			env.emplace_back(*e);
+	}
+	for (auto &kv : extra)
+		env.push_back(kv.first + "=" + kv.second);
+	return spawn_env(argv, env);
 }
 
 // Wait for a spawned child (its stdout already read and closed by the

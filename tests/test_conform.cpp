@@ -16,18 +16,6 @@
 namespace {
 using namespace subprocess;
 
-struct mode {
-	const char *name, *heap, *tracker;
-};
-
-std::vector<mode> modes()
-{
-	if (uffd_half())
-		return { { "malloc heap, uffd tracker", "malloc", "uffd" } };
-	return { { "interception only", "nvmalloc", "auto" },
-		 { "malloc heap, mprotect tracker", "malloc", "mprotect" } };
-}
-
 const char *const time_limit = "60";
 
 run_result run_limited(const std::string &path, const std::vector<std::string> &args,
@@ -58,7 +46,7 @@ outcome same_as_native(const std::string &prog, const std::vector<std::string> &
 	REQUIRE(WIFEXITED(o.native.wait_status));
 	REQUIRE_FALSE(o.native.out.empty());
 	scratch_dir dir;
-	for (const mode &m : modes()) {
+	for (const preload_mode &m : preload_modes()) {
 		std::string base = dir.path + "/" + m.heap + "-" + m.tracker;
 		std::map<std::string, std::string> env = extra;	// extra wins
 		env.insert({ { "LD_PRELOAD", lib },

@@ -123,19 +123,6 @@ std::string program(const std::string &name, const std::string &package)
 	return "";
 }
 
-struct mode {
-	const char *name, *heap, *tracker;
-};
-// This half's modes (uffd_half.h): corpus-uffd, which meson skips where uffd
-// tracking is unsupported, runs the uffd tracker.
-std::vector<mode> modes()
-{
-	if (uffd_half())
-		return { { "malloc heap, uffd tracker", "malloc", "uffd" } };
-	return { { "interception only (nvmalloc)", "nvmalloc", "auto" },
-		 { "malloc heap, mprotect tracker", "malloc", "mprotect" } };
-}
-
 std::string how_it_ended(const run_result &r)
 {
 	std::ostringstream s;
@@ -236,7 +223,7 @@ std::string compare_with_native(const std::vector<std::string> &argv,
 		shm_dir = std::make_unique<pooltest_shm_dir>();
 		pool_dir = shm_dir->path;
 	}
-	for (const mode &m : modes()) {
+	for (const preload_mode &m : preload_modes()) {
 		std::string tag = std::string(m.heap) + "-" + m.tracker;
 		std::string json = dir.path + "/" + tag + ".json";
 		std::vector<std::string> pm = { launcher, "run", "--" };

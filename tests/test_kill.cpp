@@ -12,6 +12,8 @@
 // pmthreads and run under LD_PRELOAD, in both heap modes.
 #include <catch2/catch.hpp>
 
+#include "subprocess.hpp"
+
 #include <algorithm>
 
 #include <cerrno>
@@ -20,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <random>
 #include <string>
 #include <sys/wait.h>
@@ -85,27 +88,11 @@ void set_env(const std::string &pool, const char *tracker, const char *restore)
 std::vector<progress_point> run_and_kill(const program &prog, unsigned kill_after_ms,
 					 long long *killed_at)
 {
-	int fds[2];
-	REQUIRE(pipe(fds) == 0);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		dup2(fds[1], 1);
-		close(fds[0]);
-		close(fds[1]);
-		for (const auto &kv : prog.env)
-			setenv(kv.first.c_str(), kv.second.c_str(), 1);
-		std::vector<std::string> args = { prog.path, "-t", "2", "-s", "60", "--progress" };
-		args.insert(args.end(), prog.args.begin(), prog.args.end());
-		std::vector<char *> argv;
-		for (auto &a : args)
-			argv.push_back(const_cast<char *>(a.c_str()));
-		argv.push_back(nullptr);
-		execv(prog.path.c_str(), argv.data());
-		_exit(127);
-	}
-	close(fds[1]);
-	FILE *out = fdopen(fds[0], "r");
+	std::vector<std::string> args = { prog.path, "-t", "2", "-s", "60", "--progress" };
+	args.insert(args.end(), prog.args.begin(), prog.args.end());
+	subprocess::spawned c = subprocess::spawn_inheriting(
+		args, std::map<std::string, std::string>(prog.env.begin(), prog.env.end()));
+	FILE *out = fdopen(c.out_fd, "r");
 	REQUIRE(out != nullptr);
 	long long deadline = now_ns() + (long long)kill_after_ms * 1000000LL;
 	std::vector<progress_point> points;
@@ -117,11 +104,12 @@ std::vector<progress_point> run_and_kill(const program &prog, unsigned kill_afte
 			points.push_back(p);
 	}
 	*killed_at = now_ns();
-	kill(pid, SIGKILL);
+	kill(c.pid, SIGKILL);
 	fclose(out);
-	int status;
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	CHECK(WIFSIGNALED(status));
+	subprocess::run_result r;
+	subprocess::finish(c, r);
+	INFO("stderr: " << r.err);
+	CHECK(WIFSIGNALED(r.wait_status));
 	return points;
 }
 

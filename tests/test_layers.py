@@ -4,7 +4,8 @@
 headers only of the directories it may call (never one private to another
 directory: *_backend.h, *_internal.h), and every function its headers
 declare (not static) is named with one of the directory's prefixes, so that
-a name says where it lives.  Exit 1 naming every include or name that breaks
+a name says where it lives.  Inside a directory, a file that others call
+does not call them back (ONE_WAY).  Exit 1 naming every include or name that breaks
 it, and when a directory exists that the tables do not know."""
 import os
 import re
@@ -40,6 +41,13 @@ PREFIXES = {
     'output': {'output'},
     'runtime': {'runtime', 'stats', 'target', 'kernel_stack', 'kernel_stacks', 'memory_limits',
                 'meta_sums'},
+}
+# Within a directory: lib/<dir>/<file>.{c,h} includes none of these headers
+# and calls no function with these prefixes.  The report (stats) is called
+# by the runtime and gets the runtime's figures as a struct stats_runtime;
+# calling runtime_* from it would make the two depend on each other.
+ONE_WAY = {
+    'runtime/stats': ({'runtime/runtime.h'}, {'runtime'}),
 }
 COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
 # A declaration or definition at file scope: a line that starts (no indent:
@@ -89,6 +97,26 @@ def misnamed(d, f, text):
     return bad
 
 
+CALL = re.compile(r'\b([A-Za-z_][A-Za-z0-9_]*)\s*\(')
+
+
+def calls_back(d, f, text):
+    """What lib/<d>/<f> includes or calls against ONE_WAY."""
+    rule = ONE_WAY.get(f'{d}/{os.path.splitext(f)[0]}')
+    if rule is None:
+        return []
+    headers, prefixes = rule
+    bad = [f'lib/{d}/{f} includes {dep}/{h}: it is called by that module and must not '
+           'call it back; pass what it needs as an argument'
+           for dep, h in INCLUDE.findall(text) if f'{dep}/{h}' in headers]
+    code = COMMENT.sub('', text)
+    for name in sorted(set(CALL.findall(code))):
+        if any(name == p or name.startswith(p + '_') for p in prefixes):
+            bad.append(f'lib/{d}/{f} calls {name}: it is called by that module and must not '
+                       'call it back; pass what it needs as an argument')
+    return bad
+
+
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/([A-Za-z0-9_.]+)"', re.M)
 # Headers private to their directory (persist/nvm_backend.h, track/tracker_backend.h...).
 PRIVATE = re.compile(r'_(backend|internal)\.h$')
@@ -119,6 +147,7 @@ def main(root):
                                f'use {dep}/\'s public header')
             if f.endswith('.h'):
                 bad.extend(misnamed(d, f, text))
+            bad.extend(calls_back(d, f, text))
     for b in bad:
         print(b)
     print(f'{len(bad)} layering or naming violation(s)')

@@ -20,6 +20,7 @@
 // and the epoch log's output columns after a clean exit.
 #include <catch2/catch.hpp>
 
+#include "subprocess.hpp"
 #include "uffd_half.h"
 
 extern "C" {
@@ -566,32 +567,22 @@ std::string run_to_exit(const std::string &prog, const char *count)
 // it (everything it ever made visible, up to EOF).
 unsigned long long run_and_kill(const std::string &prog, unsigned ms, unsigned long long *lines)
 {
-	int fds[2];
-	REQUIRE(pipe(fds) == 0);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		dup2(fds[1], 1);
-		close(fds[0]);
-		close(fds[1]);
-		execl(prog.c_str(), prog.c_str(), (char *)nullptr);
-		_exit(127);
-	}
-	close(fds[1]);
-	fcntl(fds[0], F_SETFL, O_NONBLOCK);
+	subprocess::spawned c = subprocess::spawn_inheriting({ prog }, {});
+	fcntl(c.out_fd, F_SETFL, O_NONBLOCK);
 	std::string text;
-	read_for(fds[0], text, ms);
-	kill(pid, SIGKILL);
-	int status;
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	REQUIRE(WIFSIGNALED(status));
+	read_for(c.out_fd, text, ms);
+	kill(c.pid, SIGKILL);
+	subprocess::run_result res;
+	subprocess::finish(c, res);
+	INFO("stderr: " << res.err);
+	REQUIRE(WIFSIGNALED(res.wait_status));
 	// What was in the pipe at the kill was received too.
-	fcntl(fds[0], F_SETFL, 0);
+	fcntl(c.out_fd, F_SETFL, 0);
 	char buf[65536];
 	ssize_t r;
-	while ((r = read(fds[0], buf, sizeof(buf))) > 0)
+	while ((r = read(c.out_fd, buf, sizeof(buf))) > 0)
 		text.append(buf, (size_t)r);
-	close(fds[0]);
+	close(c.out_fd);
 	unsigned long long max = 0;
 	*lines = 0;
 	for (size_t at = 0; at < text.size();) {

@@ -15,11 +15,28 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 inline bool uffd_half()
 {
 	const char *need = getenv("PMT_TEST_NEEDS");
 	return need != nullptr && strncmp(need, "uffd", 4) == 0;
+}
+
+// How the end-to-end tests (test_preload, test_conform, test_corpus) run an
+// unmodified program under the library: the uffd half runs the persistent
+// heap under the uffd tracker; the other, interception alone (nvmalloc mode,
+// no pool) and the persistent heap under mprotect.
+struct preload_mode {
+	const char *name, *heap, *tracker;
+};
+
+inline std::vector<preload_mode> preload_modes()
+{
+	if (uffd_half())
+		return { { "malloc heap, uffd tracker", "malloc", "uffd" } };
+	return { { "interception only", "nvmalloc", "auto" },
+		 { "malloc heap, mprotect tracker", "malloc", "mprotect" } };
 }
 
 #endif

@@ -57,6 +57,8 @@
 #ifndef PMT_CHECKER_H
 #define PMT_CHECKER_H
 
+#include "base/stats_fields.h"
+
 #include <stdint.h>
 
 /* Distinct call sites remembered; beyond it further new sites are counted
@@ -79,11 +81,15 @@ int fase_checker_init(void);
  * the site is new.  Async-signal-safe in the sense above. */
 void fase_checker_on_write(void *addr, void *ucontext);
 
+/* X(kind, field, report key): base/stats_fields.h. */
+#define FASE_CHECKER_STATS_FIELDS(X) \
+	X(count, writes_checked, "checker_writes_checked") /* hook calls */ \
+	X(count, unlocked_writes, "checker_unlocked_writes") /* of those, with fase_depth() == 0 */ \
+	X(count, sites_reported, "checker_sites_reported") /* distinct sites, each reported once */ \
+	X(count, sites_dropped, "checker_sites_dropped") /* new sites beyond CHECKER_MAX_SITES */
+
 struct fase_checker_stats {
-	uint64_t writes_checked;	/* hook calls */
-	uint64_t unlocked_writes;	/* of those, with fase_depth() == 0 */
-	uint64_t sites_reported;	/* distinct sites, each reported once */
-	uint64_t sites_dropped;		/* new sites beyond CHECKER_MAX_SITES */
+	FASE_CHECKER_STATS_FIELDS(STATS_DECLARE)
 };
 void fase_checker_get_stats(struct fase_checker_stats *out);
 /* Unlocked writes seen so far (PMTHREADS_CHECK=fail turns them into exit

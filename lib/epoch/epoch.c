@@ -346,10 +346,7 @@ bool epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct ep
 			ep->counters.conflict_pages += conflicts;
 		}
 		ep->counters.pages += b->n;	/* as the epoch log counts them */
-		ep->counters.lines_written += st.lines_written;
-		ep->counters.bytes_written += st.bytes_written;
-		ep->counters.bytes_compared += st.bytes_compared;
-		ep->counters.fences += st.fences;
+		persist_stats_add(&ep->counters.persist, &st);
 		r.epoch = *p->ver_d;
 		r.conflicts = conflicts;
 		r.pages = b->n;

@@ -51,6 +51,7 @@
 #ifndef PMT_EPOCH_H
 #define PMT_EPOCH_H
 
+#include "persist/persist.h"
 #include "persist/pool.h"
 #include "track/tracker.h"
 
@@ -98,28 +99,29 @@ struct epoch_batch {
 	uint64_t collect_ns;		/* the pause's share: collect + copies */
 };
 
+/* X(kind, field, report key): base/stats_fields.h. */
+#define EPOCH_COUNTERS_FIELDS(X) \
+	X(count, epochs, "epochs_persisted") /* epochs published with at least one page */ \
+	X(count, empty_epochs, "epochs_empty") /* quiescent points with nothing dirty */ \
+	/* dirty pages written back (a page of a carried-over attempt counts \
+	 * again in the attempt that rewrites it) */ \
+	X(count, pages, "pages_persisted") \
+	X(count, persist_ns, "persist_ns") /* collect + write-back, all epochs */ \
+	X(count, stage_ns, "stage_ns") /* of which inside the pause */ \
+	X(count, pages_saved, "pages_saved") /* copied into slots inside the pause */ \
+	/* epochs that copied their whole batch inside the pause */ \
+	X(count, paused_epochs, "paused_epochs") \
+	/* write-backs not published: a page read live was written meanwhile */ \
+	X(count, carried_epochs, "carried_epochs") \
+	X(count, conflict_pages, "conflict_pages") /* such pages, in all */ \
+	/* pool pages allocated ahead of the write-back (pmem kind only) */ \
+	X(count, pool_bytes_populated, "pool_bytes_populated") \
+	X(value, slot_bytes_resident, "slot_bytes_resident") /* slot memory currently faulted in */ \
+	X(count, slot_shrinks, "slot_shrinks") /* times slot memory was given back */
+
 struct epoch_counters {
-	uint64_t epochs;		/* epochs published with at least one page */
-	uint64_t empty_epochs;		/* quiescent points with nothing dirty */
-	uint64_t carried_epochs;	/* write-backs not published: a page read
-					 * live was written meanwhile */
-	uint64_t conflict_pages;	/* such pages, in all */
-	uint64_t pages;			/* dirty pages written back (a page of a
-					 * carried-over attempt counts again in
-					 * the attempt that rewrites it) */
-	uint64_t lines_written;		/* 64-byte lines written to NVM */
-	uint64_t bytes_written;
-	uint64_t bytes_compared;	/* bytes diffed against the old copy */
-	uint64_t fences;
-	uint64_t persist_ns;		/* collect + write-back, all epochs */
-	uint64_t stage_ns;		/* of which inside the pause */
-	uint64_t pages_saved;		/* copied into slots inside the pause */
-	uint64_t paused_epochs;		/* epochs that copied their whole batch
-					 * inside the pause */
-	uint64_t slot_bytes_resident;	/* slot memory currently faulted in */
-	uint64_t slot_shrinks;		/* times slot memory was given back */
-	uint64_t pool_bytes_populated;	/* pool pages allocated ahead of the
-					 * write-back (pmem kind only) */
+	EPOCH_COUNTERS_FIELDS(STATS_DECLARE)
+	struct persist_stats persist;	/* the write-backs', summed (persist.h) */
 };
 
 /* What one epoch did, for the epoch log. */

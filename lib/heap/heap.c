@@ -638,8 +638,9 @@ void heap_get_stats(struct heap_stats *st)
 	for (unsigned i = 0; i <= HEAP_NSLOTS; i++)
 		b += atomic_load_explicit(&h->slots[i].in_use, memory_order_relaxed);
 	st->bytes_in_use = b > 0 ? (uint64_t)b : 0;
-	prim_lock(&h->page_lock);
-	st->bytes_mapped = h->hwm << HEAP_PAGE_SHIFT;
-	prim_unlock(&h->page_lock);
+	/* Without the page lock: the statistics report reads this from the
+	 * epoch thread, which must not wait on a lock that a thread killed
+	 * inside a heap operation could hold forever (heap_high_water). */
+	st->bytes_mapped = (uint64_t)__atomic_load_n(&h->hwm, __ATOMIC_RELAXED) << HEAP_PAGE_SHIFT;
 	st->capacity = heap_rt.len;
 }

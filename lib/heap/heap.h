@@ -13,6 +13,8 @@
 #ifndef PMT_HEAP_H
 #define PMT_HEAP_H
 
+#include "base/stats_fields.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -105,10 +107,16 @@ uint64_t heap_name_held(void);
  * slot (a thread that never calls this keeps its slot until recovery). */
 void heap_thread_exit(void);
 
+/* X(kind, field, report key): base/stats_fields.h. */
+#define HEAP_STATS_FIELDS(X) \
+	/* bytes of the blocks the program holds (usable sizes) */ \
+	X(value, bytes_in_use, "heap_bytes_in_use") \
+	/* high-water mark of pages handed out (incl. metadata) */ \
+	X(value, bytes_mapped, "heap_bytes_mapped") \
+	X(value, capacity, "heap_capacity")
+
 struct heap_stats {
-	uint64_t bytes_in_use;	/* bytes of the blocks the program holds (usable sizes) */
-	uint64_t bytes_mapped;	/* high-water mark of pages handed out (incl. metadata) */
-	uint64_t capacity;
+	HEAP_STATS_FIELDS(STATS_DECLARE)
 };
 /* Counters, cheap enough to call at any time (a snapshot, not exact while
  * other threads allocate). */

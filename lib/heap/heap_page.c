@@ -230,7 +230,8 @@ static void grow_hwm(struct heap_hdr *h, uint64_t new_hwm)
 	for (uint64_t i = h->hwm; i < new_hwm; i++)
 		if (pm[i] != 0)
 			pm[i] = 0;
-	h->hwm = new_hwm;
+	/* Atomic: heap_get_stats and heap_high_water read it without the lock. */
+	__atomic_store_n(&h->hwm, new_hwm, __ATOMIC_RELAXED);
 }
 
 /* n pages, no alignment; 0 when there is no room. */

@@ -62,6 +62,8 @@
 #ifndef PMT_OUTPUT_H
 #define PMT_OUTPUT_H
 
+#include "base/stats_fields.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -153,18 +155,25 @@ void output_drain_all(void);
  * never holds (it has no pool). */
 void output_atfork_child(void);
 
+/* X(kind, field, report key): base/stats_fields.h. */
+#define OUTPUT_STATS_FIELDS(X) \
+	X(count, writes_held, "output_writes_held") /* calls held, in all */ \
+	X(count, bytes_held, "output_bytes_held") \
+	X(count, bytes_released, "output_bytes_released") \
+	/* a release error, or never durable at exit */ \
+	X(count, bytes_dropped, "output_bytes_dropped") \
+	X(count, epochs_demanded, "output_epochs_demanded") /* quiesce_request_epoch calls */ \
+	X(count, waits_full, "output_waits_full") /* blocking calls that waited for room */ \
+	X(count, over_bound_in_fase, "output_over_bound_in_fase") /* calls queued beyond the bound */ \
+	X(count, release_errors, "output_release_errors") /* delayed errors recorded */ \
+	/* from the call to the bytes' release, per held call (histogram upper \
+	 * bounds, <= 12.5 % high) */ \
+	X(value, hold_ns_p50, "output_hold_ns_p50") \
+	X(value, hold_ns_p99, "output_hold_ns_p99") \
+	X(value, hold_ns_max, "output_hold_ns_max")
+
 struct output_stats {
-	uint64_t writes_held, bytes_held;	/* calls and bytes held, in all */
-	uint64_t bytes_released, bytes_dropped;	/* dropped: a release error, or
-						 * never durable at exit */
-	uint64_t epochs_demanded;		/* quiesce_request_epoch calls */
-	uint64_t waits_full;			/* blocking calls that waited for room */
-	uint64_t over_bound_in_fase;		/* calls queued beyond the bound */
-	uint64_t release_errors;		/* delayed errors recorded */
-	uint64_t hold_ns_p50, hold_ns_p99, hold_ns_max;
-					/* from the call to the bytes' release,
-					 * per held call (histogram upper
-					 * bounds, <= 12.5 % high) */
+	OUTPUT_STATS_FIELDS(STATS_DECLARE)
 };
 void output_get_stats(struct output_stats *st);
 

@@ -32,6 +32,7 @@
 #define PMT_NVM_H
 
 #include "base/config.h"
+#include "base/stats_fields.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,12 +55,16 @@ struct nvm_ops {
 	void (*copy_flush)(struct nvm *n, void *dst, const void *src, size_t len);
 };
 
+/* X(kind, field, report key): base/stats_fields.h. */
+#define NVM_STATS_FIELDS(X) \
+	X(count, flushes, "nvm_flushes") /* nvm_flush / nvm_copy_flush calls */ \
+	X(count, lines_flushed, "nvm_lines_flushed") /* 64-byte lines covered */ \
+	X(count, fences, "nvm_fences") \
+	X(count, errors, "nvm_errors") /* write-backs that failed (msync: EIO...) */ \
+	X(count, fences_skipped, "nvm_fences_skipped") /* fences not issued after the error */
+
 struct nvm_stats {
-	uint64_t flushes;	/* nvm_flush / nvm_copy_flush calls */
-	uint64_t lines_flushed;	/* 64-byte lines covered */
-	uint64_t fences;
-	uint64_t errors;		/* write-backs that failed (msync: EIO...) */
-	uint64_t fences_skipped;	/* fences not issued after the error */
+	NVM_STATS_FIELDS(STATS_DECLARE)
 };
 
 struct nvm {

@@ -241,11 +241,8 @@ int persist_attempt_end(struct persist_attempt *e, bool publish_it, struct persi
 		err = publish(p, e->next);
 
 	if (st != NULL) {
-		st->pages += e->st.pages;
-		st->lines_written += e->st.lines_written;
-		st->bytes_written += e->st.bytes_written;
-		st->bytes_compared += e->st.bytes_compared;
-		st->fences += p->nvm->stats.fences - e->fences0;
+		e->st.fences = p->nvm->stats.fences - e->fences0;
+		persist_stats_add(st, &e->st);
 	}
 	return err;
 }

@@ -13,20 +13,32 @@
 #ifndef PMT_PERSIST_H
 #define PMT_PERSIST_H
 
+#include "base/stats_fields.h"
 #include "persist/pool.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+/* X(kind, field, report key): base/stats_fields.h.  The epoch pipeline
+ * sums them over every epoch (epoch.h), and the report writes them. */
+#define PERSIST_STATS_FIELDS(X) \
+	X(count, lines_written, "lines_written") /* 64-byte lines that differed and were written */ \
+	X(count, bytes_written, "bytes_written") /* lines_written * 64 */ \
+	X(count, bytes_compared, "bytes_compared") /* bytes diffed */ \
+	X(count, fences, "fences") \
+	/* working copies chosen (a page already chosen by an unpublished \
+	 * attempt is not counted again) */ \
+	X(count, pages, "copies_chosen")
+
 struct persist_stats {
-	uint64_t pages;		/* working copies chosen (a page already chosen by
-				 * an unpublished attempt is not counted again) */
-	uint64_t lines_written;	/* 64-byte lines that differed and were written */
-	uint64_t bytes_written;	/* lines_written * 64 */
-	uint64_t bytes_compared;/* bytes diffed */
-	uint64_t fences;
+	PERSIST_STATS_FIELDS(STATS_DECLARE)
 };
+
+static inline void persist_stats_add(struct persist_stats *dst, const struct persist_stats *src)
+{
+	PERSIST_STATS_FIELDS(STATS_ADD)
+}
 
 /* Where persist_epoch_from reads the image of each page.  begin returns the
  * image of pages[k] (page_size bytes, line-aligned) until end(ctx, k); each

@@ -24,6 +24,7 @@
 #define PMT_QUIESCE_H
 
 #include "base/assert.h"
+#include "base/stats_fields.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -287,29 +288,35 @@ unsigned quiesce_busy_threads(void);
 /* Number of thread records in use (registered, not exited). */
 unsigned quiesce_registered_threads(void);
 
+/* X(kind, field, report key): base/stats_fields.h. */
+#define QUIESCE_STATS_FIELDS(X) \
+	X(count, epochs, "epochs") /* quiescent points reached (procedure ran) */ \
+	X(count, abandoned, "abandoned") /* attempts given up (lock held too long) */ \
+	X(count, syncs, "syncs") /* quiesce_sync requests */ \
+	/* CLOSING -> OPEN of completed epochs (the after procedure is not in \
+	 * it); p50/p99 are upper bounds of histogram buckets 1/8 of a power of \
+	 * two wide (<= 12.5 % high), max exact */ \
+	X(value, pause_ns_p50, "pause_ns_p50") \
+	X(value, pause_ns_p99, "pause_ns_p99") \
+	X(value, pause_ns_max, "pause_ns_max") \
+	X(count, pause_ns_total, "pause_ns_total") \
+	X(count, abandoned_ns_total, "abandoned_ns_total") /* gate closed in abandoned attempts */ \
+	/* joins, barrier and semaphore waits entered while holding a lock */ \
+	X(count, blocking_in_fase, "blocking_in_fase") \
+	X(flag, membarrier, "membarrier") /* membarrier(2) in use (else fences) */ \
+	/* achieved period: from one epoch's start to the next one's (same \
+	 * histogram as the pause) */ \
+	X(value, period_ns_p50, "period_ns_p50") \
+	X(value, period_ns_p99, "period_ns_p99") \
+	X(value, period_ns_max, "period_ns_max") \
+	X(value, period_ns_mean, "period_ns_mean") \
+	/* backlog: periodic epochs that began after their due time because the \
+	 * previous write-back was still running */ \
+	X(count, late_epochs, "late_epochs") \
+	X(count, late_ns_total, "late_ns_total") /* how late, in all */
+
 struct quiesce_stats {
-	uint64_t epochs;		/* quiescent points reached (procedure ran) */
-	uint64_t abandoned;		/* attempts given up (lock held too long) */
-	uint64_t syncs;			/* quiesce_sync requests */
-	uint64_t pause_ns_p50, pause_ns_p99, pause_ns_max;
-					/* CLOSING -> OPEN of completed epochs
-					 * (the after procedure is not in it);
-					 * p50/p99 are upper bounds of
-					 * histogram buckets 1/8 of a power of
-					 * two wide (<= 12.5 % high), max exact */
-	uint64_t pause_ns_total;
-	uint64_t abandoned_ns_total;	/* gate closed in abandoned attempts */
-	uint64_t blocking_in_fase;	/* joins, barrier and semaphore waits
-					 * entered while holding a lock */
-	uint64_t period_ns_p50, period_ns_p99, period_ns_max, period_ns_mean;
-					/* achieved period: from one epoch's
-					 * start to the next one's (same
-					 * histogram as the pause) */
-	uint64_t late_epochs;		/* backlog: periodic epochs that began
-					 * after their due time because the
-					 * previous write-back was still running */
-	uint64_t late_ns_total;		/* how late, in all */
-	bool membarrier;		/* membarrier(2) in use (else fences) */
+	QUIESCE_STATS_FIELDS(STATS_DECLARE)
 };
 void quiesce_get_stats(struct quiesce_stats *st);
 

@@ -45,6 +45,7 @@
 #define PMT_RESTORE_H
 
 #include "base/config.h"
+#include "base/stats_fields.h"
 #include "persist/pool.h"
 #include "track/tracker.h"
 
@@ -62,20 +63,26 @@ struct restore_options {
 	bool no_background;
 };
 
+/* X(kind, field, report key): base/stats_fields.h.  lazy is the report's
+ * "restore": "lazy" | "eager", written by hand. */
+#define RESTORE_STATS_FIELDS(X) \
+	X(flag, lazy, NULL) /* the lazy path serves the heap */ \
+	X(count, pages, "recovered_pages") /* pages with a persisted image */ \
+	X(value, usable_ns, "recovery_ns") /* from restore_open to a usable heap */ \
+	/* from restore_open to every page restored; 0 while pages are pending */ \
+	X(value, complete_ns, "restore_complete_ns") \
+	X(count, eager_pages, "restored_eager") /* copied before the program ran */ \
+	X(count, fault_pages, "restored_on_fault") /* lazy: restored on first touch */ \
+	X(count, background_pages, "restored_background") /* lazy: by the background pass */ \
+	/* lazy: restored by restore_finish (fork, shutdown) or a prefault */ \
+	X(count, finish_pages, "restored_finish") \
+	/* lazy: never-persisted pages zero-filled on first touch */ \
+	X(count, zero_pages, "restore_zero_fills") \
+	/* lazy: kernel accesses wait (not EFAULT) */ \
+	X(flag, kernel_faults, "restore_kernel_faults")
+
 struct restore_stats {
-	bool lazy;			/* the lazy path serves the heap */
-	bool kernel_faults;		/* lazy: kernel accesses wait (not EFAULT) */
-	uint64_t pages;			/* pages with a persisted image */
-	uint64_t eager_pages;		/* copied before the program ran */
-	uint64_t fault_pages;		/* lazy: restored on first touch */
-	uint64_t background_pages;	/* lazy: restored by the background pass */
-	uint64_t finish_pages;		/* lazy: restored by restore_finish
-					 * (fork, shutdown) or a prefault */
-	uint64_t zero_pages;		/* lazy: never-persisted pages zero-filled
-					 * on first touch */
-	uint64_t usable_ns;		/* from restore_open to a usable heap */
-	uint64_t complete_ns;		/* from restore_open to every page
-					 * restored; 0 while pages are pending */
+	RESTORE_STATS_FIELDS(STATS_DECLARE)
 };
 
 struct restore;

@@ -53,6 +53,13 @@ static uint64_t startup_ns;		/* runtime_init's start(), whole */
  * report is written after shutdown). */
 static struct epoch_counters closed_counters;
 static uint64_t reset_heap_bytes;	/* malloc mode: unreachable heap emptied */
+/* The pool's write-back counters as they stood when it was closed. */
+static struct nvm_stats closed_nvm;
+/* The trackers' counters, summed as each is closed (the report is written
+ * after the last one is), and the last one's backend name. */
+static prim_lock_t closed_tracker_lock = PRIM_LOCK_INIT;
+static struct tracker_stats closed_tracker;
+static const char *closed_tracker_name;
 /* The pool's latched write-back error (nvm.h), kept past pool_close so that
  * pmthreads_sync keeps failing after shutdown too; 0: none. */
 static _Atomic int io_error;
@@ -77,16 +84,41 @@ uint64_t runtime_durable_epoch(void)
 
 int runtime_io_error(void) { return atomic_load(&io_error); }
 
-void runtime_get_counters(struct runtime_counters *out)
+void runtime_get_stats(struct stats_runtime *out)
 {
+	memset(out, 0, sizeof(*out));
+	enum runtime_state st = atomic_load(&state);
+	out->persistence = st == RUNTIME_RUNNING || (st == RUNTIME_DETACHED && heap_base != NULL);
 	if (pipeline != NULL)
 		epoch_get_counters(pipeline, &out->epoch);
 	else
 		out->epoch = closed_counters;
 	restore_get_stats(restorer, &out->restore);
+	/* Read by the epoch thread, which is the one writing them, or after
+	 * the pool is closed. */
+	out->nvm = pool != NULL ? pool->nvm->stats : closed_nvm;
+	prim_lock(&closed_tracker_lock);
+	out->tracker = closed_tracker_name;
+	out->tracker_stats = closed_tracker;
+	prim_unlock(&closed_tracker_lock);
 	out->startup_ns = startup_ns;
 	out->heap_reset_bytes = reset_heap_bytes;
 	out->io_error = atomic_load(&io_error);
+}
+
+int runtime_write_final_stats(void)
+{
+	static struct stats_runtime figures;	/* at exit: spare the stack */
+	runtime_get_stats(&figures);
+	return stats_write_final(&figures);
+}
+
+/* The pool's counters, for the report, before it is closed. */
+static void close_pool(void)
+{
+	closed_nvm = pool->nvm->stats;
+	pool_close(pool);
+	pool = NULL;
 }
 
 static void close_pipeline(bool fork_child)
@@ -394,7 +426,7 @@ static void note_io_error(void)
 		/* From the epoch thread: exit() would run runtime_shutdown,
 		 * which joins this very thread.  So no atexit handler runs
 		 * and stdio buffers are not flushed. */
-		stats_write_final();
+		runtime_write_final_stats();
 		_exit(RUNTIME_STRICT_EXIT);
 	}
 }
@@ -406,7 +438,9 @@ static enum quiesce_outcome after_epoch(void *arg)
 	note_io_error();
 	if (durable)
 		output_on_durable(quiesce_current_pause());
-	stats_periodic();	/* figures that survive a kill -9 */
+	static struct stats_runtime figures;	/* epoch thread only */
+	runtime_get_stats(&figures);
+	stats_periodic(&figures);	/* figures that survive a kill -9 */
 	if (durable)
 		return QUIESCE_DURABLE;
 	/* After a storage error nothing becomes durable again: retrying at
@@ -586,7 +620,10 @@ static void note_tracker_stats(void)
 {
 	struct tracker_stats st;
 	tracker_get_stats(tracker, &st);
-	stats_note_tracker(tracker_name(tracker), &st);
+	prim_lock(&closed_tracker_lock);
+	closed_tracker_name = tracker_name(tracker);
+	tracker_stats_add(&closed_tracker, &st);
+	prim_unlock(&closed_tracker_lock);
 }
 
 void runtime_shutdown(void)
@@ -636,8 +673,7 @@ void runtime_shutdown(void)
 	 * use memory from it; it is simply no longer persisted. */
 	atomic_store(&state, RUNTIME_DETACHED);
 	meta_sums_bind(NULL);
-	pool_close(pool);
-	pool = NULL;
+	close_pool();
 	prim_unlock(&init_lock);
 }
 
@@ -647,6 +683,7 @@ void runtime_atfork_child(void)
 	 * threads held are meaningless here. */
 	init_lock = (prim_lock_t)PRIM_LOCK_INIT;
 	growth_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	closed_tracker_lock = (prim_lock_t)PRIM_LOCK_INIT;
 	kernel_stacks_atfork_child();
 	if (atomic_load(&state) != RUNTIME_RUNNING)
 		return;
@@ -671,8 +708,7 @@ void runtime_atfork_child(void)
 		 * lock: the lock belongs to the open file description the
 		 * parent still holds.  Unmapping drops the child's view. */
 		meta_sums_bind(NULL);
-		pool_close(pool);
-		pool = NULL;
+		close_pool();
 		memory_limits_set_ours(true, 0);	/* the heap stays mapped */
 	}
 	atomic_store(&state, RUNTIME_DETACHED);

@@ -11,8 +11,6 @@
 #define PMT_RUNTIME_H
 
 #include "base/config.h"
-#include "epoch/epoch.h"
-#include "recovery/restore.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -65,15 +63,14 @@ bool runtime_crashed(void);
 /* VER_d of the pool, 0 when there is none. */
 uint64_t runtime_durable_epoch(void);
 
-struct runtime_counters {
-	struct epoch_counters epoch;	/* the epoch pipeline's (epoch.h) */
-	struct restore_stats restore;	/* how the heap was restored (restore.h) */
-	uint64_t startup_ns;		/* runtime start-up, pool open to epoch
-					 * thread, recovery included */
-	uint64_t heap_reset_bytes;	/* malloc mode: an unreachable heap emptied */
-	int io_error;			/* the pool's latched write-back errno; 0: none */
-};
-void runtime_get_counters(struct runtime_counters *out);
+/* The runtime's figures for the statistics report (stats.h): the epoch
+ * pipeline's, the restore's, the pool's write-back's and the trackers'
+ * counters, as they stand or as they stood when each was closed. */
+struct stats_runtime;	/* stats.h */
+void runtime_get_stats(struct stats_runtime *out);
+/* Write the final statistics report (stats_write_final with the figures
+ * above).  Returns 0 or -1 with err_get() set. */
+int runtime_write_final_stats(void);
 
 /* 0, or the errno of the write-back that failed (nvm.h): from then on no
  * epoch is published and pmthreads_sync fails with it.  Sticky, also after

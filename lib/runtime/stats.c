@@ -15,25 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static prim_lock_t noted_lock = PRIM_LOCK_INIT;
-static const char *noted_backend;
-static struct tracker_stats noted;
-
-void stats_note_tracker(const char *backend, const struct tracker_stats *st)
-{
-	prim_lock(&noted_lock);
-	noted_backend = backend;
-	noted.faults += st->faults;
-	noted.collections += st->collections;
-	noted.pages_collected += st->pages_collected;
-	noted.overflows += st->overflows;
-	noted.scan_errors += st->scan_errors;
-	noted.rescans += st->rescans;
-	noted.rescan_failures += st->rescan_failures;
-	prim_unlock(&noted_lock);
-}
-
-void stats_collect(struct stats_report *r, const struct config *cfg, uint64_t start_ns)
+void stats_collect(struct stats_report *r, const struct config *cfg, uint64_t start_ns,
+		   const struct stats_runtime *rt)
 {
 	memset(r, 0, sizeof(*r));
 	r->heap_mode = config_heap_name(cfg->heap);
@@ -42,13 +25,9 @@ void stats_collect(struct stats_report *r, const struct config *cfg, uint64_t st
 	r->wall_ns = prim_now_ns() - start_ns;
 	quiesce_get_stats(&r->quiesce);
 	output_get_stats(&r->output);
-	runtime_get_counters(&r->runtime);
-	enum runtime_state s = runtime_state();
-	r->persistence = s == RUNTIME_RUNNING || (s == RUNTIME_DETACHED && runtime_heap_base());
-	prim_lock(&noted_lock);
-	r->tracker = noted_backend != NULL ? noted_backend : "none";
-	r->tracker_stats = noted;
-	prim_unlock(&noted_lock);
+	heap_get_stats(&r->heap);
+	fase_checker_get_stats(&r->checker);
+	r->runtime = *rt;
 }
 
 /* PMTHREADS_STATS=-: the standard error the program started with, kept in a
@@ -120,10 +99,12 @@ static int replace_file(const char *path, const char *buf, size_t len)
 }
 
 /* Appending formatter over a fixed buffer: the report is written at exit,
- * possibly with the heap gone, so nothing here allocates. */
+ * possibly with the heap gone, so nothing here allocates.  Each field after
+ * the first begins with the comma that ends the one before it. */
 struct out {
-	char buf[4096];
+	char buf[8192];
 	size_t len;
+	unsigned fields;
 	bool overflow;
 };
 
@@ -140,89 +121,90 @@ static void put(struct out *o, const char *fmt, ...)
 		o->len += (size_t)n;
 }
 
-static void put_u(struct out *o, const char *key, uint64_t v, bool last)
+static void put_key(struct out *o, const char *key)
 {
-	put(o, "  \"%s\": %llu%s\n", key, (unsigned long long)v, last ? "" : ",");
+	put(o, "%s\n  \"%s\": ", o->fields++ == 0 ? "" : ",", key);
+}
+
+static void put_u(struct out *o, const char *key, uint64_t v)
+{
+	put_key(o, key);
+	put(o, "%llu", (unsigned long long)v);
+}
+
+static void put_bool(struct out *o, const char *key, bool v)
+{
+	put_key(o, key);
+	put(o, "%s", v ? "true" : "false");
+}
+
+static void put_str(struct out *o, const char *key, const char *v)
+{
+	put_key(o, key);
+	put(o, "\"%s\"", v);
+}
+
+/* One field of a module's list (base/stats_fields.h); key NULL: not here. */
+static void put_count(struct out *o, const char *key, uint64_t v)
+{
+	if (key != NULL)
+		put_u(o, key, v);
+}
+static void put_value(struct out *o, const char *key, uint64_t v) { put_count(o, key, v); }
+static void put_flag(struct out *o, const char *key, bool v)
+{
+	if (key != NULL)
+		put_bool(o, key, v);
+}
+#define PUT_FIELD(kind, field, key) put_##kind(o, key, s->field);
+
+/* Every field of every list, in the list's order. */
+static void put_quiesce(struct out *o, const struct quiesce_stats *s) { QUIESCE_STATS_FIELDS(PUT_FIELD) }
+static void put_output(struct out *o, const struct output_stats *s) { OUTPUT_STATS_FIELDS(PUT_FIELD) }
+static void put_epoch(struct out *o, const struct epoch_counters *s) { EPOCH_COUNTERS_FIELDS(PUT_FIELD) }
+static void put_persist(struct out *o, const struct persist_stats *s) { PERSIST_STATS_FIELDS(PUT_FIELD) }
+static void put_restore(struct out *o, const struct restore_stats *s) { RESTORE_STATS_FIELDS(PUT_FIELD) }
+static void put_tracker(struct out *o, const struct tracker_stats *s) { TRACKER_STATS_FIELDS(PUT_FIELD) }
+static void put_heap(struct out *o, const struct heap_stats *s) { HEAP_STATS_FIELDS(PUT_FIELD) }
+static void put_nvm(struct out *o, const struct nvm_stats *s) { NVM_STATS_FIELDS(PUT_FIELD) }
+static void put_checker(struct out *o, const struct fase_checker_stats *s)
+{
+	FASE_CHECKER_STATS_FIELDS(PUT_FIELD)
 }
 
 int stats_write_json(const struct stats_report *r, const char *path)
 {
 	static struct out o;	/* one report per process; too big for some stacks */
+	const struct stats_runtime *rt = &r->runtime;
 	o.len = 0;
+	o.fields = 0;
 	o.overflow = false;
-	put(&o, "{\n");
-	put(&o, "  \"heap_mode\": \"%s\",\n", r->heap_mode);
-	put(&o, "  \"tracker\": \"%s\",\n", r->tracker);
-	put(&o, "  \"persistence\": %s,\n", r->persistence ? "true" : "false");
+	/* The order of the keys is the order they were added in; tools read
+	 * them by name.  New lists go at the end. */
+	put(&o, "{");
+	put_str(&o, "heap_mode", r->heap_mode);
+	put_str(&o, "tracker", rt->tracker != NULL ? rt->tracker : "none");
+	put_bool(&o, "persistence", rt->persistence);
 	/* The failed write-back's errno (nvm.h), 0 when none: persistence
 	 * stopped then. */
-	put_u(&o, "io_error", (uint64_t)r->runtime.io_error, false);
-	put_u(&o, "interval_ms", r->interval_ms, false);
-	put(&o, "  \"wall_s\": %.3f,\n", (double)r->wall_ns / 1e9);
-	put_u(&o, "epochs", r->quiesce.epochs, false);
-	put_u(&o, "epochs_persisted", r->runtime.epoch.epochs, false);
-	put_u(&o, "epochs_empty", r->runtime.epoch.empty_epochs, false);
-	put_u(&o, "abandoned", r->quiesce.abandoned, false);
-	put_u(&o, "syncs", r->quiesce.syncs, false);
-	put_u(&o, "pause_ns_p50", r->quiesce.pause_ns_p50, false);
-	put_u(&o, "pause_ns_p99", r->quiesce.pause_ns_p99, false);
-	put_u(&o, "pause_ns_max", r->quiesce.pause_ns_max, false);
-	put_u(&o, "pause_ns_total", r->quiesce.pause_ns_total, false);
-	put_u(&o, "abandoned_ns_total", r->quiesce.abandoned_ns_total, false);
-	put_u(&o, "blocking_in_fase", r->quiesce.blocking_in_fase, false);
-	put(&o, "  \"membarrier\": %s,\n", r->quiesce.membarrier ? "true" : "false");
-	put_u(&o, "period_ns_p50", r->quiesce.period_ns_p50, false);
-	put_u(&o, "period_ns_p99", r->quiesce.period_ns_p99, false);
-	put_u(&o, "period_ns_max", r->quiesce.period_ns_max, false);
-	put_u(&o, "period_ns_mean", r->quiesce.period_ns_mean, false);
-	put_u(&o, "late_epochs", r->quiesce.late_epochs, false);
-	put_u(&o, "late_ns_total", r->quiesce.late_ns_total, false);
-	put(&o, "  \"output_commit\": %s,\n", r->output_commit ? "true" : "false");
-	put_u(&o, "output_writes_held", r->output.writes_held, false);
-	put_u(&o, "output_bytes_held", r->output.bytes_held, false);
-	put_u(&o, "output_bytes_released", r->output.bytes_released, false);
-	put_u(&o, "output_bytes_dropped", r->output.bytes_dropped, false);
-	put_u(&o, "output_epochs_demanded", r->output.epochs_demanded, false);
-	put_u(&o, "output_waits_full", r->output.waits_full, false);
-	put_u(&o, "output_over_bound_in_fase", r->output.over_bound_in_fase, false);
-	put_u(&o, "output_release_errors", r->output.release_errors, false);
-	put_u(&o, "output_hold_ns_p50", r->output.hold_ns_p50, false);
-	put_u(&o, "output_hold_ns_p99", r->output.hold_ns_p99, false);
-	put_u(&o, "output_hold_ns_max", r->output.hold_ns_max, false);
-	put_u(&o, "pages_persisted", r->runtime.epoch.pages, false);
-	put_u(&o, "lines_written", r->runtime.epoch.lines_written, false);
-	put_u(&o, "bytes_written", r->runtime.epoch.bytes_written, false);
-	put_u(&o, "bytes_compared", r->runtime.epoch.bytes_compared, false);
-	put_u(&o, "fences", r->runtime.epoch.fences, false);
-	put_u(&o, "persist_ns", r->runtime.epoch.persist_ns, false);
-	put_u(&o, "stage_ns", r->runtime.epoch.stage_ns, false);
-	put_u(&o, "pages_saved", r->runtime.epoch.pages_saved, false);
-	put_u(&o, "paused_epochs", r->runtime.epoch.paused_epochs, false);
-	put_u(&o, "carried_epochs", r->runtime.epoch.carried_epochs, false);
-	put_u(&o, "conflict_pages", r->runtime.epoch.conflict_pages, false);
-	put_u(&o, "pool_bytes_populated", r->runtime.epoch.pool_bytes_populated, false);
-	put_u(&o, "slot_bytes_resident", r->runtime.epoch.slot_bytes_resident, false);
-	put_u(&o, "slot_shrinks", r->runtime.epoch.slot_shrinks, false);
-	const struct restore_stats *rs = &r->runtime.restore;
-	put(&o, "  \"restore\": \"%s\",\n", rs->lazy ? "lazy" : "eager");
-	put_u(&o, "recovered_pages", rs->pages, false);
-	put_u(&o, "recovery_ns", rs->usable_ns, false);
-	put_u(&o, "startup_ns", r->runtime.startup_ns, false);
-	put_u(&o, "restore_complete_ns", rs->complete_ns, false);
-	put_u(&o, "restored_eager", rs->eager_pages, false);
-	put_u(&o, "restored_on_fault", rs->fault_pages, false);
-	put_u(&o, "restored_background", rs->background_pages, false);
-	put_u(&o, "restored_finish", rs->finish_pages, false);
-	put_u(&o, "restore_zero_fills", rs->zero_pages, false);
-	put_u(&o, "heap_reset_bytes", r->runtime.heap_reset_bytes, false);
-	put_u(&o, "tracker_faults", r->tracker_stats.faults, false);
-	put_u(&o, "tracker_collections", r->tracker_stats.collections, false);
-	put_u(&o, "tracker_pages", r->tracker_stats.pages_collected, false);
-	put_u(&o, "tracker_overflows", r->tracker_stats.overflows, false);
-	put_u(&o, "tracker_scan_errors", r->tracker_stats.scan_errors, false);
-	put_u(&o, "tracker_rescans", r->tracker_stats.rescans, false);
-	put_u(&o, "tracker_rescan_failures", r->tracker_stats.rescan_failures, true);
-	put(&o, "}\n");
+	put_u(&o, "io_error", (uint64_t)rt->io_error);
+	put_u(&o, "interval_ms", r->interval_ms);
+	put_key(&o, "wall_s");
+	put(&o, "%.3f", (double)r->wall_ns / 1e9);
+	put_quiesce(&o, &r->quiesce);
+	put_bool(&o, "output_commit", r->output_commit);
+	put_output(&o, &r->output);
+	put_epoch(&o, &rt->epoch);
+	put_persist(&o, &rt->epoch.persist);
+	put_str(&o, "restore", rt->restore.lazy ? "lazy" : "eager");
+	put_restore(&o, &rt->restore);
+	put_u(&o, "startup_ns", rt->startup_ns);
+	put_u(&o, "heap_reset_bytes", rt->heap_reset_bytes);
+	put_tracker(&o, &rt->tracker_stats);
+	put_heap(&o, &r->heap);
+	put_nvm(&o, &rt->nvm);
+	put_checker(&o, &r->checker);
+	put(&o, "\n}\n");
 	if (o.overflow) {
 		err_set("stats: the report does not fit its buffer");
 		return -1;
@@ -257,21 +239,21 @@ void stats_start(uint64_t start_ns)
 }
 void stats_disable(void) { atomic_store(&started_ns, 0); }
 
-static int write_now(void)
+static int write_now(const struct stats_runtime *rt)
 {
 	const struct config *cfg = config_get();
 	uint64_t t0 = atomic_load(&started_ns);
 	if (t0 == 0 || cfg->stats_path[0] == '\0')
 		return 0;
 	static struct stats_report r;	/* under write_lock */
-	stats_collect(&r, cfg, t0);
+	stats_collect(&r, cfg, t0, rt);
 	return stats_write_json(&r, cfg->stats_path);
 }
 
-int stats_write_final(void)
+int stats_write_final(const struct stats_runtime *rt)
 {
 	prim_lock(&write_lock);
-	int rc = write_now();
+	int rc = write_now(rt);
 	/* Nothing after the final report: a periodic write still pending on
 	 * the epoch thread must not replace it with older figures. */
 	atomic_store(&started_ns, 0);
@@ -279,7 +261,7 @@ int stats_write_final(void)
 	return rc;
 }
 
-void stats_periodic(void)
+void stats_periodic(const struct stats_runtime *rt)
 {
 	const struct config *cfg = config_get();
 	if (cfg->stats_path[0] == '\0' || strcmp(cfg->stats_path, "-") == 0)
@@ -290,7 +272,7 @@ void stats_periodic(void)
 	last_periodic_ns = now;
 	if (!prim_trylock(&write_lock))
 		return;	/* the final report is being written */
-	if (write_now() != 0)
+	if (write_now(rt) != 0)
 		log_msg(LOG_WARN, "%s; the statistics file is not updated", err_get());
 	prim_unlock(&write_lock);
 }

@@ -30,6 +30,7 @@
 #define PMT_TRACKER_H
 
 #include "base/config.h"
+#include "base/stats_fields.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -45,19 +46,30 @@ void shadow_release(void *addr, size_t len);
 
 struct tracker;
 
+/* X(kind, field, report key): base/stats_fields.h. */
+#define TRACKER_STATS_FIELDS(X) \
+	/* first writes taken (mprotect: signals; uffd: pages found written, \
+	 * as the kernel resolves first writes without telling anyone) */ \
+	X(count, faults, "tracker_faults") \
+	X(count, collections, "tracker_collections") /* tracker_collect_dirty calls */ \
+	X(count, pages_collected, "tracker_pages") \
+	/* mprotect: VMA budget exceeded, range unprotected */ \
+	X(count, overflows, "tracker_overflows") \
+	/* uffd: PAGEMAP_SCAN failed; the whole range was reported dirty instead */ \
+	X(count, scan_errors, "tracker_scan_errors") \
+	X(count, rescans, "tracker_rescans") /* tracker_written_since calls */ \
+	/* of which could not tell (every page counted as written) */ \
+	X(count, rescan_failures, "tracker_rescan_failures")
+
 struct tracker_stats {
-	uint64_t faults;	/* first writes taken (mprotect: signals; uffd:
-				 * pages found written, as the kernel resolves
-				 * first writes without telling anyone) */
-	uint64_t collections;	/* tracker_collect_dirty calls */
-	uint64_t pages_collected;
-	uint64_t overflows;	/* mprotect: VMA budget exceeded, range unprotected */
-	uint64_t scan_errors;	/* uffd: PAGEMAP_SCAN failed; the whole range was
-				 * reported dirty instead */
-	uint64_t rescans;	/* tracker_written_since calls */
-	uint64_t rescan_failures; /* of which could not tell (every page counted
-				 * as written) */
+	TRACKER_STATS_FIELDS(STATS_DECLARE)
 };
+
+/* The counters of several trackers in one (the runtime's report). */
+static inline void tracker_stats_add(struct tracker_stats *dst, const struct tracker_stats *src)
+{
+	TRACKER_STATS_FIELDS(STATS_ADD)
+}
 
 /* tracker_open_flags: the uffd backend will serve missing-page faults for
  * lazy restore (restore.h): open its descriptor so that faults taken by the

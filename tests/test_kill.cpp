@@ -94,14 +94,25 @@ std::vector<progress_point> run_and_kill(const program &prog, unsigned kill_afte
 		args, std::map<std::string, std::string>(prog.env.begin(), prog.env.end()));
 	FILE *out = fdopen(c.out_fd, "r");
 	REQUIRE(out != nullptr);
-	long long deadline = now_ns() + (long long)kill_after_ms * 1000000LL;
+	// The kill comes kill_after_ms after the first progress line, not after
+	// the exec: on a loaded machine start-up alone (pool creation, the
+	// accounts) can take longer than the shortest delay, and a kill before
+	// any account exists leaves, rightly, nothing to recover.  30 s bound
+	// the wait for that first line.
+	long long deadline = now_ns() + 30000LL * 1000000LL;
+	bool started = false;
 	std::vector<progress_point> points;
 	char line[256];
 	// The program prints every 10 ms, so reading paces the loop.
 	while (now_ns() < deadline && fgets(line, sizeof(line), out) != nullptr) {
 		progress_point p;
-		if (sscanf(line, "progress %lld %llu", &p.ns, &p.transfers) == 2)
+		if (sscanf(line, "progress %lld %llu", &p.ns, &p.transfers) == 2) {
 			points.push_back(p);
+			if (!started) {
+				started = true;
+				deadline = now_ns() + (long long)kill_after_ms * 1000000LL;
+			}
+		}
 	}
 	*killed_at = now_ns();
 	kill(c.pid, SIGKILL);

@@ -28,6 +28,12 @@ from pmtkit.soak.stream import now_ns
 DRAIN_S = 2.0
 # `stats` (the eviction counters) at most this often during the load
 STATS_EVERY_NS = 50_000_000
+# No reply to any set in flight for this long, and no kill: the server (or
+# its held output) hangs.  Epochs take milliseconds; a round lasts < 1 s.
+STALL_NS = 10_000_000_000
+# A reply waits for an epoch, which on a loaded machine can take longer
+# than the 1 s wait_up allows a reply to its probe
+REPLY_TIMEOUT_S = 10.0
 
 
 class LoadConn:
@@ -79,6 +85,12 @@ class MemcachedCommitStream(MemcachedStream):
         e["PMTHREADS_OUTPUT"] = self.args.commit_output
         return e
 
+    def wait_up(self, until_ns):
+        conn = super().wait_up(until_ns)
+        if conn:
+            conn.sock.settimeout(REPLY_TIMEOUT_S)
+        return conn
+
     def fetch(self, conn, key_lists):
         return conn.get_many_pipelined(key_lists)
 
@@ -94,6 +106,7 @@ class MemcachedCommitStream(MemcachedStream):
         stats_next = now_ns()
         next_i = 0
         odd = None
+        last_reply = now_ns()
         try:
             for _ in range(self.args.mc_conns):
                 lc = LoadConn(self.port)
@@ -116,11 +129,15 @@ class MemcachedCommitStream(MemcachedStream):
                 if not stats_asked and t >= stats_next:
                     conn.send(b"stats\r\n")
                     stats_asked = t
-                for key, _ in sel.select(timeout=0.05):
+                events = sel.select(timeout=0.05)
+                if not events and now_ns() - last_reply > STALL_NS and self.killed_at is None:
+                    raise TimeoutError(f"no reply to {sum(len(lc.inflight) for lc in conns)} "
+                                       f"sets in flight for {STALL_NS / 1e9:.0f} s")
+                for key, _ in events:
                     data = key.fileobj.recv(1 << 16)
                     if not data:
                         raise ConnectionError("memcached closed the connection")
-                    t = now_ns()
+                    t = last_reply = now_ns()
                     if key.data is None:  # the stats connection
                         stats_buf += data
                         if stats_buf.endswith(b"END\r\n"):
@@ -130,8 +147,14 @@ class MemcachedCommitStream(MemcachedStream):
                             stats_next = t + STATS_EVERY_NS
                         continue
                     odd = take_replies(key.data, data, t, acks, self.stats.ack_us)
-        except (OSError, ConnectionError, ValueError):
-            pass
+        except (OSError, ConnectionError, ValueError) as ex:
+            if self.killed_at is None:
+                # not our kill: the server died, or stopped answering
+                alive = self.proc.poll() is None
+                self.stats.errors += 1
+                self.stats.note(f"round {rnd}: the load failed with {ex!r}; the server "
+                                + (f"hangs (stacks in {self.dump_stacks(rnd)})" if alive else
+                                   f"exited with status {self.proc.poll()}"))
         if odd is not None:
             self.stats.errors += 1
             self.stats.note(f"round {rnd}: unexpected reply to a set: {odd[:80]!r}")

@@ -45,6 +45,7 @@ class LoadConn:
         self.sock = self.client.sock
         self.inflight = collections.deque()  # (i, ns sent)
         self.buf = b""
+        self.refused = 0  # "SERVER_ERROR" / "NOT_STORED" (a full cache under -M)
 
     def close(self):
         self.client.close()
@@ -69,7 +70,9 @@ def take_replies(lc, data, t_ns, acks, ack_us):
             acks.append((i, t_ns))
             if ack_us is not None:
                 ack_us.append((t_ns - t_sent) / 1000.0)
-        elif not (line.startswith(b"SERVER_ERROR") or line == b"NOT_STORED"):
+        elif line.startswith(b"SERVER_ERROR") or line == b"NOT_STORED":
+            lc.refused += 1
+        else:
             odd = odd or line
 
 
@@ -79,6 +82,15 @@ class MemcachedCommitStream(MemcachedStream):
     def __init__(self, *a):
         super().__init__(*a)
         self.stats.commit = True
+        self.refused = 0  # sets refused since the last reset
+
+    def reset_bookkeeping(self):
+        if self.refused:
+            self.stats.note(f"{self.refused} sets refused (not acknowledged, so not checked) "
+                            f"in the {self.rounds_since_reset} rounds before this reset: the "
+                            f"cache was full (-M)")
+        self.refused = 0
+        super().reset_bookkeeping()
 
     def env(self):
         e = super().env()
@@ -160,6 +172,7 @@ class MemcachedCommitStream(MemcachedStream):
             self.stats.note(f"round {rnd}: unexpected reply to a set: {odd[:80]!r}")
         sel.close()
         self.drain(conns, acks)
+        self.refused += sum(lc.refused for lc in conns)
         return next_i, st
 
     def drain(self, conns, acks):

@@ -317,6 +317,7 @@ class CommitLoadReplies(unittest.TestCase):
         lc = LoadConn.__new__(LoadConn)
         lc.inflight = collections.deque((i, 1000 * i) for i in range(n))
         lc.buf = b""
+        lc.refused = 0
         return lc
 
     def test_stored_replies_acknowledge_in_order_across_reads(self):
@@ -332,6 +333,7 @@ class CommitLoadReplies(unittest.TestCase):
         take_replies(lc, b"SERVER_ERROR out of memory storing object\r\nSTORED\r\n", 9000,
                      acks, None)
         self.assertEqual(acks, [(1, 9000)])
+        self.assertEqual(lc.refused, 1)
 
     def test_a_reply_that_is_no_answer_to_a_set_is_reported(self):
         lc, acks = self.conn(1), []

@@ -23,7 +23,9 @@ def summarize(all_stats, args, elapsed_s):
     for prog, trk, ss in groups:
         lost = sorted(x for s in ss for x in s.lost_ms)
         iv = sorted(x for s in ss for x in s.lost_intervals)
-        ach = [x for s in ss for x in s.achieved_ms]
+        # output commit's epochs come on demand (sub-ms periods): the "all"
+        # row's period is the other programs' when there are any
+        ach = [x for s in ([s for s in ss if not s.commit] or ss) for x in s.achieved_ms]
         rows.append(dict(
             program=prog, tracker=trk, kills=sum(s.kills for s in ss),
             checked=sum(s.checked for s in ss), torn=sum(s.torn for s in ss),

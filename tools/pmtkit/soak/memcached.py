@@ -85,6 +85,7 @@ class MemcachedStream(Stream):
     # Strict (output commit, memcached_commit.py): every set the client saw
     # acknowledged must survive, not only those before the epoch log's cutoff.
     STRICT = False
+    CACHE_MB = 128  # memcached -m
 
     def __init__(self, *a):
         super().__init__(*a)
@@ -122,7 +123,7 @@ class MemcachedStream(Stream):
             pass
         self.t_exec = now_ns()
         argv = [self.exe, "-l", "127.0.0.1", "-p", str(self.port), "-U", "0",
-                "-t", str(self.args.threads), "-m", "128", "-v"]
+                "-t", str(self.args.threads), "-m", str(self.CACHE_MB), "-v"]
         # -M: a full cache refuses sets (not acknowledged) instead of evicting
         # acknowledged ones; evictions that happen anyway (the slab
         # rebalancer's) are read from `stats` during the run (evicted_seen).

@@ -78,6 +78,11 @@ def take_replies(lc, data, t_ns, acks, ack_us):
 
 class MemcachedCommitStream(MemcachedStream):
     STRICT = True
+    # The pipelined load acknowledges about as many sets per round as
+    # memcached's one-at-a-time load on a loaded machine, more on a quiet
+    # one: with -m 128 a 40-round reset period could fill the cache under
+    # -M (refused sets are not acknowledged, so not checked)
+    CACHE_MB = 256
 
     def __init__(self, *a):
         super().__init__(*a)

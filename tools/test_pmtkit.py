@@ -141,6 +141,13 @@ class Client(unittest.TestCase):
                         lambda c: c.get_many([b"k1-2", b"k1-3"]))
         self.assertEqual(got, {b"k1-2": b"abc"})
 
+    def test_pipelined_gets_in_flight_together_answer_each_list_in_turn(self):
+        got = self.talk([(b"get c\r\n", b"VALUE a 0 1\r\nx\r\nEND\r\nVALUE c 0 2\r\nyz\r\n"
+                          b"END\r\n")],
+                        lambda c: list(c.get_many_pipelined([[b"a", b"b"], [b"c"]])))
+        self.assertEqual(got, [{b"a": b"x"}, {b"c": b"yz"}])
+        self.assertEqual(self.sent, b"get a b\r\nget c\r\n")
+
     def test_an_unexpected_reply_is_an_error(self):
         with self.assertRaises(ConnectionError):
             self.talk([(b"\r\n", b"SERVER_ERROR out of memory\r\n")],

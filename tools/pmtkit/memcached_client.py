@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """memcached_client.py -- a small client for memcached's text protocol, one
-request at a time (callers that pipeline write raw requests with send() and
-read the replies with line()).
+request at a time but for get_many_pipelined (other callers that pipeline
+write raw requests with send() and read the replies with line()).
 
 Keys may be str or bytes; replies that carry keys are keyed by the objects
 the caller passed.  A connection the server closes raises ConnectionError.
@@ -63,6 +63,10 @@ class MemcachedClient:
         """{key: (flags, cas or None, value)} of the keys found."""
         wanted = {_bytes(k): k for k in keys}
         self.send(verb + b" " + b" ".join(wanted) + b"\r\n")
+        return self._read_values(wanted)
+
+    def _read_values(self, wanted):
+        """The reply to one get of wanted ({bytes key: caller's key})."""
         found = {}
         while True:
             line = self.line()
@@ -77,6 +81,21 @@ class MemcachedClient:
     def get_many(self, keys):
         """{key: value} of the keys found."""
         return {k: v for k, (_, _, v) in self._values(b"get", keys).items()}
+
+    def get_many_pipelined(self, key_lists, window=16):
+        """{key: value} of the keys found, for each list of keys in turn (a
+        generator), with up to window gets in flight: one reply's wait (a
+        server holding output until it is durable) then covers many."""
+        wanted = [{_bytes(k): k for k in keys} for keys in key_lists]
+        sent = 0
+        for n, w in enumerate(wanted):
+            ahead = []
+            while sent < len(wanted) and sent - n < window:
+                ahead.append(b"get " + b" ".join(wanted[sent]) + b"\r\n")
+                sent += 1
+            if ahead:
+                self.send(b"".join(ahead))
+            yield {k: v for k, (_, _, v) in self._read_values(w).items()}
 
     def gets(self, keys):
         """{key: (flags, cas, value)} of the keys found."""

@@ -32,6 +32,15 @@ After each recovery it checks:
                    not name (the slab mover's) -- "evicted_loss", not durable
                    loss.  Runs with -M (a full cache refuses sets) unless
                    --mc-evict.
+  acknowledged     memcached-commit (memcached-pmthreads with output commit,
+  lost             PMTHREADS_OUTPUT=commit: a reply leaves the server once
+                   the epoch holding what it answers is durable): every set
+                   whose "STORED" the client read -- before the kill, or
+                   after it from what the dead server had sent -- must be
+                   back, no cutoff.  A crash losing one counts in durable
+                   lost, the sets in acked_lost; its lost-work columns stay
+                   empty.  --commit-output off runs the same check without
+                   the hold, to show that it fails then.
   lost work        kill time - time the first unrecovered piece of work was
                    reported (bank/bptree: the first progress line whose count
                    exceeds what was recovered, resolution one tick; memcached:
@@ -46,7 +55,7 @@ error; 1 otherwise; 2 bad arguments.
 
 Modules: stream.py (what every stream shares: clock, epoch-log cutoff,
 counters, bounds, the run/kill/judge loop), bank.py, bptree.py,
-memcached.py (one per program), summary.py (the table), main.py (the
-command line), self_test.py (the detectors fed cases they must and must
-not flag; meson test soak-self-test).
+memcached.py, memcached_commit.py (one per program), summary.py (the
+table), main.py (the command line), self_test.py (the detectors fed cases
+they must and must not flag; meson test soak-self-test).
 """

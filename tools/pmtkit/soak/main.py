@@ -15,10 +15,12 @@ from pmtkit.scratch import scratch_dir
 from pmtkit.soak.bank import BankStream
 from pmtkit.soak.bptree import BptreeStream
 from pmtkit.soak.memcached import MemcachedStream
+from pmtkit.soak.memcached_commit import MemcachedCommitStream
 from pmtkit.soak.stream import Budget, now_ns
 from pmtkit.soak.summary import summarize
 
-STREAMS = {"bank": BankStream, "bptree": BptreeStream, "memcached": MemcachedStream}
+STREAMS = {"bank": BankStream, "bptree": BptreeStream, "memcached": MemcachedStream,
+           "memcached-commit": MemcachedCommitStream}
 
 
 def main(argv):
@@ -26,7 +28,8 @@ def main(argv):
     if argv == ["--self-test"]:
         from pmtkit.soak import self_test
         sys.exit(self_test.run())
-    ap = argparse.ArgumentParser(description="kill -9 soak over bank, bptree and memcached")
+    ap = argparse.ArgumentParser(description="kill -9 soak over bank, bptree, memcached and "
+                                 "memcached-commit")
     ap.add_argument("--build", default="build")
     ap.add_argument("--kills", type=int, default=600)
     ap.add_argument("--seconds", type=float, default=600)
@@ -53,6 +56,14 @@ def main(argv):
     ap.add_argument("--mc-evict", action="store_true",
                     help="memcached without -M: a full cache evicts its LRU tail (the keys it "
                          "names are not counted as durable loss)")
+    ap.add_argument("--commit-output", choices=("commit", "off"), default="commit",
+                    help="memcached-commit: PMTHREADS_OUTPUT for its server; off runs the "
+                         "same strict check without the hold, which must report acknowledged "
+                         "sets lost (the proof that the check can fail)")
+    ap.add_argument("--mc-conns", type=int, default=4,
+                    help="memcached-commit: load connections")
+    ap.add_argument("--mc-window", type=int, default=4,
+                    help="memcached-commit: sets in flight per load connection")
     ap.add_argument("--workdir", default=None)
     args = ap.parse_args(argv)
 
@@ -64,24 +75,23 @@ def main(argv):
     trackers = [t for t in args.trackers.split(",") if t]
     for p in programs:
         if p not in STREAMS:
-            bad(f"unknown program {p!r}: choose from bank, bptree, memcached")
+            bad(f"unknown program {p!r}: choose from {', '.join(STREAMS)}")
     for t in trackers:
         if t not in ("uffd", "mprotect"):
             bad(f"unknown tracker {t!r}: choose from uffd, mprotect")
     if not (0 <= args.kill_min_ms < args.kill_max_ms):
         bad("--kill-min-ms must be below --kill-max-ms")
-    if args.kills < 1 or args.jobs < 1 or args.reset_every < 1:
-        bad("--kills, --jobs and --reset-every must be at least 1")
+    if min(args.kills, args.jobs, args.reset_every, args.mc_conns, args.mc_window) < 1:
+        bad("--kills, --jobs, --reset-every, --mc-conns and --mc-window must be at least 1")
     needed = {"bank": os.path.join(args.build, "examples", "bank"),
               "bptree": os.path.join(args.build, "parsec-ports", "recovery", "bptree_crash")}
-    if "memcached" in programs:
-        args.memcached = args.memcached or os.path.join(args.build, "memcached-demo",
-                                                        "memcached-pmthreads")
-        needed["memcached"] = args.memcached
+    args.memcached = args.memcached or os.path.join(args.build, "memcached-demo",
+                                                    "memcached-pmthreads")
+    needed["memcached"] = needed["memcached-commit"] = args.memcached
     for p in programs:
         if not os.access(needed[p], os.X_OK):
             hint = ("build it with memcached-demo/fetch-and-build.sh -B " + args.build
-                    if p == "memcached" else "build it: meson compile -C " + args.build)
+                    if p.startswith("memcached") else "build it: meson compile -C " + args.build)
             bad(f"{needed[p]} not found or not executable: {hint}")
     if args.pool_dir and not os.path.isdir(args.pool_dir):
         bad(f"--pool-dir {args.pool_dir} is not a directory")
@@ -125,6 +135,7 @@ def main(argv):
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(rows=rows, interval_ms=args.interval_ms, nvm=args.nvm,
+                           commit_output=args.commit_output,
                            seconds=time.monotonic() - t0,
                            streams=[dict(program=s.stats.program, tracker=s.stats.tracker,
                                          lost_ms=s.stats.lost_ms,

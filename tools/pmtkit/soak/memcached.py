@@ -82,6 +82,11 @@ MC_EVICTION_STATS = ("evictions", "slab_reassign_evictions_nomem", "slab_reassig
 
 
 class MemcachedStream(Stream):
+    # Strict (output commit, memcached_commit.py): every set the client saw
+    # acknowledged must survive, not only those before the epoch log's cutoff.
+    STRICT = False
+    CACHE_MB = 128  # memcached -m
+
     def __init__(self, *a):
         super().__init__(*a)
         self.exe = self.args.memcached
@@ -118,7 +123,7 @@ class MemcachedStream(Stream):
             pass
         self.t_exec = now_ns()
         argv = [self.exe, "-l", "127.0.0.1", "-p", str(self.port), "-U", "0",
-                "-t", str(self.args.threads), "-m", "128", "-v"]
+                "-t", str(self.args.threads), "-m", str(self.CACHE_MB), "-v"]
         # -M: a full cache refuses sets (not acknowledged) instead of evicting
         # acknowledged ones; evictions that happen anyway (the slab
         # rebalancer's) are read from `stats` during the run (evicted_seen).
@@ -240,17 +245,16 @@ class MemcachedStream(Stream):
             if recent_only and rnd < min(self.round_no - 3, self.first_unchecked):
                 continue
             gone = set()
-            for k0 in range(0, len(acks), 100):
-                chunk = acks[k0:k0 + 100]
-                keys = [b"k%d-%d" % (rnd, i) for i, _ in chunk]
-                found = conn.get_many(keys)
-                for (i, ack), key in zip(chunk, keys):
+            chunks = [acks[k0:k0 + 100] for k0 in range(0, len(acks), 100)]
+            keys = [[b"k%d-%d" % (rnd, i) for i, _ in chunk] for chunk in chunks]
+            for chunk, ks, found in zip(chunks, keys, self.fetch(conn, keys)):
+                for (i, ack), key in zip(chunk, ks):
                     v = found.get(key)
                     if v is None:
                         gone.add(i)
                         if first_missing is None or ack < first_missing:
                             first_missing = ack
-                        if cutoff is not None and ack <= cutoff:
+                        if self.STRICT or (cutoff is not None and ack <= cutoff):
                             required.append((rnd, i, ack))
                     elif v != mc_value(rnd, i):
                         wrong += 1
@@ -266,6 +270,11 @@ class MemcachedStream(Stream):
             s.torn += 1
             s.note(f"TORN FASE: {wrong} keys served with a wrong value")
         return first_missing, required
+
+    def fetch(self, conn, key_lists):
+        """{key: value} of the keys found, per list of keys (in order)."""
+        for keys in key_lists:
+            yield conn.get_many(keys)
 
     def judge_missing(self, required, where, conn):
         """Sorts the required sets that are missing into evictions and
@@ -291,13 +300,17 @@ class MemcachedStream(Stream):
                    f"since the reset: not counted as durable loss. {detail}")
         else:
             s.durable_lost += 1
+            s.acked_lost += len(unnamed)
             saved = os.path.join(self.dir, f"loss-round{self.round_no}-epochs.csv")
             try:
                 shutil.copy(self.prev_epoch_log, saved)
             except OSError:
                 saved = "(no epoch log)"
-            s.note(f"DURABLE WORK LOST: {len(unnamed)} sets acknowledged before the last "
-                   f"complete epoch began are missing ({where}), none of them evicted "
+            what = ("ACKNOWLEDGED SETS LOST: {} sets the client read \"STORED\" for are "
+                    "missing" if self.STRICT else
+                    "DURABLE WORK LOST: {} sets acknowledged before the last complete epoch "
+                    "began are missing").format(len(unnamed))
+            s.note(f"{what} ({where}), none of them evicted "
                    f"(named {len(self.evicted_keys)}, unnamed {self.evictions_unnamed} "
                    f"evictions since the reset). {detail}; the killed run's epoch log: {saved}")
 
@@ -305,7 +318,7 @@ class MemcachedStream(Stream):
         """Per round: how many of its acknowledged sets are missing, their
         acknowledgement times against that round's kill and the last kill's
         cutoff; the items before the last kill and after this restart."""
-        last_cut = self.pending["req_cut"] if self.pending else None
+        last_cut = self.pending["req_cut"] if self.pending and not self.STRICT else None
         by_round = collections.defaultdict(list)
         for rnd, i, ack in missing:
             by_round[rnd].append((i, ack))
@@ -315,7 +328,8 @@ class MemcachedStream(Stream):
             info = self.runs.get(rnd, {})
             t_kill = info.get("t_kill")
             ages = sorted((t_kill - ack) / 1e6 for _, ack in lst) if t_kill else []
-            span = (f", acked {ages[0]:.0f}-{ages[-1]:.0f} ms before its kill" if ages else "")
+            # (negative: read after the kill, from what the server had sent)
+            span = (f", acked {ages[0]:.0f} to {ages[-1]:.0f} ms before its kill" if ages else "")
             before_cut = (f", {min(last_cut - a for _, a in lst) / 1e6:.0f} ms or more before "
                           f"the last kill's cutoff" if last_cut else "")
             parts.append(f"round {rnd}: {len(lst)} of {info.get('acked', '?')} keys "
@@ -367,7 +381,11 @@ class MemcachedStream(Stream):
                 self.pending = None
                 self.first_unchecked = rnd
                 s.checked += 1
-                if p["had_acks"]:
+                if p["had_acks"] and self.STRICT:
+                    # a loss is a failure (counted above), not lost work
+                    if p["achieved"]:
+                        s.achieved_ms.append(p["achieved"])
+                elif p["had_acks"]:
                     lost = 0.0 if first_missing is None else \
                         max(0.0, (p["t_kill"] - first_missing) / 1e6)
                     s.lost_ms.append(lost)
@@ -394,6 +412,22 @@ class MemcachedStream(Stream):
         if timer is None:
             timer = threading.Timer(self.kill_delay_ms() / 1000.0, self.kill_now)
             timer.start()
+        i, st = self.load(conn, rnd, acks)
+        timer.join()
+        s.acked += len(acks)
+        conn.close()
+        self.kill()
+        self.note_evictions(watch, st)
+        s.kills += 1
+        cutoff, achieved = epoch_facts(read_epoch_log(self.epoch_log), self.t_exec)
+        run.update(t_kill=self.killed_at, cutoff=cutoff, sets=i, acked=len(acks),
+                   curr_items=st.get("curr_items"))
+        self.pending = dict(t_kill=self.killed_at, req_cut=cutoff, achieved=achieved,
+                            had_acks=bool(acks))
+
+    def load(self, conn, rnd, acks):
+        """Sets k<rnd>-<i> one at a time until the kill, each acknowledgement
+        appended to acks as (i, ns); returns (sets sent, the last `stats`)."""
         i = 0
         st = {}
         try:
@@ -405,16 +439,7 @@ class MemcachedStream(Stream):
                     st = conn.stats()
         except (OSError, ConnectionError, ValueError):
             pass
-        timer.join()
-        conn.close()
-        self.kill()
-        self.note_evictions(watch, st)
-        s.kills += 1
-        cutoff, achieved = epoch_facts(read_epoch_log(self.epoch_log), self.t_exec)
-        run.update(t_kill=self.killed_at, cutoff=cutoff, sets=i, acked=len(acks),
-                   curr_items=st.get("curr_items"))
-        self.pending = dict(t_kill=self.killed_at, req_cut=cutoff, achieved=achieved,
-                            had_acks=bool(acks))
+        return i, st
 
     def note_evictions(self, watch, st):
         """Adds a killed run's evictions: the keys its watcher named and the

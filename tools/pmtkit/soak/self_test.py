@@ -4,6 +4,7 @@ they must not: a soak that reports 0 is only worth something if each check
 can fail.  Run by `bench/soak.py --self-test` (meson test soak-self-test)."""
 
 import argparse
+import collections
 import shutil
 import socket
 import subprocess
@@ -17,7 +18,9 @@ from pmtkit.epoch_log import read_epoch_log
 from pmtkit.soak.bank import BankStream
 from pmtkit.soak.bptree import BptreeStream
 from pmtkit.soak.memcached import EvictionWatch, MemcachedStream, mc_value
-from pmtkit.soak.stream import Budget, FairSlots, epoch_facts, now_ns
+from pmtkit.soak.memcached_commit import LoadConn, MemcachedCommitStream, take_replies
+from pmtkit.soak.stream import Budget, FairSlots, Stats, epoch_facts, now_ns
+from pmtkit.soak.summary import summarize
 
 OK_BANK = ("bank: 1000 accounts, 10 transfers, total 1000000 (expected 1000000), "
            "transfers received 10")
@@ -35,7 +38,8 @@ class SoakCase(unittest.TestCase):
         self.args = argparse.Namespace(pool_dir=None, seed=1, build="build", interval_ms=50,
                                        pool_size="1G", nvm="pmem", kill_min_ms=10,
                                        kill_max_ms=500, threads=2, tick_us=1000,
-                                       memcached="memcached", mc_evict=False)
+                                       memcached="memcached", mc_evict=False,
+                                       commit_output="commit", mc_conns=1, mc_window=4)
         self.budget = Budget(1, now_ns(), 1)
 
     def tearDown(self):
@@ -152,6 +156,10 @@ class FakeConn:
                 out[k] = mc_value(r, i)
         return out
 
+    def get_many_pipelined(self, key_lists):
+        for keys in key_lists:
+            yield self.get_many(keys)
+
 
 class CutConn(FakeConn):
     """The server killed while it answers round 2's keys."""
@@ -243,6 +251,98 @@ class MemcachedBookkeeping(SoakCase):
         self.assertNotEqual(mc_value(1, 2), mc_value(1, 3))
 
 
+class MemcachedCommitCheck(SoakCase):
+    """memcached-commit: every set whose "STORED" the client read must be
+    back, not only those before the epoch log's cutoff."""
+
+    def setUp(self):
+        super().setUp()
+        self.mc = self.stream(MemcachedCommitStream, "memcached-commit")
+        self.mc.acks = {1: [(i, 1000 + i) for i in range(10)]}
+        # killed at 1020, the last durable epoch began at 1005: sets 6..9
+        # were acknowledged after it
+        self.mc.round_no = 2
+        self.mc.first_unchecked = 1
+        self.mc.pending = dict(req_cut=1005, t_kill=1020)
+
+    def test_an_acknowledged_set_missing_after_the_cutoff_is_lost(self):
+        first, required = self.mc.verify(FakeConn({(1, 9)}), "", recent_only=True)
+        self.assertEqual(required, [(1, 9, 1009)])
+        self.mc.judge_missing(required, "self-test", None)
+        self.assertEqual((self.mc.stats.durable_lost, self.mc.stats.acked_lost), (1, 1))
+
+    def test_the_same_miss_is_allowed_without_output_commit(self):
+        # the contrast: memcached's stream allows what came after the cutoff
+        plain = self.stream(MemcachedStream, "memcached")
+        plain.acks, plain.round_no, plain.first_unchecked, plain.pending = \
+            self.mc.acks, 2, 1, self.mc.pending
+        self.assertEqual(plain.verify(FakeConn({(1, 9)}), "", recent_only=True)[1], [])
+
+    def test_every_acknowledged_set_back_is_no_loss(self):
+        first, required = self.mc.verify(FakeConn(set()), "", recent_only=True)
+        self.assertEqual((first, required), (None, []))
+        self.mc.judge_missing(required, "self-test", None)
+        self.assertEqual((self.mc.stats.durable_lost, self.mc.stats.acked_lost), (0, 0))
+
+    def test_a_set_never_acknowledged_may_be_missing(self):
+        # set 10 was sent, its "STORED" never read: not in acks, not required
+        first, required = self.mc.verify(FakeConn({(1, 10)}), "", recent_only=True)
+        self.assertEqual(required, [])
+
+    def test_a_lost_set_is_counted_once(self):
+        _, required = self.mc.verify(FakeConn({(1, 9)}), "", recent_only=True)
+        self.mc.judge_missing(required, "self-test", None)
+        self.mc.round_no, self.mc.first_unchecked = 3, 2
+        _, required = self.mc.verify(FakeConn({(1, 9)}), "", recent_only=False)
+        self.assertEqual(required, [])
+
+    def test_the_server_runs_with_output_commit_unless_asked_for_off(self):
+        self.assertEqual(self.mc.env()["PMTHREADS_OUTPUT"], "commit")
+        self.args.commit_output = "off"
+        self.assertEqual(self.mc.env()["PMTHREADS_OUTPUT"], "off")
+
+    def test_loss_fails_the_run_and_has_its_columns(self):
+        self.mc.judge_missing([(1, 9, 1009)], "self-test", None)
+        self.mc.stats.ack_us.extend([100.0, 300.0])
+        rows = summarize([Stats("bank", "uffd"), self.mc.stats], self.args, 1.0)
+        self.assertEqual((rows[0]["acked_lost"], rows[1]["acked_lost"]), (None, 1))
+        self.assertEqual((rows[-1]["durable_lost"], rows[-1]["acked_lost"]), (1, 1))
+        self.assertEqual((rows[1]["ack_p50_ms"], rows[1]["ack_p99_ms"]), (0.1, 0.3))
+
+
+class CommitLoadReplies(unittest.TestCase):
+    """The pipelined load: replies answer the sets in flight in order."""
+
+    def conn(self, n):
+        lc = LoadConn.__new__(LoadConn)
+        lc.inflight = collections.deque((i, 1000 * i) for i in range(n))
+        lc.buf = b""
+        lc.refused = 0
+        return lc
+
+    def test_stored_replies_acknowledge_in_order_across_reads(self):
+        lc, acks, lat = self.conn(3), [], []
+        self.assertIsNone(take_replies(lc, b"STORED\r\nSTO", 5000, acks, lat))
+        self.assertIsNone(take_replies(lc, b"RED\r\n", 7000, acks, lat))
+        self.assertEqual(acks, [(0, 5000), (1, 7000)])
+        self.assertEqual(lat, [5.0, 6.0])
+        self.assertEqual(len(lc.inflight), 1)
+
+    def test_a_refused_set_is_not_acknowledged(self):
+        lc, acks = self.conn(2), []
+        take_replies(lc, b"SERVER_ERROR out of memory storing object\r\nSTORED\r\n", 9000,
+                     acks, None)
+        self.assertEqual(acks, [(1, 9000)])
+        self.assertEqual(lc.refused, 1)
+
+    def test_a_reply_that_is_no_answer_to_a_set_is_reported(self):
+        lc, acks = self.conn(1), []
+        self.assertEqual(take_replies(lc, b"ERROR\r\n", 9000, acks, None), b"ERROR")
+        self.assertEqual(take_replies(self.conn(0), b"STORED\r\n", 9000, acks, None),
+                         b"STORED")
+        self.assertEqual(acks, [])
+
+
 class FakeServer:
     """A listening socket whose one connection gets reply after the request."""
 
@@ -286,6 +386,21 @@ class MemcachedServer(SoakCase):
         mc.proc.wait()
         self.assertIs(up, False)
         self.assertEqual(mc.stats.errors, 1)
+
+
+class CommitDrain(SoakCase):
+    def test_replies_a_killed_server_had_sent_are_acknowledgements(self):
+        # what the dead server released before SIGKILL is still read
+        srv = FakeServer(b"STORED\r\nSTORED\r\n")
+        mc = self.stream(MemcachedCommitStream, "memcached-commit")
+        lc = LoadConn(srv.port)
+        lc.inflight.extend([(0, 0), (1, 0), (2, 0)])
+        lc.sock.sendall(b"set k1-0 ...")
+        srv.close()
+        acks = []
+        mc.killed_at = now_ns()
+        mc.drain([lc], acks)
+        self.assertEqual([i for i, _ in acks], [0, 1])
 
 
 class Slots(unittest.TestCase):

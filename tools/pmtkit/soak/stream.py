@@ -3,6 +3,7 @@
 verdict on what must have survived a kill, the counters, the bounds, and the
 run / kill / judge loop of a program that prints its progress."""
 
+import array
 import collections
 import os
 import random
@@ -67,6 +68,13 @@ class Stats:
         self.lost_ms = []
         self.lost_intervals = []
         self.achieved_ms = []
+        # output commit (memcached-commit): acknowledged sets found missing
+        # after a recovery (each one a failure), and the time from sending a
+        # set to reading its "STORED" (the hold the client sees), in us
+        self.commit = False
+        self.acked = 0
+        self.acked_lost = 0
+        self.ack_us = array.array("f")
         self.resets = 0
         self.notes = []
 
@@ -148,7 +156,7 @@ class Stream:
 
     def kill_delay_ms(self):
         lo, hi = self.args.kill_min_ms, self.args.kill_max_ms
-        if self.program == "memcached":
+        if self.program.startswith("memcached"):
             lo, hi = lo + 100, hi + 300  # its start-up is longer
         return self.rng.uniform(lo, hi)
 

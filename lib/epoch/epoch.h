@@ -34,8 +34,10 @@
  * cannot conflict.  A carried-over attempt is completed at once
  * (quiesce.h), shutdown's final epoch too; a retry copies every page of its
  * batch within the budget: it holds what the program wrote during the last
- * write-back, recent pages, and few.  PMTHREADS_WRITEBACK=paused
- * (copy_in_pause) always copies the whole batch.
+ * write-back, recent pages, and few.  So does an awaited pause (a sync or
+ * output commit's held replies wait for it: epoch_note_awaited), with the
+ * largest budget, so that its waiters do not wait for a retry too.
+ * PMTHREADS_WRITEBACK=paused (copy_in_pause) always copies the whole batch.
  *
  * Memory: the dirty list, the per-page arrays and the slots are reserved
  * once for the whole heap (address space only).  Slots are handed out from
@@ -118,6 +120,8 @@ struct epoch_counters {
 	uint64_t pages_saved;		/* copied into slots inside the pause */
 	uint64_t paused_epochs;		/* epochs that copied their whole batch
 					 * inside the pause */
+	uint64_t awaited_epochs;	/* pauses someone waited for
+					 * (epoch_note_awaited) */
 	uint64_t slot_bytes_resident;	/* slot memory currently faulted in */
 	uint64_t slot_shrinks;		/* times slot memory was given back */
 	uint64_t pool_bytes_populated;	/* pool pages allocated ahead of the
@@ -161,6 +165,11 @@ void epoch_pipeline_abandon(struct epoch_pipeline *ep);
  * epoch_writeback returns true when the image of that quiescent point is
  * durable: published, or nothing was dirty and no attempt is pending. */
 struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final);
+/* Someone waits for the next epoch_pause's image to be durable: that pause
+ * copies every page of its batch within EPOCH_COPY_BUDGET_GROWTH times the
+ * first budget, so the attempt is not carried over (unless the batch is
+ * larger).  epoch_on_quiescent calls it for quiesce_epoch_awaited(). */
+void epoch_note_awaited(struct epoch_pipeline *ep);
 bool epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b,
 		     struct epoch_result *res);
 

@@ -337,15 +337,27 @@ static struct chunk *new_chunk(size_t n, const struct sockaddr *dest, socklen_t 
 	return c;
 }
 
+/* Whether a call on fd with send_flags may not wait: MSG_DONTWAIT or the
+ * descriptor's O_NONBLOCK. */
+static bool call_nonblocking(int fd, int send_flags)
+{
+	if (send_flags & MSG_DONTWAIT)
+		return true;
+	long fl = syscall(SYS_fcntl, fd, F_GETFL);
+	return fl >= 0 && (fl & O_NONBLOCK);
+}
+
 /* Make room for n bytes in q (q->lock held; may drop and retake it).
- * Returns 0, or an errno for the call. */
-static int make_room(struct fdq *q, int fd, size_t n, bool nonblock)
+ * Returns 0, or an errno for the call.  Whether the call may wait is only
+ * asked once the queue is full: a system call on every held call
+ * otherwise. */
+static int make_room(struct fdq *q, int fd, size_t n, int send_flags)
 {
 	for (;;) {
 		size_t queued = atomic_load(&q->queued);
 		if (q->head == NULL || queued + n <= OUTPUT_QUEUE_MAX)
 			return 0;
-		if (nonblock)
+		if (call_nonblocking(fd, send_flags))
 			return EAGAIN;
 		if (fase_depth() != 0) {
 			/* Waiting here would wait for an epoch this thread's own
@@ -472,8 +484,6 @@ static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 	}
 	if (n == 0)
 		return false;	/* nothing to hold (a zero-length datagram goes at once) */
-	long fl = syscall(SYS_fcntl, fd, F_GETFL);
-	bool nonblock = (send_flags & MSG_DONTWAIT) || (fl >= 0 && (fl & O_NONBLOCK));
 	struct fdq *q = lookup(fd, true);
 	prim_lock(&q->lock);
 	bind_file(q, fd, &st);
@@ -481,7 +491,7 @@ static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 		*ret = delayed_error(q, send_flags);
 		return true;
 	}
-	int e = make_room(q, fd, n, nonblock);
+	int e = make_room(q, fd, n, send_flags);
 	if (q->delayed_err != 0) {
 		*ret = delayed_error(q, send_flags);
 		return true;
@@ -531,8 +541,6 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 		return false;
 	if (count_ > OUTPUT_QUEUE_MAX)
 		count_ = OUTPUT_QUEUE_MAX;	/* sendfile may send less */
-	long fl = syscall(SYS_fcntl, out_fd, F_GETFL);
-	bool nonblock = fl >= 0 && (fl & O_NONBLOCK);
 	struct chunk *c = new_chunk(count_, NULL, 0);
 	if (c == NULL) {
 		errno = ENOBUFS;
@@ -550,7 +558,7 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 	struct fdq *q = lookup(out_fd, true);
 	prim_lock(&q->lock);
 	bind_file(q, out_fd, &st);
-	int e = q->delayed_err != 0 ? 0 : make_room(q, out_fd, c->len, nonblock);
+	int e = q->delayed_err != 0 ? 0 : make_room(q, out_fd, c->len, 0);
 	if (q->delayed_err != 0 || e != 0) {
 		/* Nothing was sent: give the input its bytes back. */
 		if (offset == NULL)

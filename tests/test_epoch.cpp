@@ -183,6 +183,55 @@ TEST_CASE("writes after the pause are never published by it: the attempt is carr
 	}
 }
 
+TEST_CASE("an awaited pause copies its batch: writes after it cannot carry the attempt over",
+	  "[epoch][trackers]")
+{
+	for (const auto &c : cases()) {
+		if (c.copy_in_pause)
+			continue; // copies every batch anyway
+		SECTION(c.name)
+		{
+			scratch_dir d;
+			rig r(d.file("pool"), c);
+			for (uint64_t i = 0; i < 64; i++)
+				fill(r.page(i), 'A');
+			// A sync or held output waits for this epoch.
+			epoch_note_awaited(r.ep);
+			epoch_batch *b = epoch_pause(r.ep, false);
+			REQUIRE(b->n == 64);
+			CHECK(b->nslots == 64);
+			// As in the case above, the program overwrites every
+			// other page before the write-back: here no conflict.
+			for (uint64_t i = 0; i < 64; i += 2)
+				fill(r.page(i), 'B');
+			epoch_result res{};
+			CHECK(epoch_writeback(r.ep, b, &res));
+			CHECK(res.conflicts == 0);
+			CHECK(*r.p->ver_d == 1);
+			for (uint64_t i = 0; i < 64; i++) {
+				INFO("page " << i);
+				CHECK(all_bytes(r.durable(i), 'A'));
+			}
+			// Only that pause: the next one, over pages never
+			// written before (not hot), copies the run's tail only.
+			for (uint64_t i = 0; i < 64; i += 2)
+				fill(r.page(i), 'A'); // back to what is durable
+			CHECK(r.epoch(&res));
+			fill(r.page(64), 'D');
+			for (uint64_t i = 65; i < 96; i++)
+				fill(r.page(i), 'D');
+			b = epoch_pause(r.ep, false);
+			CHECK(b->n == 32);
+			CHECK(b->nslots == EPOCH_RUN_TAIL);
+			CHECK(epoch_writeback(r.ep, b, &res));
+			epoch_counters ec{};
+			epoch_get_counters(r.ep, &ec);
+			CHECK(ec.awaited_epochs == 1);
+			CHECK(ec.carried_epochs == 0);
+		}
+	}
+}
+
 TEST_CASE("attempts carried over in a row end with the whole batch copied in the pause",
 	  "[epoch][trackers]")
 {

@@ -339,6 +339,46 @@ TEST_CASE("quiesce_sync", "[quiesce]")
 	}
 }
 
+// The procedure sees whether anyone waits for its epoch: the pipeline copies
+// an awaited batch whole rather than risk carrying it over (epoch.h).
+struct awaited_seen {
+	std::atomic<long> yes{ 0 }, no{ 0 };
+};
+
+void note_awaited(void *arg)
+{
+	auto *a = static_cast<awaited_seen *>(arg);
+	(quiesce_epoch_awaited() ? a->yes : a->no)++;
+}
+
+TEST_CASE("an epoch is awaited only when a sync or a demand waits for it", "[quiesce]")
+{
+	awaited_seen a;
+	// Periodic epochs: nobody waits.
+	REQUIRE(quiesce_start(2, note_awaited, &a) == 0);
+	auto t0 = clk::now();
+	while (a.no < 3 && ms_since(t0) < 10000)
+		std::this_thread::sleep_for(std::chrono::milliseconds(2));
+	quiesce_stop(false);
+	CHECK(a.no >= 3);
+	CHECK(a.yes == 0);
+	// With a long interval, every epoch comes from a sync or a demand.
+	a.no = 0;
+	REQUIRE(quiesce_start(100000, note_awaited, &a) == 0);
+	for (int i = 0; i < 5; i++)
+		REQUIRE(quiesce_sync() == 0);
+	CHECK(a.yes >= 5);
+	long yes = a.yes;
+	quiesce_request_epoch();
+	t0 = clk::now();
+	while (a.yes == yes && ms_since(t0) < 10000)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	CHECK(a.yes > yes);
+	quiesce_stop(false);
+	CHECK(a.no == 0);
+	CHECK_FALSE(quiesce_epoch_awaited());
+}
+
 TEST_CASE("a thread exiting inside a FASE does not stall epochs", "[quiesce]")
 {
 	std::atomic<long> n{ 0 };

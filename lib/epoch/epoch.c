@@ -33,6 +33,8 @@ struct epoch_pipeline {
 	/* Attempts carried over in a row (not published; persist.h): the
 	 * pool's working copies at VER_d+1 wait for the next publication. */
 	unsigned carried;
+	/* The next pause is awaited (epoch_note_awaited). */
+	bool awaited;
 
 	/* Slot memory: [0, slots_resident) pages have been used and stay
 	 * faulted in; recent_max / low_epochs decide when to give back. */
@@ -213,17 +215,31 @@ struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
 		bool all = ep->opts.copy_in_pause || ep->carried >= EPOCH_CARRY_MAX;
 		size_t first = ep->opts.copy_budget != 0 ? ep->opts.copy_budget : EPOCH_COPY_BUDGET;
 		size_t budget = first << (ep->carried < 8 ? ep->carried : 8);
+		/* An awaited epoch carried over would make its waiters (held
+		 * replies, a sync) wait for a second pause and write-back:
+		 * far more than copying the batch, within the largest
+		 * budget. */
+		if (ep->awaited)
+			budget = first * EPOCH_COPY_BUDGET_GROWTH;
 		if (budget > first * EPOCH_COPY_BUDGET_GROWTH)
 			budget = first * EPOCH_COPY_BUDGET_GROWTH;
 		/* A retry's batch is what the program wrote during the last
 		 * write-back: recent, so all of it is likely to be written
 		 * again, and few. */
-		copy_in_pause(ep, b, all, ep->carried > 0, budget);
+		copy_in_pause(ep, b, all, ep->carried > 0 || ep->awaited, budget);
+		if (ep->awaited)
+			ep->counters.awaited_epochs++;
 		if (all)
 			ep->counters.paused_epochs++;
 	}
+	ep->awaited = false;
 	b->collect_ns = prim_now_ns() - t0;
 	return b;
+}
+
+void epoch_note_awaited(struct epoch_pipeline *ep)
+{
+	ep->awaited = true;
 }
 
 /* Keep the slots a busy epoch faulted in; give back the top three quarters
@@ -389,6 +405,8 @@ void epoch_get_counters(const struct epoch_pipeline *ep, struct epoch_counters *
 void epoch_on_quiescent(void *arg)
 {
 	struct epoch_pipeline *ep = arg;
+	if (quiesce_epoch_awaited())
+		epoch_note_awaited(ep);
 	ep->inflight = epoch_pause(ep, quiesce_in_final_epoch());
 }
 

@@ -34,8 +34,10 @@
  * cannot conflict.  A carried-over attempt is completed at once
  * (quiesce.h), shutdown's final epoch too; a retry copies every page of its
  * batch within the budget: it holds what the program wrote during the last
- * write-back, recent pages, and few.  PMTHREADS_WRITEBACK=paused
- * (copy_in_pause) always copies the whole batch.
+ * write-back, recent pages, and few.  So does an awaited pause (a sync or
+ * output commit's held replies wait for it: epoch_note_awaited), with the
+ * largest budget, so that its waiters do not wait for a retry too.
+ * PMTHREADS_WRITEBACK=paused (copy_in_pause) always copies the whole batch.
  *
  * Memory: the dirty list, the per-page arrays and the slots are reserved
  * once for the whole heap (address space only).  Slots are handed out from
@@ -111,6 +113,8 @@ struct epoch_batch {
 	X(count, pages_saved, "pages_saved") /* copied into slots inside the pause */ \
 	/* epochs that copied their whole batch inside the pause */ \
 	X(count, paused_epochs, "paused_epochs") \
+	/* pauses someone waited for (epoch_note_awaited): whole batch copied */ \
+	X(count, awaited_epochs, "awaited_epochs") \
 	/* write-backs not published: a page read live was written meanwhile */ \
 	X(count, carried_epochs, "carried_epochs") \
 	X(count, conflict_pages, "conflict_pages") /* such pages, in all */ \
@@ -161,6 +165,11 @@ void epoch_pipeline_abandon(struct epoch_pipeline *ep);
  * epoch_writeback returns true when the image of that quiescent point is
  * durable: published, or nothing was dirty and no attempt is pending. */
 struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final);
+/* Someone waits for the next epoch_pause's image to be durable: that pause
+ * copies every page of its batch within EPOCH_COPY_BUDGET_GROWTH times the
+ * first budget, so the attempt is not carried over (unless the batch is
+ * larger).  epoch_on_quiescent calls it for quiesce_epoch_awaited(). */
+void epoch_note_awaited(struct epoch_pipeline *ep);
 bool epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b,
 		     struct epoch_result *res);
 

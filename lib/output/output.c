@@ -417,16 +417,27 @@ static size_t part_that_fits(const struct fdq *q, size_t n, size_t queued)
 	return room;
 }
 
+/* Whether a call on fd with send_flags may not wait: MSG_DONTWAIT or the
+ * descriptor's O_NONBLOCK. */
+static bool call_nonblocking(int fd, int send_flags)
+{
+	if (send_flags & MSG_DONTWAIT)
+		return true;
+	long fl = syscall(SYS_fcntl, fd, F_GETFL);
+	return fl >= 0 && (fl & O_NONBLOCK);
+}
+
 /* Make room for *n bytes in q (q->lock held; may drop and retake it); a
  * non-blocking call on a stream may have *n lowered to what fits.  Returns
- * 0, or an errno for the call. */
-static int make_room(struct fdq *q, int fd, size_t *n, bool nonblock)
+ * 0, or an errno for the call.  Whether the call may wait is only asked
+ * once the queue is full: a system call on every held call otherwise. */
+static int make_room(struct fdq *q, int fd, size_t *n, int send_flags)
 {
 	for (;;) {
 		size_t queued = atomic_load(&q->queued);
 		if (q->head == NULL || queued + *n <= OUTPUT_QUEUE_MAX)
 			return 0;
-		if (nonblock) {
+		if (call_nonblocking(fd, send_flags)) {
 			size_t part = part_that_fits(q, *n, queued);
 			if (part == 0)
 				return EAGAIN;
@@ -613,8 +624,6 @@ static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 	void *ctl = NULL;
 	if (controllen != 0 && (ctl = copy_control(control, controllen)) == NULL)
 		return false;	/* the caller sends it now, after the queue */
-	long fl = syscall(SYS_fcntl, fd, F_GETFL);
-	bool nonblock = (send_flags & MSG_DONTWAIT) || (fl >= 0 && (fl & O_NONBLOCK));
 	struct fdq *q = lookup(fd, true);
 	prim_lock(&q->lock);
 	bind_file(q, fd, &st);
@@ -623,7 +632,7 @@ static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 		*ret = delayed_error(q, send_flags);
 		return true;
 	}
-	int e = make_room(q, fd, &n, nonblock);
+	int e = make_room(q, fd, &n, send_flags);
 	if (q->delayed_err != 0) {
 		free_control(ctl, controllen);
 		*ret = delayed_error(q, send_flags);
@@ -686,8 +695,6 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 		return false;
 	if (count_ > OUTPUT_QUEUE_MAX)
 		count_ = OUTPUT_QUEUE_MAX;	/* sendfile may send less */
-	long fl = syscall(SYS_fcntl, out_fd, F_GETFL);
-	bool nonblock = fl >= 0 && (fl & O_NONBLOCK);
 	struct chunk *c = new_chunk(count_, NULL, 0);
 	if (c == NULL) {
 		errno = ENOBUFS;
@@ -706,7 +713,7 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 	prim_lock(&q->lock);
 	bind_file(q, out_fd, &st);
 	size_t n = c->len;
-	int e = q->delayed_err != 0 ? 0 : make_room(q, out_fd, &n, nonblock);
+	int e = q->delayed_err != 0 ? 0 : make_room(q, out_fd, &n, 0);
 	if (e == 0 && q->delayed_err == 0 && n < c->len) {
 		/* Only part fits: give the input the rest back. */
 		if (offset == NULL)

@@ -74,6 +74,11 @@ static atomic_bool final_requested;
 static atomic_bool in_final_attempt;
 
 bool quiesce_in_final_epoch(void) { return atomic_load(&in_final_attempt); }
+/* Set by the epoch thread while the procedures of an attempt run that a
+ * sync or a demand (output commit) issued before it began waits for. */
+static atomic_bool attempt_awaited;
+
+bool quiesce_epoch_awaited(void) { return atomic_load_explicit(&attempt_awaited, memory_order_relaxed); }
 static pthread_t epoch_thread;
 
 /* The epoch thread sleeps on wake_word; everything that wants it to look
@@ -342,6 +347,7 @@ enum attempt { ATTEMPT_ABANDONED, ATTEMPT_ENDED, ATTEMPT_CARRIED };
 static enum attempt attempt_epoch(bool retry)
 {
 	unsigned covers = atomic_load(&requested);
+	bool awaited = covers != atomic_load(&served);
 	uint64_t t0 = prim_now_ns();
 	uint64_t bound = abandon_bound_ns();
 	atomic_store(&quiesce_gate, GATE_CLOSING);
@@ -362,6 +368,7 @@ static enum attempt attempt_epoch(bool retry)
 			quiesce_epoch_fn fn = epoch_fn;
 			quiesce_after_fn after = after_fn;
 			void *arg = epoch_arg;
+			atomic_store_explicit(&attempt_awaited, awaited, memory_order_relaxed);
 			if (fn != NULL)
 				fn(arg);
 			open_gate();
@@ -393,6 +400,7 @@ static enum attempt attempt_epoch(bool retry)
 			 * this thread also runs) cannot start before it is
 			 * done: epochs stay ordered and never overlap. */
 			enum quiesce_outcome o = after == NULL ? QUIESCE_DURABLE : after(arg);
+			atomic_store_explicit(&attempt_awaited, false, memory_order_relaxed);
 			if (o == QUIESCE_CARRIED)
 				return ATTEMPT_CARRIED;
 			if (o == QUIESCE_DURABLE)

@@ -205,6 +205,12 @@ void quiesce_stop(bool final);
  * epoch (not for a regular epoch that ran as shutdown began). */
 bool quiesce_in_final_epoch(void);
 
+/* True while the epoch procedures run for an attempt someone waits for: a
+ * pmthreads_sync or quiesce_request_epoch (output commit's held replies)
+ * issued before it began and not yet served.  The pipeline then avoids
+ * carrying the attempt over, which would make them wait a second epoch. */
+bool quiesce_epoch_awaited(void);
+
 /* Whether the epoch thread is running. */
 bool quiesce_running(void);
 

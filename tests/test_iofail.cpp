@@ -8,8 +8,17 @@
 // backend on a failing file system are tested in test_fusefs.cpp.
 #include "pool_test_util.h"
 
+extern "C" {
+#include "track/fault_signal.h"
+}
+
 #include <cerrno>
+#include <csignal>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace pooltest;
 
@@ -150,4 +159,84 @@ TEST_CASE("a pool whose fence failed is recovered and usable again", "[iofail]")
 	uint64_t v = 0;
 	CHECK(all_bytes(recover_file(path, &v), 5));
 	CHECK(v == 2);
+}
+
+// Issue 22: a store into a pool page the file system cannot provide raises
+// SIGBUS (a full file system where the space could not be reserved, a
+// copy-on-write file system, the file truncated).  Truncation is the one
+// every machine can do unprivileged: the data copies' pages are gone from
+// under the mapping, so the write-back's next load and store there fault
+// exactly as on a full file system.  The runtime installs the same claim
+// function (runtime.c); before it, this ended the test with SIGBUS.
+TEST_CASE("a store the file system refuses is a latched error, not a SIGBUS", "[iofail]")
+{
+	scratch_dir d;
+	std::string path = d.file("bus.pool");
+	auto o = options(path, kPages);
+	o.nvm = NVM_MSYNC;
+	pool *p = open_or_fail(o);
+	REQUIRE(fault_signal_install_for(SIGBUS, nvm_claim_fault) == 0);
+	nvm_watch_faults(p->nvm);
+	shadow_buf sh(kPages * page_size());
+	auto pages = all_pages();
+	fill(sh, 1);
+	REQUIRE(persist_epoch(p, sh.mem, pages.data(), pages.size(), nullptr) == 0);
+	REQUIRE(*p->ver_d == 1);
+	// The header and tables stay; every data copy goes.
+	REQUIRE(truncate(path.c_str(), (off_t)p->data_off) == 0);
+
+	fill(sh, 2);
+	CHECK(persist_epoch(p, sh.mem, pages.data(), pages.size(), nullptr) == EIO);
+	CHECK(*p->ver_d == 1);
+	CHECK(nvm_error(p->nvm) == EIO);
+	CHECK(p->nvm->stats.bus_faults >= 1);
+
+	// Nothing is stored in the data copies again: each holds epoch 1's
+	// bytes or, past the file's end, zeros.
+	fill(sh, 3);
+	CHECK(persist_epoch(p, sh.mem, pages.data(), pages.size(), nullptr) == EIO);
+	CHECK(*p->ver_d == 1);
+	for (uint64_t i = 0; i < kPages; i++)
+		for (int c = 0; c < 2; c++) {
+			unsigned char b = *(volatile unsigned char *)pool_copy(p, i, c);
+			INFO("page " << i << " copy " << c);
+			CHECK((b == 0 || b == 1));
+		}
+
+	nvm_watch_faults(nullptr);
+	fault_signal_uninstall_for(SIGBUS);
+	pool_close(p);
+}
+
+// A SIGBUS that is not the pool's still ends the program, as without us.
+TEST_CASE("a SIGBUS outside the pool is not taken", "[iofail]")
+{
+	scratch_dir d;
+	std::string path = d.file("other.pool");
+	auto o = options(path, kPages);
+	o.nvm = NVM_MSYNC;
+	pool *p = open_or_fail(o);
+	std::string other = d.file("other.bin");
+	int fd = open(other.c_str(), O_RDWR | O_CREAT, 0600);
+	REQUIRE(fd >= 0);
+	REQUIRE(ftruncate(fd, (off_t)page_size()) == 0);
+	void *m = mmap(nullptr, page_size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	REQUIRE(m != MAP_FAILED);
+	REQUIRE(ftruncate(fd, 0) == 0);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		fault_signal_install_for(SIGBUS, nvm_claim_fault);
+		nvm_watch_faults(p->nvm);
+		*(volatile unsigned char *)m = 1;
+		_exit(0);
+	}
+	int st = 0;
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFSIGNALED(st));
+	CHECK(WTERMSIG(st) == SIGBUS);
+	CHECK(nvm_error(p->nvm) == 0);
+	munmap(m, page_size());
+	close(fd);
+	pool_close(p);
 }

@@ -448,6 +448,10 @@ int quiesce_create_internal_thread(pthread_t *th, void *(*fn)(void *), void *arg
 {
 	sigset_t all, old;
 	sigfillset(&all);
+	/* Except SIGBUS: the write-back's store into a pool page the file
+	 * system cannot provide raises it, and the runtime's handler turns
+	 * it into an error (nvm.h); blocked, it would end the process. */
+	sigdelset(&all, SIGBUS);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	atomic_fetch_add(&internal_threads, 1);
 	int e = create_fn(th, NULL, fn, arg);

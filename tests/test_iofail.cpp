@@ -7,6 +7,7 @@
 // -- must recover the last published epoch.  The runtime and the msync
 // backend on a failing file system are tested in test_fusefs.cpp.
 #include "pool_test_util.h"
+#include "subprocess.hpp"
 
 extern "C" {
 #include "track/fault_signal.h"
@@ -15,8 +16,10 @@ extern "C" {
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <thread>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -239,4 +242,49 @@ TEST_CASE("a SIGBUS outside the pool is not taken", "[iofail]")
 	munmap(m, page_size());
 	close(fd);
 	pool_close(p);
+}
+
+// The same through the runtime: the SIGBUS arrives on its epoch thread (the
+// write-back of a pmthreads_sync) and must become the storage error -- one
+// message, the sync failing with EIO, the durable epoch kept, the program
+// running on -- not the end of the program.  ackcount writes its command to
+// a FIFO before the sync of round 4 and waits for the answer; reading it,
+// the test cuts the pool's data copies off, then answers.
+TEST_CASE("a write-back the file system refuses does not end the program", "[runtime]")
+{
+	subprocess::scratch_dir d;
+	std::string pool = d.path + "/bus.pool";
+	std::string fifo = d.path + "/cmd";
+	REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+	const uint64_t capacity = 16ull << 20;
+	std::thread cutter([&] {
+		int fd = open(fifo.c_str(), O_RDONLY);
+		char buf[64];
+		while (fd >= 0 && read(fd, buf, sizeof(buf)) > 0) {
+		}
+		struct stat st;
+		if (stat(pool.c_str(), &st) == 0 && (uint64_t)st.st_size > 2 * capacity)
+			truncate(pool.c_str(), st.st_size - (off_t)(2 * capacity));
+		if (fd >= 0)
+			close(fd);
+		// Done: ackcount reads the FIFO back until this end closes.
+		fd = open(fifo.c_str(), O_WRONLY);
+		if (fd >= 0)
+			close(fd);
+	});
+	auto r = subprocess::run({ subprocess::env_or_fail("PMT_ACKCOUNT"), "run", "8", "1", fifo,
+				   "4", "5", "100" },
+				 { { "PMTHREADS_POOL", pool },
+				   { "PMTHREADS_POOL_SIZE", "16M" },
+				   { "PMTHREADS_NVM", "msync" },
+				   { "PMTHREADS_INTERVAL_MS", "100000" } });
+	cutter.join();
+	INFO(r.describe());
+	CHECK(r.exited_ok());
+	CHECK(r.err.find("WITHOUT persistence") != std::string::npos);
+	CHECK(r.err.find(strerror(EIO)) != std::string::npos);
+	CHECK(r.out.find("acked 3 ") != std::string::npos);
+	CHECK(r.out.find("syncfail " + std::to_string(EIO) + " 4 ") != std::string::npos);
+	CHECK(r.out.find("syncfail " + std::to_string(EIO) + " 8 ") != std::string::npos);
+	CHECK(r.out.find("ran ") != std::string::npos);
 }

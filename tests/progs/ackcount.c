@@ -13,8 +13,8 @@
  *       first failure on, every later sync must fail with the same errno and
  *       the durable epoch must not move (else exit 1).  With CTL and FAIL_AT:
  *       before the sync of round FAIL_AT, writes "fail-fsync" to CTL (the
- *       lossyfs control file), so that sync's msync fails (with ERRNO,
- *       default EIO).  With LINGER_MS: then goes on with rounds, unsynced,
+ *       lossyfs control file, or a FIFO whose reader answers by writing it
+ *       back), so that sync's msync fails (with ERRNO, default EIO).  With LINGER_MS: then goes on with rounds, unsynced,
  *       a millisecond apart, for that long, checks that every line holds
  *       the last one and prints "ran ROUND" (the program keeps working
  *       after a failed write-back).
@@ -55,7 +55,19 @@ static int command(const char *ctl, const char *what)
 		return -1;
 	ssize_t w = write(fd, what, strlen(what));
 	close(fd);
-	return w == (ssize_t)strlen(what) ? 0 : -1;
+	if (w != (ssize_t)strlen(what))
+		return -1;
+	/* Read CTL back to its end: lossyfs has acted already (its counters),
+	 * a FIFO's reader answers when it has (it opens the FIFO to write and
+	 * closes it). */
+	fd = open(ctl, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	char buf[256];
+	while (read(fd, buf, sizeof(buf)) > 0) {
+	}
+	close(fd);
+	return 0;
 }
 
 static uint64_t now_ms(void)

@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #ifndef MAP_SHARED_VALIDATE
@@ -145,8 +144,9 @@ bool nvm_claim_fault(const siginfo_t *si, void *ucontext)
 	 * (lazy restore reads copies). */
 	if (!zeros)
 		memcpy(tmp, (const void *)page, ps);
-	struct statvfs fs;
-	int err = fstatvfs(n->fd, &fs) == 0 && fs.f_bavail == 0 ? ENOSPC : EIO;
+	/* fstatfs, a bare system call (fstatvfs may read the mount table). */
+	struct statfs fs;
+	int err = fstatfs(n->fd, &fs) == 0 && fs.f_bavail == 0 ? ENOSPC : EIO;
 	errno = saved_errno;
 	/* The page becomes private memory; the store is retried there.  The
 	 * file never sees it, nor anything after it: the error is latched, so

@@ -900,7 +900,8 @@ static int allocate_range(const struct pool *p, uint64_t off, uint64_t len)
 				"(fallocate: %s): should it fill up, the write-back fails, and "
 				"the program goes on without persistence (or exits with "
 				"PMTHREADS_STRICT=1) from the last durable epoch; keep the pool "
-				"on ext4, xfs, btrfs or tmpfs to be told at allocation instead",
+				"on xfs, btrfs, tmpfs or ext4 with extents to be told at "
+				"allocation instead",
 				p->path, strerror(errno));
 		return 0;
 	}

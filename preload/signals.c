@@ -3,10 +3,10 @@
  * signals -- the application's signal dispositions pass through
  * lib/track/fault_signal.c.
  *
- * The runtime owns SIGSEGV while a write tracker needs it;
- * fault_signal_sigaction records the application's SIGSEGV handler (and
- * chains to it for faults that are not the tracker's) and hands every other
- * request to the kernel.  glibc installs handlers from several entry points
+ * The runtime owns SIGSEGV while a write tracker needs it, and SIGBUS while
+ * a pool is mapped; fault_signal_sigaction records the application's handler
+ * of either (and chains to it for faults that are not ours) and hands every
+ * other request to the kernel.  glibc installs handlers from several entry points
  * that call its internal sigaction directly, past any interposed sigaction:
  * each of them is interposed here, with glibc's documented semantics, so
  * that none can replace the tracker's handler or be hidden from it.

@@ -7,9 +7,22 @@
 // -- must recover the last published epoch.  The runtime and the msync
 // backend on a failing file system are tested in test_fusefs.cpp.
 #include "pool_test_util.h"
+#include "subprocess.hpp"
+
+extern "C" {
+#include "track/fault_signal.h"
+}
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
+#include <atomic>
+#include <thread>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace pooltest;
 
@@ -150,4 +163,145 @@ TEST_CASE("a pool whose fence failed is recovered and usable again", "[iofail]")
 	uint64_t v = 0;
 	CHECK(all_bytes(recover_file(path, &v), 5));
 	CHECK(v == 2);
+}
+
+// Issue 22: a store into a pool page the file system cannot provide raises
+// SIGBUS (a full file system where the space could not be reserved, a
+// copy-on-write file system, the file truncated).  Truncation is the one
+// every machine can do unprivileged: the data copies' pages are gone from
+// under the mapping, so the write-back's next load and store there fault
+// exactly as on a full file system.  The runtime installs the same claim
+// function (runtime.c); before it, this ended the test with SIGBUS.
+TEST_CASE("a store the file system refuses is a latched error, not a SIGBUS", "[iofail]")
+{
+	scratch_dir d;
+	std::string path = d.file("bus.pool");
+	auto o = options(path, kPages);
+	o.nvm = NVM_MSYNC;
+	pool *p = open_or_fail(o);
+	REQUIRE(fault_signal_install_for(SIGBUS, nvm_claim_fault) == 0);
+	nvm_watch_faults(p->nvm);
+	shadow_buf sh(kPages * page_size());
+	auto pages = all_pages();
+	fill(sh, 1);
+	REQUIRE(persist_epoch(p, sh.mem, pages.data(), pages.size(), nullptr) == 0);
+	REQUIRE(*p->ver_d == 1);
+	// The header and tables stay; every data copy goes.
+	REQUIRE(truncate(path.c_str(), (off_t)p->data_off) == 0);
+
+	fill(sh, 2);
+	CHECK(persist_epoch(p, sh.mem, pages.data(), pages.size(), nullptr) == EIO);
+	CHECK(*p->ver_d == 1);
+	CHECK(nvm_error(p->nvm) == EIO);
+	CHECK(p->nvm->stats.bus_faults >= 1);
+
+	// Nothing is stored in the data copies again: each holds epoch 1's
+	// bytes or, past the file's end, zeros.
+	fill(sh, 3);
+	CHECK(persist_epoch(p, sh.mem, pages.data(), pages.size(), nullptr) == EIO);
+	CHECK(*p->ver_d == 1);
+	for (uint64_t i = 0; i < kPages; i++)
+		for (int c = 0; c < 2; c++) {
+			unsigned char b = *(volatile unsigned char *)pool_copy(p, i, c);
+			INFO("page " << i << " copy " << c);
+			CHECK((b == 0 || b == 1));
+		}
+
+	nvm_watch_faults(nullptr);
+	fault_signal_uninstall_for(SIGBUS);
+	pool_close(p);
+}
+
+// A SIGBUS that is not the pool's still ends the program, as without us.
+TEST_CASE("a SIGBUS outside the pool is not taken", "[iofail]")
+{
+	scratch_dir d;
+	std::string path = d.file("other.pool");
+	auto o = options(path, kPages);
+	o.nvm = NVM_MSYNC;
+	pool *p = open_or_fail(o);
+	std::string other = d.file("other.bin");
+	int fd = open(other.c_str(), O_RDWR | O_CREAT, 0600);
+	REQUIRE(fd >= 0);
+	REQUIRE(ftruncate(fd, (off_t)page_size()) == 0);
+	void *m = mmap(nullptr, page_size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	REQUIRE(m != MAP_FAILED);
+	REQUIRE(ftruncate(fd, 0) == 0);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		signal(SIGBUS, SIG_DFL);	// a sanitizer's own handler aside
+		fault_signal_install_for(SIGBUS, nvm_claim_fault);
+		nvm_watch_faults(p->nvm);
+		*(volatile unsigned char *)m = 1;
+		_exit(0);
+	}
+	int st = 0;
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFSIGNALED(st));
+	CHECK(WTERMSIG(st) == SIGBUS);
+	CHECK(nvm_error(p->nvm) == 0);
+	munmap(m, page_size());
+	close(fd);
+	pool_close(p);
+}
+
+// The same through the runtime: the SIGBUS arrives on its epoch thread (the
+// write-back of a pmthreads_sync) and must become the storage error -- one
+// message, the sync failing with EIO, the durable epoch kept, the program
+// running on -- not the end of the program.  ackcount writes its command to
+// a FIFO before the sync of round 4 and waits for the answer; reading it,
+// the test cuts the pool's data copies off, then answers.
+TEST_CASE("a write-back the file system refuses does not end the program", "[runtime]")
+{
+	subprocess::scratch_dir d;
+	std::string pool = d.path + "/bus.pool";
+	std::string fifo = d.path + "/cmd";
+	REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+	const uint64_t capacity = 16ull << 20;
+	std::atomic<bool> ended{ false };
+	std::thread cutter([&] {
+		int fd = open(fifo.c_str(), O_RDONLY);
+		char buf[64];
+		while (fd >= 0 && read(fd, buf, sizeof(buf)) > 0) {
+		}
+		if (ended) {	// ackcount ended without its command
+			if (fd >= 0)
+				close(fd);
+			return;
+		}
+		struct stat st;
+		if (stat(pool.c_str(), &st) == 0 && (uint64_t)st.st_size > 2 * capacity)
+			truncate(pool.c_str(), st.st_size - (off_t)(2 * capacity));
+		if (fd >= 0)
+			close(fd);
+		// Done: ackcount reads the FIFO back until this end closes.
+		fd = open(fifo.c_str(), O_WRONLY);
+		if (fd >= 0)
+			close(fd);
+	});
+	auto r = subprocess::run({ subprocess::env_or_fail("PMT_ACKCOUNT"), "run", "8", "1", fifo,
+				   "4", "5", "100" },
+				 { { "PMTHREADS_POOL", pool },
+				   { "PMTHREADS_POOL_SIZE", "16M" },
+				   { "PMTHREADS_NVM", "msync" },
+				   { "PMTHREADS_INTERVAL_MS", "100000" } });
+	// Whichever open the cutter waits in, should ackcount have ended
+	// early, has its partner now.
+	ended = true;
+	int w = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+	int rd = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+	cutter.join();
+	if (w >= 0)
+		close(w);
+	if (rd >= 0)
+		close(rd);
+	INFO(r.describe());
+	CHECK(r.exited_ok());
+	CHECK(r.err.find("WITHOUT persistence") != std::string::npos);
+	CHECK(r.err.find(strerror(EIO)) != std::string::npos);
+	CHECK(r.out.find("acked 3 ") != std::string::npos);
+	CHECK(r.out.find("syncfail " + std::to_string(EIO) + " 4 ") != std::string::npos);
+	CHECK(r.out.find("syncfail " + std::to_string(EIO) + " 8 ") != std::string::npos);
+	CHECK(r.out.find("ran ") != std::string::npos);
 }

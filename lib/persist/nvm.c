@@ -8,9 +8,13 @@
 #include "prim/prim.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #ifndef MAP_SHARED_VALIDATE
 #define MAP_SHARED_VALIDATE 0x03
@@ -59,6 +63,8 @@ void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len)
 {
 	check_writable(n, "copy_flush");
 	PMT_ASSERT(nvm_in_mapping(n, dst, len));
+	if (n->error != 0)
+		return;	/* the pool is no longer written (nvm.h) */
 	size_t lines = nvm_lines(dst, len);
 	n->stats.flushes++;
 	n->stats.lines_flushed += lines;
@@ -85,6 +91,74 @@ void nvm_fence(struct nvm *n)
 }
 
 int nvm_error(const struct nvm *n) { return n->error; }
+
+/* ---- a store the file system cannot take (nvm.h) ---- */
+
+static _Atomic(struct nvm *) watched;
+static uintptr_t watched_page_mask;
+
+void nvm_watch_faults(struct nvm *n)
+{
+	if (n != NULL)
+		watched_page_mask = (uintptr_t)sysconf(_SC_PAGESIZE) - 1;
+	atomic_store_explicit(&watched, n, memory_order_release);
+}
+
+/* Whether the file holds no data at off: a hole, or past its end (then the
+ * page reads as zeros, or not at all, and zeros are all it ever held for
+ * us).  A file system without SEEK_DATA says data everywhere. */
+static bool file_has_no_data_at(int fd, off_t off)
+{
+	off_t d = lseek(fd, off, SEEK_DATA);
+	return (d < 0 && errno == ENXIO) || d > off;
+}
+
+bool nvm_claim_fault(const siginfo_t *si, void *ucontext)
+{
+	struct nvm *n = atomic_load_explicit(&watched, memory_order_acquire);
+	if (n == NULL || n->read_only)
+		return false;
+	uintptr_t a = (uintptr_t)si->si_addr, b = (uintptr_t)n->base;
+	if (a < b || a - b >= n->len)
+		return false;
+	uintptr_t page = a & ~watched_page_mask;
+	size_t ps = watched_page_mask + 1;
+	int saved_errno = errno;
+	/* A page with no data in the file holds zeros for us, whatever the
+	 * access (the write-back reads a copy before it stores into it, and
+	 * tmpfs cannot even give a full file system's hole to a load).  A page
+	 * with data is read back into the copy -- but a load that fails there
+	 * is a page we cannot read: nothing to save it with.  Not ours. */
+	bool zeros = file_has_no_data_at(n->fd, (off_t)(page - b));
+	enum prim_fault_access acc = prim_fault_access(si, ucontext);
+	if (!zeros && (acc == PRIM_FAULT_READ || acc == PRIM_FAULT_EXEC)) {
+		errno = saved_errno;
+		return false;
+	}
+	void *tmp = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tmp == MAP_FAILED) {
+		errno = saved_errno;
+		return false;
+	}
+	/* What the page holds, so that the runtime reads the same from it
+	 * (lazy restore reads copies). */
+	if (!zeros)
+		memcpy(tmp, (const void *)page, ps);
+	/* fstatfs, a bare system call (fstatvfs may read the mount table). */
+	struct statfs fs;
+	int err = fstatfs(n->fd, &fs) == 0 && fs.f_bavail == 0 ? ENOSPC : EIO;
+	errno = saved_errno;
+	/* The page becomes private memory; the store is retried there.  The
+	 * file never sees it, nor anything after it: the error is latched, so
+	 * nothing is published or fenced again. */
+	if (mremap(tmp, ps, ps, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)page) == MAP_FAILED) {
+		munmap(tmp, ps);
+		return false;
+	}
+	n->stats.bus_faults++;
+	nvm_latch_error(n, err);
+	return true;
+}
 
 static int map_shared(int fd, const char *path, size_t len, int prot, bool try_sync, void **out,
 		      bool *synced)

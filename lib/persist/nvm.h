@@ -27,13 +27,27 @@
  * on a fence (persist.c before it publishes an epoch).  The pmem backend has
  * no failing primitive (a media error on pmem arrives as SIGBUS at the load
  * that touches it); the simulator latches what its tests inject.
- */
+ *
+ * A store the file system cannot take is an error too, not the end of the
+ * program.  A store into a page whose blocks the file system cannot provide
+ * (full, over quota, the file truncated under us; no fallocate reservation
+ * on it, or a copy-on-write file system that needs new blocks for every
+ * rewrite) raises SIGBUS instead of failing a later msync.  With
+ * nvm_watch_faults and nvm_claim_fault as the SIGBUS claim function
+ * (fault_signal.h, installed by the runtime), such a page is replaced by a
+ * private copy of what it held, the store completes there, and the error is
+ * latched as ENOSPC (no free blocks left) or EIO: the same path as a failed
+ * msync.  From then on nvm_copy_flush stores nothing.  A page the file
+ * holds no data for (a hole, or past its end) reads as zeros there, for a
+ * load as well; a failing load of a page with data is not claimed (there is
+ * nothing to save it with). */
 #ifndef PMT_NVM_H
 #define PMT_NVM_H
 
 #include "base/config.h"
 #include "base/stats_fields.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -61,7 +75,8 @@ struct nvm_ops {
 	X(count, lines_flushed, "nvm_lines_flushed") /* 64-byte lines covered */ \
 	X(count, fences, "nvm_fences") \
 	X(count, errors, "nvm_errors") /* write-backs that failed (msync: EIO...) */ \
-	X(count, fences_skipped, "nvm_fences_skipped") /* fences not issued after the error */
+	X(count, fences_skipped, "nvm_fences_skipped") /* fences not issued after the error */ \
+	X(count, bus_faults, "nvm_bus_faults") /* stores the file system refused (SIGBUS) */
 
 struct nvm_stats {
 	NVM_STATS_FIELDS(STATS_DECLARE)
@@ -103,7 +118,13 @@ void nvm_fence(struct nvm *n);
  * trustworthy again (a new nvm_map after recovery is). */
 int nvm_error(const struct nvm *n);
 /* Store src[0..len) at dst in the mapping and begin its write-back (one
- * primitive; durable after the next nvm_fence). */
+ * primitive; durable after the next nvm_fence).  Nothing once nvm_error(). */
 void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len);
+
+/* The mapping whose refused stores nvm_claim_fault takes (one at a time;
+ * NULL: none, before it is unmapped). */
+void nvm_watch_faults(struct nvm *n);
+/* A fault_signal claim function for SIGBUS (see above).  Async-signal-safe. */
+bool nvm_claim_fault(const siginfo_t *si, void *ucontext);
 
 #endif

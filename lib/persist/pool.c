@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -880,17 +881,34 @@ int pool_publish(struct pool *p, uint64_t ver_d)
 	return write_record(p, ver_d, p->clean_now);
 }
 
-/* Allocate [off, off + len) of the file; ENOSPC and the like as -1 + errno. */
-static int allocate_range(int fd, uint64_t off, uint64_t len)
+/* Allocate [off, off + len) of p's file; ENOSPC and the like as -1 + errno.
+ * A file system that cannot reserve (FUSE, NFS before 4.2, ext4 without
+ * extents) is said once: there the pool stays sparse, and filling the file
+ * system up shows only when the write-back stores into an unallocated page
+ * -- a storage error then (nvm.h), the program going on unpersisted.
+ * Writing zeros instead would not reserve on most of them (FUSE and NFS
+ * allocate on the server at write-back) and would cost the heap's size in
+ * writes. */
+static int allocate_range(const struct pool *p, uint64_t off, uint64_t len)
 {
+	static atomic_bool said;
 	if (len == 0)
 		return 0;
 	int r;
 	do
-		r = fallocate(fd, 0, (off_t)off, (off_t)len);
+		r = fallocate(p->fd, 0, (off_t)off, (off_t)len);
 	while (r != 0 && errno == EINTR);
-	if (r != 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
-		return 0;	/* no way to reserve here: the old behaviour */
+	if (r != 0 && (errno == EOPNOTSUPP || errno == ENOSYS)) {
+		if (!atomic_exchange(&said, true))
+			log_msg(LOG_WARN, "the file system under %s cannot reserve disk space "
+				"(fallocate: %s): should it fill up, the write-back fails, and "
+				"the program goes on without persistence (or exits with "
+				"PMTHREADS_STRICT=1) from the last durable epoch; keep the pool "
+				"on xfs, btrfs, tmpfs or ext4 with extents to be told at "
+				"allocation instead",
+				p->path, strerror(errno));
+		return 0;
+	}
 	return r;
 }
 
@@ -903,15 +921,15 @@ static int reserve_range(struct pool *p, uint64_t from, uint64_t to)
 	uint64_t s1 = pool_round_up(pool_seq_offset(p, to, 0), ps);
 	if (s1 > p->sum_off)
 		s1 = p->sum_off;
-	if (allocate_range(p->fd, s0, s1 - s0) != 0)
+	if (allocate_range(p, s0, s1 - s0) != 0)
 		return -1;
 	s0 = pool_sum_offset(p, from, 0) / ps * ps;
 	s1 = pool_round_up(pool_sum_offset(p, to, 0), ps);
 	if (s1 > p->data_off)
 		s1 = p->data_off;
-	if (allocate_range(p->fd, s0, s1 - s0) != 0)
+	if (allocate_range(p, s0, s1 - s0) != 0)
 		return -1;
-	return allocate_range(p->fd, p->data_off + 2 * from * ps, 2 * (to - from) * ps);
+	return allocate_range(p, p->data_off + 2 * from * ps, 2 * (to - from) * ps);
 }
 
 int pool_reserve(struct pool *p, uint64_t first, uint64_t end)

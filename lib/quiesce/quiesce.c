@@ -68,6 +68,10 @@ static atomic_uint interval_ms = 100;
 static atomic_bool running;
 static atomic_bool stopping;
 static atomic_bool final_requested;
+/* An after procedure said QUIESCE_FAILED: nothing becomes durable again, so
+ * the program is never paused again (the epoch thread stays, for sync
+ * requests and the end of the process). */
+static atomic_bool failed_for_good;
 /* Set on the epoch thread around the final attempt only, so the runtime can
  * tell shutdown's final epoch from a regular one that happened to run while
  * shutdown was starting. */
@@ -405,6 +409,8 @@ static enum attempt attempt_epoch(bool retry)
 				return ATTEMPT_CARRIED;
 			if (o == QUIESCE_DURABLE)
 				atomic_store(&durable_pause, this_pause);
+			if (o == QUIESCE_FAILED)
+				atomic_store(&failed_for_good, true);
 			atomic_store_explicit(&served, covers, memory_order_release);
 			prim_futex_wake(&served, INT_MAX);
 			return ATTEMPT_ENDED;
@@ -456,6 +462,10 @@ int quiesce_create_internal_thread(pthread_t *th, void *(*fn)(void *), void *arg
 {
 	sigset_t all, old;
 	sigfillset(&all);
+	/* Except SIGBUS: the write-back's store into a pool page the file
+	 * system cannot provide raises it, and the runtime's handler turns
+	 * it into an error (nvm.h); blocked, it would end the process. */
+	sigdelset(&all, SIGBUS);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	atomic_fetch_add(&internal_threads, 1);
 	int e = create_fn(th, NULL, fn, arg);
@@ -519,6 +529,20 @@ static void *epoch_main(void *unused)
 		unsigned seen = atomic_load(&wake_word);
 		uint64_t now = prim_now_ns();
 		bool sync_pending = atomic_load(&requested) != atomic_load(&served);
+		if (atomic_load(&failed_for_good)) {
+			/* A pause would persist nothing: release what waits
+			 * for one (its caller reports the error) and stay
+			 * idle, each interval, but for the last-thread check. */
+			if (sync_pending) {
+				atomic_store_explicit(&served, atomic_load(&requested),
+						      memory_order_release);
+				prim_futex_wake(&served, INT_MAX);
+				sync_pending = false;
+			}
+			retry = false;
+			if (next_due <= now)
+				next_due = now + (uint64_t)atomic_load(&interval_ms) * 1000000ULL;
+		}
 		uint64_t due = sync_pending || retry ? (not_before > now ? not_before : now) : next_due;
 		if (atomic_load(&app_threads) <= 0) {
 			check_last_thread();
@@ -529,8 +553,9 @@ static void *epoch_main(void *unused)
 		} else {
 			last_thread_poll = 1000000;
 		}
-		if (now < due) {
-			prim_futex_wait(&wake_word, seen, due - now);
+		if (now < due || atomic_load(&failed_for_good)) {
+			if (now < due)
+				prim_futex_wait(&wake_word, seen, due - now);
 			continue;
 		}
 		uint64_t interval_ns = (uint64_t)atomic_load(&interval_ms) * 1000000ULL;
@@ -570,7 +595,7 @@ static void *epoch_main(void *unused)
 			not_before = next_due = prim_now_ns() + backoff;
 		}
 	}
-	if (atomic_load(&final_requested))
+	if (atomic_load(&final_requested) && !atomic_load(&failed_for_good))
 		final_epoch();
 	quiesce_internal_thread_done();
 	return NULL;
@@ -604,6 +629,7 @@ int quiesce_start_split(unsigned ms, quiesce_epoch_fn fn, quiesce_after_fn after
 		after_fn = after;
 		epoch_arg = arg;
 		atomic_store(&interval_ms, ms);
+		atomic_store(&failed_for_good, false);	/* a new procedure */
 		prim_unlock(&epoch_lock);
 		atomic_fetch_add(&wake_word, 1);
 		prim_futex_wake(&wake_word, 1);
@@ -619,6 +645,7 @@ int quiesce_start_split(unsigned ms, quiesce_epoch_fn fn, quiesce_after_fn after
 	atomic_store(&interval_ms, ms);
 	atomic_store(&stopping, false);
 	atomic_store(&final_requested, false);
+	atomic_store(&failed_for_good, false);
 	pthread_sigmask(SIG_BLOCK, NULL, &app_start_mask);
 	int e = quiesce_create_internal_thread(&epoch_thread, epoch_main, NULL);
 	if (e != 0) {
@@ -737,6 +764,7 @@ void quiesce_atfork_child(void)
 	atomic_store(&internal_threads, 0);
 	atomic_store(&running, false);
 	atomic_store(&stopping, false);
+	atomic_store(&failed_for_good, false);
 	atomic_store(&requested, 0);
 	atomic_store(&served, 0);
 	atomic_store(&quiesce_gate, GATE_OPEN);

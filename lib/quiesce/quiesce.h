@@ -178,7 +178,9 @@ enum quiesce_outcome {
 	QUIESCE_DURABLE,	/* the image of that quiescent point is durable */
 	QUIESCE_CARRIED,	/* not yet: complete it with another at once */
 	QUIESCE_FAILED,		/* never will be (a storage error): waiters are
-				 * released to learn it, no retry */
+				 * released to learn it, no retry, and no
+				 * quiescent point is brought about again (until
+				 * quiesce_start installs a procedure anew) */
 };
 typedef enum quiesce_outcome (*quiesce_after_fn)(void *arg);
 

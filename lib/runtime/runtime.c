@@ -19,10 +19,12 @@
 #include "runtime/meta_sums.h"
 #include "runtime/stats.h"
 #include "runtime/target.h"
+#include "track/fault_signal.h"
 #include "track/tracker.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -431,6 +433,24 @@ static void note_io_error(void)
 	}
 }
 
+/* A store of the write-back that the file system refuses (full, say, where
+ * the pool's space could not be reserved) is a latched error like a failed
+ * msync, never a SIGBUS that ends the program (nvm.h). */
+static void watch_pool_faults(void)
+{
+	nvm_watch_faults(pool->nvm);
+	if (fault_signal_install_for(SIGBUS, nvm_claim_fault) != 0)
+		log_msg(LOG_WARN, "cannot install the SIGBUS handler (%s): a write-back to a "
+			"full file system would end the program", strerror(errno));
+}
+
+/* Before the pool is unmapped. */
+static void unwatch_pool_faults(void)
+{
+	fault_signal_uninstall_for(SIGBUS);
+	nvm_watch_faults(NULL);
+}
+
 /* The epoch thread, after each epoch's write-back. */
 static enum quiesce_outcome after_epoch(void *arg)
 {
@@ -523,6 +543,7 @@ static int start(void)
 	/* Adoption verifies the metadata pages (as restored) against the
 	 * pool's checksums; each epoch records new ones. */
 	meta_sums_bind(pool);
+	watch_pool_faults();
 	if (heap_init(heap_base, heap_len, pool->created || *pool->ver_d == 0) != 0)
 		goto fail_tracker;
 	heap_name_after_crash(previous_run_crashed);
@@ -564,6 +585,7 @@ fail_shadow:
 	heap_base = NULL;
 fail_pool:
 	meta_sums_bind(NULL);
+	unwatch_pool_faults();
 	pool_close(pool);
 	pool = NULL;
 	epoch_log_close();
@@ -673,6 +695,7 @@ void runtime_shutdown(void)
 	 * use memory from it; it is simply no longer persisted. */
 	atomic_store(&state, RUNTIME_DETACHED);
 	meta_sums_bind(NULL);
+	unwatch_pool_faults();
 	close_pool();
 	prim_unlock(&init_lock);
 }
@@ -708,6 +731,7 @@ void runtime_atfork_child(void)
 		 * lock: the lock belongs to the open file description the
 		 * parent still holds.  Unmapping drops the child's view. */
 		meta_sums_bind(NULL);
+		unwatch_pool_faults();
 		close_pool();
 		memory_limits_set_ours(true, 0);	/* the heap stays mapped */
 	}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* fault_signal -- the process's SIGSEGV disposition while write tracking
- * needs it.  See fault_signal.h.
+/* fault_signal -- the process's SIGSEGV and SIGBUS dispositions while the
+ * runtime needs them.  See fault_signal.h.
  *
  * Our handler stays installed while any tracker needs it; what the
  * application sets meanwhile is only recorded, and a fault the claim
@@ -25,52 +25,62 @@
  * runtime's own calls must not go through that symbol. */
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
+/* The signals we may own, by index: the mprotect tracker's SIGSEGV, the
+ * pool mapping's SIGBUS (nvm.h). */
+enum { OWN_SEGV, OWN_BUS, OWN_N };
+
+static int own_index(int sig)
+{
+	return sig == SIGSEGV ? OWN_SEGV : sig == SIGBUS ? OWN_BUS : -1;
+}
+
 /* Serialises install, uninstall and fault_signal_sigaction. */
 static prim_lock_t disposition_lock = PRIM_LOCK_INIT;
-static int users;	/* our handler is installed while > 0 */
-static _Atomic(fault_signal_claim_fn) claimer;
+static int users[OWN_N];	/* our handler is installed while > 0 */
+static _Atomic(fault_signal_claim_fn) claimer[OWN_N];
 
-/* The application's SIGSEGV disposition while our handler is installed.  A
- * sequence lock, because the signal handler reads it and cannot take a lock;
- * writers block every signal, so a handler never waits for its own thread. */
-static struct sigaction app_action;
-static atomic_uint app_action_seq;
+/* The application's disposition of each signal while our handler is
+ * installed.  A sequence lock, because the signal handler reads it and
+ * cannot take a lock; writers block every signal, so a handler never waits
+ * for its own thread. */
+static struct sigaction app_action[OWN_N];
+static atomic_uint app_action_seq[OWN_N];
 
-static void app_action_write(const struct sigaction *sa)
+static void app_action_write(int i, const struct sigaction *sa)
 {
 	unsigned s;
 	do {
-		s = atomic_load_explicit(&app_action_seq, memory_order_relaxed) & ~1u;
-	} while (!atomic_compare_exchange_weak_explicit(&app_action_seq, &s, s + 1,
+		s = atomic_load_explicit(&app_action_seq[i], memory_order_relaxed) & ~1u;
+	} while (!atomic_compare_exchange_weak_explicit(&app_action_seq[i], &s, s + 1,
 							memory_order_acquire,
 							memory_order_relaxed));
 	atomic_thread_fence(memory_order_release);
-	memcpy(&app_action, sa, sizeof(app_action));
-	atomic_store_explicit(&app_action_seq, s + 2, memory_order_release);
+	memcpy(&app_action[i], sa, sizeof(app_action[i]));
+	atomic_store_explicit(&app_action_seq[i], s + 2, memory_order_release);
 }
 
-static void app_action_read(struct sigaction *out)
+static void app_action_read(int i, struct sigaction *out)
 {
 	for (;;) {
-		unsigned s = atomic_load_explicit(&app_action_seq, memory_order_acquire);
+		unsigned s = atomic_load_explicit(&app_action_seq[i], memory_order_acquire);
 		if (s & 1) {
 			sched_yield();
 			continue;
 		}
-		memcpy(out, &app_action, sizeof(*out));
+		memcpy(out, &app_action[i], sizeof(*out));
 		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&app_action_seq, memory_order_relaxed) == s)
+		if (atomic_load_explicit(&app_action_seq[i], memory_order_relaxed) == s)
 			return;
 	}
 }
 
 /* app_action_write with every signal blocked (outside the handler). */
-static void app_action_write_blocked(const struct sigaction *sa)
+static void app_action_write_blocked(int i, const struct sigaction *sa)
 {
 	sigset_t all, saved;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
-	app_action_write(sa);
+	app_action_write(i, sa);
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 }
 
@@ -85,8 +95,10 @@ static const char *signal_name(int sig)
  * signal sent by kill() is re-sent instead, pending until we return. */
 static void die_by_default(int sig, const siginfo_t *si)
 {
-	log_msg(LOG_ERR, "%s at address %p, outside the tracked persistent heap pages and with "
-		"no handler in the program: terminating", signal_name(sig), si->si_addr);
+	log_msg(LOG_ERR, "%s at address %p, %s and with no handler in the program: terminating",
+		signal_name(sig), si->si_addr,
+		sig == SIGSEGV ? "outside the tracked persistent heap pages"
+			       : "not a write-back to the pool");
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
@@ -109,7 +121,8 @@ void fault_signal_use_sigmask(int (*real)(int, const sigset_t *, sigset_t *))
 static void chain_to_application(int sig, siginfo_t *si, void *ucv)
 {
 	struct sigaction app;
-	app_action_read(&app);
+	int i = own_index(sig);
+	app_action_read(i, &app);
 	bool with_info = (app.sa_flags & SA_SIGINFO) != 0;
 	if (!with_info && (app.sa_handler == SIG_DFL || app.sa_handler == SIG_IGN)) {
 		/* A fault cannot be ignored (the kernel forces the default
@@ -123,7 +136,7 @@ static void chain_to_application(int sig, siginfo_t *si, void *ucv)
 		struct sigaction dfl;
 		memset(&dfl, 0, sizeof(dfl));
 		dfl.sa_handler = SIG_DFL;
-		app_action_write(&dfl);	/* every signal is blocked here */
+		app_action_write(i, &dfl);	/* every signal is blocked here */
 	}
 	sigset_t mask;
 	prim_interrupted_sigmask(ucv, &mask);
@@ -144,14 +157,16 @@ static void chain_to_application(int sig, siginfo_t *si, void *ucv)
  * (fault_signal_sigmask keeps it unblocked all the same). */
 static __thread bool app_blocks_segv;
 
-static void on_sigsegv(int sig, siginfo_t *si, void *ucv)
+static void on_fault(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
 	/* si_code > 0: raised by the kernel for this access, not sent. */
-	fault_signal_claim_fn claim = atomic_load_explicit(&claimer, memory_order_acquire);
+	fault_signal_claim_fn claim =
+		atomic_load_explicit(&claimer[own_index(sig)], memory_order_acquire);
 	if (si->si_code <= 0 || claim == NULL || !claim(si, ucv)) {
-		/* The kernel's rule for a fault with the signal blocked. */
-		if (si->si_code > 0 && app_blocks_segv)
+		/* The kernel's rule for a fault with the signal blocked (a
+		 * SIGBUS with SIGBUS blocked never reaches us). */
+		if (si->si_code > 0 && sig == SIGSEGV && app_blocks_segv)
 			die_by_default(sig, si);
 		else
 			chain_to_application(sig, si, ucv);
@@ -192,58 +207,73 @@ int fault_signal_sigmask(int how, const sigset_t *set, sigset_t *old,
 	return 0;
 }
 
-static int install_handler(void)
+static int install_handler(int sig)
 {
 	struct sigaction cur;
-	if (__sigaction(SIGSEGV, NULL, &cur) != 0)
+	if (__sigaction(sig, NULL, &cur) != 0)
 		return -1;
-	app_action_write_blocked(&cur);
+	app_action_write_blocked(own_index(sig), &cur);
 	struct sigaction ours;
 	memset(&ours, 0, sizeof(ours));
-	ours.sa_sigaction = on_sigsegv;
+	ours.sa_sigaction = on_fault;
 	/* Everything blocked while we run: an application handler that
 	 * writes the heap must not interrupt us, since a write fault with
 	 * SIGSEGV blocked kills the process.  SA_ONSTACK keeps stack-overflow
 	 * handlers on their alternate stack working. */
 	sigfillset(&ours.sa_mask);
 	ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-	return __sigaction(SIGSEGV, &ours, NULL);
+	return __sigaction(sig, &ours, NULL);
 }
 
-static void uninstall_handler(void)
+static void uninstall_handler(int sig)
 {
 	struct sigaction app;
-	app_action_read(&app);
-	__sigaction(SIGSEGV, &app, NULL);
+	app_action_read(own_index(sig), &app);
+	__sigaction(sig, &app, NULL);
 }
 
-int fault_signal_install(fault_signal_claim_fn claim)
+int fault_signal_install_for(int sig, fault_signal_claim_fn claim)
 {
+	int i = own_index(sig);
+	if (i < 0 || claim == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
 	int r = 0;
 	prim_lock(&disposition_lock);
-	fault_signal_claim_fn cur = atomic_load_explicit(&claimer, memory_order_relaxed);
-	if (users > 0 && cur != claim) {
+	fault_signal_claim_fn cur = atomic_load_explicit(&claimer[i], memory_order_relaxed);
+	if (users[i] > 0 && cur != claim) {
 		errno = EBUSY;
 		r = -1;
 	} else {
 		/* Set before the handler is installed: it never sees NULL. */
-		atomic_store_explicit(&claimer, claim, memory_order_release);
-		if (users == 0)
-			r = install_handler();
+		atomic_store_explicit(&claimer[i], claim, memory_order_release);
+		if (users[i] == 0)
+			r = install_handler(sig);
 		if (r == 0)
-			users++;
+			users[i]++;
 	}
 	prim_unlock(&disposition_lock);
 	return r;
 }
 
-void fault_signal_uninstall(void)
+void fault_signal_uninstall_for(int sig)
 {
+	int i = own_index(sig);
+	if (i < 0)
+		return;
 	prim_lock(&disposition_lock);
-	if (users > 0 && --users == 0)
-		uninstall_handler();
+	if (users[i] > 0 && --users[i] == 0)
+		uninstall_handler(sig);
 	prim_unlock(&disposition_lock);
 }
+
+int fault_signal_install(fault_signal_claim_fn claim)
+{
+	return fault_signal_install_for(SIGSEGV, claim);
+}
+
+void fault_signal_uninstall(void) { fault_signal_uninstall_for(SIGSEGV); }
 
 int fault_signal_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
@@ -254,15 +284,16 @@ int fault_signal_sigaction(int sig, const struct sigaction *act, struct sigactio
 		 * write to a clean heap page (fault_signal_sigmask). */
 		fault_signal_filter_mask(&new_action.sa_mask);
 	}
-	if (sig != SIGSEGV)
+	int i = own_index(sig);
+	if (i < 0)
 		return __sigaction(sig, act != NULL ? &new_action : NULL, old);
 	int r = 0;
 	prim_lock(&disposition_lock);
-	if (users > 0) {
+	if (users[i] > 0) {
 		struct sigaction prev;
-		app_action_read(&prev);
+		app_action_read(i, &prev);
 		if (act != NULL)
-			app_action_write_blocked(&new_action);
+			app_action_write_blocked(i, &new_action);
 		if (old != NULL)
 			*old = prev;
 	} else {

@@ -1,19 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * fault_signal -- the process's SIGSEGV disposition while write tracking
- * needs it.
+ * fault_signal -- the process's SIGSEGV and SIGBUS dispositions while the
+ * runtime needs them.
  *
- * Owns: the SIGSEGV handler of the runtime (installed by the first
- * fault_signal_install, the application's disposition put back by the last
- * fault_signal_uninstall); the application's own SIGSEGV disposition in
- * between, which it sets and reads through fault_signal_sigaction (preload/'s
- * sigaction and signal wrappers forward there); and handing every fault the
- * claim function does not take to that disposition as the kernel would have:
- * the application's handler with its mask and flags, or, for the default
- * action, the end of the process by SIGSEGV after a one-line diagnostic.
+ * Owns: the runtime's handler of each (installed by the first
+ * fault_signal_install_for of the signal, the application's disposition put
+ * back by the last fault_signal_uninstall_for); the application's own
+ * disposition in between, which it sets and reads through
+ * fault_signal_sigaction (preload/'s sigaction and signal wrappers forward
+ * there); and handing every fault the claim function does not take to that
+ * disposition as the kernel would have: the application's handler with its
+ * mask and flags, or, for the default action, the end of the process by the
+ * signal after a one-line diagnostic.
  *
- * The claim function is the mprotect write tracker's (tracker_mprotect.c:
- * first writes to the pages it protected); the uffd backend takes no signal.
+ * SIGSEGV's claim function is the mprotect write tracker's
+ * (tracker_mprotect.c: first writes to the pages it protected; the uffd
+ * backend takes no signal).  SIGBUS's is the pool mapping's (nvm.h: a store
+ * of the write-back whose page the file system cannot provide).
  */
 #ifndef PMT_FAULT_SIGNAL_H
 #define PMT_FAULT_SIGNAL_H
@@ -21,8 +24,8 @@
 #include <signal.h>
 #include <stdbool.h>
 
-/* Called in our handler for every SIGSEGV the kernel raised for an access
- * (si_code > 0; a SIGSEGV sent with kill() goes to the application), on the
+/* Called in our handler for every SIGSEGV (SIGBUS) the kernel raised for an
+ * access (si_code > 0; a signal sent with kill() goes to the application), on the
  * faulting thread with every signal blocked; si and ucontext are the
  * handler's.  Returns true when the fault was its own and is resolved (the
  * access is retried on return), false to hand the signal to the
@@ -35,13 +38,18 @@ typedef bool (*fault_signal_claim_fn)(const siginfo_t *si, void *ucontext);
 int fault_signal_install(fault_signal_claim_fn claim);
 /* One user fewer; the last puts the application's disposition back. */
 void fault_signal_uninstall(void);
+/* The same for sig, SIGSEGV or SIGBUS (else -1 with EINVAL); the two above
+ * are these for SIGSEGV.  A SIGBUS reaches the handler only on a thread
+ * that does not block it: a fault with its signal blocked ends the process
+ * (the kernel's rule). */
+int fault_signal_install_for(int sig, fault_signal_claim_fn claim);
+void fault_signal_uninstall_for(int sig);
 
-/* sigaction(2) as the application sees it.  While our handler is installed
- * the application's SIGSEGV disposition is only recorded (and reported back
- * to it): faults that are not claimed are handed to it.  Every other signal,
- * and SIGSEGV while no tracker needs our handler, goes straight to the
- * kernel (SIGBUS never arises from write protection, so the application's
- * SIGBUS handler is the kernel's).  Same contract as sigaction(2). */
+/* sigaction(2) as the application sees it.  While our handler of SIGSEGV or
+ * SIGBUS is installed the application's disposition of it is only recorded
+ * (and reported back to it): faults that are not claimed are handed to it.
+ * Every other signal, and either of the two while nothing needs our
+ * handler, goes straight to the kernel.  Same contract as sigaction(2). */
 int fault_signal_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 /* pthread_sigmask(3) as the application sees it, over real (libc's).

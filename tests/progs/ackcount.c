@@ -3,7 +3,7 @@
  * ackcount -- a counter whose acknowledged values must survive power loss
  * (tests/test_lossyfs.cpp drives it on the lossyfs FUSE file system).
  *
- *   run ROUNDS SYNC_EVERY [CTL FAIL_AT [ERRNO]]
+ *   run ROUNDS SYNC_EVERY [CTL FAIL_AT [ERRNO [LINGER_MS]]]
  *       ROUNDS times, under a lock: the counter becomes the round number
  *       (counted on from the round a restart recovered),
  *       stamped into one word of every cache line of a 1 MiB buffer.  After
@@ -13,8 +13,11 @@
  *       first failure on, every later sync must fail with the same errno and
  *       the durable epoch must not move (else exit 1).  With CTL and FAIL_AT:
  *       before the sync of round FAIL_AT, writes "fail-fsync" to CTL (the
- *       lossyfs control file), so that sync's msync fails (with ERRNO,
- *       default EIO).
+ *       lossyfs control file, or a FIFO whose reader answers by writing it
+ *       back), so that sync's msync fails (with ERRNO, default EIO).  With LINGER_MS: then goes on with rounds, unsynced,
+ *       a millisecond apart, for that long, checks that every line holds
+ *       the last one and prints "ran ROUND" (the program keeps working
+ *       after a failed write-back).
  *   verify
  *       finds the buffer after a restart; every line must hold the same
  *       round (no torn FASE); prints "counter ROUND".
@@ -30,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BUF_LEN (1u << 20)
@@ -51,10 +55,48 @@ static int command(const char *ctl, const char *what)
 		return -1;
 	ssize_t w = write(fd, what, strlen(what));
 	close(fd);
-	return w == (ssize_t)strlen(what) ? 0 : -1;
+	if (w != (ssize_t)strlen(what))
+		return -1;
+	/* Read CTL back to its end: lossyfs has acted already (its counters),
+	 * a FIFO's reader answers when it has (it opens the FIFO to write and
+	 * closes it). */
+	fd = open(ctl, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	char buf[256];
+	while (read(fd, buf, sizeof(buf)) > 0) {
+	}
+	close(fd);
+	return 0;
 }
 
-static int run(uint64_t rounds, uint64_t every, const char *ctl, uint64_t fail_at, int fail_errno)
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static int linger(uint64_t *buf, uint64_t r, uint64_t ms)
+{
+	const struct timespec tick = { 0, 1000000 };
+	for (uint64_t end = now_ms() + ms; now_ms() < end; nanosleep(&tick, NULL)) {
+		r++;
+		pthread_mutex_lock(&lock);
+		for (size_t off = 0; off < BUF_LEN; off += LINE)
+			buf[off / sizeof(uint64_t)] = r;
+		pthread_mutex_unlock(&lock);
+	}
+	for (size_t off = 0; off < BUF_LEN; off += LINE)
+		if (buf[off / sizeof(uint64_t)] != r)
+			FAIL("line at offset %zu holds round %" PRIu64 " after round %" PRIu64, off,
+			     buf[off / sizeof(uint64_t)], r);
+	printf("ran %" PRIu64 "\n", r);
+	return 0;
+}
+
+static int run(uint64_t rounds, uint64_t every, const char *ctl, uint64_t fail_at, int fail_errno,
+	       uint64_t linger_ms)
 {
 	char fail_cmd[32];
 	snprintf(fail_cmd, sizeof(fail_cmd), "fail-fsync %d", fail_errno);
@@ -99,7 +141,7 @@ static int run(uint64_t rounds, uint64_t every, const char *ctl, uint64_t fail_a
 		}
 		fflush(stdout);
 	}
-	return 0;
+	return linger_ms != 0 ? linger(buf, start + rounds, linger_ms) : 0;
 }
 
 static int verify(void)
@@ -124,10 +166,11 @@ int main(int argc, char **argv)
 			every = 1;
 		return run(strtoull(argv[2], NULL, 0), every, argc >= 6 ? argv[4] : NULL,
 			   argc >= 6 ? strtoull(argv[5], NULL, 0) : 0,
-			   argc >= 7 ? atoi(argv[6]) : EIO);
+			   argc >= 7 ? atoi(argv[6]) : EIO,
+			   argc >= 8 ? strtoull(argv[7], NULL, 0) : 0);
 	}
 	if (argc == 2 && strcmp(argv[1], "verify") == 0)
 		return verify();
-	fprintf(stderr, "usage: ackcount run ROUNDS SYNC_EVERY [CTL FAIL_AT [ERRNO]] | verify\n");
+	fprintf(stderr, "usage: ackcount run ROUNDS SYNC_EVERY [CTL FAIL_AT [ERRNO [LINGER_MS]]] | verify\n");
 	return 2;
 }

@@ -252,7 +252,13 @@ TEST_CASE("a SIGBUS outside the pool is not taken", "[iofail]")
 // running on -- not the end of the program.  ackcount writes its command to
 // a FIFO before the sync of round 4 and waits for the answer; reading it,
 // the test cuts the pool's data copies off, then answers.
-TEST_CASE("a write-back the file system refuses does not end the program", "[runtime]")
+namespace {
+
+// ackcount syncing every 4th of 8 rounds, its pool (msync) cut short under it
+// before the 5th round's sync (the cutter truncates the data copies when
+// ackcount writes its FIFO): the write-back's stores then fail (SIGBUS on the
+// mapping, latched as EIO).  extra: more environment.
+subprocess::run_result run_ackcount_cut(std::map<std::string, std::string> extra)
 {
 	subprocess::scratch_dir d;
 	std::string pool = d.path + "/bus.pool";
@@ -280,22 +286,34 @@ TEST_CASE("a write-back the file system refuses does not end the program", "[run
 		if (fd >= 0)
 			close(fd);
 	});
+	std::map<std::string, std::string> env = { { "PMTHREADS_POOL", pool },
+						   { "PMTHREADS_POOL_SIZE", "16M" },
+						   { "PMTHREADS_NVM", "msync" },
+						   { "PMTHREADS_INTERVAL_MS", "100000" } };
+	env.insert(extra.begin(), extra.end());
 	auto r = subprocess::run({ subprocess::env_or_fail("PMT_ACKCOUNT"), "run", "8", "1", fifo,
 				   "4", "5", "100" },
-				 { { "PMTHREADS_POOL", pool },
-				   { "PMTHREADS_POOL_SIZE", "16M" },
-				   { "PMTHREADS_NVM", "msync" },
-				   { "PMTHREADS_INTERVAL_MS", "100000" } });
-	// Whichever open the cutter waits in, should ackcount have ended
-	// early, has its partner now.
+				 env);
+	// Whichever open or read the cutter waits in, should ackcount have
+	// ended early, ends now: a reader lets its open for writing through
+	// and makes a writer's open possible; that writer, closed at once, lets
+	// its open for reading through and ends its reading.
 	ended = true;
-	int w = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
 	int rd = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
-	cutter.join();
+	int w = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
 	if (w >= 0)
 		close(w);
+	cutter.join();
 	if (rd >= 0)
 		close(rd);
+	return r;
+}
+
+} // namespace
+
+TEST_CASE("a write-back the file system refuses does not end the program", "[runtime]")
+{
+	auto r = run_ackcount_cut({});
 	INFO(r.describe());
 	CHECK(r.exited_ok());
 	CHECK(r.err.find("WITHOUT persistence") != std::string::npos);
@@ -304,4 +322,21 @@ TEST_CASE("a write-back the file system refuses does not end the program", "[run
 	CHECK(r.out.find("syncfail " + std::to_string(EIO) + " 4 ") != std::string::npos);
 	CHECK(r.out.find("syncfail " + std::to_string(EIO) + " 8 ") != std::string::npos);
 	CHECK(r.out.find("ran ") != std::string::npos);
+}
+
+// With output commit what the program holds waits for an epoch that can no
+// longer become durable: it ends (status 1), and nothing it wrote after the
+// last durable epoch reaches its reader (its stdout, a pipe, is held).
+TEST_CASE("with output commit a failed write-back ends the program and releases nothing more",
+	  "[runtime][output]")
+{
+	auto r = run_ackcount_cut({ { "PMTHREADS_OUTPUT", "commit" } });
+	INFO(r.describe());
+	CHECK(WIFEXITED(r.wait_status));
+	CHECK(WEXITSTATUS(r.wait_status) == 1);
+	CHECK(r.err.find("output commit") != std::string::npos);
+	CHECK(r.err.find(strerror(EIO)) != std::string::npos);
+	CHECK(r.out.find("acked 3 ") != std::string::npos);	// durable, then released
+	CHECK(r.out.find("syncfail") == std::string::npos);
+	CHECK(r.out.find("ran ") == std::string::npos);
 }

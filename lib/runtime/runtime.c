@@ -409,7 +409,11 @@ static int reset_unreachable_heap(void)
  * durable epoch stays where it is.  The program keeps running without
  * persistence -- its memory is intact, only the pool is not -- unless
  * PMTHREADS_STRICT=1, which exits at once (the pool stays marked as crashed,
- * so the next run recovers the last durable epoch). */
+ * so the next run recovers the last durable epoch).  With output commit on
+ * it exits too: what it holds waits for an epoch that will never be durable,
+ * so its clients would wait for ever and its writers block once the queues
+ * fill; ending it drops that output, as a crash would, and lets whatever
+ * supervises it restart it from the last durable epoch. */
 static void note_io_error(void)
 {
 	int e = nvm_error(pool->nvm);
@@ -422,9 +426,12 @@ static void note_io_error(void)
 		"(pmthreads_sync() fails with this error; the stats report's \"io_error\" is "
 		"set).  Fix the storage under the pool; the next run recovers epoch %llu",
 		pool->path, strerror(e), (unsigned long long)io_error_epoch,
-		cfg.strict ? "exits (PMTHREADS_STRICT=1)" : "keeps running",
+		cfg.strict ? "exits (PMTHREADS_STRICT=1)"
+		: cfg.output == OUTPUT_COMMIT ? "exits (output commit: what it holds could never be "
+						"released, and it is dropped, as at a crash)"
+		: "keeps running",
 		(unsigned long long)io_error_epoch);
-	if (cfg.strict) {
+	if (cfg.strict || cfg.output == OUTPUT_COMMIT) {
 		/* From the epoch thread: exit() would run runtime_shutdown,
 		 * which joins this very thread.  So no atexit handler runs
 		 * and stdio buffers are not flushed. */

@@ -45,6 +45,14 @@ struct fdq {
 	dev_t dev;		/* the file the queued bytes are for */
 	ino_t ino;
 	bool is_sock;
+	/* The descriptor was made by a call the preload sees (accept, socket,
+	 * pipe, ...) and has not been closed or handed to stdio since: every
+	 * way it can now name another file passes through output_before_close
+	 * (close, dup2, dup3, close_range, closefrom), so its kind is read once
+	 * (kind_known) and not by an fstat per call.  Cleared by forget and
+	 * output_fd_handed_off. */
+	bool created_seen;
+	bool kind_known;	/* dev, ino, is_sock, is_stream are the file's */
 	bool is_stream;		/* a stream socket or a pipe: a non-blocking
 				 * call may take part of its bytes */
 	atomic_bool full;	/* more than OUTPUT_ROOM_MARK queued: not
@@ -199,6 +207,8 @@ static void forget(struct fdq *q)
 	q->nb_fd = -1;
 	q->dev = 0;
 	q->ino = 0;
+	q->created_seen = false;
+	q->kind_known = false;
 	q->delayed_err = 0;
 	q->close_when_empty = false;
 	q->shutdown_how = -1;
@@ -378,11 +388,33 @@ void output_disable(void)
 	prim_futex_wake(&durable_word, INT_MAX);
 }
 
-static bool held_kind(int fd, struct stat *st)
+static bool fstat_held_kind(int fd, struct stat *st)
 {
 	if (syscall(SYS_fstat, fd, st) != 0)
 		return false;	/* the real call reports EBADF */
 	return S_ISSOCK(st->st_mode) || S_ISFIFO(st->st_mode);
+}
+
+/* Whether fd is a socket or a pipe, with its identity in *st; *cached: read
+ * from its queue (kind_known), to be checked again under the queue's lock
+ * (a close may come in between). */
+static bool held_kind(int fd, struct stat *st, bool *cached)
+{
+	struct fdq *q = lookup(fd, false);
+	*cached = false;
+	if (q != NULL) {
+		prim_lock(&q->lock);
+		if (q->kind_known) {
+			st->st_dev = q->dev;
+			st->st_ino = q->ino;
+			st->st_mode = q->is_sock ? S_IFSOCK : S_IFIFO;
+			*cached = true;
+		}
+		prim_unlock(&q->lock);
+		if (*cached)
+			return true;
+	}
+	return fstat_held_kind(fd, st);
 }
 
 /* The chunk for n bytes, stamped now. */
@@ -513,6 +545,18 @@ static void bind_file(struct fdq *q, int fd, const struct stat *st)
 	q->dev = st->st_dev;
 	q->ino = st->st_ino;
 	q->is_sock = S_ISSOCK(st->st_mode);
+	q->kind_known = q->created_seen;
+}
+
+/* q's cached kind, read by held_kind without the lock, still holds (q->lock
+ * held); if a close cleared it meanwhile, ask the kernel again.  False: fd
+ * is not held now (or, with control data, not a socket). */
+static bool kind_still_known(struct fdq *q, int fd, struct stat *st, bool cached,
+			     bool need_sock)
+{
+	if (!cached || q->kind_known)
+		return true;
+	return fstat_held_kind(fd, st) && (!need_sock || S_ISSOCK(st->st_mode));
 }
 
 /* Hold the bytes of one call (q->lock held, room made); releases the lock. */
@@ -609,7 +653,8 @@ static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 		 size_t controllen, ssize_t *ret)
 {
 	struct stat st;
-	if (!held_kind(fd, &st))
+	bool cached;
+	if (!held_kind(fd, &st, &cached))
 		return false;
 	if (controllen != 0 && !S_ISSOCK(st.st_mode))
 		return false;	/* the kernel says ENOTSOCK */
@@ -626,6 +671,11 @@ static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 		return false;	/* the caller sends it now, after the queue */
 	struct fdq *q = lookup(fd, true);
 	prim_lock(&q->lock);
+	if (!kind_still_known(q, fd, &st, cached, controllen != 0)) {
+		prim_unlock(&q->lock);
+		free_control(ctl, controllen);
+		return false;
+	}
 	bind_file(q, fd, &st);
 	if (q->delayed_err != 0) {
 		free_control(ctl, controllen);
@@ -691,7 +741,8 @@ bool output_hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, ssize_t *ret)
 {
 	struct stat st;
-	if (!held_kind(out_fd, &st))
+	bool cached;
+	if (!held_kind(out_fd, &st, &cached))
 		return false;
 	if (count_ > OUTPUT_QUEUE_MAX)
 		count_ = OUTPUT_QUEUE_MAX;	/* sendfile may send less */
@@ -711,6 +762,15 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 	c->len = (size_t)r;
 	struct fdq *q = lookup(out_fd, true);
 	prim_lock(&q->lock);
+	if (!kind_still_known(q, out_fd, &st, cached, false)) {
+		/* Closed meanwhile and now another file: give the input its
+		 * bytes back and let the real call see what it is. */
+		prim_unlock(&q->lock);
+		if (offset == NULL)
+			lseek(in_fd, -(off_t)r, SEEK_CUR);
+		free_chunk(c);
+		return false;
+	}
 	bind_file(q, out_fd, &st);
 	size_t n = c->len;
 	int e = q->delayed_err != 0 ? 0 : make_room(q, out_fd, &n, 0);
@@ -776,6 +836,37 @@ void output_after_dup(int old, int new_)
 	prim_unlock(&table_lock);
 }
 
+void output_fd_created(int fd)
+{
+	if (fd < 0 || fd >= OUTPUT_MAX_FDS)
+		return;
+	struct fdq *q = lookup(fd, true);
+	prim_lock(&q->lock);
+	/* A queue left here by a descriptor closed behind our back is bound
+	 * again (and dropped) by the first held call's fstat. */
+	q->kind_known = false;
+	q->created_seen = true;
+	prim_unlock(&q->lock);
+}
+
+void output_fd_handed_off(int fd)
+{
+	struct fdq *q = lookup(fd, false);
+	if (q == NULL)
+		return;
+	prim_lock(&q->lock);
+	q->created_seen = false;
+	q->kind_known = false;
+	prim_unlock(&q->lock);
+}
+
+void output_before_close_range(unsigned first, unsigned last)
+{
+	int top = atomic_load(&max_fd);
+	for (long fd = first; fd <= (long)last && fd <= top; fd++)
+		output_before_close((int)fd);
+}
+
 /* fd was one of several descriptors sharing q: the others keep the queue. */
 static bool detach_shared(int fd, struct fdq *q)
 {
@@ -826,6 +917,9 @@ void output_before_close(int fd)
 			nq->dev = q->dev;
 			nq->ino = q->ino;
 			nq->is_sock = q->is_sock;
+			nq->is_stream = q->is_stream;
+			nq->created_seen = false;
+			nq->kind_known = false;
 			nq->close_when_empty = true;
 			prim_unlock(&nq->lock);
 			update_full(nq);

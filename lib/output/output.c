@@ -65,6 +65,10 @@ struct fdq {
 	struct chunk *head, *tail;
 	atomic_size_t queued;	/* bytes in the queue */
 	atomic_uint space;	/* bumped when bytes leave (futex) */
+	atomic_int space_waiters;	/* threads in make_room's wait: the
+					 * release wakes only when there are
+					 * any (a system call per released
+					 * chunk otherwise) */
 	atomic_int slots;	/* table entries naming this queue beyond the
 				 * first: descriptors made by dup, dup2, dup3
 				 * share their file's queue, so bytes written
@@ -179,8 +183,12 @@ static void free_chunk(struct chunk *c)
 static void note_bytes_left(struct fdq *q)
 {
 	update_full(q);
+	/* Sequentially consistent with make_room's increment of
+	 * space_waiters and its read of space: either the waiter reads the
+	 * new space (its wait returns at once) or this sees the waiter. */
 	atomic_fetch_add(&q->space, 1);
-	prim_futex_wake(&q->space, INT_MAX);
+	if (atomic_load(&q->space_waiters) != 0)
+		prim_futex_wake(&q->space, INT_MAX);
 }
 
 /* Drop every queued chunk (q->lock held). */
@@ -489,12 +497,14 @@ static int make_room(struct fdq *q, int fd, size_t *n, int send_flags)
 		}
 		count(&stats.waits_full, 1);
 		uint64_t last = q->tail->stamp;
+		atomic_fetch_add(&q->space_waiters, 1);
 		unsigned seen = atomic_load(&q->space);
 		prim_unlock(&q->lock);
 		demand(last);
 		/* The epoch thread releases after the epoch; the kernel may
 		 * take no more then, so try again ourselves now and then. */
 		prim_futex_wait(&q->space, seen, 10000000ULL);
+		atomic_fetch_sub(&q->space_waiters, 1);
 		prim_lock(&q->lock);
 		if (q->delayed_err != 0)
 			return 0;	/* the caller reports it */

@@ -40,6 +40,8 @@ struct chunk {
 	unsigned char data[];
 };
 
+enum { KIND_NONE, KIND_SOCK, KIND_FIFO };
+
 struct fdq {
 	prim_lock_t lock;
 	dev_t dev;		/* the file the queued bytes are for */
@@ -49,10 +51,13 @@ struct fdq {
 	 * pipe, ...) and has not been closed or handed to stdio since: every
 	 * way it can now name another file passes through output_before_close
 	 * (close, dup2, dup3, close_range, closefrom), so its kind is read once
-	 * (kind_known) and not by an fstat per call.  Cleared by forget and
+	 * (kept_kind) and not by an fstat per call.  Cleared by forget and
 	 * output_fd_handed_off. */
 	bool created_seen;
-	bool kind_known;	/* dev, ino, is_sock, is_stream are the file's */
+	/* KIND_SOCK / KIND_FIFO once dev, ino, is_sock and is_stream are
+	 * known to be the descriptor's file; written under lock, read without
+	 * it by a held call (which checks it again under the lock). */
+	atomic_uchar kept_kind;
 	bool is_stream;		/* a stream socket or a pipe: a non-blocking
 				 * call may take part of its bytes */
 	atomic_bool full;	/* more than OUTPUT_ROOM_MARK queued: not
@@ -216,7 +221,7 @@ static void forget(struct fdq *q)
 	q->dev = 0;
 	q->ino = 0;
 	q->created_seen = false;
-	q->kind_known = false;
+	atomic_store(&q->kept_kind, KIND_NONE);
 	q->delayed_err = 0;
 	q->close_when_empty = false;
 	q->shutdown_how = -1;
@@ -403,24 +408,17 @@ static bool fstat_held_kind(int fd, struct stat *st)
 	return S_ISSOCK(st->st_mode) || S_ISFIFO(st->st_mode);
 }
 
-/* Whether fd is a socket or a pipe, with its identity in *st; *cached: read
- * from its queue (kind_known), to be checked again under the queue's lock
- * (a close may come in between). */
-static bool held_kind(int fd, struct stat *st, bool *cached)
+/* Whether fd is a socket or a pipe (st->st_mode; with its identity when
+ * asked of the kernel); *kept: the kind kept in its queue, read without its
+ * lock (the release may hold it for a while), to be checked again under the
+ * lock (kept_kind_holds). */
+static bool held_kind(int fd, struct stat *st, unsigned char *kept)
 {
 	struct fdq *q = lookup(fd, false);
-	*cached = false;
-	if (q != NULL) {
-		prim_lock(&q->lock);
-		if (q->kind_known) {
-			st->st_dev = q->dev;
-			st->st_ino = q->ino;
-			st->st_mode = q->is_sock ? S_IFSOCK : S_IFIFO;
-			*cached = true;
-		}
-		prim_unlock(&q->lock);
-		if (*cached)
-			return true;
+	*kept = q != NULL ? atomic_load_explicit(&q->kept_kind, memory_order_acquire) : KIND_NONE;
+	if (*kept != KIND_NONE) {
+		st->st_mode = *kept == KIND_SOCK ? S_IFSOCK : S_IFIFO;
+		return true;
 	}
 	return fstat_held_kind(fd, st);
 }
@@ -555,18 +553,26 @@ static void bind_file(struct fdq *q, int fd, const struct stat *st)
 	q->dev = st->st_dev;
 	q->ino = st->st_ino;
 	q->is_sock = S_ISSOCK(st->st_mode);
-	q->kind_known = q->created_seen;
+	atomic_store_explicit(&q->kept_kind,
+			      !q->created_seen ? KIND_NONE : q->is_sock ? KIND_SOCK : KIND_FIFO,
+			      memory_order_release);
 }
 
-/* q's cached kind, read by held_kind without the lock, still holds (q->lock
- * held); if a close cleared it meanwhile, ask the kernel again.  False: fd
- * is not held now (or, with control data, not a socket). */
-static bool kind_still_known(struct fdq *q, int fd, struct stat *st, bool cached,
-			     bool need_sock)
+/* Bind q to fd's file (q->lock held): nothing to do when the kind held_kind
+ * read (kept) is still kept; asked of the kernel again when a close cleared
+ * it meanwhile.  False: fd is not held now (or, with control data, not a
+ * socket). */
+static bool bind_kind(struct fdq *q, int fd, struct stat *st, unsigned char kept,
+		      bool need_sock)
 {
-	if (!cached || q->kind_known)
-		return true;
-	return fstat_held_kind(fd, st) && (!need_sock || S_ISSOCK(st->st_mode));
+	if (kept != KIND_NONE) {
+		if (atomic_load(&q->kept_kind) == kept)
+			return true;
+		if (!fstat_held_kind(fd, st) || (need_sock && !S_ISSOCK(st->st_mode)))
+			return false;
+	}
+	bind_file(q, fd, st);
+	return true;
 }
 
 /* Hold the bytes of one call (q->lock held, room made); releases the lock. */
@@ -663,8 +669,8 @@ static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 		 size_t controllen, ssize_t *ret)
 {
 	struct stat st;
-	bool cached;
-	if (!held_kind(fd, &st, &cached))
+	unsigned char kept;
+	if (!held_kind(fd, &st, &kept))
 		return false;
 	if (controllen != 0 && !S_ISSOCK(st.st_mode))
 		return false;	/* the kernel says ENOTSOCK */
@@ -681,12 +687,11 @@ static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 		return false;	/* the caller sends it now, after the queue */
 	struct fdq *q = lookup(fd, true);
 	prim_lock(&q->lock);
-	if (!kind_still_known(q, fd, &st, cached, controllen != 0)) {
+	if (!bind_kind(q, fd, &st, kept, controllen != 0)) {
 		prim_unlock(&q->lock);
 		free_control(ctl, controllen);
 		return false;
 	}
-	bind_file(q, fd, &st);
 	if (q->delayed_err != 0) {
 		free_control(ctl, controllen);
 		*ret = delayed_error(q, send_flags);
@@ -751,8 +756,8 @@ bool output_hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, ssize_t *ret)
 {
 	struct stat st;
-	bool cached;
-	if (!held_kind(out_fd, &st, &cached))
+	unsigned char kept;
+	if (!held_kind(out_fd, &st, &kept))
 		return false;
 	if (count_ > OUTPUT_QUEUE_MAX)
 		count_ = OUTPUT_QUEUE_MAX;	/* sendfile may send less */
@@ -772,7 +777,7 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 	c->len = (size_t)r;
 	struct fdq *q = lookup(out_fd, true);
 	prim_lock(&q->lock);
-	if (!kind_still_known(q, out_fd, &st, cached, false)) {
+	if (!bind_kind(q, out_fd, &st, kept, false)) {
 		/* Closed meanwhile and now another file: give the input its
 		 * bytes back and let the real call see what it is. */
 		prim_unlock(&q->lock);
@@ -781,7 +786,6 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 		free_chunk(c);
 		return false;
 	}
-	bind_file(q, out_fd, &st);
 	size_t n = c->len;
 	int e = q->delayed_err != 0 ? 0 : make_room(q, out_fd, &n, 0);
 	if (e == 0 && q->delayed_err == 0 && n < c->len) {
@@ -854,7 +858,7 @@ void output_fd_created(int fd)
 	prim_lock(&q->lock);
 	/* A queue left here by a descriptor closed behind our back is bound
 	 * again (and dropped) by the first held call's fstat. */
-	q->kind_known = false;
+	atomic_store(&q->kept_kind, KIND_NONE);
 	q->created_seen = true;
 	prim_unlock(&q->lock);
 }
@@ -866,7 +870,7 @@ void output_fd_handed_off(int fd)
 		return;
 	prim_lock(&q->lock);
 	q->created_seen = false;
-	q->kind_known = false;
+	atomic_store(&q->kept_kind, KIND_NONE);
 	prim_unlock(&q->lock);
 }
 
@@ -929,7 +933,7 @@ void output_before_close(int fd)
 			nq->is_sock = q->is_sock;
 			nq->is_stream = q->is_stream;
 			nq->created_seen = false;
-			nq->kind_known = false;
+			atomic_store(&nq->kept_kind, KIND_NONE);
 			nq->close_when_empty = true;
 			prim_unlock(&nq->lock);
 			update_full(nq);

@@ -88,6 +88,9 @@ static prim_lock_t table_lock = PRIM_LOCK_INIT;
 static atomic_int max_fd = -1;
 static _Atomic uint64_t durable_mark;
 static atomic_uint durable_word;		/* bumped with durable_mark (futex) */
+static atomic_int durable_waiters;		/* threads in wait_durable: the
+						 * epoch's wake-up is made only
+						 * for them */
 static _Atomic uint64_t demanded_for;
 
 /* Statistics; the hold-time histogram is base/histogram.h's. */
@@ -356,11 +359,15 @@ static bool wait_durable(uint64_t stamp)
 	while (atomic_load(&durable_mark) < stamp) {
 		if (!output_active() || !quiesce_running())
 			return false;
+		/* Sequentially consistent with output_on_durable's bump and
+		 * its read of durable_waiters: the bump is read here, or this
+		 * waiter is seen there. */
+		atomic_fetch_add(&durable_waiters, 1);
 		unsigned seen = atomic_load(&durable_word);
 		demand(stamp);
-		if (atomic_load(&durable_mark) >= stamp)
-			break;
-		prim_futex_wait(&durable_word, seen, 100000000ULL);
+		if (atomic_load(&durable_mark) < stamp)
+			prim_futex_wait(&durable_word, seen, 100000000ULL);
+		atomic_fetch_sub(&durable_waiters, 1);
 	}
 	return true;
 }
@@ -1006,7 +1013,8 @@ void output_on_durable(uint64_t pause)
 	while (pause > m && !atomic_compare_exchange_weak(&durable_mark, &m, pause)) {
 	}
 	atomic_fetch_add(&durable_word, 1);
-	prim_futex_wake(&durable_word, INT_MAX);
+	if (atomic_load(&durable_waiters) != 0)
+		prim_futex_wake(&durable_word, INT_MAX);
 	int top = atomic_load(&max_fd);
 	for (int fd = 0; fd <= top; fd++) {
 		struct fdq *q = lookup(fd, false);

@@ -57,6 +57,13 @@ void real_resolve(void)
 	NEXT(fcntl64, "fcntl64");
 	NEXT(dup2, "dup2");
 	NEXT(dup3, "dup3");
+	NEXT(socket, "socket");
+	NEXT(socketpair, "socketpair");
+	NEXT(pipe, "pipe");
+	NEXT(pipe2, "pipe2");
+	NEXT(fdopen, "fdopen");
+	NEXT(close_range, "close_range");
+	NEXT(closefrom, "closefrom");
 	NEXT(select, "select");
 	NEXT(pselect, "pselect");
 	NEXT(epoll_pwait2, "epoll_pwait2");

@@ -135,6 +135,14 @@ struct real_fns {
 	int (*fcntl64)(int, int, ...);
 	int (*dup2)(int, int);
 	int (*dup3)(int, int, int);
+	/* descriptors made or ended (output_fds.c) */
+	int (*socket)(int, int, int);
+	int (*socketpair)(int, int, int, int[2]);
+	int (*pipe)(int[2]);
+	int (*pipe2)(int[2], int);
+	FILE *(*fdopen)(int, const char *);
+	int (*close_range)(unsigned, unsigned, int);
+	void (*closefrom)(int);
 	/* readiness under output commit (output_readiness.c; epoll_wait,
 	 * epoll_pwait, poll and ppoll are above) */
 	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);

@@ -27,6 +27,7 @@
 
 #include "base/export.h"
 #include "heap/heap.h"
+#include "output/output.h"
 #include "output/readiness.h"
 #include "preload.h"
 #include "real.h"
@@ -276,14 +277,32 @@ static bool prefault_addr(void *addr, socklen_t *len)
 	return any;
 }
 
-PMT_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+static int accept_prefaulted(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	PREFAULTED(int, prefault_addr(addr, len), REAL(accept)(fd, addr, len));
 }
 
-PMT_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+static int accept4_prefaulted(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	PREFAULTED(int, prefault_addr(addr, len), REAL(accept4)(fd, addr, len, flags));
+}
+
+/* The new connection is a descriptor output commit has seen made
+ * (output/output.h, "Which descriptors"). */
+PMT_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	int r = accept_prefaulted(fd, addr, len);
+	if (r >= 0 && output_active())
+		output_fd_created(r);
+	return r;
+}
+
+PMT_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	int r = accept4_prefaulted(fd, addr, len, flags);
+	if (r >= 0 && output_active())
+		output_fd_created(r);
+	return r;
 }
 
 PMT_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)

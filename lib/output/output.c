@@ -40,11 +40,24 @@ struct chunk {
 	unsigned char data[];
 };
 
+enum { KIND_NONE, KIND_SOCK, KIND_FIFO };
+
 struct fdq {
 	prim_lock_t lock;
 	dev_t dev;		/* the file the queued bytes are for */
 	ino_t ino;
 	bool is_sock;
+	/* The descriptor was made by a call the preload sees (accept, socket,
+	 * pipe, ...) and has not been closed or handed to stdio since: every
+	 * way it can now name another file passes through output_before_close
+	 * (close, dup2, dup3, close_range, closefrom), so its kind is read once
+	 * (kept_kind) and not by an fstat per call.  Cleared by forget and
+	 * output_fd_handed_off. */
+	bool created_seen;
+	/* KIND_SOCK / KIND_FIFO once dev, ino, is_sock and is_stream are
+	 * known to be the descriptor's file; written under lock, read without
+	 * it by a held call (which checks it again under the lock). */
+	atomic_uchar kept_kind;
 	bool is_stream;		/* a stream socket or a pipe: a non-blocking
 				 * call may take part of its bytes */
 	atomic_bool full;	/* more than OUTPUT_ROOM_MARK queued: not
@@ -57,6 +70,10 @@ struct fdq {
 	struct chunk *head, *tail;
 	atomic_size_t queued;	/* bytes in the queue */
 	atomic_uint space;	/* bumped when bytes leave (futex) */
+	atomic_int space_waiters;	/* threads in make_room's wait: the
+					 * release wakes only when there are
+					 * any (a system call per released
+					 * chunk otherwise) */
 	atomic_int slots;	/* table entries naming this queue beyond the
 				 * first: descriptors made by dup, dup2, dup3
 				 * share their file's queue, so bytes written
@@ -71,6 +88,9 @@ static prim_lock_t table_lock = PRIM_LOCK_INIT;
 static atomic_int max_fd = -1;
 static _Atomic uint64_t durable_mark;
 static atomic_uint durable_word;		/* bumped with durable_mark (futex) */
+static atomic_int durable_waiters;		/* threads in wait_durable: the
+						 * epoch's wake-up is made only
+						 * for them */
 static _Atomic uint64_t demanded_for;
 
 /* Statistics; the hold-time histogram is base/histogram.h's. */
@@ -171,8 +191,12 @@ static void free_chunk(struct chunk *c)
 static void note_bytes_left(struct fdq *q)
 {
 	update_full(q);
+	/* Sequentially consistent with make_room's increment of
+	 * space_waiters and its read of space: either the waiter reads the
+	 * new space (its wait returns at once) or this sees the waiter. */
 	atomic_fetch_add(&q->space, 1);
-	prim_futex_wake(&q->space, INT_MAX);
+	if (atomic_load(&q->space_waiters) != 0)
+		prim_futex_wake(&q->space, INT_MAX);
 }
 
 /* Drop every queued chunk (q->lock held). */
@@ -199,6 +223,8 @@ static void forget(struct fdq *q)
 	q->nb_fd = -1;
 	q->dev = 0;
 	q->ino = 0;
+	q->created_seen = false;
+	atomic_store(&q->kept_kind, KIND_NONE);
 	q->delayed_err = 0;
 	q->close_when_empty = false;
 	q->shutdown_how = -1;
@@ -333,11 +359,15 @@ static bool wait_durable(uint64_t stamp)
 	while (atomic_load(&durable_mark) < stamp) {
 		if (!output_active() || !quiesce_running())
 			return false;
+		/* Sequentially consistent with output_on_durable's bump and
+		 * its read of durable_waiters: the bump is read here, or this
+		 * waiter is seen there. */
+		atomic_fetch_add(&durable_waiters, 1);
 		unsigned seen = atomic_load(&durable_word);
 		demand(stamp);
-		if (atomic_load(&durable_mark) >= stamp)
-			break;
-		prim_futex_wait(&durable_word, seen, 100000000ULL);
+		if (atomic_load(&durable_mark) < stamp)
+			prim_futex_wait(&durable_word, seen, 100000000ULL);
+		atomic_fetch_sub(&durable_waiters, 1);
 	}
 	return true;
 }
@@ -378,11 +408,26 @@ void output_disable(void)
 	prim_futex_wake(&durable_word, INT_MAX);
 }
 
-static bool held_kind(int fd, struct stat *st)
+static bool fstat_held_kind(int fd, struct stat *st)
 {
 	if (syscall(SYS_fstat, fd, st) != 0)
 		return false;	/* the real call reports EBADF */
 	return S_ISSOCK(st->st_mode) || S_ISFIFO(st->st_mode);
+}
+
+/* Whether fd is a socket or a pipe (st->st_mode; with its identity when
+ * asked of the kernel); *kept: the kind kept in its queue, read without its
+ * lock (the release may hold it for a while), to be checked again under the
+ * lock (kept_kind_holds). */
+static bool held_kind(int fd, struct stat *st, unsigned char *kept)
+{
+	struct fdq *q = lookup(fd, false);
+	*kept = q != NULL ? atomic_load_explicit(&q->kept_kind, memory_order_acquire) : KIND_NONE;
+	if (*kept != KIND_NONE) {
+		st->st_mode = *kept == KIND_SOCK ? S_IFSOCK : S_IFIFO;
+		return true;
+	}
+	return fstat_held_kind(fd, st);
 }
 
 /* The chunk for n bytes, stamped now. */
@@ -457,12 +502,14 @@ static int make_room(struct fdq *q, int fd, size_t *n, int send_flags)
 		}
 		count(&stats.waits_full, 1);
 		uint64_t last = q->tail->stamp;
+		atomic_fetch_add(&q->space_waiters, 1);
 		unsigned seen = atomic_load(&q->space);
 		prim_unlock(&q->lock);
 		demand(last);
 		/* The epoch thread releases after the epoch; the kernel may
 		 * take no more then, so try again ourselves now and then. */
 		prim_futex_wait(&q->space, seen, 10000000ULL);
+		atomic_fetch_sub(&q->space_waiters, 1);
 		prim_lock(&q->lock);
 		if (q->delayed_err != 0)
 			return 0;	/* the caller reports it */
@@ -513,6 +560,26 @@ static void bind_file(struct fdq *q, int fd, const struct stat *st)
 	q->dev = st->st_dev;
 	q->ino = st->st_ino;
 	q->is_sock = S_ISSOCK(st->st_mode);
+	atomic_store_explicit(&q->kept_kind,
+			      !q->created_seen ? KIND_NONE : q->is_sock ? KIND_SOCK : KIND_FIFO,
+			      memory_order_release);
+}
+
+/* Bind q to fd's file (q->lock held): nothing to do when the kind held_kind
+ * read (kept) is still kept; asked of the kernel again when a close cleared
+ * it meanwhile.  False: fd is not held now (or, with control data, not a
+ * socket). */
+static bool bind_kind(struct fdq *q, int fd, struct stat *st, unsigned char kept,
+		      bool need_sock)
+{
+	if (kept != KIND_NONE) {
+		if (atomic_load(&q->kept_kind) == kept)
+			return true;
+		if (!fstat_held_kind(fd, st) || (need_sock && !S_ISSOCK(st->st_mode)))
+			return false;
+	}
+	bind_file(q, fd, st);
+	return true;
 }
 
 /* Hold the bytes of one call (q->lock held, room made); releases the lock. */
@@ -609,7 +676,8 @@ static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 		 size_t controllen, ssize_t *ret)
 {
 	struct stat st;
-	if (!held_kind(fd, &st))
+	unsigned char kept;
+	if (!held_kind(fd, &st, &kept))
 		return false;
 	if (controllen != 0 && !S_ISSOCK(st.st_mode))
 		return false;	/* the kernel says ENOTSOCK */
@@ -626,7 +694,11 @@ static bool hold(int fd, const struct iovec *iov, int iovcnt, int send_flags,
 		return false;	/* the caller sends it now, after the queue */
 	struct fdq *q = lookup(fd, true);
 	prim_lock(&q->lock);
-	bind_file(q, fd, &st);
+	if (!bind_kind(q, fd, &st, kept, controllen != 0)) {
+		prim_unlock(&q->lock);
+		free_control(ctl, controllen);
+		return false;
+	}
 	if (q->delayed_err != 0) {
 		free_control(ctl, controllen);
 		*ret = delayed_error(q, send_flags);
@@ -691,7 +763,8 @@ bool output_hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, ssize_t *ret)
 {
 	struct stat st;
-	if (!held_kind(out_fd, &st))
+	unsigned char kept;
+	if (!held_kind(out_fd, &st, &kept))
 		return false;
 	if (count_ > OUTPUT_QUEUE_MAX)
 		count_ = OUTPUT_QUEUE_MAX;	/* sendfile may send less */
@@ -711,7 +784,15 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 	c->len = (size_t)r;
 	struct fdq *q = lookup(out_fd, true);
 	prim_lock(&q->lock);
-	bind_file(q, out_fd, &st);
+	if (!bind_kind(q, out_fd, &st, kept, false)) {
+		/* Closed meanwhile and now another file: give the input its
+		 * bytes back and let the real call see what it is. */
+		prim_unlock(&q->lock);
+		if (offset == NULL)
+			lseek(in_fd, -(off_t)r, SEEK_CUR);
+		free_chunk(c);
+		return false;
+	}
 	size_t n = c->len;
 	int e = q->delayed_err != 0 ? 0 : make_room(q, out_fd, &n, 0);
 	if (e == 0 && q->delayed_err == 0 && n < c->len) {
@@ -776,6 +857,37 @@ void output_after_dup(int old, int new_)
 	prim_unlock(&table_lock);
 }
 
+void output_fd_created(int fd)
+{
+	if (fd < 0 || fd >= OUTPUT_MAX_FDS)
+		return;
+	struct fdq *q = lookup(fd, true);
+	prim_lock(&q->lock);
+	/* A queue left here by a descriptor closed behind our back is bound
+	 * again (and dropped) by the first held call's fstat. */
+	atomic_store(&q->kept_kind, KIND_NONE);
+	q->created_seen = true;
+	prim_unlock(&q->lock);
+}
+
+void output_fd_handed_off(int fd)
+{
+	struct fdq *q = lookup(fd, false);
+	if (q == NULL)
+		return;
+	prim_lock(&q->lock);
+	q->created_seen = false;
+	atomic_store(&q->kept_kind, KIND_NONE);
+	prim_unlock(&q->lock);
+}
+
+void output_before_close_range(unsigned first, unsigned last)
+{
+	int top = atomic_load(&max_fd);
+	for (long fd = first; fd <= (long)last && fd <= top; fd++)
+		output_before_close((int)fd);
+}
+
 /* fd was one of several descriptors sharing q: the others keep the queue. */
 static bool detach_shared(int fd, struct fdq *q)
 {
@@ -826,6 +938,9 @@ void output_before_close(int fd)
 			nq->dev = q->dev;
 			nq->ino = q->ino;
 			nq->is_sock = q->is_sock;
+			nq->is_stream = q->is_stream;
+			nq->created_seen = false;
+			atomic_store(&nq->kept_kind, KIND_NONE);
 			nq->close_when_empty = true;
 			prim_unlock(&nq->lock);
 			update_full(nq);
@@ -898,7 +1013,8 @@ void output_on_durable(uint64_t pause)
 	while (pause > m && !atomic_compare_exchange_weak(&durable_mark, &m, pause)) {
 	}
 	atomic_fetch_add(&durable_word, 1);
-	prim_futex_wake(&durable_word, INT_MAX);
+	if (atomic_load(&durable_waiters) != 0)
+		prim_futex_wake(&durable_word, INT_MAX);
 	int top = atomic_load(&max_fd);
 	for (int fd = 0; fd <= top; fd++) {
 		struct fdq *q = lookup(fd, false);

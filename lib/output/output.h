@@ -19,10 +19,17 @@
  * The queues live outside the persistent heap (mmap'd chunks): after a
  * crash they are gone, as unacknowledged output must be.
  *
- * Which descriptors: sockets and pipes (fstat S_ISSOCK / S_ISFIFO, at every
- * call, so a descriptor closed behind our back -- fclose, close_range -- and
- * reused is seen for what it is now); regular files, ttys and the rest pass
- * through.  The queue remembers the file's (st_dev, st_ino) and a released
+ * Which descriptors: sockets and pipes (fstat S_ISSOCK / S_ISFIFO);
+ * regular files, ttys and the rest pass through.  The kind is asked at
+ * every call, so a descriptor closed behind our back (fclose of an fdopen'd
+ * socket, a raw close system call) and reused is seen for what it is now --
+ * except for a descriptor made by a call the preload sees (accept, accept4,
+ * socket, socketpair, pipe, pipe2: output_fd_created) and since then neither
+ * closed nor given to fdopen (output_fd_handed_off): its kind is read once
+ * and kept in its queue until close, dup2/dup3 onto it, close_range or
+ * closefrom (all through output_before_close).  Only a close the preload
+ * cannot see (syscall(SYS_close), io_uring) followed by reuse of the number
+ * would be misread then.  The queue remembers the file's (st_dev, st_ino) and a released
  * chunk goes only to that same file.  A descriptor made by dup, dup2, dup3
  * or fcntl F_DUPFD shares the queue of the one it copies (one inherited
  * through fork or passed with SCM_RIGHTS does not).  Sends with ancillary data are held
@@ -90,6 +97,16 @@ static inline bool output_active(void)
 /* How many descriptors have more than OUTPUT_ROOM_MARK held. */
 extern atomic_int output_full_count __attribute__((visibility("hidden")));
 #endif
+
+/* fd was just made by accept, accept4, socket, socketpair, pipe or pipe2:
+ * its kind may be kept from its first held call until it is closed. */
+void output_fd_created(int fd);
+/* fd was given to stdio (fdopen), which may close it without close(2):
+ * its kind is asked at every call again. */
+void output_fd_handed_off(int fd);
+/* close_range / closefrom of [first, last] (not CLOSE_RANGE_CLOEXEC):
+ * output_before_close of each descriptor in it. */
+void output_before_close_range(unsigned first, unsigned last);
 
 /* fd has more than OUTPUT_ROOM_MARK bytes held (not writable, for poll). */
 bool output_fd_full(int fd);

@@ -225,6 +225,8 @@ TEST_CASE("upgrade: a version-3 or version-2 bank pool keeps its accounts", "[up
 	CHECK(contains(r.out, "upgraded from format version " + std::to_string(version) + " to " +
 				      std::to_string(POOL_FORMAT_VERSION)));
 	CHECK(contains(r.out, "VER_d " + ver_d + " kept"));
+	CHECK(contains(r.out, version == 2 ? "format version 2 has no checksums"
+					   : "those were verified"));
 	CHECK(no_upgrade_leftovers(d));
 	CHECK(read_header(pool).format_version == POOL_FORMAT_VERSION);
 

@@ -249,9 +249,13 @@ TEST_CASE("upgrade: a version-3 or version-2 bank pool keeps its accounts", "[up
 	CHECK(contains(refused.err, "format version " + std::to_string(version) + ","));
 	CHECK(contains(refused.err, "pmthreads-recover upgrade " + pool));
 
+	REQUIRE(chmod(pool.c_str(), 0640) == 0);	// kept by the upgrade
 	auto r = tool({ "upgrade", pool });
 	INFO(r.out << r.err);
 	REQUIRE(r.status == 0);
+	struct stat st;
+	REQUIRE(stat(pool.c_str(), &st) == 0);
+	CHECK((st.st_mode & 07777) == 0640);
 	CHECK(contains(r.out, "upgraded from format version " + std::to_string(version) + " to " +
 				      std::to_string(POOL_FORMAT_VERSION)));
 	CHECK(contains(r.out, "VER_d " + ver_d + " kept"));

@@ -118,6 +118,22 @@ static int open_tmp(const struct pool *old, const char *tmp)
 		close(fd);
 		return -1;
 	}
+	/* The old pool's owner and mode, so that its program (root may be
+	 * the one upgrading) opens the new one as it did the old. */
+	struct stat ost;
+	if (fstat(old->fd, &ost) != 0 || fchmod(fd, ost.st_mode & 07777) != 0) {
+		err_set_errno(errno, "cannot upgrade pool %s: cannot give %s the old pool's mode",
+			      old->path, tmp);
+		close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	if ((ost.st_uid != st.st_uid || ost.st_gid != st.st_gid) &&
+	    fchown(fd, ost.st_uid, ost.st_gid) != 0)
+		log_msg(LOG_WARN, "pool %s: the upgraded pool belongs to uid %u gid %u, not to the "
+			"old pool's uid %u gid %u (%s): chown it if its program runs as them",
+			old->path, (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)ost.st_uid,
+			(unsigned)ost.st_gid, strerror(errno));
 	return fd;
 }
 

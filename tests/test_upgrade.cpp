@@ -405,3 +405,47 @@ TEST_CASE("upgrade: killed after any step, the pool at its path opens", "[upgrad
 	CHECK(no_upgrade_leftovers(d));
 	CHECK((dump(pool, d.file("after.img")) == before)); // (not printed: binary)
 }
+
+TEST_CASE("upgrade: killed at random moments, the pool is the old one or the new one",
+	  "[upgrade]")
+{
+	scratch_dir d;
+	std::string pool = d.file("bank.pool");
+	make_bank_pool(pool, false);
+	std::string before = dump(pool, d.file("before.img"));
+	make_old_format(pool, 2);
+	copy_pool(pool, d.file("old.copy"));
+	file_snapshot old = file_snapshot::of(pool);
+	unsigned seed = (unsigned)time(nullptr);
+	INFO("seed " << seed);
+	srand(seed);
+	int olds = 0, news = 0;
+	for (int i = 0; i < 12; i++) {
+		subprocess::spawned c = subprocess::spawn(
+			{ env_path("PMTHREADS_RECOVER_TOOL"), "upgrade", pool }, {});
+		usleep((useconds_t)(rand() % 15000));
+		kill(c.pid, SIGKILL);
+		close(c.out_fd);
+		subprocess::run_result r;
+		subprocess::finish(c, r);
+		INFO("iteration " << i << ", status " << r.status << ": " << r.err);
+		CHECK((r.status == 0 || r.status == 128 + SIGKILL));
+		uint32_t v = read_header(pool).format_version;
+		if (v != POOL_FORMAT_VERSION) {
+			CHECK(file_snapshot::of(pool).same_as(old));
+			olds++;
+			continue;
+		}
+		news++;
+		CHECK((dump(pool, d.file("after.img")) == before));
+		CHECK(tool({ "check", pool }).status == 0);
+		copy_pool(d.file("old.copy"), pool);
+		old = file_snapshot::of(pool);
+	}
+	// Which it was depends on the machine's speed: both are right.
+	WARN("killed " << olds << " times before the rename, " << news << " after");
+	auto r = tool({ "upgrade", pool });
+	CHECK(r.status == 0);
+	CHECK(no_upgrade_leftovers(d));
+	CHECK((dump(pool, d.file("after.img")) == before));
+}

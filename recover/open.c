@@ -32,4 +32,4 @@ static struct pool *open_pool(const char *path, bool inspect, bool legacy)
 
 struct pool *tool_open_pool(const char *path) { return open_pool(path, false, false); }
 struct pool *tool_open_pool_inspect(const char *path) { return open_pool(path, true, false); }
-struct pool *tool_open_pool_legacy(const char *path) { return open_pool(path, false, true); }
+struct pool *tool_open_pool_legacy(const char *path) { return open_pool(path, true, true); }

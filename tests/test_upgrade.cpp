@@ -322,7 +322,7 @@ TEST_CASE("upgrade: a corrupt version-3 pool is refused and left untouched", "[u
 	{
 		uint64_t seq = 1ull << 40;
 		patch_file(pool, (off_t)l.seq_off, &seq, sizeof(seq));
-		expect = "seq table is corrupt";
+		expect = "beyond the next epoch";
 	}
 	file_snapshot snap = file_snapshot::of(pool);
 	auto r = tool({ "upgrade", pool });

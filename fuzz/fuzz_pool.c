@@ -4,8 +4,10 @@
  * pool_open (read-only, inspect and read-write), pool_check, the torn-copy
  * invalidation and recovery, heap adoption (heap_init with its validation),
  * the metadata pages' checksums, the allocator on the adopted heap (with
- * and without the checksums), and pmthreads-recover's check, info and dump
- * commands.
+ * and without the checksums), and pmthreads-recover's check, info, dump and
+ * upgrade commands (upgrade last: it may replace the file by a new pool,
+ * which it then opens; a format-2 or -3 input gets there through the
+ * reseal bit below).
  *
  * Input: a pool file in "line" form, so that a 2 MiB sparse pool is a few
  * KiB of input and mutations land on its content, not on zeros:
@@ -43,6 +45,7 @@
 int cmd_info(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_upgrade(int argc, char **argv);
 
 #define MAX_FILE (16u << 20)
 #define LINE 64
@@ -120,6 +123,8 @@ static void run_tool(int argc, char **argv)
 		cmd_check(argc, argv);
 	else if (strcmp(argv[0], "info") == 0)
 		cmd_info(argc, argv);
+	else if (strcmp(argv[0], "upgrade") == 0)
+		cmd_upgrade(argc, argv);
 	else
 		cmd_dump(argc, argv);
 }
@@ -206,5 +211,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	run_tool(5, dump);
 	run_program_path(true);
 	run_program_path(false);
+	char *upgrade[] = { "upgrade", pool_path, NULL };
+	run_tool(2, upgrade);
+	run_tool(2, check);	/* the upgraded pool, if it was */
 	return 0;
 }

@@ -56,6 +56,11 @@ if [ -z "$(ls -A "$seeds")" ]; then
 		python3 "$root/fuzz/pool2seed.py" "$p" "$seeds/$(basename "$p" .pool)"
 		python3 "$root/fuzz/pool2seed.py" --reseal "$p" "$seeds/$(basename "$p" .pool)-reseal"
 	done
+	# A format-3 pool (the same layout; the harness reseals its header) for
+	# pmthreads-recover upgrade's path.
+	python3 -c 'import struct, sys
+f = open(sys.argv[1], "r+b"); f.seek(8); f.write(struct.pack("<I", 3))' "$tmp/bank.pool" &&
+		python3 "$root/fuzz/pool2seed.py" --reseal "$tmp/bank.pool" "$seeds/bank-v3-reseal"
 fi
 
 # A UBSan report must stop the run like an ASan one (UBSan alone would print

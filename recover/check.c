@@ -287,6 +287,45 @@ static void findings_free(struct findings *f)
 	free(f->v);
 }
 
+/* Every check of an open pool into f; the pages verified against their
+ * checksums, -1 when they could not be read. */
+static int64_t run_checks(const struct pool *p, struct findings *f, char *heap_summary,
+			  size_t summary_len)
+{
+	pool_check(p, report_pool_problem, f);
+	/* The deeper checks read the mapping: only while the file still has
+	 * the size its header gives (a shrunk file would fault). */
+	struct stat st;
+	if (fstat(p->fd, &st) != 0 || (uint64_t)st.st_size != p->file_size)
+		return -1;
+	note_torn(p, f);
+	uint64_t verified = 0;
+	if (check_pages(p, f, &verified))
+		check_heap(p, f, heap_summary, summary_len);
+	return (int64_t)verified;
+}
+
+unsigned tool_check_open_pool(const struct pool *p)
+{
+	struct findings f;
+	memset(&f, 0, sizeof(f));
+	char heap_summary[256] = "";
+	printf("checking %s (format version %u)\n", p->path, p->format_version);
+	int64_t verified = run_checks(p, &f, heap_summary, sizeof(heap_summary));
+	/* An older format has fewer checksums: say what was verified. */
+	if (p->format_version != POOL_FORMAT_VERSION && verified >= 0) {
+		printf("pages: the image read (%s)\n",
+		       p->sum == NULL ? "format version 2 has no checksums"
+				      : "format version 3 has checksums of the heap's metadata "
+					"pages only: those were verified");
+		verified = -1;
+	}
+	print_text(p, &f, heap_summary, verified);
+	unsigned problems = f.problems;
+	findings_free(&f);
+	return problems;
+}
+
 /* pool_open's refusal, as a problem (check --json still prints an object). */
 static char open_error[1024];
 
@@ -313,25 +352,13 @@ int cmd_check(int argc, char **argv)
 		findings_free(&f);
 		return TOOL_PROBLEM;
 	}
-	uint64_t verified = 0;
-	bool pages_checked = false;
 	if (!json)
 		printf("checking %s\n", p->path);
-	pool_check(p, report_pool_problem, &f);
-	/* The deeper checks read the mapping: only while the file still has
-	 * the size its header gives (a shrunk file would fault). */
-	struct stat st;
-	if (fstat(p->fd, &st) == 0 && (uint64_t)st.st_size == p->file_size) {
-		note_torn(p, &f);
-		bool readable = check_pages(p, &f, &verified);
-		pages_checked = true;
-		if (readable)
-			check_heap(p, &f, heap_summary, sizeof(heap_summary));
-	}
+	int64_t verified = run_checks(p, &f, heap_summary, sizeof(heap_summary));
 	if (json)
-		print_json(path, p, &f, heap_summary, pages_checked ? (int64_t)verified : -1);
+		print_json(path, p, &f, heap_summary, verified);
 	else
-		print_text(p, &f, heap_summary, pages_checked ? (int64_t)verified : -1);
+		print_text(p, &f, heap_summary, verified);
 	int rc = f.problems == 0 ? TOOL_OK : TOOL_PROBLEM;
 	findings_free(&f);
 	pool_close(p);

@@ -31,13 +31,16 @@ static const char tool_help[] =
 	"  rm POOL...                  remove pools (never one in use)\n"
 	"  create POOL [--size SIZE] [--program NAME]\n"
 	"                              create an empty pool\n"
+	"  upgrade POOL                convert a pool of an older format version (2, 3)\n"
+	"                              to the current one, keeping its data\n"
 	"  help [COMMAND]              this text, or a command's\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help                  this text (after a command: that command's)\n"
 	"  -V, --version               print the version\n"
 	"\n"
-	"info, check, dump and list open pools read-only and never write them.  A\n"
+	"info, check, dump and list open pools read-only and never write them\n"
+	"(upgrade writes a new file, then renames it over the old pool).  A\n"
 	"pool held by a running program cannot be inspected until that program exits.\n"
 	"Exit status: 0 success, 1 a problem with the pool or the output, 2 usage.\n";
 
@@ -53,6 +56,7 @@ static const struct command commands[] = {
 	{ "list", cmd_list },
 	{ "rm", cmd_rm },
 	{ "create", cmd_create },
+	{ "upgrade", cmd_upgrade },
 };
 
 static const struct command *find_command(const char *name)
@@ -64,7 +68,7 @@ static const struct command *find_command(const char *name)
 }
 
 static const char short_usage[] =
-	"Usage: " TOOL_NAME " info|check|dump|list|rm|create|help ...\n";
+	"Usage: " TOOL_NAME " info|check|dump|list|rm|create|upgrade|help ...\n";
 
 int main(int argc, char **argv)
 {

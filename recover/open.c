@@ -9,12 +9,13 @@
 
 #include <string.h>
 
-static struct pool *open_pool(const char *path, bool inspect)
+static struct pool *open_pool(const char *path, bool inspect, bool legacy)
 {
 	struct pool_open_options o;
 	memset(&o, 0, sizeof(o));
 	o.path = path;
 	o.inspect = inspect;
+	o.legacy = legacy;
 	o.read_only = true;	/* O_RDONLY, shared lock, PROT_READ: the tool cannot write */
 	o.create = false;
 	o.creator = NULL;	/* any program's pool */
@@ -29,5 +30,6 @@ static struct pool *open_pool(const char *path, bool inspect)
 	return p;
 }
 
-struct pool *tool_open_pool(const char *path) { return open_pool(path, false); }
-struct pool *tool_open_pool_inspect(const char *path) { return open_pool(path, true); }
+struct pool *tool_open_pool(const char *path) { return open_pool(path, false, false); }
+struct pool *tool_open_pool_inspect(const char *path) { return open_pool(path, true, false); }
+struct pool *tool_open_pool_legacy(const char *path) { return open_pool(path, true, true); }

@@ -7,7 +7,8 @@
  * a running program is refused with the pool module's message naming its
  * pid, and a pool being inspected cannot be opened read-write by a program
  * meanwhile.  Only whole pools are written: create makes a new one (never
- * over an existing file) and rm removes one that no process holds.
+ * over an existing file), rm removes one that no process holds, and upgrade
+ * replaces a pool of an older format by a new file (pool_upgrade).
  *
  * Exit status: 0 success (check: consistent), 1 a problem with the pool or
  * the output (each one printed), 2 a usage error.
@@ -36,6 +37,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_list(int argc, char **argv);	/* manage.c */
 int cmd_rm(int argc, char **argv);
 int cmd_create(int argc, char **argv);
+int cmd_upgrade(int argc, char **argv);	/* upgrade.c */
 
 /* "pmthreads-recover: error: ..." on stderr (main.c). */
 void tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -64,6 +66,14 @@ struct pool *tool_open_pool(const char *path);
  * validation is opened anyway (pool_open's inspect mode), so that check can
  * list every problem. */
 struct pool *tool_open_pool_inspect(const char *path);
+/* The same for upgrade: a pool of format version 2 or 3 opens too, with an
+ * exclusive lock (pool_open's legacy mode), and in inspect mode, so that
+ * tool_check_open_pool lists every problem as check does. */
+struct pool *tool_open_pool_legacy(const char *path);
+
+/* Every check `check` makes on an open pool, printed as check prints them
+ * (check.c).  Returns the number of problems. */
+unsigned tool_check_open_pool(const struct pool *p);
 
 /* The consistent heap image, copied into the tool's own memory (image.c). */
 struct image {

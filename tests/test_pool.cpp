@@ -219,7 +219,7 @@ TEST_CASE("damaged pools are refused and left untouched", "[pool]")
 		std::string msg = refused(o);
 		CHECK(contains(msg, "format version 2,"));
 		CHECK(contains(msg, "format version " + std::to_string(POOL_FORMAT_VERSION) + ":"));
-		CHECK(contains(msg, "remove the file"));
+		CHECK(contains(msg, "pmthreads-recover upgrade " + path));
 		CHECK(file_snapshot::of(path).same_as(before));
 	}
 	SECTION("format version 3 (checksums of the heap's metadata pages only)")
@@ -230,7 +230,7 @@ TEST_CASE("damaged pools are refused and left untouched", "[pool]")
 		std::string msg = refused(o);
 		CHECK(contains(msg, "format version 3,"));
 		CHECK(contains(msg, "every page copy"));
-		CHECK(contains(msg, "remove the file"));
+		CHECK(contains(msg, "pmthreads-recover upgrade " + path));
 		CHECK(file_snapshot::of(path).same_as(before));
 	}
 	SECTION("a checksum mismatch")
@@ -267,6 +267,39 @@ TEST_CASE("damaged pools are refused and left untouched", "[pool]")
 		CHECK(contains(msg, "no valid version record"));
 		CHECK(contains(msg, "offsets 1024 and 1088"));
 	}
+}
+
+TEST_CASE("a legacy open (for upgrade) reads a version-3 pool under an exclusive lock",
+	  "[pool][readonly]")
+{
+	scratch_dir d;
+	std::string path = d.file("p.pool");
+	auto o = options(path);
+	pool_close(open_or_fail(o));
+	uint32_t v = 3;
+	patch_file(path, 8, &v, sizeof(v));
+	std::vector<unsigned char> head(POOL_RESEAL_BYTES);
+	int fd = open(path.c_str(), O_RDWR);
+	REQUIRE(fd >= 0);
+	REQUIRE(pread(fd, head.data(), head.size(), 0) == (ssize_t)head.size());
+	pool_reseal(head.data(), head.size());
+	REQUIRE(pwrite(fd, head.data(), head.size(), 0) == (ssize_t)head.size());
+	close(fd);
+	file_snapshot before = file_snapshot::of(path);
+	o.create = false;
+	o.read_only = true;
+	CHECK(contains(refused(o), "pmthreads-recover upgrade"));	// not without .legacy
+	auto lo = o;
+	lo.legacy = true;
+	pool *p = open_or_fail(lo);
+	CHECK(p->format_version == 3);
+	CHECK(p->sum != nullptr);
+	CHECK(pool_check(p, nullptr, nullptr) == 0);
+	// Exclusive: not even a reader gets in meanwhile.
+	pool *q = nullptr;
+	CHECK(pool_open(&q, &o) == POOL_ERR_LOCKED);
+	pool_close(p);
+	CHECK(file_snapshot::of(path).same_as(before));
 }
 
 TEST_CASE("a pool made by another program is refused, naming both", "[pool]")

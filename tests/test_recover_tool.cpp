@@ -235,7 +235,7 @@ TEST_CASE("recover tool: usage errors exit 2, --help exits 0", "[recover-tool]")
 	CHECK(r.status == 2);
 	CHECK(contains(r.err, "unknown option '--bogus'"));
 
-	for (const char *cmd : { "info", "check", "dump" }) {
+	for (const char *cmd : { "info", "check", "dump", "upgrade" }) {
 		INFO(cmd);
 		r = run_tool({ cmd, "--nope", "x" });
 		CHECK(r.status == 2);
@@ -261,7 +261,8 @@ TEST_CASE("recover tool: usage errors exit 2, --help exits 0", "[recover-tool]")
 
 	r = run_tool({ "--help" });
 	CHECK(r.status == 0);
-	for (const char *word : { "info", "check", "dump", "list", "rm", "create", "--json", "never write" })
+	for (const char *word :
+	     { "info", "check", "dump", "list", "rm", "create", "upgrade", "--json", "never write" })
 		CHECK(contains(r.out, word));
 	r = run_tool({ "help", "nosuch" });
 	CHECK(r.status == 2);

@@ -381,19 +381,19 @@ static int validate_header(const unsigned char *buf, const struct stat *st, cons
 			"create a new pool", path, POOL_FORMAT_VERSION);
 		return -1;
 	}
-	if (h->format_version == 2 || h->format_version == 3) {
+	if ((h->format_version == 2 || h->format_version == 3) && !o->legacy) {
 		/* Same refusal for both: a version-3 pool has the same layout,
 		 * but checksums of its metadata pages only, so its data pages
 		 * would fail verification as if corrupt. */
 		err_set("%s is a pmthreads pool of format version %u, which this pmthreads (format "
 			"version %u: a checksum of every page copy, verified whenever a page is "
-			"restored) does not read; it was left untouched: finish with the pmthreads "
-			"that made it (its pmthreads-recover dump saves the heap image), then "
-			"remove the file and let the program create a new pool", path,
-			h->format_version, POOL_FORMAT_VERSION);
+			"restored) does not read; it was left untouched: convert it, keeping its "
+			"data, with 'pmthreads-recover upgrade %s' (while no program uses it)",
+			path, h->format_version, POOL_FORMAT_VERSION, path);
 		return -1;
 	}
-	if (h->format_version != POOL_FORMAT_VERSION) {
+	if (h->format_version != POOL_FORMAT_VERSION && h->format_version != 2 &&
+	    h->format_version != 3) {
 		err_set("%s is a pmthreads pool of format version %u, but this pmthreads reads "
 			"version %u; it was left untouched: use a matching pmthreads, or %s",
 			path, h->format_version, POOL_FORMAT_VERSION, REFUSE_FIX);
@@ -410,7 +410,7 @@ static int validate_header(const unsigned char *buf, const struct stat *st, cons
 			(unsigned long long)h->page_size, page_size, REFUSE_FIX);
 		return -1;
 	}
-	struct pool_layout l = pool_layout_for(h->npages, page_size);
+	struct pool_layout l = pool_layout_of_version(h->format_version, h->npages, page_size);
 	if (h->npages == 0 || h->npages > POOL_MAX_PAGES || h->seq_off != l.seq_off ||
 	    h->data_off != l.data_off || h->file_size != l.file_size) {
 		err_set("pool %s has an inconsistent layout in its header (corrupt); it was left "
@@ -625,8 +625,9 @@ static int map_and_fill(struct pool *p, const struct pool_header *h, const struc
 	memcpy(p->uuid, h->uuid, sizeof(p->uuid));
 	memcpy(p->creator, h->creator, sizeof(p->creator));
 	p->file_size = h->file_size;
+	p->format_version = h->format_version;
 	p->seq_off = h->seq_off;
-	p->sum_off = pool_layout_for(h->npages, h->page_size).sum_off;
+	p->sum_off = pool_layout_of_version(h->format_version, h->npages, h->page_size).sum_off;
 	p->data_off = h->data_off;
 	if (rec->cur >= 0) {
 		p->rec_slot = rec->cur;
@@ -638,7 +639,7 @@ static int map_and_fill(struct pool *p, const struct pool_header *h, const struc
 	p->clean = &p->clean_now;
 	p->holder_pid = (volatile uint64_t *)(base + POOL_HOLDER_OFF);
 	p->seq = (uint64_t(*)[2])(base + h->seq_off);
-	p->sum = (uint64_t(*)[2])(base + p->sum_off);
+	p->sum = h->format_version == 2 ? NULL : (uint64_t(*)[2])(base + p->sum_off);
 	p->data = base + h->data_off;
 	p->was_clean = p->clean_now == 1;
 	p->read_only = o->read_only;
@@ -680,7 +681,8 @@ enum pool_error pool_open(struct pool **out, const struct pool_open_options *o)
 	enum pool_error rc = POOL_ERR_REFUSED;
 
 	for (int attempt = 0; p->fd < 0; attempt++) {
-		int found = open_existing(o->path, o->read_only, &p->fd);
+		/* legacy: read-write for the exclusive lock only */
+		int found = open_existing(o->path, o->read_only && !o->legacy, &p->fd);
 		if (found < 0)
 			goto fail;
 		if (found == 0)
@@ -712,7 +714,7 @@ enum pool_error pool_open(struct pool **out, const struct pool_open_options *o)
 			"to a file path", o->path);
 		goto fail;
 	}
-	if (!p->created && pool_lock_fd(p->fd, o->read_only) != 0) {
+	if (!p->created && pool_lock_fd(p->fd, o->read_only && !o->legacy) != 0) {
 		if (errno == EAGAIN || errno == EACCES) {
 			pid_t holder = pool_report_locked(p->fd, o->path, &st);
 			if (o->lock_holder != NULL)
@@ -986,9 +988,11 @@ int pool_verify_page(const struct pool *p, uint64_t page, const void *bytes, cha
 		     size_t what_len)
 {
 	int c = pool_valid_copy(p, page);
-	if (c < 0)
-		return 0;
+	if (c < 0 || p->sum == NULL)
+		return 0;	/* never persisted, or a version-2 pool: no checksums */
 	uint64_t want = p->sum[page][c];
+	if (want == 0 && p->format_version == 3)
+		return 0;	/* version 3 summed the heap's metadata pages only */
 	unsigned long long copy_off = (unsigned long long)(p->data_off + (2 * page + (uint64_t)c) *
 							   p->page_size);
 	unsigned long long epoch = (unsigned long long)p->seq[page][c];

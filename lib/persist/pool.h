@@ -59,7 +59,8 @@
 /* 3: the sum table (a version-2 pool has none, and its data starts where a
  * version-3 pool's sum table does); 4: the same layout, but every copy has a
  * checksum (version 3 summed the heap's metadata pages only).  Both older
- * versions are refused with a message naming the way out. */
+ * versions are refused by the runtime with a message naming the way out,
+ * pool_upgrade (pmthreads-recover upgrade); only that opens them. */
 #define POOL_FORMAT_VERSION 4
 #define POOL_SEQ_INVALID UINT64_MAX
 #define POOL_CREATOR_MAX 256
@@ -68,6 +69,7 @@ struct pool {
 	int fd;
 	char path[PATH_MAX];
 	struct nvm *nvm;
+	uint32_t format_version;	/* POOL_FORMAT_VERSION, or 2/3 with .legacy */
 	size_t page_size;
 	uint64_t npages;		/* heap capacity in pages */
 	uint64_t shadow_base;		/* recorded heap address */
@@ -85,7 +87,7 @@ struct pool {
 	int rec_slot;			/* its slot (0 or 1) */
 	/* Pointers into the mapping: */
 	uint64_t (*seq)[2];
-	uint64_t (*sum)[2];
+	uint64_t (*sum)[2];		/* NULL in a version-2 pool (legacy open) */
 	unsigned char *data;
 	/* Added for tools and recovery: */
 	bool read_only;			/* opened read-only: nothing is ever written */
@@ -111,6 +113,14 @@ struct pool_open_options {
 	 * list every problem (pmthreads-recover check).  Nothing else may use
 	 * such a pool. */
 	bool inspect;
+	/* With read_only: open a pool of format version 2 or 3 as well, for
+	 * pool_upgrade, with an exclusive lock (the file is opened read-write
+	 * for the lock only and never written), so that no program or other
+	 * upgrade uses it meanwhile.  pool_check, pool_valid_copy and
+	 * pool_verify_page work on it (the latter checks the checksums such a
+	 * pool has: a version-3 pool's metadata pages, none in version 2);
+	 * nothing else may use it. */
+	bool legacy;
 	enum nvm_kind nvm;
 	unsigned latency_ns;
 	const struct nvm_sim_options *sim;
@@ -220,6 +230,31 @@ uint64_t pool_page_sum(const struct pool *p, uint64_t page, const void *bytes);
  * checksum.  Read-only. */
 int pool_verify_page(const struct pool *p, uint64_t page, const void *bytes, char *what,
 		     size_t what_len);
+
+/* Replace the pool old (opened with .legacy, checked by the caller) by a
+ * version-POOL_FORMAT_VERSION pool holding the same published image: same
+ * UUID, creator, capacity, shadow base, VER_d and clean flag; each page's
+ * valid copy (the one recovery restores) copied into the same slot with its
+ * checksum, nothing else (copies of an interrupted epoch and invalidated
+ * ones are dropped; holes stay holes); the disk space old had reserved for
+ * the heap reserved again.  Crash-safe: the new pool is written under a
+ * temporary name beside old (pool_upgrade_tmp_name; one left by an
+ * interrupted upgrade is reused), fsynced, renamed over old's path, and the
+ * directory fsynced: a crash leaves either old or the complete new pool at
+ * the path.  step(what, arg), when not NULL, is called after each step (for
+ * messages and the crash tests).  0 with *out filled, or -1 with err_get()
+ * set (the temporary file removed, old untouched).  old is closed either
+ * way. */
+struct pool_upgrade_result {
+	uint32_t from_version;
+	uint64_t ver_d;
+	uint64_t pages_copied;
+};
+int pool_upgrade(struct pool *old, struct pool_upgrade_result *out,
+		 void (*step)(const char *what, void *arg), void *arg);
+/* The temporary name pool_upgrade writes path's new pool under:
+ * DIR/.BASE.pmthreads-upgrading.  0, or -1 when it does not fit len. */
+int pool_upgrade_tmp_name(const char *path, char *out, size_t len);
 
 /* File offset of page i's seq entry for copy c (for messages). */
 static inline uint64_t pool_seq_offset(const struct pool *p, uint64_t page, int c)

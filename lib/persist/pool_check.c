@@ -36,12 +36,14 @@ unsigned pool_check(const struct pool *p, void (*report)(const char *msg, void *
 	memcpy(&h, p->nvm->base, sizeof(h));
 	if (memcmp(h.magic, POOL_MAGIC, 8) != 0)
 		problem(&c, "header: magic is gone");
-	if (h.format_version != POOL_FORMAT_VERSION)
+	/* p->format_version: POOL_FORMAT_VERSION, or an older one opened for
+	 * pool_upgrade, which checks it first. */
+	if (h.format_version != p->format_version)
 		problem(&c, "header: format version %u, expected %u", h.format_version,
-			POOL_FORMAT_VERSION);
+			p->format_version);
 	if (pool_header_checksum(&h) != h.checksum)
 		problem(&c, "header: checksum mismatch (the immutable part changed after open)");
-	struct pool_layout l = pool_layout_for(p->npages, p->page_size);
+	struct pool_layout l = pool_layout_of_version(p->format_version, p->npages, p->page_size);
 	if (h.npages != p->npages || h.page_size != p->page_size || l.file_size != p->file_size)
 		problem(&c, "header: layout differs from the one found at open");
 	struct stat st;

@@ -55,6 +55,17 @@ struct pool_layout pool_layout_for(uint64_t npages, uint64_t page_size)
 	return l;
 }
 
+struct pool_layout pool_layout_of_version(uint32_t version, uint64_t npages, uint64_t page_size)
+{
+	struct pool_layout l = pool_layout_for(npages, page_size);
+	if (version == 2) {
+		uint64_t sum_bytes = l.data_off - l.sum_off;
+		l.data_off = l.sum_off;
+		l.file_size -= sum_bytes;
+	}
+	return l;
+}
+
 void pool_reseal(unsigned char *head, size_t len)
 {
 	_Static_assert(POOL_HEADER_READ == POOL_RESEAL_BYTES, "POOL_RESEAL_BYTES is stale");

@@ -8,6 +8,7 @@
  *   pool_format.c  header and version records: layout, checksums, choice
  *   pool_lock.c    the exclusive/shared OFD lock and who holds it
  *   pool_check.c   pmthreads-recover check: every problem of an open pool
+ *   pool_upgrade.c a version-2/3 pool replaced by a current one
  */
 #ifndef PMT_POOL_INTERNAL_H
 #define PMT_POOL_INTERNAL_H
@@ -66,6 +67,9 @@ struct pool_layout {
 	uint64_t seq_off, sum_off, data_off, file_size;
 };
 struct pool_layout pool_layout_for(uint64_t npages, uint64_t page_size);
+/* The same for an older format version (2: no sum table, sum_off ==
+ * data_off; 3: as 4). */
+struct pool_layout pool_layout_of_version(uint32_t version, uint64_t npages, uint64_t page_size);
 
 uint64_t pool_header_checksum(const struct pool_header *h);
 /* Seeded with the slot, so a record copied into the other slot does not
@@ -78,6 +82,7 @@ bool pool_record_valid(const struct ver_record *r, int slot, const uint8_t uuid[
  * -1 when neither is valid, or when both are but they cannot be two
  * consecutive records (generations adjacent, VER_d equal or one apart). */
 int pool_current_record(const struct ver_record r[2], const uint8_t uuid[16]);
+
 
 /* Take the pool's OFD lock (shared for readers) without waiting: 0, or -1
  * with errno set. */

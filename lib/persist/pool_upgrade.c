@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pool_upgrade -- a pool of an older format version replaced by a current
+ * one holding the same published image (pmthreads-recover upgrade).  See
+ * pool.h.
+ *
+ * The new pool is a new file: the old one is never written, so whatever
+ * happens before the rename, the old pool is intact at its path, and the
+ * rename puts a complete, synced new pool there in one step.
+ */
+#include "persist/pool.h"
+#include "persist/pool_internal.h"
+
+#include "base/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int pool_upgrade_tmp_name(const char *path, char *out, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	int n = slash == NULL ? snprintf(out, len, "./.%s.pmthreads-upgrading", path)
+			      : snprintf(out, len, "%.*s/.%s.pmthreads-upgrading",
+					 (int)(slash - path), path, slash + 1);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int write_all(int fd, const void *buf, size_t len, off_t off)
+{
+	const char *b = buf;
+	while (len > 0) {
+		ssize_t w = pwrite(fd, b, len, off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = EIO;
+			return -1;
+		}
+		b += w;
+		len -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}
+
+/* fsync the directory holding path, so that the rename is durable. */
+static int sync_dir_of(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return -1;
+	int rc = fsync(d);
+	int e = errno;
+	close(d);
+	errno = e;
+	return rc;
+}
+
+static int reserve(int fd, uint64_t off, uint64_t len)
+{
+	if (len == 0)
+		return 0;
+	int r;
+	do
+		r = fallocate(fd, 0, (off_t)off, (off_t)len);
+	while (r != 0 && errno == EINTR);
+	if (r != 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
+		return 0;
+	return r;
+}
+
+/* The path still names old's file (not replaced since it was opened). */
+static bool still_at_path(const struct pool *old)
+{
+	struct stat a, b;
+	return fstat(old->fd, &a) == 0 && lstat(old->path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* Open (or take over what an interrupted upgrade left of) the temporary
+ * file, locked and empty.  -1 with err_get() set. */
+static int open_tmp(const struct pool *old, const char *tmp)
+{
+	int fd = open(tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err_set_errno(errno, "cannot upgrade pool %s: cannot create %s beside it for the new "
+			      "pool", old->path, tmp);
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    st.st_uid != geteuid()) {
+		err_set("cannot upgrade pool %s: %s is in the way and is not an unfinished upgrade "
+			"of this user; remove it", old->path, tmp);
+		close(fd);
+		return -1;
+	}
+	/* Only an upgrade of this pool uses the name, and it holds the old
+	 * pool's exclusive lock, which this process has: whatever the file
+	 * holds was left by an interrupted upgrade and never had a use. */
+	if (pool_lock_fd(fd, false) != 0 || ftruncate(fd, 0) != 0) {
+		err_set_errno(errno, "cannot upgrade pool %s: cannot lock and empty %s", old->path,
+			      tmp);
+		close(fd);
+		return -1;
+	}
+	/* The old pool's owner and mode, so that its program (root may be
+	 * the one upgrading) opens the new one as it did the old. */
+	struct stat ost;
+	if (fstat(old->fd, &ost) != 0 || fchmod(fd, ost.st_mode & 07777) != 0) {
+		err_set_errno(errno, "cannot upgrade pool %s: cannot give %s the old pool's mode",
+			      old->path, tmp);
+		close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	if ((ost.st_uid != st.st_uid || ost.st_gid != st.st_gid) &&
+	    fchown(fd, ost.st_uid, ost.st_gid) != 0)
+		log_msg(LOG_WARN, "pool %s: the upgraded pool belongs to uid %u gid %u, not to the "
+			"old pool's uid %u gid %u (%s): chown it if its program runs as them",
+			old->path, (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)ost.st_uid,
+			(unsigned)ost.st_gid, strerror(errno));
+	return fd;
+}
+
+/* Write the new pool into fd: header, reserved space, valid copies, seq and
+ * sum tables.  -1 with err_get() set. */
+static int write_new(const struct pool *old, int fd, const char *tmp, uint64_t *copied,
+		     void (*step)(const char *what, void *arg), void *arg)
+{
+	const uint64_t ps = old->page_size, npages = old->npages;
+	struct pool_layout l = pool_layout_for(npages, ps);
+	_Alignas(64) unsigned char head[POOL_HEADER_READ];
+	memset(head, 0, sizeof(head));
+	struct pool_header h;
+	memcpy(&h, old->nvm->base, sizeof(h));	/* UUID, creator, base, capacity kept */
+	h.format_version = POOL_FORMAT_VERSION;
+	h.seq_off = l.seq_off;
+	h.data_off = l.data_off;
+	h.file_size = l.file_size;
+	h.checksum = pool_header_checksum(&h);
+	memcpy(head, &h, sizeof(h));
+	for (int slot = 0; slot < 2; slot++) {
+		struct ver_record r = pool_make_record((uint64_t)slot, old->ver_d_now,
+						       old->clean_now, slot, h.uuid);
+		memcpy(head + POOL_REC_OFF(slot), &r, sizeof(r));
+	}
+	if (write_all(fd, head, sizeof(head), 0) != 0 || ftruncate(fd, (off_t)l.file_size) != 0) {
+		err_set_errno(errno, "cannot upgrade pool %s: writing the new pool's header to %s "
+			      "failed", old->path, tmp);
+		return -1;
+	}
+	if (step != NULL)
+		step("header written", arg);
+
+	/* The disk space old had for the heap (its seq table's extent): the
+	 * runtime reserved it as the heap grew and counts on it. */
+	const uint64_t n = old->seq_pages;
+	const uint64_t table_bytes = pool_round_up(n * 2 * sizeof(uint64_t), ps);
+	if (reserve(fd, l.seq_off, table_bytes) != 0 || reserve(fd, l.sum_off, table_bytes) != 0 ||
+	    reserve(fd, l.data_off, 2 * n * ps) != 0) {
+		err_set_errno(errno, "cannot upgrade pool %s: no disk space for the new pool (%llu "
+			      "bytes of heap, written beside the old pool until it replaces it)",
+			      old->path, (unsigned long long)(2 * n * ps));
+		return -1;
+	}
+	if (step != NULL)
+		step("space reserved", arg);
+
+	uint64_t(*seq)[2] = calloc(n != 0 ? n : 1, sizeof(*seq));
+	uint64_t(*sum)[2] = calloc(n != 0 ? n : 1, sizeof(*sum));
+	if (seq == NULL || sum == NULL) {
+		free(seq);
+		free(sum);
+		err_set_errno(ENOMEM, "cannot upgrade pool %s", old->path);
+		return -1;
+	}
+	int rc = 0;
+	*copied = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		int c = pool_valid_copy(old, i);
+		if (c < 0)
+			continue;	/* never persisted: zeros, a hole */
+		const unsigned char *src = pool_copy(old, i, c);
+		/* Same slot, same seq: the one copy is the valid one (the
+		 * other's seq 0 is "never written"). */
+		seq[i][c] = old->seq[i][c];
+		sum[i][c] = pool_page_sum(old, i, src);
+		if (write_all(fd, src, ps, (off_t)(l.data_off + (2 * i + (uint64_t)c) * ps)) != 0) {
+			err_set_errno(errno, "cannot upgrade pool %s: writing page %llu to %s "
+				      "failed", old->path, (unsigned long long)i, tmp);
+			rc = -1;
+			break;
+		}
+		++*copied;
+	}
+	if (rc == 0 && step != NULL)
+		step("pages copied", arg);
+	if (rc == 0 && n != 0 &&
+	    (write_all(fd, seq, n * sizeof(*seq), (off_t)l.seq_off) != 0 ||
+	     write_all(fd, sum, n * sizeof(*sum), (off_t)l.sum_off) != 0)) {
+		err_set_errno(errno, "cannot upgrade pool %s: writing the seq and sum tables to %s "
+			      "failed", old->path, tmp);
+		rc = -1;
+	}
+	free(seq);
+	free(sum);
+	if (rc == 0 && step != NULL)
+		step("tables written", arg);
+	return rc;
+}
+
+int pool_upgrade(struct pool *old, struct pool_upgrade_result *out,
+		 void (*step)(const char *what, void *arg), void *arg)
+{
+	err_clear();
+	memset(out, 0, sizeof(*out));
+	out->from_version = old->format_version;
+	out->ver_d = old->ver_d_now;
+	char tmp[PATH_MAX];
+	int fd = -1;
+	if (old->format_version == POOL_FORMAT_VERSION || !old->read_only) {
+		err_set("pool %s: pool_upgrade needs a pool of an older format opened with .legacy",
+			old->path);
+		goto fail;
+	}
+	if (pool_upgrade_tmp_name(old->path, tmp, sizeof(tmp)) != 0) {
+		err_set("cannot upgrade pool %s: its path is too long for the temporary name of the "
+			"new pool", old->path);
+		goto fail;
+	}
+	if (!still_at_path(old)) {
+		err_set("pool %s was replaced while being upgraded (another upgrade?); nothing was "
+			"changed", old->path);
+		goto fail;
+	}
+	fd = open_tmp(old, tmp);
+	if (fd < 0)
+		goto fail;
+	if (step != NULL)
+		step("temporary file created", arg);
+	if (write_new(old, fd, tmp, &out->pages_copied, step, arg) != 0)
+		goto fail_unlink;
+	if (fsync(fd) != 0) {
+		err_set_errno(errno, "cannot upgrade pool %s: syncing the new pool %s failed",
+			      old->path, tmp);
+		goto fail_unlink;
+	}
+	if (step != NULL)
+		step("new pool synced", arg);
+	/* We hold the old file's exclusive lock, so no other upgrade or
+	 * program is at this path's file; one that replaced the name is. */
+	if (!still_at_path(old)) {
+		err_set("pool %s was replaced while being upgraded; the new pool was discarded and "
+			"nothing was changed", old->path);
+		goto fail_unlink;
+	}
+	if (rename(tmp, old->path) != 0) {
+		err_set_errno(errno, "cannot upgrade pool %s: renaming %s over it failed (the old "
+			      "pool is still there)", old->path, tmp);
+		goto fail_unlink;
+	}
+	if (step != NULL)
+		step("renamed over the old pool", arg);
+	if (sync_dir_of(old->path) != 0) {
+		/* The new pool is at the path; only its durability across a
+		 * power cut right now is in doubt. */
+		log_msg(LOG_WARN, "pool %s: the upgraded pool is in place, but syncing its "
+			"directory failed (%s): a power cut now could bring back the old pool, "
+			"which can be upgraded again", old->path, strerror(errno));
+	} else if (step != NULL) {
+		step("directory synced", arg);
+	}
+	close(fd);
+	pool_close(old);
+	return 0;
+fail_unlink:
+	unlink(tmp);
+fail:
+	if (fd >= 0)
+		close(fd);
+	pool_close(old);
+	return -1;
+}

@@ -33,15 +33,18 @@ static int fill_uuid(uint8_t uuid[16])
 	return uuid_is_null(u) ? -1 : 0;
 }
 
-static int write_all(int fd, const void *buf, size_t len, off_t off)
+int pool_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 {
 	const char *b = buf;
 	while (len > 0) {
 		ssize_t w = pwrite(fd, b, len, off);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
+		if (w <= 0) {
+			if (w == 0)
+				errno = EIO;
 			return -1;
+		}
 		b += w;
 		len -= (size_t)w;
 		off += w;
@@ -127,8 +130,8 @@ static int format_pool(int fd, const char *path, const struct pool_open_options 
 	 * it is recognised as an unfinished creation (pool_open), not refused
 	 * as a foreign file. */
 	unsigned char nomagic[8] = { 0 };
-	if (write_all(fd, nomagic, 8, 0) != 0 ||
-	    write_all(fd, buf + 8, sizeof(buf) - 8, 8) != 0) {
+	if (pool_pwrite_all(fd, nomagic, 8, 0) != 0 ||
+	    pool_pwrite_all(fd, buf + 8, sizeof(buf) - 8, 8) != 0) {
 		err_set_errno(errno, "cannot create pool %s: writing its header failed", path);
 		return -1;
 	}
@@ -138,7 +141,7 @@ static int format_pool(int fd, const char *path, const struct pool_open_options 
 			      (unsigned long long)l.file_size);
 		return -1;
 	}
-	if (fsync(fd) != 0 || write_all(fd, buf, 8, 0) != 0 || fsync(fd) != 0) {
+	if (fsync(fd) != 0 || pool_pwrite_all(fd, buf, 8, 0) != 0 || fsync(fd) != 0) {
 		err_set_errno(errno, "cannot create pool %s: writing its header failed", path);
 		return -1;
 	}
@@ -181,15 +184,18 @@ static void dir_of(const char *path, char *dir, size_t len)
 		snprintf(dir, len, "%.*s", (int)(slash - path), path);
 }
 
-static void sync_dir(const char *path)
+int pool_sync_dir(const char *path)
 {
 	char dir[PATH_MAX];
 	dir_of(path, dir, sizeof(dir));
 	int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (d >= 0) {
-		fsync(d);
-		close(d);
-	}
+	if (d < 0)
+		return -1;
+	int rc = fsync(d);
+	int e = errno;
+	close(d);
+	errno = e;
+	return rc;
 }
 
 /* The name a pool is formatted under before it is renamed to path, where
@@ -309,7 +315,7 @@ static int create_named(const char *path, const struct pool_open_options *o, siz
 		close(fd);
 		return pr < 0 ? -1 : -2;
 	}
-	sync_dir(path);
+	pool_sync_dir(path);	/* best effort: the pool is in place either way */
 	return fd;
 }
 
@@ -337,7 +343,7 @@ static int create_pool(const char *path, const struct pool_open_options *o, size
 		char proc[64];
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 		if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0) {
-			sync_dir(path);
+			pool_sync_dir(path);	/* best effort: the pool is in place either way */
 			return fd;
 		}
 		int e = errno;

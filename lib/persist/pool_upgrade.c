@@ -30,46 +30,6 @@ int pool_upgrade_tmp_name(const char *path, char *out, size_t len)
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
-static int write_all(int fd, const void *buf, size_t len, off_t off)
-{
-	const char *b = buf;
-	while (len > 0) {
-		ssize_t w = pwrite(fd, b, len, off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			if (w == 0)
-				errno = EIO;
-			return -1;
-		}
-		b += w;
-		len -= (size_t)w;
-		off += w;
-	}
-	return 0;
-}
-
-/* fsync the directory holding path, so that the rename is durable. */
-static int sync_dir_of(const char *path)
-{
-	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	if (slash == NULL)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (d < 0)
-		return -1;
-	int rc = fsync(d);
-	int e = errno;
-	close(d);
-	errno = e;
-	return rc;
-}
-
 static int reserve(int fd, uint64_t off, uint64_t len)
 {
 	if (len == 0)
@@ -159,7 +119,7 @@ static int write_new(const struct pool *old, int fd, const char *tmp, uint64_t *
 						       old->clean_now, slot, h.uuid);
 		memcpy(head + POOL_REC_OFF(slot), &r, sizeof(r));
 	}
-	if (write_all(fd, head, sizeof(head), 0) != 0 || ftruncate(fd, (off_t)l.file_size) != 0) {
+	if (pool_pwrite_all(fd, head, sizeof(head), 0) != 0 || ftruncate(fd, (off_t)l.file_size) != 0) {
 		err_set_errno(errno, "cannot upgrade pool %s: writing the new pool's header to %s "
 			      "failed", old->path, tmp);
 		return -1;
@@ -200,7 +160,7 @@ static int write_new(const struct pool *old, int fd, const char *tmp, uint64_t *
 		 * other's seq 0 is "never written"). */
 		seq[i][c] = old->seq[i][c];
 		sum[i][c] = pool_page_sum(old, i, src);
-		if (write_all(fd, src, ps, (off_t)(l.data_off + (2 * i + (uint64_t)c) * ps)) != 0) {
+		if (pool_pwrite_all(fd, src, ps, (off_t)(l.data_off + (2 * i + (uint64_t)c) * ps)) != 0) {
 			err_set_errno(errno, "cannot upgrade pool %s: writing page %llu to %s "
 				      "failed", old->path, (unsigned long long)i, tmp);
 			rc = -1;
@@ -211,8 +171,8 @@ static int write_new(const struct pool *old, int fd, const char *tmp, uint64_t *
 	if (rc == 0 && step != NULL)
 		step("pages copied", arg);
 	if (rc == 0 && n != 0 &&
-	    (write_all(fd, seq, n * sizeof(*seq), (off_t)l.seq_off) != 0 ||
-	     write_all(fd, sum, n * sizeof(*sum), (off_t)l.sum_off) != 0)) {
+	    (pool_pwrite_all(fd, seq, n * sizeof(*seq), (off_t)l.seq_off) != 0 ||
+	     pool_pwrite_all(fd, sum, n * sizeof(*sum), (off_t)l.sum_off) != 0)) {
 		err_set_errno(errno, "cannot upgrade pool %s: writing the seq and sum tables to %s "
 			      "failed", old->path, tmp);
 		rc = -1;
@@ -276,7 +236,7 @@ int pool_upgrade(struct pool *old, struct pool_upgrade_result *out,
 	}
 	if (step != NULL)
 		step("renamed over the old pool", arg);
-	if (sync_dir_of(old->path) != 0) {
+	if (pool_sync_dir(old->path) != 0) {
 		/* The new pool is at the path; only its durability across a
 		 * power cut right now is in doubt. */
 		log_msg(LOG_WARN, "pool %s: the upgraded pool is in place, but syncing its "

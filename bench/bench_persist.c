@@ -164,15 +164,23 @@ static uint64_t naive_epoch(unsigned char *map, bool is_pmem, const unsigned cha
 
 /* Change `lines` evenly spread lines of each of the first npages pages:
  * every byte of each such line gets a new value. */
-static void change_lines(unsigned char *shadow, unsigned npages, unsigned lines, unsigned rep)
+/* In each of the first npages pages, `words` 8-byte words of `lines` lines
+ * spread over it get new bytes. */
+static void change_words(unsigned char *shadow, unsigned npages, unsigned lines, unsigned words,
+			 unsigned rep)
 {
 	const unsigned per_page = (unsigned)(page_size / NVM_LINE);
 	for (unsigned i = 0; i < npages; i++)
 		for (unsigned k = 0; k < lines; k++) {
 			unsigned line = (unsigned)((uint64_t)k * per_page / lines);
 			memset(shadow + (size_t)i * page_size + (size_t)line * NVM_LINE,
-			       (int)(rep * 7 + 1), NVM_LINE);
+			       (int)(rep * 7 + 1), 8 * (size_t)words);
 		}
+}
+
+static void change_lines(unsigned char *shadow, unsigned npages, unsigned lines, unsigned rep)
+{
+	change_words(shadow, npages, lines, NVM_LINE / 8, rep);
 }
 
 static void bench_persist_epochs(void)
@@ -290,13 +298,18 @@ static void bench_sums(void)
 		pages[i] = i;
 	persist_epoch(p, shadow, pages, PERSIST_POOL_PAGES, NULL);
 	persist_epoch(p, shadow, pages, PERSIST_POOL_PAGES, NULL);
-	printf("\nsums (%s): epochs of N dirty pages, 1 line changed each, alternately with the "
-	       "page checksums\nskipped (PERSIST_FAULT_SKIP_SUMS) and made; medians of %s\n\n",
-	       p->nvm->ops->name, "the pairs");
-	printf("%6s | %10s %10s | %12s\n", "dirty", "no sums", "with sums", "extra/page");
-	static const unsigned dirty_counts[] = { 1, 16, 64, 1024 };
+	printf("\nsums (%s): epochs of N dirty pages, W words of L lines of each changed, "
+	       "alternately with the page\nchecksums skipped (PERSIST_FAULT_SKIP_SUMS) and made (updated from the "
+	       "changed lines); medians of %s\n\n", p->nvm->ops->name, "the pairs");
+	printf("%6s %3s %2s | %10s %10s | %12s\n", "dirty", "L", "W", "no sums", "with sums",
+	       "extra/page");
+	/* 13 lines, a word or two of each: what examples/bank changes per dirty
+	 * page and epoch. */
+	static const unsigned dirty_counts[] = { 1, 16, 64, 1024, 1024, 1024, 1024 };
+	static const unsigned changed[] = { 1, 1, 1, 1, 13, 13, 64 };
+	static const unsigned words_changed[] = { 8, 8, 8, 8, 1, 2, 8 };
 	for (size_t d = 0; d < sizeof(dirty_counts) / sizeof(dirty_counts[0]); d++) {
-		unsigned n = dirty_counts[d];
+		unsigned n = dirty_counts[d], lines = changed[d], words = words_changed[d];
 		unsigned reps = n >= 1024 ? 31 : 201;
 		uint64_t *t0 = malloc(reps * sizeof(uint64_t)), *t1 = malloc(reps * sizeof(uint64_t));
 		int64_t *diff = malloc(reps * sizeof(int64_t));
@@ -306,7 +319,7 @@ static void bench_sums(void)
 			uint64_t dt[2];
 			for (int summed = 0; summed < 2; summed++) {
 				persist_set_fault(summed ? PERSIST_FAULT_NONE : PERSIST_FAULT_SKIP_SUMS);
-				change_lines(shadow, n, 1, 2 * r + (unsigned)summed);
+				change_words(shadow, n, lines, words, 2 * r + (unsigned)summed);
 				uint64_t a = prim_now_ns();
 				persist_epoch(p, shadow, pages, n, NULL);
 				dt[summed] = prim_now_ns() - a;
@@ -324,7 +337,8 @@ static void bench_sums(void)
 				diff[j] = diff[j - 1];
 				diff[j - 1] = x;
 			}
-		printf("%6u | %8.2fus %8.2fus | %10.3fus\n", n, (double)median(t0, reps) / 1e3,
+		printf("%6u %3u %2u | %8.2fus %8.2fus | %10.3fus\n", n, lines, words,
+		       (double)median(t0, reps) / 1e3,
 		       (double)median(t1, reps) / 1e3, (double)diff[reps / 2] / 1e3 / n);
 		free(t0);
 		free(t1);

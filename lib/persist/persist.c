@@ -8,7 +8,7 @@
  * a copy that still carries a valid seq always holds exactly the image of
  * that epoch; (2) all data is durable before (3) VER_d+1 is published, which
  * makes the new copies valid all at once.  Each copy's checksum (the sum
- * table) is part of (2): computed from the bytes written, flushed with them,
+ * table) is part of (2): from the bytes written, flushed with them,
  * so it is durable whenever its copy is valid -- including a copy an
  * unpublished attempt wrote and the next attempt publishes without listing
  * it: that attempt's end fenced the checksum with the data.
@@ -58,28 +58,54 @@ static void store_run(struct pool *p, unsigned char *dst, const unsigned char *s
 		nvm_copy_flush(p->nvm, dst, src, len);
 }
 
-/* Write the lines of the working copy that differ from the shadow page, in
- * runs of adjacent lines (one primitive per run). */
-static uint64_t write_page(struct pool *p, unsigned char *copy, const unsigned char *src)
+/* Lines held for one primitive: a 4 KiB page's worth, so that a larger page
+ * splits its longest runs. */
+#define RUN_LINES 64
+
+/* Write the lines of the working copy that differ from the page's image, in
+ * runs of adjacent lines (one primitive per run).  Each line is read from
+ * the image once, and what is written and what the checksum change *delta
+ * is computed from are that one read: a live image the program changes
+ * meanwhile cannot make the copy's checksum disagree with its bytes.  delta
+ * NULL: no change summed (the caller computes the sum afresh). */
+static uint64_t write_page(struct pool *p, unsigned char *copy, const unsigned char *src,
+			   page_sum_delta *delta)
 {
+	_Alignas(NVM_LINE) unsigned char held[RUN_LINES * NVM_LINE];
 	const size_t lines = p->page_size / NVM_LINE;
 	uint64_t written = 0;
-	size_t run = 0;	/* first line of the current run of differing lines */
-	bool in_run = false;
+	size_t run = 0, len = 0;	/* the run: its first line, its lines in held[] */
 	for (size_t l = 0; l < lines; l++) {
-		bool differs = line_differs(copy + l * NVM_LINE, src + l * NVM_LINE);
-		if (differs && !in_run) {
-			run = l;
-			in_run = true;
-		} else if (!differs && in_run) {
-			store_run(p, copy + run * NVM_LINE, src + run * NVM_LINE, (l - run) * NVM_LINE);
-			written += l - run;
-			in_run = false;
+		const unsigned char *from = src + l * NVM_LINE, *to = copy + l * NVM_LINE;
+		if (!line_differs(to, from)) {
+			if (len != 0) {
+				store_run(p, copy + run * NVM_LINE, held, len * NVM_LINE);
+				written += len;
+				len = 0;
+			}
+			continue;
 		}
+		if (len == RUN_LINES) {
+			store_run(p, copy + run * NVM_LINE, held, len * NVM_LINE);
+			written += len;
+			len = 0;
+		}
+		if (len == 0)
+			run = l;
+		/* The one read of the line (the compare above may have seen
+		 * other bytes of a live image: then this line is rewritten with
+		 * what it holds, summed as such). */
+		uint64_t now[NVM_LINE / 8], was[NVM_LINE / 8];
+		memcpy(now, from, NVM_LINE);
+		memcpy(was, to, NVM_LINE);
+		memcpy(held + len * NVM_LINE, now, NVM_LINE);
+		len++;
+		if (delta != NULL)
+			page_sum_delta_line(&p->sum_key, l, was, now, delta);
 	}
-	if (in_run) {
-		store_run(p, copy + run * NVM_LINE, src + run * NVM_LINE, (lines - run) * NVM_LINE);
-		written += lines - run;
+	if (len != 0) {
+		store_run(p, copy + run * NVM_LINE, held, len * NVM_LINE);
+		written += len;
 	}
 	return written;
 }
@@ -179,6 +205,16 @@ void persist_attempt_begin(struct persist_attempt *e, struct pool *p, const uint
 		int w = working_copy(p, i);
 		/* The copy overwritten is never the one recovery would read. */
 		PMT_ASSERT(pool_valid_copy(p, i) != w);
+		/* The write-back updates a copy's checksum from the lines it
+		 * rewrites, which needs the recorded sum to describe the copy:
+		 * true of a valid copy (written and summed by an epoch, fenced
+		 * before its publication) and of one this process wrote (the
+		 * case above), not of a copy never written or invalidated
+		 * (torn: its sum may be another attempt's).  Such a copy's
+		 * entry is cleared, so that the write-back sums it afresh; no
+		 * flush: a copy that is not valid is never verified. */
+		if (p->seq[i][w] == 0 || p->seq[i][w] == POOL_SEQ_INVALID)
+			p->sum[i][w] = 0;
 		if (i >= p->seq_pages)
 			p->seq_pages = i + 1;
 		p->seq[i][w] = next;
@@ -209,16 +245,19 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 		int w = p->seq[i][0] == next ? 0 : 1;
 		PMT_ASSERT(p->seq[i][w] == next);
 		const void *image = src->begin(src->ctx, k, i);
-		lines += write_page(p, pool_copy(p, i, w), image);
-		/* From the very bytes persisted (still in cache after the
-		 * diff), durable with them before VER_d makes the copy valid.
-		 * A live image the program changes meanwhile may give a sum
-		 * that matches neither state: the caller then never publishes
-		 * this read (persist.h) and relists the page, whose rewrite
-		 * writes the sum again. */
-		if (persist_fault_active != PERSIST_FAULT_SKIP_SUMS)
-			set_sum(p, &sl, i, w, pool_page_sum(p, i, image));
+		unsigned char *copy = pool_copy(p, i, w);
+		/* The checksum of the bytes written, durable with them before
+		 * VER_d makes the copy valid: updated from the lines rewritten
+		 * when the recorded sum describes the copy (see
+		 * persist_attempt_begin), else computed from the copy. */
+		page_sum_delta delta = 0;
+		bool summed = persist_fault_active != PERSIST_FAULT_SKIP_SUMS;
+		bool known = summed && p->sum[i][w] != 0;
+		lines += write_page(p, copy, image, known ? &delta : NULL);
 		src->end(src->ctx, k);
+		if (summed)
+			set_sum(p, &sl, i, w, known ? page_sum_update(p->sum[i][w], delta)
+						    : pool_page_sum(p, i, copy));
 	}
 	sum_flush_pending(p, &sl);
 	e->st.lines_written += lines;

@@ -46,9 +46,10 @@ static inline void persist_stats_add(struct persist_stats *dst, const struct per
  * fence, before the data fence).  The epoch pipeline (epoch.c) reads a page
  * from the copy it took inside the pause, or else from the live shadow page
  * -- which the program may be writing meanwhile: the image need not stay
- * stable, the pipeline then does not publish what it read.  Each copy's
- * checksum (pool.h, the sum table) is computed from the image begin returns,
- * after its lines were written. */
+ * stable, the pipeline then does not publish what it read.  Each line is
+ * read from the image once, and each copy's checksum (pool.h, the sum
+ * table) follows from the very bytes written, so it always describes the
+ * copy, stable image or not. */
 struct persist_source {
 	const void *(*begin)(void *ctx, size_t k, uint64_t page);
 	void (*end)(void *ctx, size_t k);

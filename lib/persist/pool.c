@@ -387,19 +387,21 @@ static int validate_header(const unsigned char *buf, const struct stat *st, cons
 			"create a new pool", path, POOL_FORMAT_VERSION);
 		return -1;
 	}
-	if ((h->format_version == 2 || h->format_version == 3) && !o->legacy) {
-		/* Same refusal for both: a version-3 pool has the same layout,
-		 * but checksums of its metadata pages only, so its data pages
-		 * would fail verification as if corrupt. */
+	bool older = h->format_version >= 2 && h->format_version < POOL_FORMAT_VERSION;
+	if (older && !o->legacy) {
+		/* The same refusal for all: versions 3 and 4 have the same
+		 * layout, but their checksums (of the metadata pages only, or
+		 * another function of every page) would fail verification as if
+		 * the pages were corrupt. */
 		err_set("%s is a pmthreads pool of format version %u, which this pmthreads (format "
-			"version %u: a checksum of every page copy, verified whenever a page is "
-			"restored) does not read; it was left untouched: convert it, keeping its "
-			"data, with 'pmthreads-recover upgrade %s' (while no program uses it)",
+			"version %u: a checksum of every page copy, kept current from the lines "
+			"each epoch rewrites and verified whenever a page is restored) does not "
+			"read; it was left untouched: convert it, keeping its data, with "
+			"'pmthreads-recover upgrade %s' (while no program uses it)",
 			path, h->format_version, POOL_FORMAT_VERSION, path);
 		return -1;
 	}
-	if (h->format_version != POOL_FORMAT_VERSION && h->format_version != 2 &&
-	    h->format_version != 3) {
+	if (h->format_version != POOL_FORMAT_VERSION && !older) {
 		err_set("%s is a pmthreads pool of format version %u, but this pmthreads reads "
 			"version %u; it was left untouched: use a matching pmthreads, or %s",
 			path, h->format_version, POOL_FORMAT_VERSION, REFUSE_FIX);
@@ -661,6 +663,12 @@ static int map_and_fill(struct pool *p, const struct pool_header *h, const struc
 		err_set("%s; it was left untouched: %s", why, REFUSE_FIX);
 		return -1;
 	}
+	if (page_sum_key_init(&p->sum_key, p->uuid, p->page_size) != 0) {
+		nvm_unmap(p->nvm);
+		p->nvm = NULL;
+		err_set_errno(ENOMEM, "cannot open pool %s", p->path);
+		return -1;
+	}
 	return 0;
 }
 
@@ -849,6 +857,7 @@ void pool_close(struct pool *p)
 		return;
 	nvm_unmap(p->nvm);
 	close(p->fd);
+	page_sum_key_fini(&p->sum_key);
 	free(p);
 }
 
@@ -978,15 +987,20 @@ int pool_valid_copy(const struct pool *p, uint64_t page)
 	return p->seq[page][c] == 0 ? -1 : c;
 }
 
+uint64_t pool_page_sum(const struct pool *p, uint64_t page, const void *bytes)
+{
+	return page_sum(&p->sum_key, page, bytes);
+}
+
 /* Seeded with the page index, so that a page's bytes stored as another page
  * do not pass, and with the UUID, so that a page from another pool does not
  * either. */
-uint64_t pool_page_sum(const struct pool *p, uint64_t page, const void *bytes)
+uint64_t pool_page_sum_v4(const uint8_t uuid[16], size_t page_size, uint64_t page,
+			  const void *bytes)
 {
 	uint64_t seed;
-	memcpy(&seed, p->uuid, sizeof(seed));
-	uint64_t s = XXH3_64bits_withSeed(bytes, p->page_size,
-					  seed ^ ((page + 1) * 0x9e3779b97f4a7c15ULL));
+	memcpy(&seed, uuid, sizeof(seed));
+	uint64_t s = XXH3_64bits_withSeed(bytes, page_size, seed ^ ((page + 1) * 0x9e3779b97f4a7c15ULL));
 	return s != 0 ? s : 1;
 }
 
@@ -1008,7 +1022,9 @@ int pool_verify_page(const struct pool *p, uint64_t page, const void *bytes, cha
 			 (unsigned long long)pool_sum_offset(p, page, c));
 		return -1;
 	}
-	if (pool_page_sum(p, page, bytes) != want) {
+	uint64_t got = p->format_version >= 5 ? pool_page_sum(p, page, bytes)
+					       : pool_page_sum_v4(p->uuid, p->page_size, page, bytes);
+	if (got != want) {
 		snprintf(what, what_len, "copy %d, written by epoch %llu, at file offset %llu, does not "
 			 "match the checksum recorded when it was made durable (at offset %llu)", c,
 			 epoch, copy_off, (unsigned long long)pool_sum_offset(p, page, c));

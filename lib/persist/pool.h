@@ -10,14 +10,15 @@
  *                 in a further line the pid of the process holding the pool
  *                 read-write (advisory, for messages)
  *   seq table     uint64_t seq[npages][2]: sequence number of each copy
- *   sum table     uint64_t sum[npages][2]: XXH3-64 checksum of each copy's
- *                 content (pool_page_sum: seeded with the pool's UUID and
- *                 the page index), 0 for a copy never written.  Every copy
- *                 an epoch writes gets one, computed from the bytes written
- *                 and flushed with them before the data fence, so it is
- *                 durable before VER_d makes the copy valid: a valid copy
- *                 always has its own checksum.  Restore (lazy or eager) and
- *                 pmthreads-recover check verify every valid copy against it.
+ *   sum table     uint64_t sum[npages][2]: the checksum of each copy's
+ *                 content (page_sum.h: keyed by the pool's UUID and the
+ *                 page index), 0 for a copy never written.  Every copy an
+ *                 epoch writes gets one, from the bytes written (updated
+ *                 from the lines rewritten, page_sum.h) and flushed with
+ *                 them before the data fence, so it is durable before VER_d
+ *                 makes the copy valid: a valid copy always has its own
+ *                 checksum.  Restore (lazy or eager) and pmthreads-recover
+ *                 check verify every valid copy against it.
  *   page pairs    copy c of heap page i at data_off + (2*i + c) * page_size
  * A copy is valid when its seq <= VER_d; seq 0 is "never written" (zeros);
  * POOL_SEQ_INVALID marks a copy invalidated by recovery.
@@ -49,6 +50,7 @@
 
 #include "base/config.h"
 #include "persist/nvm.h"
+#include "persist/page_sum.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -58,10 +60,12 @@
 #define POOL_MAGIC "PMTHRDS\0"
 /* 3: the sum table (a version-2 pool has none, and its data starts where a
  * version-3 pool's sum table does); 4: the same layout, but every copy has a
- * checksum (version 3 summed the heap's metadata pages only).  Both older
- * versions are refused by the runtime with a message naming the way out,
- * pool_upgrade (pmthreads-recover upgrade); only that opens them. */
-#define POOL_FORMAT_VERSION 4
+ * checksum (version 3 summed the heap's metadata pages only), an XXH3-64 of
+ * the page; 5: the same layout, the checksum of page_sum.h, which the
+ * write-back updates from the lines it rewrites.  The older versions are
+ * refused by the runtime with a message naming the way out, pool_upgrade
+ * (pmthreads-recover upgrade); only that opens them. */
+#define POOL_FORMAT_VERSION 5
 #define POOL_SEQ_INVALID UINT64_MAX
 #define POOL_CREATOR_MAX 256
 
@@ -69,7 +73,7 @@ struct pool {
 	int fd;
 	char path[PATH_MAX];
 	struct nvm *nvm;
-	uint32_t format_version;	/* POOL_FORMAT_VERSION, or 2/3 with .legacy */
+	uint32_t format_version;	/* POOL_FORMAT_VERSION, or 2-4 with .legacy */
 	size_t page_size;
 	uint64_t npages;		/* heap capacity in pages */
 	uint64_t shadow_base;		/* recorded heap address */
@@ -88,6 +92,7 @@ struct pool {
 	/* Pointers into the mapping: */
 	uint64_t (*seq)[2];
 	uint64_t (*sum)[2];		/* NULL in a version-2 pool (legacy open) */
+	struct page_sum_key sum_key;	/* the checksum's keys (page_sum.h) */
 	unsigned char *data;
 	/* Added for tools and recovery: */
 	bool read_only;			/* opened read-only: nothing is ever written */
@@ -113,12 +118,13 @@ struct pool_open_options {
 	 * list every problem (pmthreads-recover check).  Nothing else may use
 	 * such a pool. */
 	bool inspect;
-	/* With read_only: open a pool of format version 2 or 3 as well, for
+	/* With read_only: open a pool of format version 2, 3 or 4 as well, for
 	 * pool_upgrade, with an exclusive lock (the file is opened read-write
 	 * for the lock only and never written), so that no program or other
 	 * upgrade uses it meanwhile.  pool_check, pool_valid_copy and
 	 * pool_verify_page work on it (the latter checks the checksums such a
-	 * pool has: a version-3 pool's metadata pages, none in version 2);
+	 * pool has: a version-4 pool's XXH3 of every page, a version-3 pool's
+	 * of its metadata pages, none in version 2);
 	 * nothing else may use it. */
 	bool legacy;
 	enum nvm_kind nvm;
@@ -220,8 +226,13 @@ int pool_valid_copy(const struct pool *p, uint64_t page);
 void pool_reseal(unsigned char *head, size_t len);
 
 /* The checksum of page content bytes (page_size bytes) as page i of this
- * pool: never 0 (0 in the sum table means "none recorded"). */
+ * pool (page_sum.h): never 0 (0 in the sum table means "none recorded"). */
 uint64_t pool_page_sum(const struct pool *p, uint64_t page, const void *bytes);
+/* The same as format versions 3 and 4 recorded it (an XXH3-64 of the page
+ * seeded with the UUID and the page index): for pool_upgrade's check of
+ * such a pool, and for tests that make one. */
+uint64_t pool_page_sum_v4(const uint8_t uuid[16], size_t page_size, uint64_t page,
+			  const void *bytes);
 /* Check bytes, the content of page i as restored from the pool, against the
  * checksum recorded for its valid copy.  0 when they match or the page was
  * never persisted (its image is zeros); -1 when they differ or no checksum

@@ -8,7 +8,7 @@
  *   pool_format.c  header and version records: layout, checksums, choice
  *   pool_lock.c    the exclusive/shared OFD lock and who holds it
  *   pool_check.c   pmthreads-recover check: every problem of an open pool
- *   pool_upgrade.c a version-2/3 pool replaced by a current one
+ *   pool_upgrade.c a version-2/3/4 pool replaced by a current one
  */
 #ifndef PMT_POOL_INTERNAL_H
 #define PMT_POOL_INTERNAL_H

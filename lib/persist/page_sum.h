@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * page_sum -- the checksum of a page copy (pool format 5, the sum table of
+ * pool.h).
+ *
+ * Owns: the function and its keys.  The write-back keeps a copy's checksum
+ * current from the lines it rewrites instead of rehashing the whole page:
+ * a random-access program changes a fifth of a page's lines per epoch, and
+ * hashing 4 KiB per dirty page cost bank a fifth of its throughput (format 4,
+ * XXH3 of the page).
+ *
+ * The function: split the page into 32-bit halves a_j of its 64-bit words
+ * (the low half of word w is a_2w, the high half a_2w+1: the same on any byte
+ * order) and take
+ *     h = (s_page + sum_j a_j * k_j) mod P,   P = 2^61 - 1,
+ * with keys k_j in [1, P) and the page's offset s_page derived from the
+ * pool's UUID (and the page index).  Stored as h + 1, so that a recorded sum
+ * is never 0 (0: "none recorded").
+ *
+ * Why this one: it is linear, so rewriting a line changes h by
+ * sum_j (new_j - old_j) * k_j over that line's 16 halves -- a multiply per
+ * half of the changed lines only, from bytes the write-back's diff already
+ * loaded.  And it detects any change: for a fixed nonzero difference
+ * (every |new_j - old_j| < 2^32 < P, so some term is nonzero mod P) the keys
+ * that miss it are a 1/P fraction -- no error pattern is weaker than
+ * another, unlike a sum of words modulo 2^64, where flips of the top bit of
+ * two words cancel.  The page offset makes a page's bytes stored as another
+ * page's, or another pool's page, fail too.
+ *
+ * An update is only as right as the sum it starts from: the write-back
+ * updates a copy's recorded sum only when that sum describes the copy
+ * (persist.c says when), and otherwise computes it afresh.
+ */
+#ifndef PMT_PAGE_SUM_H
+#define PMT_PAGE_SUM_H
+
+#include "persist/nvm.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PAGE_SUM_P ((UINT64_C(1) << 61) - 1)
+
+/* The keys of one pool: derived from its UUID, the same in every process. */
+struct page_sum_key {
+	uint64_t *k;		/* page_size / 4 of them, one per half-word */
+	size_t halves;
+	uint64_t seed;		/* for the per-page offsets */
+};
+
+/* A change being summed: sum of (new - old) * k over the changed halves.
+ * Each term is below 2^93 in magnitude, so a page's worth cannot overflow. */
+__extension__ typedef __int128 page_sum_delta;
+
+/* 0, or -1 (ENOMEM) with nothing allocated. */
+int page_sum_key_init(struct page_sum_key *key, const uint8_t uuid[16], size_t page_size);
+void page_sum_key_fini(struct page_sum_key *key);
+
+/* The recorded form (never 0) of the checksum of page_size bytes as page
+ * `page` of the pool the key belongs to. */
+uint64_t page_sum(const struct page_sum_key *key, uint64_t page, const void *bytes);
+
+/* Add to *d the change of line `line` (NVM_LINE bytes, as 64-bit words)
+ * from was to now.  Inline: the write-back calls it for every line it
+ * rewrites. */
+static inline void page_sum_delta_line(const struct page_sum_key *key, size_t line,
+				       const uint64_t was[NVM_LINE / 8],
+				       const uint64_t now[NVM_LINE / 8], page_sum_delta *d)
+{
+	const uint64_t *k = key->k + line * (NVM_LINE / 4);
+	page_sum_delta acc = 0;
+	/* Only the words that changed: a program's store rewrites a word or
+	 * two of a line, and the multiplies are the cost. */
+	for (int w = 0; w < NVM_LINE / 8; w++) {
+		if (now[w] == was[w])
+			continue;
+		int64_t lo = (int64_t)(uint32_t)now[w] - (int64_t)(uint32_t)was[w];
+		int64_t hi = (int64_t)(now[w] >> 32) - (int64_t)(was[w] >> 32);
+		acc += (page_sum_delta)lo * (int64_t)k[2 * w] + (page_sum_delta)hi * (int64_t)k[2 * w + 1];
+	}
+	*d += acc;
+}
+
+/* The recorded sum of a copy whose recorded sum was `recorded` (nonzero,
+ * describing the copy's bytes) after the changes summed in d. */
+uint64_t page_sum_update(uint64_t recorded, page_sum_delta d);
+
+#endif

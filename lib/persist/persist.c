@@ -67,7 +67,7 @@ static void store_run(struct pool *p, unsigned char *dst, const unsigned char *s
  * the image once, and what is written and what the checksum change *delta
  * is computed from are that one read: a live image the program changes
  * meanwhile cannot make the copy's checksum disagree with its bytes.  delta
- * NULL: no change summed (the caller computes the sum afresh). */
+ * NULL: no change summed (checksums skipped, a test hook). */
 static uint64_t write_page(struct pool *p, unsigned char *copy, const unsigned char *src,
 			   page_sum_delta *delta)
 {
@@ -247,17 +247,19 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 		const void *image = src->begin(src->ctx, k, i);
 		unsigned char *copy = pool_copy(p, i, w);
 		/* The checksum of the bytes written, durable with them before
-		 * VER_d makes the copy valid: updated from the lines rewritten
-		 * when the recorded sum describes the copy (see
-		 * persist_attempt_begin), else computed from the copy. */
+		 * VER_d makes the copy valid: updated from the lines rewritten.
+		 * A recorded sum that does not describe the copy (0, see
+		 * persist_attempt_begin) is first computed from the bytes the
+		 * copy holds -- which the diff reads next anyway. */
 		page_sum_delta delta = 0;
 		bool summed = persist_fault_active != PERSIST_FAULT_SKIP_SUMS;
-		bool known = summed && p->sum[i][w] != 0;
-		lines += write_page(p, copy, image, known ? &delta : NULL);
+		uint64_t base = summed ? p->sum[i][w] : 0;
+		if (summed && base == 0)
+			base = pool_page_sum(p, i, copy);
+		lines += write_page(p, copy, image, summed ? &delta : NULL);
 		src->end(src->ctx, k);
 		if (summed)
-			set_sum(p, &sl, i, w, known ? page_sum_update(p->sum[i][w], delta)
-						    : pool_page_sum(p, i, copy));
+			set_sum(p, &sl, i, w, page_sum_update(base, delta));
 	}
 	sum_flush_pending(p, &sl);
 	e->st.lines_written += lines;

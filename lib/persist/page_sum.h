@@ -13,7 +13,7 @@
  * (the low half of word w is a_2w, the high half a_2w+1: the same on any byte
  * order) and take
  *     h = (s_page + sum_j a_j * k_j) mod P,   P = 2^61 - 1,
- * with keys k_j in [1, P) and the page's offset s_page derived from the
+ * with keys k_j in [1, 2^60) and the page's offset s_page derived from the
  * pool's UUID (and the page index).  Stored as h + 1, so that a recorded sum
  * is never 0 (0: "none recorded").
  *
@@ -22,7 +22,8 @@
  * half of the changed lines only, from bytes the write-back's diff already
  * loaded.  And it detects any change: for a fixed nonzero difference
  * (every |new_j - old_j| < 2^32 < P, so some term is nonzero mod P) the keys
- * that miss it are a 1/P fraction -- no error pattern is weaker than
+ * that miss it are at most a 2^-56 fraction (PAGE_SUM_KEY_PART_MAX) -- no
+ * error pattern is weaker than
  * another, unlike a sum of words modulo 2^64, where flips of the top bit of
  * two words cancel.  The page offset makes a page's bytes stored as another
  * page's, or another pool's page, fail too.
@@ -40,13 +41,25 @@
 #include <stdint.h>
 
 #define PAGE_SUM_P ((UINT64_C(1) << 61) - 1)
+/* Each key is hi * 2^32 + lo with lo in [1, 2^28), hi in [0, 2^28): below
+ * 2^60 < P and never 0, 2^56 possible keys -- any fixed difference is missed
+ * by at most a 2^-56 fraction of them. */
+#define PAGE_SUM_KEY_PART_MAX ((UINT32_C(1) << 28) - 1)
 
 /* The keys of one pool: derived from its UUID, the same in every process. */
 struct page_sum_key {
-	uint64_t *k;		/* page_size / 4 of them, one per half-word */
+	/* page_size / 4 keys, one per half-word, as their low and high 32
+	 * bits: the whole-page sum then needs only 32x32-bit multiplies,
+	 * which vectorise (page_sum.c). */
+	uint32_t *lo, *hi;
 	size_t halves;
 	uint64_t seed;		/* for the per-page offsets */
 };
+
+static inline uint64_t page_sum_key_at(const struct page_sum_key *key, size_t j)
+{
+	return (uint64_t)key->hi[j] << 32 | key->lo[j];
+}
 
 /* A change being summed: sum of (new - old) * k over the changed halves.
  * Each term is below 2^93 in magnitude, so a page's worth cannot overflow. */
@@ -67,7 +80,7 @@ static inline void page_sum_delta_line(const struct page_sum_key *key, size_t li
 				       const uint64_t was[NVM_LINE / 8],
 				       const uint64_t now[NVM_LINE / 8], page_sum_delta *d)
 {
-	const uint64_t *k = key->k + line * (NVM_LINE / 4);
+	const size_t j0 = line * (NVM_LINE / 4);
 	page_sum_delta acc = 0;
 	/* Only the words that changed: a program's store rewrites a word or
 	 * two of a line, and the multiplies are the cost. */
@@ -76,7 +89,8 @@ static inline void page_sum_delta_line(const struct page_sum_key *key, size_t li
 			continue;
 		int64_t lo = (int64_t)(uint32_t)now[w] - (int64_t)(uint32_t)was[w];
 		int64_t hi = (int64_t)(now[w] >> 32) - (int64_t)(was[w] >> 32);
-		acc += (page_sum_delta)lo * (int64_t)k[2 * w] + (page_sum_delta)hi * (int64_t)k[2 * w + 1];
+		acc += (page_sum_delta)lo * (int64_t)page_sum_key_at(key, j0 + 2 * (size_t)w) +
+		       (page_sum_delta)hi * (int64_t)page_sum_key_at(key, j0 + 2 * (size_t)w + 1);
 	}
 	*d += acc;
 }

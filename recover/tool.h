@@ -66,7 +66,7 @@ struct pool *tool_open_pool(const char *path);
  * validation is opened anyway (pool_open's inspect mode), so that check can
  * list every problem. */
 struct pool *tool_open_pool_inspect(const char *path);
-/* The same for upgrade: a pool of format version 2 or 3 opens too, with an
+/* The same for upgrade: a pool of format version 2, 3 or 4 opens too, with an
  * exclusive lock (pool_open's legacy mode), and in inspect mode, so that
  * tool_check_open_pool lists every problem as check does. */
 struct pool *tool_open_pool_legacy(const char *path);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * upgrade -- a pool of format version 2 or 3, which the runtime refuses,
+ * upgrade -- a pool of format version 2, 3 or 4, which the runtime refuses,
  * converted to the current format keeping the program's data: checked as
  * `check` checks, then replaced by a new file (pool_upgrade).  A pool that
  * fails a check, or that a process holds, is left as it is.
@@ -19,7 +19,7 @@
 static const char upgrade_usage[] = "Usage: " TOOL_NAME " upgrade POOL\n";
 static const char upgrade_help[] =
 	"Usage: " TOOL_NAME " upgrade POOL\n"
-	"Convert a pool of an older format version (2 or 3), which this pmthreads\n"
+	"Convert a pool of an older format version (2, 3 or 4), which this pmthreads\n"
 	"refuses to open, into a pool of the current format holding the same data:\n"
 	"the image the program's next start would recover (its last durable epoch,\n"
 	"VER_d, kept), each page with the checksum the current format records.\n"

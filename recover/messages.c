@@ -47,13 +47,18 @@ int tool_parse_pool_command(int argc, char **argv, const char *cmd, const char *
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	*json = false;
+	if (json != NULL)
+		*json = false;
 	opterr = 0;
 	optind = 1;
 	int c;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'j': *json = true; break;
+		case 'j':
+			if (json == NULL)
+				return tool_bad_option(usage, cmd, argv);
+			*json = true;
+			break;
 		case 'h': fputs(help, stdout); return TOOL_OK;
 		default: return tool_bad_option(usage, cmd, argv);
 		}

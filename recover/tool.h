@@ -52,7 +52,8 @@ int tool_bad_option(const char *usage, const char *cmd, char **argv);
 
 /* The options of `check` and `info` (--json, --help) and their one POOL
  * operand: returns -1 with *json and *path set when the command should run,
- * else the exit status (TOOL_OK after --help, TOOL_USAGE). */
+ * else the exit status (TOOL_OK after --help, TOOL_USAGE).  json NULL: a
+ * command without --json (upgrade). */
 int tool_parse_pool_command(int argc, char **argv, const char *cmd, const char *help,
 			    const char *usage, bool *json, const char **path);
 

@@ -9,7 +9,6 @@
 
 #include "base/log.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -58,23 +57,11 @@ static void on_step(const char *what, void *arg)
 
 int cmd_upgrade(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	opterr = 0;
-	optind = 1;
-	int c;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'h': fputs(upgrade_help, stdout); return TOOL_OK;
-		default: return tool_bad_option(upgrade_usage, "upgrade", argv);
-		}
-	}
-	if (argc - optind != 1)
-		return tool_usage_error(upgrade_usage, "upgrade: expected one POOL, got %d operands",
-					argc - optind);
-	const char *path = argv[optind];
+	const char *path;
+	int rc = tool_parse_pool_command(argc, argv, "upgrade", upgrade_help, upgrade_usage, NULL,
+					 &path);
+	if (rc >= 0)
+		return rc;
 	struct pool *p = tool_open_pool_legacy(path);
 	if (p == NULL) {
 		printf("%s: not upgraded (see the error above)\n", path);

@@ -69,7 +69,7 @@ static void store_run(struct pool *p, unsigned char *dst, const unsigned char *s
  * meanwhile cannot make the copy's checksum disagree with its bytes.  delta
  * NULL: no change summed (checksums skipped, a test hook). */
 static uint64_t write_page(struct pool *p, unsigned char *copy, const unsigned char *src,
-			   page_sum_delta *delta)
+			   pool_sum_delta *delta)
 {
 	_Alignas(NVM_LINE) unsigned char held[RUN_LINES * NVM_LINE];
 	const size_t lines = p->page_size / NVM_LINE;
@@ -101,7 +101,7 @@ static uint64_t write_page(struct pool *p, unsigned char *copy, const unsigned c
 		memcpy(held + len * NVM_LINE, now, NVM_LINE);
 		len++;
 		if (delta != NULL)
-			page_sum_delta_line(&p->sum_key, l, was, now, delta);
+			pool_sum_delta_line(&p->sum_key, l, was, now, delta);
 	}
 	if (len != 0) {
 		store_run(p, copy + run * NVM_LINE, held, len * NVM_LINE);
@@ -251,7 +251,7 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 		 * A recorded sum that does not describe the copy (0, see
 		 * persist_attempt_begin) is first computed from the bytes the
 		 * copy holds -- which the diff reads next anyway. */
-		page_sum_delta delta = 0;
+		pool_sum_delta delta = 0;
 		bool summed = persist_fault_active != PERSIST_FAULT_SKIP_SUMS;
 		uint64_t base = summed ? p->sum[i][w] : 0;
 		if (summed && base == 0)
@@ -259,7 +259,7 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 		lines += write_page(p, copy, image, summed ? &delta : NULL);
 		src->end(src->ctx, k);
 		if (summed)
-			set_sum(p, &sl, i, w, page_sum_update(base, delta));
+			set_sum(p, &sl, i, w, pool_sum_update(base, delta));
 	}
 	sum_flush_pending(p, &sl);
 	e->st.lines_written += lines;

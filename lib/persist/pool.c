@@ -663,7 +663,7 @@ static int map_and_fill(struct pool *p, const struct pool_header *h, const struc
 		err_set("%s; it was left untouched: %s", why, REFUSE_FIX);
 		return -1;
 	}
-	if (page_sum_key_init(&p->sum_key, p->uuid, p->page_size) != 0) {
+	if (pool_sum_key_init(&p->sum_key, p->uuid, p->page_size) != 0) {
 		nvm_unmap(p->nvm);
 		p->nvm = NULL;
 		err_set_errno(ENOMEM, "cannot open pool %s", p->path);
@@ -857,7 +857,7 @@ void pool_close(struct pool *p)
 		return;
 	nvm_unmap(p->nvm);
 	close(p->fd);
-	page_sum_key_fini(&p->sum_key);
+	pool_sum_key_fini(&p->sum_key);
 	free(p);
 }
 
@@ -989,7 +989,7 @@ int pool_valid_copy(const struct pool *p, uint64_t page)
 
 uint64_t pool_page_sum(const struct pool *p, uint64_t page, const void *bytes)
 {
-	return page_sum(&p->sum_key, page, bytes);
+	return pool_sum_of_page(&p->sum_key, page, bytes);
 }
 
 /* Seeded with the page index, so that a page's bytes stored as another page

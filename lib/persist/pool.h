@@ -11,10 +11,10 @@
  *                 read-write (advisory, for messages)
  *   seq table     uint64_t seq[npages][2]: sequence number of each copy
  *   sum table     uint64_t sum[npages][2]: the checksum of each copy's
- *                 content (page_sum.h: keyed by the pool's UUID and the
+ *                 content (pool_sum.h: keyed by the pool's UUID and the
  *                 page index), 0 for a copy never written.  Every copy an
  *                 epoch writes gets one, from the bytes written (updated
- *                 from the lines rewritten, page_sum.h) and flushed with
+ *                 from the lines rewritten, pool_sum.h) and flushed with
  *                 them before the data fence, so it is durable before VER_d
  *                 makes the copy valid: a valid copy always has its own
  *                 checksum.  Restore (lazy or eager) and pmthreads-recover
@@ -50,7 +50,7 @@
 
 #include "base/config.h"
 #include "persist/nvm.h"
-#include "persist/page_sum.h"
+#include "persist/pool_sum.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -61,7 +61,7 @@
 /* 3: the sum table (a version-2 pool has none, and its data starts where a
  * version-3 pool's sum table does); 4: the same layout, but every copy has a
  * checksum (version 3 summed the heap's metadata pages only), an XXH3-64 of
- * the page; 5: the same layout, the checksum of page_sum.h, which the
+ * the page; 5: the same layout, the checksum of pool_sum.h, which the
  * write-back updates from the lines it rewrites.  The older versions are
  * refused by the runtime with a message naming the way out, pool_upgrade
  * (pmthreads-recover upgrade); only that opens them. */
@@ -92,7 +92,7 @@ struct pool {
 	/* Pointers into the mapping: */
 	uint64_t (*seq)[2];
 	uint64_t (*sum)[2];		/* NULL in a version-2 pool (legacy open) */
-	struct page_sum_key sum_key;	/* the checksum's keys (page_sum.h) */
+	struct pool_sum_key sum_key;	/* the checksum's keys (pool_sum.h) */
 	unsigned char *data;
 	/* Added for tools and recovery: */
 	bool read_only;			/* opened read-only: nothing is ever written */
@@ -226,7 +226,7 @@ int pool_valid_copy(const struct pool *p, uint64_t page);
 void pool_reseal(unsigned char *head, size_t len);
 
 /* The checksum of page content bytes (page_size bytes) as page i of this
- * pool (page_sum.h): never 0 (0 in the sum table means "none recorded"). */
+ * pool (pool_sum.h): never 0 (0 in the sum table means "none recorded"). */
 uint64_t pool_page_sum(const struct pool *p, uint64_t page, const void *bytes);
 /* The same as format versions 3 and 4 recorded it (an XXH3-64 of the page
  * seeded with the UUID and the page index): for pool_upgrade's check of

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * page_sum -- the checksum of a page copy (pool format 5, the sum table of
+ * pool_sum -- the checksum of a page copy (pool format 5, the sum table of
  * pool.h).
  *
  * Owns: the function and its keys.  The write-back keeps a copy's checksum
@@ -22,7 +22,7 @@
  * half of the changed lines only, from bytes the write-back's diff already
  * loaded.  And it detects any change: for a fixed nonzero difference
  * (every |new_j - old_j| < 2^32 < P, so some term is nonzero mod P) the keys
- * that miss it are at most a 2^-56 fraction (PAGE_SUM_KEY_PART_MAX) -- no
+ * that miss it are at most a 2^-56 fraction (POOL_SUM_KEY_PART_MAX) -- no
  * error pattern is weaker than
  * another, unlike a sum of words modulo 2^64, where flips of the top bit of
  * two words cancel.  The page offset makes a page's bytes stored as another
@@ -32,56 +32,56 @@
  * updates a copy's recorded sum only when that sum describes the copy
  * (persist.c says when), and otherwise computes it afresh.
  */
-#ifndef PMT_PAGE_SUM_H
-#define PMT_PAGE_SUM_H
+#ifndef PMT_POOL_SUM_H
+#define PMT_POOL_SUM_H
 
 #include "persist/nvm.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define PAGE_SUM_P ((UINT64_C(1) << 61) - 1)
+#define POOL_SUM_P ((UINT64_C(1) << 61) - 1)
 /* Each key is hi * 2^32 + lo with lo in [1, 2^28), hi in [0, 2^28): below
  * 2^60 < P and never 0, 2^56 possible keys -- any fixed difference is missed
  * by at most a 2^-56 fraction of them. */
-#define PAGE_SUM_KEY_PART_MAX ((UINT32_C(1) << 28) - 1)
+#define POOL_SUM_KEY_PART_MAX ((UINT32_C(1) << 28) - 1)
 
 /* The keys of one pool: derived from its UUID, the same in every process. */
-struct page_sum_key {
+struct pool_sum_key {
 	/* page_size / 4 keys, one per half-word, as their low and high 32
 	 * bits: the whole-page sum then needs only 32x32-bit multiplies,
-	 * which vectorise (page_sum.c). */
+	 * which vectorise (pool_sum.c). */
 	uint32_t *lo, *hi;
 	size_t halves;
 	uint64_t seed;		/* for the per-page offsets */
 };
 
-static inline uint64_t page_sum_key_at(const struct page_sum_key *key, size_t j)
+static inline uint64_t pool_sum_key_at(const struct pool_sum_key *key, size_t j)
 {
 	return (uint64_t)key->hi[j] << 32 | key->lo[j];
 }
 
 /* A change being summed: sum of (new - old) * k over the changed halves.
  * Each term is below 2^93 in magnitude, so a page's worth cannot overflow. */
-__extension__ typedef __int128 page_sum_delta;
+__extension__ typedef __int128 pool_sum_delta;
 
 /* 0, or -1 (ENOMEM) with nothing allocated. */
-int page_sum_key_init(struct page_sum_key *key, const uint8_t uuid[16], size_t page_size);
-void page_sum_key_fini(struct page_sum_key *key);
+int pool_sum_key_init(struct pool_sum_key *key, const uint8_t uuid[16], size_t page_size);
+void pool_sum_key_fini(struct pool_sum_key *key);
 
 /* The recorded form (never 0) of the checksum of page_size bytes as page
  * `page` of the pool the key belongs to. */
-uint64_t page_sum(const struct page_sum_key *key, uint64_t page, const void *bytes);
+uint64_t pool_sum_of_page(const struct pool_sum_key *key, uint64_t page, const void *bytes);
 
 /* Add to *d the change of line `line` (NVM_LINE bytes, as 64-bit words)
  * from was to now.  Inline: the write-back calls it for every line it
  * rewrites. */
-static inline void page_sum_delta_line(const struct page_sum_key *key, size_t line,
+static inline void pool_sum_delta_line(const struct pool_sum_key *key, size_t line,
 				       const uint64_t was[NVM_LINE / 8],
-				       const uint64_t now[NVM_LINE / 8], page_sum_delta *d)
+				       const uint64_t now[NVM_LINE / 8], pool_sum_delta *d)
 {
 	const size_t j0 = line * (NVM_LINE / 4);
-	page_sum_delta acc = 0;
+	pool_sum_delta acc = 0;
 	/* Only the words that changed: a program's store rewrites a word or
 	 * two of a line, and the multiplies are the cost. */
 	for (int w = 0; w < NVM_LINE / 8; w++) {
@@ -89,14 +89,14 @@ static inline void page_sum_delta_line(const struct page_sum_key *key, size_t li
 			continue;
 		int64_t lo = (int64_t)(uint32_t)now[w] - (int64_t)(uint32_t)was[w];
 		int64_t hi = (int64_t)(now[w] >> 32) - (int64_t)(was[w] >> 32);
-		acc += (page_sum_delta)lo * (int64_t)page_sum_key_at(key, j0 + 2 * (size_t)w) +
-		       (page_sum_delta)hi * (int64_t)page_sum_key_at(key, j0 + 2 * (size_t)w + 1);
+		acc += (pool_sum_delta)lo * (int64_t)pool_sum_key_at(key, j0 + 2 * (size_t)w) +
+		       (pool_sum_delta)hi * (int64_t)pool_sum_key_at(key, j0 + 2 * (size_t)w + 1);
 	}
 	*d += acc;
 }
 
 /* The recorded sum of a copy whose recorded sum was `recorded` (nonzero,
  * describing the copy's bytes) after the changes summed in d. */
-uint64_t page_sum_update(uint64_t recorded, page_sum_delta d);
+uint64_t pool_sum_update(uint64_t recorded, pool_sum_delta d);
 
 #endif

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// page_sum (lib/persist/page_sum.c): the checksum of a page copy.  What the
+// pool_sum (lib/persist/pool_sum.c): the checksum of a page copy.  What the
 // write-back relies on: a sum updated from changed lines equals the sum of
 // the new page; what restore relies on: every change of a page's bytes, its
 // index or its pool changes the sum.
 #include <catch2/catch.hpp>
 
 extern "C" {
-#include "persist/page_sum.h"
+#include "persist/pool_sum.h"
 }
 
 #include <cstring>
@@ -19,15 +19,15 @@ namespace {
 const size_t kPage = 4096;
 
 struct keyed {
-	page_sum_key key{};
+	pool_sum_key key{};
 	explicit keyed(uint8_t tag, size_t page = kPage)
 	{
 		uint8_t uuid[16];
 		for (int i = 0; i < 16; i++)
 			uuid[i] = (uint8_t)(tag * 31 + i);
-		REQUIRE(page_sum_key_init(&key, uuid, page) == 0);
+		REQUIRE(pool_sum_key_init(&key, uuid, page) == 0);
 	}
-	~keyed() { page_sum_key_fini(&key); }
+	~keyed() { pool_sum_key_fini(&key); }
 	keyed(const keyed &) = delete;
 	keyed &operator=(const keyed &) = delete;
 };
@@ -44,28 +44,28 @@ std::vector<unsigned char> random_page(std::mt19937_64 &rng, size_t len = kPage)
 
 // What the write-back does for one page: every line that differs adds its
 // change to the delta, and the recorded sum is updated with it.
-uint64_t updated(const page_sum_key &key, uint64_t recorded, const std::vector<unsigned char> &was,
+uint64_t updated(const pool_sum_key &key, uint64_t recorded, const std::vector<unsigned char> &was,
 		 const std::vector<unsigned char> &now)
 {
-	page_sum_delta d = 0;
+	pool_sum_delta d = 0;
 	for (size_t l = 0; l < was.size() / NVM_LINE; l++) {
 		uint64_t a[NVM_LINE / 8], b[NVM_LINE / 8];
 		memcpy(a, &was[l * NVM_LINE], NVM_LINE);
 		memcpy(b, &now[l * NVM_LINE], NVM_LINE);
 		if (memcmp(a, b, NVM_LINE) != 0)
-			page_sum_delta_line(&key, l, a, b, &d);
+			pool_sum_delta_line(&key, l, a, b, &d);
 	}
-	return page_sum_update(recorded, d);
+	return pool_sum_update(recorded, d);
 }
 
 } // namespace
 
-TEST_CASE("page_sum: an update from the changed lines equals the sum of the new page", "[page_sum]")
+TEST_CASE("pool_sum: an update from the changed lines equals the sum of the new page", "[pool_sum]")
 {
 	keyed k(1);
 	std::mt19937_64 rng(2411);
 	std::vector<unsigned char> page = random_page(rng);
-	uint64_t sum = page_sum(&k.key, 7, page.data());
+	uint64_t sum = pool_sum_of_page(&k.key, 7, page.data());
 	for (int round = 0; round < 2000; round++) {
 		std::vector<unsigned char> next = page;
 		// Some lines changed: single bytes, whole words, whole lines,
@@ -84,7 +84,7 @@ TEST_CASE("page_sum: an update from the changed lines equals the sum of the new 
 			}
 		}
 		uint64_t up = updated(k.key, sum, page, next);
-		uint64_t full = page_sum(&k.key, 7, next.data());
+		uint64_t full = pool_sum_of_page(&k.key, 7, next.data());
 		INFO("round " << round);
 		REQUIRE(up == full);
 		REQUIRE(up != 0);
@@ -94,38 +94,38 @@ TEST_CASE("page_sum: an update from the changed lines equals the sum of the new 
 	// Back to all zeros and to all ones, through updates.
 	std::vector<unsigned char> zeros(kPage, 0), ones(kPage, 0xff);
 	uint64_t z = updated(k.key, sum, page, zeros);
-	CHECK(z == page_sum(&k.key, 7, zeros.data()));
-	CHECK(updated(k.key, z, zeros, ones) == page_sum(&k.key, 7, ones.data()));
+	CHECK(z == pool_sum_of_page(&k.key, 7, zeros.data()));
+	CHECK(updated(k.key, z, zeros, ones) == pool_sum_of_page(&k.key, 7, ones.data()));
 }
 
-TEST_CASE("page_sum: every single bit flipped changes the sum", "[page_sum]")
+TEST_CASE("pool_sum: every single bit flipped changes the sum", "[pool_sum]")
 {
 	keyed k(2);
 	std::mt19937_64 rng(7);
 	std::vector<unsigned char> page = random_page(rng);
-	const uint64_t sum = page_sum(&k.key, 3, page.data());
+	const uint64_t sum = pool_sum_of_page(&k.key, 3, page.data());
 	for (size_t bit = 0; bit < kPage * 8; bit++) {
 		page[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-		bool differs = page_sum(&k.key, 3, page.data()) != sum;
+		bool differs = pool_sum_of_page(&k.key, 3, page.data()) != sum;
 		page[bit / 8] ^= (unsigned char)(1u << (bit % 8));
 		if (!differs)
 			FAIL("bit " << bit << " flipped leaves the sum unchanged");
 	}
 }
 
-TEST_CASE("page_sum: the patterns a sum of words misses are caught", "[page_sum]")
+TEST_CASE("pool_sum: the patterns a sum of words misses are caught", "[pool_sum]")
 {
 	keyed k(3);
 	std::mt19937_64 rng(11);
 	std::vector<unsigned char> page = random_page(rng);
-	const uint64_t sum = page_sum(&k.key, 0, page.data());
+	const uint64_t sum = pool_sum_of_page(&k.key, 0, page.data());
 	SECTION("the top bit of two words (cancels modulo 2^64)")
 	{
 		for (size_t a = 0; a < 16; a++) {
 			std::vector<unsigned char> q = page;
 			q[8 * a + 7] ^= 0x80;
 			q[8 * (a + 100) + 7] ^= 0x80;
-			CHECK(page_sum(&k.key, 0, q.data()) != sum);
+			CHECK(pool_sum_of_page(&k.key, 0, q.data()) != sum);
 		}
 	}
 	SECTION("two lines swapped")
@@ -133,14 +133,14 @@ TEST_CASE("page_sum: the patterns a sum of words misses are caught", "[page_sum]
 		std::vector<unsigned char> q = page;
 		memcpy(&q[0], &page[5 * NVM_LINE], NVM_LINE);
 		memcpy(&q[5 * NVM_LINE], &page[0], NVM_LINE);
-		CHECK(page_sum(&k.key, 0, q.data()) != sum);
+		CHECK(pool_sum_of_page(&k.key, 0, q.data()) != sum);
 	}
 	SECTION("the two halves of a word swapped")
 	{
 		std::vector<unsigned char> q = page;
 		memcpy(&q[40], &page[44], 4);
 		memcpy(&q[44], &page[40], 4);
-		CHECK(page_sum(&k.key, 0, q.data()) != sum);
+		CHECK(pool_sum_of_page(&k.key, 0, q.data()) != sum);
 	}
 	SECTION("a word +1 and the next -1")
 	{
@@ -152,32 +152,32 @@ TEST_CASE("page_sum: the patterns a sum of words misses are caught", "[page_sum]
 		b -= 1;
 		memcpy(&q[64], &a, 8);
 		memcpy(&q[72], &b, 8);
-		CHECK(page_sum(&k.key, 0, q.data()) != sum);
+		CHECK(pool_sum_of_page(&k.key, 0, q.data()) != sum);
 	}
 	SECTION("all zeros and all ones are distinct and never 0")
 	{
 		std::vector<unsigned char> zeros(kPage, 0), ones(kPage, 0xff);
-		uint64_t z = page_sum(&k.key, 0, zeros.data()), o = page_sum(&k.key, 0, ones.data());
+		uint64_t z = pool_sum_of_page(&k.key, 0, zeros.data()), o = pool_sum_of_page(&k.key, 0, ones.data());
 		CHECK(z != o);
 		CHECK(z != 0);
 		CHECK(o != 0);
 	}
 }
 
-TEST_CASE("page_sum: the same bytes as another page, or of another pool, do not pass", "[page_sum]")
+TEST_CASE("pool_sum: the same bytes as another page, or of another pool, do not pass", "[pool_sum]")
 {
 	keyed a(4), b(5);
 	std::mt19937_64 rng(13);
 	std::vector<unsigned char> page = random_page(rng);
 	std::vector<unsigned char> zeros(kPage, 0);
 	for (uint64_t i = 0; i < 64; i++) {
-		CHECK(page_sum(&a.key, i, page.data()) != page_sum(&a.key, i + 1, page.data()));
-		CHECK(page_sum(&a.key, i, zeros.data()) != page_sum(&a.key, i + 1, zeros.data()));
-		CHECK(page_sum(&a.key, i, page.data()) != page_sum(&b.key, i, page.data()));
+		CHECK(pool_sum_of_page(&a.key, i, page.data()) != pool_sum_of_page(&a.key, i + 1, page.data()));
+		CHECK(pool_sum_of_page(&a.key, i, zeros.data()) != pool_sum_of_page(&a.key, i + 1, zeros.data()));
+		CHECK(pool_sum_of_page(&a.key, i, page.data()) != pool_sum_of_page(&b.key, i, page.data()));
 	}
 }
 
-TEST_CASE("page_sum: the keys are a function of the UUID alone", "[page_sum]")
+TEST_CASE("pool_sum: the keys are a function of the UUID alone", "[pool_sum]")
 {
 	// What a later process recomputes must match what this one recorded.
 	std::mt19937_64 rng(17);
@@ -185,21 +185,21 @@ TEST_CASE("page_sum: the keys are a function of the UUID alone", "[page_sum]")
 	uint64_t s1, s2;
 	{
 		keyed k(6);
-		s1 = page_sum(&k.key, 9, page.data());
+		s1 = pool_sum_of_page(&k.key, 9, page.data());
 	}
 	{
 		keyed k(6);
-		s2 = page_sum(&k.key, 9, page.data());
+		s2 = pool_sum_of_page(&k.key, 9, page.data());
 	}
 	CHECK(s1 == s2);
 }
 
-TEST_CASE("page_sum: larger pages (64 KiB, as on some aarch64 kernels)", "[page_sum]")
+TEST_CASE("pool_sum: larger pages (64 KiB, as on some aarch64 kernels)", "[pool_sum]")
 {
 	const size_t big = 65536;
 	keyed k(7, big);
 	std::mt19937_64 rng(19);
 	std::vector<unsigned char> page = random_page(rng, big), ones(big, 0xff);
-	uint64_t sum = page_sum(&k.key, 1, ones.data());
-	CHECK(updated(k.key, sum, ones, page) == page_sum(&k.key, 1, page.data()));
+	uint64_t sum = pool_sum_of_page(&k.key, 1, ones.data());
+	CHECK(updated(k.key, sum, ones, page) == pool_sum_of_page(&k.key, 1, page.data()));
 }

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * page_sum -- the checksum of a page copy.  See page_sum.h.
+ * pool_sum -- the checksum of a page copy.  See pool_sum.h.
  */
 /* The whole-page sum's loop vectorises only with the dynamic cost model
  * (-O2's "very cheap" one refuses it): half the time per page. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
 #endif
-#include "persist/page_sum.h"
+#include "persist/pool_sum.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,22 +15,22 @@
 
 __extension__ typedef unsigned __int128 u128;
 
-/* x86-64: an AVX2 build of page_sum beside the baseline one, chosen at load
+/* x86-64: an AVX2 build of pool_sum_of_page beside the baseline one, chosen at load
  * time by the CPU (an ifunc): twice the multiplies per instruction. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
 	!defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define PAGE_SUM_CLONES __attribute__((target_clones("avx2", "default")))
+#define POOL_SUM_CLONES __attribute__((target_clones("avx2", "default")))
 #else
-#define PAGE_SUM_CLONES
+#define POOL_SUM_CLONES
 #endif
 
 /* Half j of the page is the low (even j) or high (odd j) half of 64-bit word
  * j / 2, whatever the byte order; in memory that is the 4 bytes at 4 * j on
  * a little-endian host, at 4 * (j ^ 1) on a big-endian one. */
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define PAGE_SUM_HALF_SWAP 1
+#define POOL_SUM_HALF_SWAP 1
 #else
-#define PAGE_SUM_HALF_SWAP 0
+#define POOL_SUM_HALF_SWAP 0
 #endif
 
 /* A 64-bit mixer (the splitmix64 finaliser's constants): the keys are
@@ -49,30 +49,30 @@ static uint64_t mix64(uint64_t x)
 /* x mod P for x < 2^122: 2^61 = 1 (mod P), so the bits above 61 fold down. */
 static uint64_t mod_p(u128 x)
 {
-	u128 y = (x & PAGE_SUM_P) + (x >> 61);
-	uint64_t z = (uint64_t)(y & PAGE_SUM_P) + (uint64_t)(y >> 61);
-	return z >= PAGE_SUM_P ? z - PAGE_SUM_P : z;
+	u128 y = (x & POOL_SUM_P) + (x >> 61);
+	uint64_t z = (uint64_t)(y & POOL_SUM_P) + (uint64_t)(y >> 61);
+	return z >= POOL_SUM_P ? z - POOL_SUM_P : z;
 }
 
-int page_sum_key_init(struct page_sum_key *key, const uint8_t uuid[16], size_t page_size)
+int pool_sum_key_init(struct pool_sum_key *key, const uint8_t uuid[16], size_t page_size)
 {
 	key->halves = page_size / 4;
 	key->lo = malloc(key->halves * sizeof(*key->lo));
 	key->hi = malloc(key->halves * sizeof(*key->hi));
 	if (key->lo == NULL || key->hi == NULL) {
-		page_sum_key_fini(key);
+		pool_sum_key_fini(key);
 		return -1;
 	}
 	key->seed = XXH3_64bits(uuid, 16);
 	for (size_t j = 0; j < key->halves; j++) {
 		uint64_t r = mix64(key->seed + (j + 1) * UINT64_C(0x9e3779b97f4a7c15));
-		key->lo[j] = 1 + (uint32_t)(r % PAGE_SUM_KEY_PART_MAX);
-		key->hi[j] = (uint32_t)((r >> 32) % (PAGE_SUM_KEY_PART_MAX + 1));
+		key->lo[j] = 1 + (uint32_t)(r % POOL_SUM_KEY_PART_MAX);
+		key->hi[j] = (uint32_t)((r >> 32) % (POOL_SUM_KEY_PART_MAX + 1));
 	}
 	return 0;
 }
 
-void page_sum_key_fini(struct page_sum_key *key)
+void pool_sum_key_fini(struct pool_sum_key *key)
 {
 	free(key->lo);
 	free(key->hi);
@@ -80,12 +80,12 @@ void page_sum_key_fini(struct page_sum_key *key)
 	key->halves = 0;
 }
 
-static uint64_t page_offset(const struct page_sum_key *key, uint64_t page)
+static uint64_t page_offset(const struct pool_sum_key *key, uint64_t page)
 {
-	return mix64(~key->seed ^ (page + 1) * UINT64_C(0xd6e8feb86659fd93)) % PAGE_SUM_P;
+	return mix64(~key->seed ^ (page + 1) * UINT64_C(0xd6e8feb86659fd93)) % POOL_SUM_P;
 }
 
-PAGE_SUM_CLONES uint64_t page_sum(const struct page_sum_key *key, uint64_t page, const void *bytes)
+POOL_SUM_CLONES uint64_t pool_sum_of_page(const struct pool_sum_key *key, uint64_t page, const void *bytes)
 {
 	const unsigned char *b = bytes;
 	const uint32_t *lo = key->lo, *hi = key->hi;
@@ -98,7 +98,7 @@ PAGE_SUM_CLONES uint64_t page_sum(const struct page_sum_key *key, uint64_t page,
 		uint64_t sl = 0, sh = 0;
 		for (size_t j = j0; j < j0 + NVM_LINE / 4; j++) {
 			uint32_t a;
-			memcpy(&a, b + 4 * (j ^ PAGE_SUM_HALF_SWAP), 4);
+			memcpy(&a, b + 4 * (j ^ POOL_SUM_HALF_SWAP), 4);
 			sl += (uint64_t)a * lo[j];
 			sh += (uint64_t)a * hi[j];
 		}
@@ -113,12 +113,12 @@ PAGE_SUM_CLONES uint64_t page_sum(const struct page_sum_key *key, uint64_t page,
 	return mod_p(total) + 1;
 }
 
-uint64_t page_sum_update(uint64_t recorded, page_sum_delta d)
+uint64_t pool_sum_update(uint64_t recorded, pool_sum_delta d)
 {
 	uint64_t h = recorded - 1;
-	uint64_t c = d >= 0 ? mod_p((u128)d) : (PAGE_SUM_P - mod_p((u128)-d)) % PAGE_SUM_P;
+	uint64_t c = d >= 0 ? mod_p((u128)d) : (POOL_SUM_P - mod_p((u128)-d)) % POOL_SUM_P;
 	h += c;
-	if (h >= PAGE_SUM_P)
-		h -= PAGE_SUM_P;
+	if (h >= POOL_SUM_P)
+		h -= POOL_SUM_P;
 	return h + 1;
 }

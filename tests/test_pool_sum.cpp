@@ -49,11 +49,8 @@ uint64_t updated(const pool_sum_key &key, uint64_t recorded, const std::vector<u
 {
 	pool_sum_delta d = 0;
 	for (size_t l = 0; l < was.size() / NVM_LINE; l++) {
-		uint64_t a[NVM_LINE / 8], b[NVM_LINE / 8];
-		memcpy(a, &was[l * NVM_LINE], NVM_LINE);
-		memcpy(b, &now[l * NVM_LINE], NVM_LINE);
-		if (memcmp(a, b, NVM_LINE) != 0)
-			pool_sum_delta_line(&key, l, a, b, &d);
+		if (memcmp(&was[l * NVM_LINE], &now[l * NVM_LINE], NVM_LINE) != 0)
+			pool_sum_delta_line(&key, l, &was[l * NVM_LINE], &now[l * NVM_LINE], &d);
 	}
 	return pool_sum_update(recorded, d);
 }

@@ -94,14 +94,13 @@ static uint64_t write_page(struct pool *p, unsigned char *copy, const unsigned c
 			run = l;
 		/* The one read of the line (the compare above may have seen
 		 * other bytes of a live image: then this line is rewritten with
-		 * what it holds, summed as such). */
-		uint64_t now[NVM_LINE / 8], was[NVM_LINE / 8];
-		memcpy(now, from, NVM_LINE);
-		memcpy(was, to, NVM_LINE);
-		memcpy(held + len * NVM_LINE, now, NVM_LINE);
+		 * what it holds, summed as such); only this process writes the
+		 * copy, so it holds still. */
+		unsigned char *line = held + len * NVM_LINE;
+		memcpy(line, from, NVM_LINE);
 		len++;
 		if (delta != NULL)
-			pool_sum_delta_line(&p->sum_key, l, was, now, delta);
+			pool_sum_delta_line(&p->sum_key, l, to, line, delta);
 	}
 	if (len != 0) {
 		store_run(p, copy + run * NVM_LINE, held, len * NVM_LINE);

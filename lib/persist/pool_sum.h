@@ -39,6 +39,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define POOL_SUM_P ((UINT64_C(1) << 61) - 1)
 /* Each key is hi * 2^32 + lo with lo in [1, 2^28), hi in [0, 2^28): below
@@ -73,26 +74,34 @@ void pool_sum_key_fini(struct pool_sum_key *key);
  * `page` of the pool the key belongs to. */
 uint64_t pool_sum_of_page(const struct pool_sum_key *key, uint64_t page, const void *bytes);
 
-/* Add to *d the change of line `line` (NVM_LINE bytes, as 64-bit words)
- * from was to now.  Inline: the write-back calls it for every line it
- * rewrites. */
+/* Add to *d the change of line `line` (NVM_LINE bytes, 8-byte aligned) from
+ * was to now.  Inline: the write-back calls it for every line it rewrites. */
 static inline void pool_sum_delta_line(const struct pool_sum_key *key, size_t line,
-				       const uint64_t was[NVM_LINE / 8],
-				       const uint64_t now[NVM_LINE / 8], pool_sum_delta *d)
+				       const unsigned char *was_line,
+				       const unsigned char *now_line, pool_sum_delta *d)
 {
-	const size_t j0 = line * (NVM_LINE / 4);
-	pool_sum_delta acc = 0;
-	/* Only the words that changed: a program's store rewrites a word or
-	 * two of a line, and the multiplies are the cost. */
+	const uint32_t *lo = key->lo + line * (NVM_LINE / 4), *hi = key->hi + line * (NVM_LINE / 4);
+	/* A half's change times a key part is below 2^32 * 2^28 = 2^60 in
+	 * magnitude, so the 8 even and the 8 odd halves of a line sum in 64
+	 * bits apart (below 2^63): single multiplies, no carries.  Only the
+	 * words that changed: a program's store rewrites a word or two of a
+	 * line, and the multiplies are the cost. */
+	int64_t lo_even = 0, lo_odd = 0, hi_even = 0, hi_odd = 0;
 	for (int w = 0; w < NVM_LINE / 8; w++) {
-		if (now[w] == was[w])
+		uint64_t now, was;
+		memcpy(&now, now_line + 8 * w, 8);
+		memcpy(&was, was_line + 8 * w, 8);
+		if (now == was)
 			continue;
-		int64_t lo = (int64_t)(uint32_t)now[w] - (int64_t)(uint32_t)was[w];
-		int64_t hi = (int64_t)(now[w] >> 32) - (int64_t)(was[w] >> 32);
-		acc += (pool_sum_delta)lo * (int64_t)pool_sum_key_at(key, j0 + 2 * (size_t)w) +
-		       (pool_sum_delta)hi * (int64_t)pool_sum_key_at(key, j0 + 2 * (size_t)w + 1);
+		int64_t a = (int64_t)(uint32_t)now - (int64_t)(uint32_t)was;
+		int64_t b = (int64_t)(now >> 32) - (int64_t)(was >> 32);
+		lo_even += a * (int64_t)lo[2 * w];
+		hi_even += a * (int64_t)hi[2 * w];
+		lo_odd += b * (int64_t)lo[2 * w + 1];
+		hi_odd += b * (int64_t)hi[2 * w + 1];
 	}
-	*d += acc;
+	*d += (pool_sum_delta)lo_even + lo_odd +
+	      ((pool_sum_delta)hi_even + hi_odd) * ((pool_sum_delta)1 << 32);
 }
 
 /* The recorded sum of a copy whose recorded sum was `recorded` (nonzero,

@@ -9,20 +9,13 @@
 #endif
 #include "persist/pool_sum.h"
 
+#include "prim/prim.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
 __extension__ typedef unsigned __int128 u128;
-
-/* x86-64: an AVX2 build of pool_sum_of_page beside the baseline one, chosen at load
- * time by the CPU (an ifunc): twice the multiplies per instruction. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-	!defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define POOL_SUM_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define POOL_SUM_CLONES
-#endif
 
 /* Half j of the page is the low (even j) or high (odd j) half of 64-bit word
  * j / 2, whatever the byte order; in memory that is the 4 bytes at 4 * j on
@@ -85,7 +78,8 @@ static uint64_t page_offset(const struct pool_sum_key *key, uint64_t page)
 	return mix64(~key->seed ^ (page + 1) * UINT64_C(0xd6e8feb86659fd93)) % POOL_SUM_P;
 }
 
-POOL_SUM_CLONES uint64_t pool_sum_of_page(const struct pool_sum_key *key, uint64_t page, const void *bytes)
+PRIM_VECTOR_CLONES uint64_t pool_sum_of_page(const struct pool_sum_key *key, uint64_t page,
+					    const void *bytes)
 {
 	const unsigned char *b = bytes;
 	const uint32_t *lo = key->lo, *hi = key->hi;

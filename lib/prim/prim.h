@@ -5,7 +5,8 @@
  * Owns: raw system calls that are not pthread or stdio: time, futexes,
  * thread ids, fixed-address reservations, the signal-frame facts the
  * SIGSEGV handler needs; and the few things that differ by CPU: the
- * spin-wait hint and whether a fault was a write.  Nothing outside prim/
+ * spin-wait hint, whether a fault was a write, the vector builds of a
+ * vectorising function (PRIM_VECTOR_CLONES).  Nothing outside prim/
  * tests for an architecture.
  *
  *   prim_linux.c      the OS part (Linux, glibc)
@@ -76,6 +77,18 @@ int prim_populate_write(void *addr, size_t len);
  * away (async-signal-safe, unlike pthread calls). */
 void prim_cpu_relax(void);
 void prim_yield(void);
+
+/* On a function whose loop vectorises: a build of it for the widest vector
+ * unit the CPU family commonly has (x86-64: AVX2) beside the baseline one,
+ * the CPU's choosing at load time (GCC target_clones, an ifunc).  Empty on
+ * other CPUs, other compilers and sanitizer builds (whose runtimes do not
+ * expect ifuncs in the code they instrument). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+	!defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define PRIM_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define PRIM_VECTOR_CLONES
+#endif
 
 /* A futex mutex, zero-initialised (PRIM_LOCK_INIT).  Not recursive. */
 typedef struct { atomic_uint state; } prim_lock_t;

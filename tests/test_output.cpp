@@ -324,6 +324,50 @@ TEST_CASE("a descriptor passed with SCM_RIGHTS is held in order and stays valid"
 	}
 }
 
+TEST_CASE("a message whose descriptor cannot be duplicated is not held, and the program's others stay open",
+	  "[unit]")
+{
+	// The runtime duplicates each passed descriptor to hold the message;
+	// when one fails it gives up and closes only its own duplicates.
+	epoch_thread et;
+	int sv[2], p[2];
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	REQUIRE(pipe(p) == 0);
+	int bad = p[1] + 100;	// not open
+	REQUIRE(fcntl(bad, F_GETFD) == -1);
+	for (bool bad_first : { false, true }) {
+		INFO("the bad descriptor first: " << bad_first);
+		char data[] = "x";
+		struct iovec v = { data, 1 };
+		union {
+			char buf[CMSG_SPACE(2 * sizeof(int))];
+			struct cmsghdr align;
+		} ctl = {};
+		struct msghdr m = {};
+		m.msg_iov = &v;
+		m.msg_iovlen = 1;
+		m.msg_control = ctl.buf;
+		m.msg_controllen = sizeof(ctl.buf);
+		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(2 * sizeof(int));
+		int fds[2] = { bad_first ? bad : p[0], bad_first ? p[0] : bad };
+		memcpy(CMSG_DATA(h), fds, sizeof(fds));
+		ssize_t r = -2;
+		images_durable = false;
+		CHECK_FALSE(output_hold_msg(sv[0], &m, 0, &r));	// sent by the caller, which fails
+		images_durable = true;
+		CHECK(fcntl(p[0], F_GETFD) != -1);
+		CHECK(fcntl(p[1], F_GETFD) != -1);
+	}
+	output_before_close(sv[0]);
+	close(sv[0]);
+	close(sv[1]);
+	close(p[0]);
+	close(p[1]);
+}
+
 TEST_CASE("descriptors made by dup share one queue: bytes leave in the order of the calls",
 	  "[unit]")
 {

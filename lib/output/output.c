@@ -164,21 +164,44 @@ static void update_full(struct fdq *q)
 	atomic_fetch_add(&output_full_count, full ? 1 : -1);
 }
 
+/* The descriptor slots of the SCM_RIGHTS records in ancillary data, one
+ * after another: passed_fds_of starts the walk, each next_passed_fd returns
+ * the next slot, NULL after the last. */
+struct passed_fds {
+	struct msghdr m;
+	struct cmsghdr *h;
+	size_t i, k;
+};
+
+static int *next_passed_fd(struct passed_fds *p)
+{
+	for (;;) {
+		if (p->h != NULL && p->i < p->k)
+			return (int *)(void *)CMSG_DATA(p->h) + p->i++;
+		p->h = p->h == NULL ? CMSG_FIRSTHDR(&p->m) : CMSG_NXTHDR(&p->m, p->h);
+		if (p->h == NULL)
+			return NULL;
+		p->i = 0;
+		p->k = p->h->cmsg_level == SOL_SOCKET && p->h->cmsg_type == SCM_RIGHTS
+			       ? (p->h->cmsg_len - CMSG_LEN(0)) / sizeof(int)
+			       : 0;
+	}
+}
+
+static struct passed_fds passed_fds_of(void *ctl, size_t len)
+{
+	return (struct passed_fds){ .m = { .msg_control = ctl, .msg_controllen = len } };
+}
+
 /* Close the descriptors an ancillary-data copy holds, and free it. */
 static void free_control(void *ctl, size_t len)
 {
 	if (ctl == NULL)
 		return;
-	struct msghdr m = { .msg_control = ctl, .msg_controllen = len };
-	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h != NULL; h = CMSG_NXTHDR(&m, h)) {
-		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		int *fds = (int *)(void *)CMSG_DATA(h);
-		for (size_t i = 0; i < k; i++)
-			if (fds[i] >= 0)
-				syscall(SYS_close, fds[i]);
-	}
+	struct passed_fds p = passed_fds_of(ctl, len);
+	for (int *fd = next_passed_fd(&p); fd != NULL; fd = next_passed_fd(&p))
+		if (*fd >= 0)
+			syscall(SYS_close, *fd);
 	__libc_free(ctl);
 }
 
@@ -641,26 +664,14 @@ static void *copy_control(const void *control, size_t len)
 	if (ctl == NULL)
 		return NULL;
 	memcpy(ctl, control, len);
-	struct msghdr m = { .msg_control = ctl, .msg_controllen = len };
-	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h != NULL; h = CMSG_NXTHDR(&m, h)) {
-		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		int *fds = (int *)(void *)CMSG_DATA(h);
-		for (size_t i = 0; i < k; i++)
-			fds[i] = -1 - fds[i];	/* not yet duplicated */
-	}
+	/* Every slot is rewritten, a duplicate or -1 once one failed, so that
+	 * free_control never closes one of the program's own descriptors. */
 	bool ok = true;
-	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h != NULL; h = CMSG_NXTHDR(&m, h)) {
-		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		int *fds = (int *)(void *)CMSG_DATA(h);
-		for (size_t i = 0; i < k; i++) {
-			long d = ok ? syscall(SYS_fcntl, -1 - fds[i], F_DUPFD_CLOEXEC, 0) : -1;
-			ok = ok && d >= 0;
-			fds[i] = d >= 0 ? (int)d : -1;
-		}
+	struct passed_fds p = passed_fds_of(ctl, len);
+	for (int *fd = next_passed_fd(&p); fd != NULL; fd = next_passed_fd(&p)) {
+		long d = ok ? syscall(SYS_fcntl, *fd, F_DUPFD_CLOEXEC, 0) : -1;
+		ok = ok && d >= 0;
+		*fd = d >= 0 ? (int)d : -1;
 	}
 	if (!ok) {
 		int e = errno;

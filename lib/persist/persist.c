@@ -75,21 +75,17 @@ static uint64_t write_page(struct pool *p, unsigned char *copy, const unsigned c
 	const size_t lines = p->page_size / NVM_LINE;
 	uint64_t written = 0;
 	size_t run = 0, len = 0;	/* the run: its first line, its lines in held[] */
-	for (size_t l = 0; l < lines; l++) {
-		const unsigned char *from = src + l * NVM_LINE, *to = copy + l * NVM_LINE;
-		if (!line_differs(to, from)) {
-			if (len != 0) {
-				store_run(p, copy + run * NVM_LINE, held, len * NVM_LINE);
-				written += len;
-				len = 0;
-			}
-			continue;
-		}
-		if (len == RUN_LINES) {
+	for (size_t l = 0; l <= lines; l++) {
+		bool differs = l < lines && line_differs(copy + l * NVM_LINE, src + l * NVM_LINE);
+		/* The run ends at an unchanged line, the page's end, or when
+		 * held[] is full. */
+		if (len != 0 && (!differs || len == RUN_LINES)) {
 			store_run(p, copy + run * NVM_LINE, held, len * NVM_LINE);
 			written += len;
 			len = 0;
 		}
+		if (!differs)
+			continue;
 		if (len == 0)
 			run = l;
 		/* The one read of the line (the compare above may have seen
@@ -97,14 +93,10 @@ static uint64_t write_page(struct pool *p, unsigned char *copy, const unsigned c
 		 * what it holds, summed as such); only this process writes the
 		 * copy, so it holds still. */
 		unsigned char *line = held + len * NVM_LINE;
-		memcpy(line, from, NVM_LINE);
+		memcpy(line, src + l * NVM_LINE, NVM_LINE);
 		len++;
 		if (delta != NULL)
-			pool_sum_delta_line(&p->sum_key, l, to, line, delta);
-	}
-	if (len != 0) {
-		store_run(p, copy + run * NVM_LINE, held, len * NVM_LINE);
-		written += len;
+			pool_sum_delta_line(&p->sum_key, l, copy + l * NVM_LINE, line, delta);
 	}
 	return written;
 }

@@ -1022,8 +1022,9 @@ int pool_verify_page(const struct pool *p, uint64_t page, const void *bytes, cha
 			 (unsigned long long)pool_sum_offset(p, page, c));
 		return -1;
 	}
-	uint64_t got = p->format_version >= 5 ? pool_page_sum(p, page, bytes)
-					       : pool_page_sum_v4(p->uuid, p->page_size, page, bytes);
+	uint64_t got = p->format_version == POOL_FORMAT_VERSION
+			       ? pool_page_sum(p, page, bytes)
+			       : pool_page_sum_v4(p->uuid, p->page_size, page, bytes);
 	if (got != want) {
 		snprintf(what, what_len, "copy %d, written by epoch %llu, at file offset %llu, does not "
 			 "match the checksum recorded when it was made durable (at offset %llu)", c,

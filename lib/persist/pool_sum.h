@@ -57,13 +57,9 @@ struct pool_sum_key {
 	uint64_t seed;		/* for the per-page offsets */
 };
 
-static inline uint64_t pool_sum_key_at(const struct pool_sum_key *key, size_t j)
-{
-	return (uint64_t)key->hi[j] << 32 | key->lo[j];
-}
-
 /* A change being summed: sum of (new - old) * k over the changed halves.
- * Each term is below 2^93 in magnitude, so a page's worth cannot overflow. */
+ * A line adds less than 2^97 in magnitude (pool_sum_delta_line), so no
+ * page's worth can overflow. */
 __extension__ typedef __int128 pool_sum_delta;
 
 /* 0, or -1 (ENOMEM) with nothing allocated. */

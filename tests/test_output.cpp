@@ -38,6 +38,7 @@ extern "C" {
 #include <ctime>
 #include <fcntl.h>
 #include <random>
+#include <initializer_list>
 #include <string>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -92,6 +93,29 @@ ssize_t hold(int fd, const std::string &s, int flags = 0)
 	REQUIRE(output_hold(fd, &v, 1, flags, nullptr, 0, &r));
 	return r;
 }
+
+// A one-iovec message passing descriptors in one SCM_RIGHTS record.
+struct rights_msg {
+	struct iovec v;
+	alignas(struct cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))] = {};
+	struct msghdr m = {};
+	rights_msg(char *data, size_t len, std::initializer_list<int> fds)
+	{
+		REQUIRE(fds.size() <= 2);
+		v = { data, len };
+		m.msg_iov = &v;
+		m.msg_iovlen = 1;
+		m.msg_control = ctl;
+		m.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
+		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
+		memcpy(CMSG_DATA(h), fds.begin(), fds.size() * sizeof(int));
+	}
+	rights_msg(const rights_msg &) = delete;
+	rights_msg &operator=(const rights_msg &) = delete;
+};
 
 struct epoch_thread {
 	epoch_thread()
@@ -258,23 +282,9 @@ TEST_CASE("a descriptor passed with SCM_RIGHTS is held in order and stays valid"
 			fase_enter();
 		CHECK(hold(sv[0], "one") == 3);
 		char data[] = "two";
-		struct iovec v = { data, 3 };
-		union {
-			char buf[CMSG_SPACE(sizeof(int))];
-			struct cmsghdr align;
-		} ctl = {};
-		struct msghdr m = {};
-		m.msg_iov = &v;
-		m.msg_iovlen = 1;
-		m.msg_control = ctl.buf;
-		m.msg_controllen = sizeof(ctl.buf);
-		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-		h->cmsg_level = SOL_SOCKET;
-		h->cmsg_type = SCM_RIGHTS;
-		h->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(h), &p[0], sizeof(int));
+		rights_msg two(data, 3, { p[0] });
 		ssize_t r = -2;
-		REQUIRE(output_hold_msg(sv[0], &m, 0, &r));
+		REQUIRE(output_hold_msg(sv[0], &two.m, 0, &r));
 		CHECK(r == 3);
 		if (in_fase)
 			fase_leave();
@@ -338,25 +348,10 @@ TEST_CASE("a message whose descriptor cannot be duplicated is not held, and the 
 	for (bool bad_first : { false, true }) {
 		INFO("the bad descriptor first: " << bad_first);
 		char data[] = "x";
-		struct iovec v = { data, 1 };
-		union {
-			char buf[CMSG_SPACE(2 * sizeof(int))];
-			struct cmsghdr align;
-		} ctl = {};
-		struct msghdr m = {};
-		m.msg_iov = &v;
-		m.msg_iovlen = 1;
-		m.msg_control = ctl.buf;
-		m.msg_controllen = sizeof(ctl.buf);
-		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-		h->cmsg_level = SOL_SOCKET;
-		h->cmsg_type = SCM_RIGHTS;
-		h->cmsg_len = CMSG_LEN(2 * sizeof(int));
-		int fds[2] = { bad_first ? bad : p[0], bad_first ? p[0] : bad };
-		memcpy(CMSG_DATA(h), fds, sizeof(fds));
+		rights_msg m(data, 1, { bad_first ? bad : p[0], bad_first ? p[0] : bad });
 		ssize_t r = -2;
 		images_durable = false;
-		CHECK_FALSE(output_hold_msg(sv[0], &m, 0, &r));	// sent by the caller, which fails
+		CHECK_FALSE(output_hold_msg(sv[0], &m.m, 0, &r));	// sent by the caller, which fails
 		images_durable = true;
 		CHECK(fcntl(p[0], F_GETFD) != -1);
 		CHECK(fcntl(p[1], F_GETFD) != -1);

@@ -137,15 +137,21 @@ pool_header read_header(const std::string &path)
 	return h;
 }
 
-// The sum table of the current-format pool at path as version 4 (every
-// valid copy) or 3 (page 0's copies only) recorded it.
-std::vector<uint64_t> legacy_sums(const std::string &path, uint32_t version)
+// The current-format pool at path, opened read-only whatever program made it.
+struct pool *open_read_only(const std::string &path)
 {
 	pool_open_options o = options(path);
 	o.read_only = true;
 	o.create = false;
 	o.creator = nullptr;
-	struct pool *p = open_or_fail(o);
+	return open_or_fail(o);
+}
+
+// The sum table of the current-format pool at path as version 4 (every
+// valid copy) or 3 (page 0's copies only) recorded it.
+std::vector<uint64_t> legacy_sums(const std::string &path, uint32_t version)
+{
+	struct pool *p = open_read_only(path);
 	uint64_t n = version == 3 ? 1 : p->npages;
 	std::vector<uint64_t> sums(2 * p->npages, 0);
 	for (uint64_t i = 0; i < n && i < p->seq_pages; i++)
@@ -367,11 +373,7 @@ TEST_CASE("upgrade: a version-4 pool with a damaged data page is refused and lef
 	make_bank_pool(pool, false);
 	// The last persisted page (account data, not summed by version 3): a
 	// byte of its valid copy.
-	pool_open_options o = options(pool);
-	o.read_only = true;
-	o.create = false;
-	o.creator = nullptr;
-	struct pool *p = open_or_fail(o);
+	struct pool *p = open_read_only(pool);
 	uint64_t page = 0;
 	int c = -1;
 	for (uint64_t i = 1; i < p->seq_pages; i++)

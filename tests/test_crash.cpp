@@ -207,7 +207,7 @@ child_result run_child(const std::string &path, const child_work &w, uint64_t cr
 					return (const unsigned char *)v[1] +
 					       page * ((const pool *)v[0])->page_size;
 				},
-				[](void *, size_t) {}, (void *)ctx
+				[](void *, size_t, size_t) {}, (void *)ctx
 			};
 			persist_attempt e;
 			persist_attempt_begin(&e, p, w.carried_dirty->data(), w.carried_dirty->size());

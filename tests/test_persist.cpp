@@ -409,7 +409,7 @@ TEST_CASE("a live image changing under the write-back cannot make a checksum dis
 				auto **v = static_cast<const void **>(c);
 				return static_cast<const unsigned char *>(v[1]) + page * page_size();
 			},
-			[](void *, size_t) {}, ctx
+			[](void *, size_t, size_t) {}, ctx
 		};
 		persist_attempt_write(&a, &src, pages.data(), pages.size());
 		// Every other attempt is left unpublished and redone, as the

@@ -803,6 +803,107 @@ TEST_CASE("mprotect: pinned pages stay writable and are reported every epoch unt
 	CHECK(r.collect().empty());
 }
 
+TEST_CASE("mprotect: a page written in consecutive epochs stays writable while it changes",
+	  "[tracker]")
+{
+	// Not exact (flags 0): hot pages are the reports beyond the writes.
+	tracked r(TRACKER_MPROTECT, 64, 0);
+	const uint64_t seven[] = { 7 };
+	const uint8_t changed[] = { 1 };
+	write_byte(r.at(7), 1);
+	CHECK(r.collect() == std::vector<uint64_t>{ 7 });
+	write_byte(r.at(20), 1);
+	CHECK(r.collect() == std::vector<uint64_t>{ 20 });	// 7 was protected again
+	write_byte(r.at(7), 2);
+	CHECK(r.collect() == std::vector<uint64_t>{ 7 });
+	write_byte(r.at(7), 3);					// the next epoch too: hot
+	CHECK(r.stats().hot_pages == 0);
+	CHECK(r.collect() == std::vector<uint64_t>{ 7 });
+	CHECK(r.stats().hot_pages == 1);
+	uint64_t faults = r.stats().faults;
+	for (int epoch = 0; epoch < 50; epoch++) {
+		// Writable: no fault, and reported whether written or not.
+		if (epoch % 3 == 0)
+			write_byte(r.at(7, (size_t)epoch), (unsigned char)epoch);
+		uint8_t w = 0;
+		CHECK(tracker_written_since(r.t, seven, 1, &w) == 0);
+		CHECK(w == 1);	// cannot tell: counted as written
+		CHECK(r.collect() == std::vector<uint64_t>{ 7 });
+		tracker_note_changed(r.t, seven, 1, changed);
+	}
+	CHECK(r.stats().faults == faults);
+	// Never found changed again: protected again within the idle bound
+	// (at most 255 collections).
+	int reported = 0;
+	while (!r.collect().empty())
+		REQUIRE(++reported <= 255);
+	CHECK(reported >= 1);
+	write_byte(r.at(7), 4);
+	CHECK(r.stats().faults == faults + 1);
+	CHECK(r.collect() == std::vector<uint64_t>{ 7 });
+	CHECK(r.collect().empty());
+	CHECK(r.stats().hot_pages == 1);
+}
+
+TEST_CASE("mprotect: no page becomes hot while a write hook wants every first write",
+	  "[tracker]")
+{
+	tracked r(TRACKER_MPROTECT, 16, 0);
+	static std::atomic<int> seen{ 0 };
+	seen = 0;
+	tracker_set_write_hook([](void *, void *) { seen++; });
+	for (int epoch = 0; epoch < 5; epoch++) {
+		write_byte(r.at(3), (unsigned char)epoch);
+		CHECK(r.collect() == std::vector<uint64_t>{ 3 });
+	}
+	CHECK(seen == 5);
+	// Hot pages made before the hook are protected again by the next
+	// collection.
+	tracker_set_write_hook(nullptr);
+	for (int epoch = 0; epoch < 3; epoch++) {
+		write_byte(r.at(5), (unsigned char)epoch);
+		(void)r.collect();
+	}
+	CHECK(r.stats().hot_pages == 1);
+	tracker_set_write_hook([](void *, void *) { seen++; });
+	CHECK(r.collect() == std::vector<uint64_t>{ 5 });	// its last report
+	write_byte(r.at(5), 9);
+	CHECK(seen == 6);
+	CHECK(r.collect() == std::vector<uint64_t>{ 5 });
+	tracker_set_write_hook(nullptr);
+}
+
+TEST_CASE("mprotect: with hot pages, random writes over many rounds are all reported",
+	  "[tracker]")
+{
+	const size_t n = 200;
+	tracked r(TRACKER_MPROTECT, n, 0);
+	std::mt19937_64 rng(777);
+	std::vector<uint8_t> prev(n, 0);
+	for (int round = 0; round < 300; round++) {
+		INFO("round " << round);
+		std::set<uint64_t> written;
+		// A few pages written nearly every round, the rest seldom.
+		for (size_t pg = 0; pg < n; pg++) {
+			unsigned pct = pg < 10 ? 90 : 3;
+			if (rng() % 100 < pct) {
+				write_byte(r.at(pg, rng() % page), (unsigned char)(round + 1));
+				written.insert(pg);
+			}
+		}
+		auto got = r.collect();
+		CHECK(std::is_sorted(got.begin(), got.end()));
+		CHECK(std::includes(got.begin(), got.end(), written.begin(), written.end()));
+		// As the write-back would say: changed when written.
+		std::vector<uint8_t> ch(got.size());
+		for (size_t k = 0; k < got.size(); k++)
+			ch[k] = written.count(got[k]) != 0;
+		tracker_note_changed(r.t, got.data(), got.size(), ch.data());
+	}
+	CHECK(r.stats().hot_pages >= 10);
+	CHECK(r.stats().overflows == 0);
+}
+
 TEST_CASE("uffd: pinning is a no-op", "[tracker][uffd]")
 {
 	tracked r(TRACKER_UFFD, 16);

@@ -65,10 +65,10 @@ static const void *writeback_begin(void *ctx, size_t k, uint64_t page)
 	return ep->slots + (size_t)s * ep->ps;
 }
 
-static void writeback_end(void *ctx, size_t k)
+static void writeback_end(void *ctx, size_t k, size_t lines)
 {
-	(void)ctx;
-	(void)k;
+	struct epoch_pipeline *ep = ctx;
+	ep->batch.changed[k] = lines != 0;
 }
 
 /* ---- set-up ---- */
@@ -90,6 +90,8 @@ static void unmap_arrays(struct epoch_pipeline *ep)
 		prim_unmap(ep->batch.slot, cap * sizeof(uint32_t));
 	if (ep->batch.written != NULL)
 		prim_unmap(ep->batch.written, cap);
+	if (ep->batch.changed != NULL)
+		prim_unmap(ep->batch.changed, cap);
 	if (ep->heat != NULL)
 		prim_unmap(ep->heat, cap);
 	if (ep->slots != NULL)
@@ -120,6 +122,7 @@ int epoch_pipeline_open(struct epoch_pipeline **out, struct pool *pool, struct t
 	if ((ep->batch.pages = reserve(cap * sizeof(uint64_t), "dirty-page list", cap)) == NULL ||
 	    (ep->batch.slot = reserve(cap * sizeof(uint32_t), "slot index", cap)) == NULL ||
 	    (ep->batch.written = reserve(cap, "written-page flags", cap)) == NULL ||
+	    (ep->batch.changed = reserve(cap, "changed-page flags", cap)) == NULL ||
 	    (ep->heat = reserve(cap, "hot-page counters", cap)) == NULL ||
 	    (ep->slots = reserve(cap * ep->ps, "pause copy slots", cap)) == NULL) {
 		unmap_arrays(ep);
@@ -346,6 +349,7 @@ bool epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct ep
 		populate_pool(ep, b);
 		persist_attempt_begin(&pe, p, b->pages, b->n);
 		persist_attempt_write(&pe, &src, b->pages, b->n);
+		tracker_note_changed(ep->tracker, b->pages, b->n, b->changed);
 		/* Asked even when every page was copied: which pages are hot
 		 * follows the writes (not in the paused mode, which has no
 		 * use for it). */

@@ -96,6 +96,8 @@ struct epoch_batch {
 	uint32_t *slot;			/* per page: its slot, or EPOCH_LIVE */
 	uint8_t *written;		/* per page: written since the pause
 					 * (tracker_written_since) */
+	uint8_t *changed;		/* per page: the write-back rewrote
+					 * some of its lines */
 	uint32_t nslots;		/* slots used by this batch */
 	bool final;			/* shutdown's final epoch */
 	uint64_t collect_ns;		/* the pause's share: collect + copies */

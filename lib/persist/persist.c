@@ -139,10 +139,11 @@ static const void *shadow_page(void *ctx, size_t k, uint64_t page)
 	return sh + page * p->page_size;
 }
 
-static void shadow_done(void *ctx, size_t k)
+static void shadow_done(void *ctx, size_t k, size_t lines)
 {
 	(void)ctx;
 	(void)k;
+	(void)lines;
 }
 
 int persist_epoch(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
@@ -247,8 +248,9 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 		uint64_t base = summed ? p->sum[i][w] : 0;
 		if (summed && base == 0)
 			base = pool_page_sum(p, i, copy);
-		lines += write_page(p, copy, image, summed ? &delta : NULL);
-		src->end(src->ctx, k);
+		uint64_t page_lines = write_page(p, copy, image, summed ? &delta : NULL);
+		lines += page_lines;
+		src->end(src->ctx, k, (size_t)page_lines);
 		if (summed)
 			set_sum(p, &sl, i, w, pool_sum_update(base, delta));
 	}

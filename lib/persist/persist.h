@@ -52,7 +52,9 @@ static inline void persist_stats_add(struct persist_stats *dst, const struct per
  * copy, stable image or not. */
 struct persist_source {
 	const void *(*begin)(void *ctx, size_t k, uint64_t page);
-	void (*end)(void *ctx, size_t k);
+	/* lines: how many of the copy's lines differed from the image and
+	 * were rewritten (0: the page had not changed). */
+	void (*end)(void *ctx, size_t k, size_t lines);
 	void *ctx;
 };
 

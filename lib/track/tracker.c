@@ -134,6 +134,13 @@ size_t tracker_collect_dirty(struct tracker *t, uint64_t *pages, size_t max)
 	return n;
 }
 
+void tracker_note_changed(struct tracker *t, const uint64_t *pages, size_t n,
+			  const uint8_t *changed)
+{
+	if (t->ops->note_changed != NULL && n != 0)
+		t->ops->note_changed(t, pages, n, changed);
+}
+
 int tracker_written_since(struct tracker *t, const uint64_t *pages, size_t n, uint8_t *written)
 {
 	t->stats.rescans++;

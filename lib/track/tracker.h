@@ -17,9 +17,11 @@
  *   tracker.c           backend choice, open/close/collect, counters
  *   shadow.c            the fixed-address reservation
  * Both report every page written since the previous collection; the uffd
- * backend exactly those, the mprotect backend also up to 15 pages ahead of
- * one written in order (unless TRACKER_OPEN_EXACT), and every page touched
- * in an epoch in which it gave up page protection to bound the VMA count
+ * backend exactly those, the mprotect backend also (unless
+ * TRACKER_OPEN_EXACT) up to 15 pages ahead of one written in order, and
+ * pages written in consecutive epochs that it keeps writable while they
+ * keep changing (tracker_note_changed), and every page touched in an epoch
+ * in which it gave up page protection to bound the VMA count
  * (TRACKER_MPROTECT_MAX_RUNS).
  *
  * Tracking is at base-page granularity: tracker_open disables transparent
@@ -53,6 +55,8 @@ struct tracker;
 	X(count, faults, "tracker_faults") \
 	X(count, collections, "tracker_collections") /* tracker_collect_dirty calls */ \
 	X(count, pages_collected, "tracker_pages") \
+	/* mprotect: pages made hot (kept writable across collections) */ \
+	X(count, hot_pages, "tracker_hot_pages") \
 	/* mprotect: VMA budget exceeded, range unprotected */ \
 	X(count, overflows, "tracker_overflows") \
 	/* uffd: PAGEMAP_SCAN failed; the whole range was reported dirty instead */ \
@@ -165,6 +169,15 @@ void tracker_set_write_hook(tracker_write_hook fn);
 /* The backend's written_since, counted in the tracker's stats; -1 (every
  * page written) when the backend cannot tell. */
 int tracker_written_since(struct tracker *t, const uint64_t *pages, size_t n, uint8_t *written);
+
+/* After the write-back of pages a collection returned (pages[k] as it
+ * returned them, or any subset): changed[k] != 0 when the write-back found
+ * page pages[k]'s bytes changed.  The mprotect backend keeps a page written
+ * in consecutive epochs writable (hot: reported at every collection
+ * without faulting) only while it keeps changing; the uffd backend has no
+ * use for it.  Call on the thread that collects, between collections. */
+void tracker_note_changed(struct tracker *t, const uint64_t *pages, size_t n,
+			  const uint8_t *changed);
 
 /* The mprotect backend keeps at most this many separately writable runs of
  * pages per epoch (each costs up to two VMAs; vm.max_map_count is 65530 by

@@ -35,6 +35,10 @@ struct tracker_ops {
 	 * the epoch thread calls both); cheap: no fault, no protection change. */
 	int (*written_since)(struct tracker *t, const uint64_t *pages, size_t n,
 			     uint8_t *written);
+	/* Optional (tracker_note_changed): which of a collection's pages the
+	 * write-back found changed.  NULL: the backend has no use for it. */
+	void (*note_changed)(struct tracker *t, const uint64_t *pages, size_t n,
+			     const uint8_t *changed);
 	/* Optional (tracker_cover): make first writes to [base, base+len)
 	 * tracked exactly from now on.  NULL: attach already did. */
 	int (*cover)(struct tracker *t, size_t len);

@@ -44,6 +44,33 @@
  * need to. */
 #define FAULT_AHEAD 16
 
+/* Hot pages.  A page written again in the epoch right after the one in
+ * which it was collected (re-protected) is likely to be written in many
+ * more: it is then kept writable and reported written at every collection,
+ * instead of faulting again after each.  A fault costs a signal and two
+ * mprotects (each splits or merges VMAs under the process's mmap lock and
+ * flushes the TLB of every processor running the program); a page reported
+ * without being written costs its copy and a compare that finds nothing to
+ * write; the fault costs as much as some hundred of those.  A hot page is
+ * re-protected once HOT_IDLE_NS passed without the epoch finding its bytes
+ * changed (tracker_note_changed), counted in collections at the recent
+ * collection rate, and at least HOT_IDLE_MIN.  Epochs on demand (output
+ * commit) come every few hundred microseconds, and a server writes the same
+ * pages (its items, free lists, LRU links) again every few dozen of them:
+ * those stay hot.  Only while collections come at least every
+ * HOT_PERIOD_NS: at the default 100 ms interval a program's faults are few
+ * against its work, while the copies of hot pages, taken inside the pause
+ * (a hot page can be written at any time), stall every thread; bank, which
+ * writes thousands of pages per epoch, lost a third of its transfers with
+ * them at 100 ms. */
+#define HOT_PERIOD_NS 5000000ULL
+#define HOT_IDLE_NS 50000000ULL
+#define HOT_IDLE_MIN 2
+#define HOT_IDLE_MAX 255
+/* At most this many pages are hot at once: each is copied and compared at
+ * every epoch, written or not. */
+#define HOT_MAX 1024
+
 /* pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst). */
 #define PM_ENTRY_PRESENT (1ULL << 63)
 #define PM_ENTRY_SWAPPED (1ULL << 62)
@@ -63,6 +90,18 @@ struct mp_impl {
 	int pagemap;			/* -1: report every page after overflow */
 	bool fault_ahead;		/* not TRACKER_OPEN_EXACT (FAULT_AHEAD) */
 	int slot;
+	/* Hot pages (HOT_IDLE), touched on the epoch thread only (by
+	 * collections and tracker_note_changed).  hot: kept writable, its
+	 * dirty bit never cleared; last: collected by the previous
+	 * collection; idle: a hot page's collections left before it is
+	 * re-protected unless found changed.  NULL when exact reports were
+	 * asked for (TRACKER_OPEN_EXACT). */
+	uint64_t *hot, *last;
+	uint8_t *idle;
+	size_t nhot;
+	/* HOT_IDLE_NS in collections, from their recent spacing. */
+	unsigned idle_limit;
+	uint64_t last_collect_ns, period_ns;
 };
 
 static _Atomic(struct mp_impl *) active[MAX_TRACKERS];
@@ -274,7 +313,7 @@ int tracker_pin_writable(struct tracker *t, void *addr, size_t len)
 	p->ranges[p->n++] = r;
 	size_t first = (r.lo - m->lo) / m->ps, count = (r.hi - r.lo) / m->ps;
 	for (size_t i = first; i < first + count; i++)
-		p->bits[i / 64] |= 1ULL << (i % 64);
+		__atomic_fetch_or(&p->bits[i / 64], 1ULL << (i % 64), __ATOMIC_RELAXED);
 	/* Marked before writable, as for any first write. */
 	mark_pages(m, first, count);
 	int rc = 0;
@@ -302,14 +341,14 @@ void tracker_unpin(struct tracker *t, void *addr, size_t len)
 		 * re-protects those no other pin holds. */
 		for (uintptr_t a = r.lo; a < r.hi; a += m->ps) {
 			size_t i = (a - m->lo) / m->ps;
-			p->bits[i / 64] &= ~(1ULL << (i % 64));
+			__atomic_fetch_and(&p->bits[i / 64], ~(1ULL << (i % 64)), __ATOMIC_RELAXED);
 		}
 		for (size_t o = 0; o < p->n; o++)
 			for (uintptr_t a = p->ranges[o].lo; a < p->ranges[o].hi; a += m->ps) {
 				if (a < r.lo || a >= r.hi)
 					continue;
 				size_t i = (a - m->lo) / m->ps;
-				p->bits[i / 64] |= 1ULL << (i % 64);
+				__atomic_fetch_or(&p->bits[i / 64], 1ULL << (i % 64), __ATOMIC_RELAXED);
 			}
 		break;
 	}
@@ -422,6 +461,12 @@ static void free_impl(struct mp_impl *m)
 		close(m->pagemap);
 	if (m->dirty != NULL)
 		prim_unmap((void *)m->dirty, m->nwords * sizeof(uint64_t));
+	if (m->hot != NULL)
+		prim_unmap(m->hot, m->nwords * sizeof(uint64_t));
+	if (m->last != NULL)
+		prim_unmap(m->last, m->nwords * sizeof(uint64_t));
+	if (m->idle != NULL)
+		prim_unmap(m->idle, m->npages);
 	prim_unmap(m, sizeof(*m));
 }
 
@@ -441,10 +486,21 @@ static int mp_attach(struct tracker *t)
 	m->pagemap = -1;
 	m->slot = -1;
 	m->fault_ahead = !(t->open_flags & TRACKER_OPEN_EXACT);
+	m->idle_limit = HOT_IDLE_MIN;
 	m->dirty = prim_map_any(m->nwords * sizeof(uint64_t));
 	if (m->dirty == NULL) {
 		err_set_errno(errno, "cannot allocate the dirty-page bitmap for %zu pages",
 			      m->npages);
+		free_impl(m);
+		return -1;
+	}
+	/* Address space only: pages are used as pages of the range are
+	 * written. */
+	if (m->fault_ahead &&
+	    ((m->hot = prim_map_any(m->nwords * sizeof(uint64_t))) == NULL ||
+	     (m->last = prim_map_any(m->nwords * sizeof(uint64_t))) == NULL ||
+	     (m->idle = prim_map_any(m->npages)) == NULL)) {
+		err_set_errno(errno, "cannot allocate the hot-page maps for %zu pages", m->npages);
 		free_impl(m);
 		return -1;
 	}
@@ -576,12 +632,66 @@ static void make_read_only(const struct mp_impl *m, size_t first, size_t count)
 			first, first + count - 1, errno);
 }
 
+/* Whether collected page i stays writable (hot) rather than being
+ * re-protected; updates its hot state (HOT_IDLE).  consecutive: it was
+ * collected by the previous collection too; allowed: pages may stay or
+ * become hot now. */
+static bool keep_hot(struct mp_impl *m, size_t i, bool consecutive, bool allowed)
+{
+	uint64_t bit = 1ULL << (i % 64);
+	if (m->hot[i / 64] & bit) {
+		if (allowed && --m->idle[i] != 0)
+			return true;
+		m->hot[i / 64] &= ~bit;
+		m->nhot--;
+		return false;
+	}
+	/* A pinned page is writable and reported at every collection
+	 * already. */
+	struct pins *p = pins_of[m->slot];
+	if (!consecutive || !allowed || m->nhot >= HOT_MAX ||
+	    (p->bits != NULL && (__atomic_load_n(&p->bits[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1))
+		return false;
+	m->hot[i / 64] |= bit;
+	m->nhot++;
+	m->idle[i] = (uint8_t)m->idle_limit;
+	m->t->stats.hot_pages++;
+	return true;
+}
+
+/* HOT_IDLE_NS in collections at the rate of the recent ones (a moving
+ * average of their spacing). */
+static void update_idle_limit(struct mp_impl *m)
+{
+	uint64_t now = prim_now_ns();
+	if (m->last_collect_ns != 0 && now > m->last_collect_ns) {
+		uint64_t gap = now - m->last_collect_ns;
+		m->period_ns = m->period_ns == 0 ? gap : m->period_ns - m->period_ns / 8 + gap / 8;
+		uint64_t limit = HOT_IDLE_NS / (m->period_ns != 0 ? m->period_ns : 1);
+		m->idle_limit = limit < HOT_IDLE_MIN   ? HOT_IDLE_MIN
+				: limit > HOT_IDLE_MAX ? HOT_IDLE_MAX
+						       : (unsigned)limit;
+	}
+	m->last_collect_ns = now;
+}
+
 static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 {
 	struct mp_impl *m = t->impl;
+	if (m->hot != NULL)
+		update_idle_limit(m);
 	bool was_overflow = atomic_load(&m->overflow);
 	if (was_overflow)
 		mark_touched(m);
+	/* Every first write must fault while the FASE checker listens. */
+	bool hot_allowed = m->hot != NULL && !was_overflow && m->period_ns != 0 &&
+			   m->period_ns <= HOT_PERIOD_NS &&
+			   atomic_load_explicit(&write_hook, memory_order_acquire) == NULL;
+	/* The whole range is re-protected below: nothing stays hot. */
+	if (was_overflow && m->nhot != 0) {
+		memset(m->hot, 0, m->nwords * sizeof(uint64_t));
+		m->nhot = 0;
+	}
 
 	size_t n = 0;
 	size_t run_start = 0, run_len = 0;	/* collected pages to re-protect */
@@ -592,7 +702,7 @@ static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 		nwords = m->nwords;
 	for (size_t w = 0; w < nwords && n < max; w++) {
 		uint64_t bits = atomic_load_explicit(&m->dirty[w], memory_order_relaxed);
-		uint64_t taken = 0;
+		uint64_t taken = 0, kept = 0;
 		while (bits != 0 && n < max) {
 			unsigned b = (unsigned)__builtin_ctzll(bits);
 			bits &= bits - 1;
@@ -601,6 +711,16 @@ static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 			pages[n++] = i;
 			if (was_overflow)
 				continue;	/* the whole range is re-protected below */
+			if (m->hot != NULL &&
+			    keep_hot(m, i, (m->last[w] >> b) & 1, hot_allowed)) {
+				/* Writable, and written as far as the next
+				 * collection knows: its bit stays. */
+				kept |= 1ULL << b;
+				if (run_len > 0)
+					make_read_only(m, run_start, run_len);
+				run_len = 0;
+				continue;
+			}
 			/* Pages between collected ones that are not dirty are
 			 * read-only already: re-protecting a covering range
 			 * costs one call instead of one per run (each call
@@ -614,7 +734,9 @@ static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 				run_len = 1;
 			}
 		}
-		atomic_fetch_and_explicit(&m->dirty[w], ~taken, memory_order_relaxed);
+		if (m->hot != NULL)
+			m->last[w] = taken;
+		atomic_fetch_and_explicit(&m->dirty[w], ~(taken & ~kept), memory_order_relaxed);
 	}
 	if (run_len > 0)
 		make_read_only(m, run_start, run_len);
@@ -674,10 +796,25 @@ static int mp_written_since(struct tracker *t, const uint64_t *pages, size_t n, 
 	return atomic_load(&m->overflow) ? -1 : 0;
 }
 
+/* A hot page the epoch found changed stays hot for HOT_IDLE_NS more. */
+static void mp_note_changed(struct tracker *t, const uint64_t *pages, size_t n,
+			    const uint8_t *changed)
+{
+	struct mp_impl *m = t->impl;
+	if (m->hot == NULL || m->nhot == 0)
+		return;
+	for (size_t k = 0; k < n; k++) {
+		size_t i = (size_t)pages[k];
+		if (changed[k] && i < m->npages && ((m->hot[i / 64] >> (i % 64)) & 1))
+			m->idle[i] = (uint8_t)m->idle_limit;
+	}
+}
+
 const struct tracker_ops tracker_mprotect_ops = {
 	.name = "mprotect",
 	.attach = mp_attach,
 	.collect_dirty = mp_collect,
 	.written_since = mp_written_since,
+	.note_changed = mp_note_changed,
 	.detach = mp_detach,
 };

@@ -904,6 +904,46 @@ TEST_CASE("mprotect: with hot pages, random writes over many rounds are all repo
 	CHECK(r.stats().overflows == 0);
 }
 
+TEST_CASE("mprotect: writes racing collections outside any FASE are never lost, hot pages or not",
+	  "[tracker]")
+{
+	// A collection runs at a quiescent point, but a thread outside any
+	// FASE may still write (memcached's reference counts): a page the
+	// collection makes read-only may fault, and be marked and made
+	// writable, before the collection is done with its bitmap word.
+	const size_t n = 128;
+	tracked r(TRACKER_MPROTECT, n, 0);
+	std::atomic<bool> stop{ false };
+	std::atomic<uint64_t> writes{ 0 };
+	std::thread writer([&] {
+		std::mt19937_64 rng(99);
+		while (!stop.load(std::memory_order_relaxed)) {
+			// Half the pages written often (hot), the rest now and then.
+			size_t pg = rng() % 4 != 0 ? (rng() % 32) * 2 : rng() % n;
+			write_byte(r.at(pg, rng() % page), 1);
+			writes.fetch_add(1, std::memory_order_relaxed);
+		}
+	});
+	while (writes.load() == 0)
+		std::this_thread::yield();
+	std::vector<uint8_t> ones(n, 1);
+	// 20,000 collections racing at least 200,000 writes.
+	for (int epoch = 0; epoch < 20000 || writes.load() < 200000; epoch++) {
+		auto got = r.collect();
+		tracker_note_changed(r.t, got.data(), got.size(), ones.data());
+	}
+	stop = true;
+	writer.join();
+	CHECK(r.stats().hot_pages > 0);
+	// A page left writable but unmarked would take this write unseen.
+	for (size_t pg = 0; pg < n; pg++) {
+		INFO("page " << pg);
+		write_byte(r.at(pg), 2);
+		auto got = r.collect();
+		CHECK(std::binary_search(got.begin(), got.end(), (uint64_t)pg));
+	}
+}
+
 TEST_CASE("uffd: pinning is a no-op", "[tracker][uffd]")
 {
 	tracked r(TRACKER_UFFD, 16);

@@ -709,34 +709,46 @@ static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 			taken |= 1ULL << b;
 			size_t i = w * 64 + b;
 			pages[n++] = i;
-			if (was_overflow)
-				continue;	/* the whole range is re-protected below */
-			if (m->hot != NULL &&
-			    keep_hot(m, i, (m->last[w] >> b) & 1, hot_allowed)) {
-				/* Writable, and written as far as the next
-				 * collection knows: its bit stays. */
+			/* Writable, and written as far as the next collection
+			 * knows: its bit stays. */
+			if (!was_overflow && m->hot != NULL &&
+			    keep_hot(m, i, (m->last[w] >> b) & 1, hot_allowed))
 				kept |= 1ULL << b;
-				if (run_len > 0)
-					make_read_only(m, run_start, run_len);
-				run_len = 0;
-				continue;
-			}
-			/* Pages between collected ones that are not dirty are
-			 * read-only already: re-protecting a covering range
-			 * costs one call instead of one per run (each call
-			 * splits VMAs and flushes the TLB). */
-			if (run_len > 0 && i - (run_start + run_len) <= REPROTECT_GAP) {
-				run_len = i - run_start + 1;
-			} else {
-				if (run_len > 0)
-					make_read_only(m, run_start, run_len);
-				run_start = i;
-				run_len = 1;
-			}
 		}
 		if (m->hot != NULL)
 			m->last[w] = taken;
-		atomic_fetch_and_explicit(&m->dirty[w], ~(taken & ~kept), memory_order_relaxed);
+		atomic_fetch_and_explicit(&m->dirty[w], ~(taken & ~kept), memory_order_seq_cst);
+	}
+	/* Every bit is cleared before any page is read-only again, and no
+	 * handler that marked a page before its bit was cleared is still
+	 * making it writable: a thread outside any FASE may fault meanwhile,
+	 * and its mprotect landing after ours would leave the page writable
+	 * and unmarked, its later writes never collected.  A handler that
+	 * starts later marks the page anew.  (Writes before our mprotect land
+	 * before this epoch's copy, or read, of the page.) */
+	while (atomic_load(&readers_inside) != 0)
+		sched_yield();
+	for (size_t k = 0; k < n && !was_overflow; k++) {	/* else all below */
+		size_t i = (size_t)pages[k];
+		if (m->hot != NULL && ((m->hot[i / 64] >> (i % 64)) & 1)) {
+			/* Kept writable: never inside a covering range. */
+			if (run_len > 0)
+				make_read_only(m, run_start, run_len);
+			run_len = 0;
+			continue;
+		}
+		/* Pages between collected ones that are not dirty are
+		 * read-only already: re-protecting a covering range costs one
+		 * call instead of one per run (each call splits VMAs and
+		 * flushes the TLB). */
+		if (run_len > 0 && i - (run_start + run_len) <= REPROTECT_GAP) {
+			run_len = i - run_start + 1;
+		} else {
+			if (run_len > 0)
+				make_read_only(m, run_start, run_len);
+			run_start = i;
+			run_len = 1;
+		}
 	}
 	if (run_len > 0)
 		make_read_only(m, run_start, run_len);

@@ -235,8 +235,7 @@ TEST_CASE("damaged pools are refused and left untouched", "[pool]")
 	}
 	SECTION("a checksum mismatch")
 	{
-		unsigned char b = 0x5a;
-		patch_file(path, 20, &b, 1); // inside the UUID
+		flip_file_byte(path, 20); // inside the UUID
 		CHECK(contains(refused(o), "checksum"));
 	}
 	SECTION("truncated")

@@ -98,6 +98,11 @@ static inline void tracker_stats_add(struct tracker_stats *dst, const struct tra
  * and the write-back compares a few pages it did not need to.  Tests of
  * exactness ask for it; the uffd backend is always exact. */
 #define TRACKER_OPEN_EXACT 4u
+/* tracker_open_flags: the mprotect backend makes pages hot (see
+ * tracker_note_changed) whatever the rate of collections, not only while
+ * they come every few milliseconds.  For tests, whose collections' spacing
+ * is the machine's to decide. */
+#define TRACKER_OPEN_HOT_AT_ANY_RATE 8u
 
 /* Create a tracker of the given kind over [base, base+len) (TRACKER_AUTO:
  * uffd when the kernel supports it, else mprotect) and attach it.  base and

@@ -89,6 +89,7 @@ struct mp_impl {
 	atomic_bool overflow;
 	int pagemap;			/* -1: report every page after overflow */
 	bool fault_ahead;		/* not TRACKER_OPEN_EXACT (FAULT_AHEAD) */
+	bool hot_any_rate;		/* TRACKER_OPEN_HOT_AT_ANY_RATE */
 	int slot;
 	/* Hot pages (HOT_IDLE), touched on the epoch thread only (by
 	 * collections and tracker_note_changed).  hot: kept writable, its
@@ -486,6 +487,7 @@ static int mp_attach(struct tracker *t)
 	m->pagemap = -1;
 	m->slot = -1;
 	m->fault_ahead = !(t->open_flags & TRACKER_OPEN_EXACT);
+	m->hot_any_rate = (t->open_flags & TRACKER_OPEN_HOT_AT_ANY_RATE) != 0;
 	m->idle_limit = HOT_IDLE_MIN;
 	m->dirty = prim_map_any(m->nwords * sizeof(uint64_t));
 	if (m->dirty == NULL) {
@@ -684,8 +686,8 @@ static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 	if (was_overflow)
 		mark_touched(m);
 	/* Every first write must fault while the FASE checker listens. */
-	bool hot_allowed = m->hot != NULL && !was_overflow && m->period_ns != 0 &&
-			   m->period_ns <= HOT_PERIOD_NS &&
+	bool hot_allowed = m->hot != NULL && !was_overflow &&
+			   (m->hot_any_rate || (m->period_ns != 0 && m->period_ns <= HOT_PERIOD_NS)) &&
 			   atomic_load_explicit(&write_hook, memory_order_acquire) == NULL;
 	/* The whole range is re-protected below: nothing stays hot. */
 	if (was_overflow && m->nhot != 0) {

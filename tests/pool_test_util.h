@@ -146,15 +146,16 @@ inline void patch_file(const std::string &path, off_t off, const void *data, siz
 	close(fd);
 }
 
-// Invert every bit of the byte at off: a change whatever the byte held
-// (writing a fixed value misses the one case in 256 where it was there).
-inline void flip_file_byte(const std::string &path, off_t off)
+// Flip the bits of mask in the byte at off: a change whatever the byte
+// held (writing a fixed value misses the one case in 256 where it was
+// there).
+inline void flip_file_byte(const std::string &path, off_t off, unsigned char mask = 0xff)
 {
 	int fd = open(path.c_str(), O_RDWR);
 	REQUIRE(fd >= 0);
 	unsigned char b = 0;
 	REQUIRE(pread(fd, &b, 1, off) == 1);
-	b = (unsigned char)~b;
+	b ^= mask;
 	REQUIRE(pwrite(fd, &b, 1, off) == 1);
 	close(fd);
 }

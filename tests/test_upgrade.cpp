@@ -338,15 +338,8 @@ TEST_CASE("upgrade: a corrupt version-3 pool is refused and left untouched", "[u
 	SECTION("page 0 (summed in version 3) changed")
 	{
 		// Page 0's valid copy: flip a byte of both copies, whichever it is.
-		int fd = open_or_die(pool, O_RDWR);
-		for (int c = 0; c < 2; c++) {
-			unsigned char b;
-			off_t off = (off_t)(l.data_off + (uint64_t)c * h.page_size + 100);
-			REQUIRE(pread(fd, &b, 1, off) == 1);
-			b ^= 0x40;
-			REQUIRE(pwrite(fd, &b, 1, off) == 1);
-		}
-		close(fd);
+		for (int c = 0; c < 2; c++)
+			flip_file_byte(pool, (off_t)(l.data_off + (uint64_t)c * h.page_size + 100), 0x40);
 		expect = "fails its checksum";
 	}
 	SECTION("a seq entry beyond the next epoch")
@@ -386,13 +379,7 @@ TEST_CASE("upgrade: a version-4 pool with a damaged data page is refused and lef
 	make_old_format(pool, 4);
 	pool_header h = read_header(pool);
 	pool_layout l = pool_layout_for(h.npages, h.page_size);
-	int fd = open_or_die(pool, O_RDWR);
-	unsigned char b;
-	off_t off = (off_t)(l.data_off + (2 * page + (uint64_t)c) * h.page_size + 700);
-	REQUIRE(pread(fd, &b, 1, off) == 1);
-	b ^= 0x08;
-	REQUIRE(pwrite(fd, &b, 1, off) == 1);
-	close(fd);
+	flip_file_byte(pool, (off_t)(l.data_off + (2 * page + (uint64_t)c) * h.page_size + 700), 0x08);
 	file_snapshot snap = file_snapshot::of(pool);
 	auto r = tool({ "upgrade", pool });
 	INFO(r.out << r.err);

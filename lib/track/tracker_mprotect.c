@@ -217,9 +217,11 @@ static void pins_detach(struct mp_impl *m)
 	prim_unmap(p, sizeof(*p));
 }
 
+/* Relaxed: keep_hot reads it without the pin lock (a pin or unpin racing
+ * it only decides whether a page may become hot). */
 static bool pinned(const struct pins *p, size_t i)
 {
-	return (p->bits[i / 64] >> (i % 64)) & 1;
+	return (__atomic_load_n(&p->bits[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1;
 }
 
 /* set_access(..., false): read-only, except pinned pages. */
@@ -631,6 +633,11 @@ static void make_read_only(const struct mp_impl *m, size_t first, size_t count)
 			first, first + count - 1, errno);
 }
 
+static bool page_hot(const struct mp_impl *m, size_t i)
+{
+	return (m->hot[i / 64] >> (i % 64)) & 1;
+}
+
 /* Whether collected page i stays writable (hot) rather than being
  * re-protected; updates its hot state (HOT_IDLE).  consecutive: it was
  * collected by the previous collection too; allowed: pages may stay or
@@ -638,7 +645,7 @@ static void make_read_only(const struct mp_impl *m, size_t first, size_t count)
 static bool keep_hot(struct mp_impl *m, size_t i, bool consecutive, bool allowed)
 {
 	uint64_t bit = 1ULL << (i % 64);
-	if (m->hot[i / 64] & bit) {
+	if (page_hot(m, i)) {
 		if (allowed && --m->idle[i] != 0)
 			return true;
 		m->hot[i / 64] &= ~bit;
@@ -648,8 +655,7 @@ static bool keep_hot(struct mp_impl *m, size_t i, bool consecutive, bool allowed
 	/* A pinned page is writable and reported at every collection
 	 * already. */
 	struct pins *p = pins_of[m->slot];
-	if (!consecutive || !allowed || m->nhot >= HOT_MAX ||
-	    (p->bits != NULL && (__atomic_load_n(&p->bits[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1))
+	if (!consecutive || !allowed || m->nhot >= HOT_MAX || (p->bits != NULL && pinned(p, i)))
 		return false;
 	m->hot[i / 64] |= bit;
 	m->nhot++;
@@ -724,7 +730,7 @@ static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 		sched_yield();
 	for (size_t k = 0; k < n && !was_overflow; k++) {	/* else all below */
 		size_t i = (size_t)pages[k];
-		if (m->hot != NULL && ((m->hot[i / 64] >> (i % 64)) & 1)) {
+		if (m->hot != NULL && page_hot(m, i)) {
 			/* Kept writable: never inside a covering range. */
 			if (run_len > 0)
 				make_read_only(m, run_start, run_len);
@@ -812,7 +818,7 @@ static void mp_note_changed(struct tracker *t, const uint64_t *pages, size_t n,
 		return;
 	for (size_t k = 0; k < n; k++) {
 		size_t i = (size_t)pages[k];
-		if (changed[k] && i < m->npages && ((m->hot[i / 64] >> (i % 64)) & 1))
+		if (changed[k] && i < m->npages && page_hot(m, i))
 			m->idle[i] = HOT_IDLE;
 	}
 }

@@ -1,0 +1,187 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# cpu-split.sh -- where the CPU goes per request: native memcached against
+# memcached-pmthreads with output commit (and, with MODES, without it), under
+# the cost table's client load (mc_client bench).
+#
+# Usage: memcached-demo/cpu-split.sh [OUT_DIR]
+#
+# Each run starts a fresh server, runs `mc_client bench` for $SECONDS s, and
+# samples the whole machine with `perf record -a -g` for the 2 s in its
+# middle.  Each sample is put in a thread group (client; server: memcached's
+# own threads; runtime: pmthreads' epoch thread; idle: no thread ran) and an
+# activity (the system call it was in: send, recv, epoll, the tracker's ioctl,
+# futex + membarrier; a page fault; user code; other), and the table gives
+# microseconds of CPU per request: samples x sampling period / requests
+# served in the sampled window (the run's ops/s x 2 s).  The modes alternate,
+# ROUNDS times.  The machine must be quiet: every thread on it counts.
+#
+# Environment: ROUNDS (2), SECONDS_PER_RUN (6), CONNS (16), SET_PERCENT (90),
+#   TRACKER (uffd), MODES ("native commit"; also "pmthreads"), KEYS (10000),
+#   VSIZE (100), THREADS (4), MEMCACHED (/usr/bin/memcached),
+#   MEMCACHED_PMTHREADS / BUILD_DIR (where memcached-pmthreads is).
+# Needs perf (Debian: linux-perf) and the right to sample the whole machine
+# (root, or kernel.perf_event_paranoid <= 0).
+set -u
+# shellcheck source=memcached-demo/common.sh
+. "$(dirname "$0")/common.sh"
+
+ROUNDS=${ROUNDS:-2}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-6}
+CONNS=${CONNS:-16}
+SET_PERCENT=${SET_PERCENT:-90}
+TRACKER=${TRACKER:-uffd}
+MODES=${MODES:-"native commit"}
+KEYS=${KEYS:-10000}
+VSIZE=${VSIZE:-100}
+THREADS=${THREADS:-4}
+MEMCACHED=${MEMCACHED:-/usr/bin/memcached}
+WINDOW=2	# seconds sampled
+
+command -v perf >/dev/null || die "perf not found (apt-get install linux-perf)"
+[ "$SECONDS_PER_RUN" -ge $((WINDOW + 2)) ] || die "SECONDS_PER_RUN must be at least $((WINDOW + 2))"
+for m in $MODES; do
+	case $m in native | pmthreads | commit) ;;
+	*) die "MODES: '$m' is not one of native pmthreads commit" ;;
+	esac
+done
+[ -x "$MEMCACHED" ] || die "$MEMCACHED not found (apt-get install memcached)"
+BIN=$(find_memcached_pmthreads) || die "memcached-pmthreads not found (build with -Dmemcached, or set MEMCACHED_PMTHREADS)"
+
+OUT=${1:-${BUILD_DIR:-$SRC_DIR/build}/memcached-demo/cpu-split-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT" || die "cannot create $OUT"
+OUT=$(cd "$OUT" && pwd)
+mc_tmpdir
+CLIENT=$(build_client "$TMP")
+read -ra USER_ARGS <<<"$(mc_user_args)"
+
+# split PERF_DATA OPS: "group activity us_per_request" lines.  The epoch
+# thread is the server process's thread named after the program that is not
+# its main thread.
+split() {
+	perf script -i "$1" -F comm,pid,tid,ip,sym 2>/dev/null | awk -v ops="$2" -v period_us="$3" '
+	function flush() {
+		if (comm == "") return
+		g = "other"
+		if (comm == "mc_client") g = "client"
+		else if (comm ~ /^(mc-|memcached)/) g = (comm ~ /^memcached-pmthr/ && pid != tid) ? "runtime" : "server"
+		else if (comm == "swapper") g = "idle"
+		a = act
+		if (g == "idle") a = "-"
+		else if (a ~ /sendmsg|sendto|sendmmsg|sys_write/) a = "send"
+		else if (a ~ /recvfrom|recvmsg|read/) a = "recv"
+		else if (a ~ /epoll/) a = "epoll"
+		else if (a ~ /ioctl/) a = "tracker-ioctl"
+		else if (a ~ /futex|membarrier/) a = "futex+membarrier"
+		else if (a != "user" && a != "page-fault") a = "other-kernel"
+		n[g " " a]++
+		tot[g]++
+	}
+	/^[^ \t]/ { flush(); comm = $1; split($2, pt, "/"); pid = pt[1]; tid = pt[2]; act = "user"; prev = ""; next }
+	/^[ \t]/ {
+		s = $2
+		if (act == "user" && s == "do_syscall_64") act = prev
+		if (act == "user" && s ~ /exc_page_fault/) act = "page-fault"
+		prev = s
+		next
+	}
+	END {
+		flush()
+		for (k in n) { split(k, p, " "); printf "%s %s %.2f\n", p[1], p[2], n[k] * period_us / ops }
+		for (g in tot) printf "%s TOTAL %.2f\n", g, tot[g] * period_us / ops
+	}' | sort
+}
+
+run() {
+	local mode=$1 rep=$2 port pool tag res ops freq
+	tag=$mode-r$rep
+	port=$(free_port)
+	pool=$TMP/pool
+	rm -f "$pool"
+	case $mode in
+	native) CMD=("$MEMCACHED") ;;
+	pmthreads | commit)
+		CMD=(env PMEM_IS_PMEM_FORCE=1 PMTHREADS_NVM=pmem PMTHREADS_STRICT=1 PMTHREADS_POOL="$pool"
+			PMTHREADS_TRACKER="$TRACKER" PMTHREADS_OUTPUT="$([ "$mode" = commit ] && echo commit || echo off)"
+			PMTHREADS_STATS="$OUT/$tag.stats.json" "$BIN") ;;
+	esac
+	start_server "$OUT/$tag.log" "$port" "${CMD[@]}" -l "$MC_HOST" -p "$port" -U 0 -t "$THREADS" \
+		-m 256 "${USER_ARGS[@]}" || { note "$tag: the server did not start (see $OUT/$tag.log)"; return; }
+	# The prefill takes ~1 s + 20 us per key (MC_GRACE_MS=0: the window starts right after it).
+	( sleep "$(awk -v k="$KEYS" -v s="$SECONDS_PER_RUN" -v w="$WINDOW" \
+		'BEGIN { printf "%.2f", 1 + k * 0.00002 + (s - w) / 2 }')"
+	  perf record -q -a -g -o "$OUT/$tag.perf.data" -- sleep "$WINDOW" >/dev/null 2>&1 ) &
+	local perf_pid=$!
+	res=$(MC_GRACE_MS=0 timeout $((SECONDS_PER_RUN + 60)) "$CLIENT" bench "$MC_HOST" "$port" "$CONNS" \
+		"$SECONDS_PER_RUN" "$KEYS" "$VSIZE" "$SET_PERCENT" memcache 2>>"$OUT/$tag.client")
+	wait "$perf_pid"
+	stop_server TERM
+	if [ -z "$res" ] || [ ! -s "$OUT/$tag.perf.data" ]; then
+		note "$tag: no result (see $OUT/$tag.client)"
+		return
+	fi
+	ops=$(echo "$res" | awk -F, -v w="$WINDOW" '{ printf "%d", $3 * w }')
+	freq=$(perf report -i "$OUT/$tag.perf.data" --header-only 2>/dev/null |
+		sed -n 's/.*cpu-clock.*sample_freq } = \([0-9]*\).*/\1/p' | head -1)
+	[ -n "$freq" ] || freq=4000
+	echo "$res" >"$OUT/$tag.result"
+	split "$OUT/$tag.perf.data" "$ops" "$(awk -v f="$freq" 'BEGIN { print 1e6 / f }')" >"$OUT/$tag.split"
+	note "$tag: $(echo "$res" | awk -F, '{ printf "%.0f ops/s, p99 %.3f ms", $3, $7 / 1000 }')"
+}
+
+for rep in $(seq 1 "$ROUNDS"); do
+	for mode in $MODES; do
+		run "$mode" "$rep"
+	done
+done
+
+# The table: one column per mode, each cell the median over the rounds.
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+: >"$OUT/medians"
+header="| thread group | activity |"
+rule="| --- | --- |"
+for mode in $MODES; do
+	ls "$OUT"/"$mode"-r*.split >/dev/null 2>&1 || continue
+	opsps=$(cat "$OUT"/"$mode"-r*.result | awk -F, '{ print $3 }' | median)
+	header="$header $mode (${opsps%.*} ops/s) |"
+	rule="$rule ---: |"
+	cat "$OUT"/"$mode"-r*.split | awk '$2 != "-" { k = $1 " " $2; v[k] = v[k] " " $3 }
+		END { for (k in v) print k, v[k] }' | while read -r g a vals; do
+		echo "$mode $g $a $(echo "$vals" | tr ' ' '\n' | median)"
+	done >>"$OUT/medians"
+done
+{
+	echo "# CPU per request (µs), $CONNS connections, $SET_PERCENT % sets, tracker $TRACKER"
+	echo
+	echo "Command: \`ROUNDS=$ROUNDS SECONDS_PER_RUN=$SECONDS_PER_RUN CONNS=$CONNS SET_PERCENT=$SET_PERCENT TRACKER=$TRACKER MODES='$MODES' memcached-demo/cpu-split.sh\`"
+	echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs; load average before the table: $(cut -d' ' -f1-3 /proc/loadavg)."
+	echo "Medians over $ROUNDS round(s); ops/s while perf sampled (sampling slows every mode a little)."
+	echo
+	echo "$header"
+	echo "$rule"
+	awk -v modes="$MODES" '
+		{ cell[$2 " " $3, $1] = $4; key[$2 " " $3] = 1 }
+		END {
+			nm = split(modes, m, " ")
+			ng = split("client server runtime idle other", order, " ")
+			na = split("TOTAL send recv epoll futex+membarrier tracker-ioctl page-fault user other-kernel", acts, " ")
+			for (gi = 1; gi <= ng; gi++)
+				for (ai = 1; ai <= na; ai++) {
+					k = order[gi] " " acts[ai]
+					if (!(k in key) || (ai > 1 && order[gi] ~ /idle|other/)) continue
+					line = "| " (ai == 1 ? "**" order[gi] "**" : "") " | " (ai == 1 ? "**all**" : acts[ai]) " |"
+					for (i = 1; i <= nm; i++) line = line " " ((k, m[i]) in cell ? cell[k, m[i]] : "-") " |"
+					print line
+				}
+			line = "| **busy** | client + server + runtime + other |"
+			for (i = 1; i <= nm; i++) {
+				t = 0
+				for (gi = 1; gi <= ng; gi++)
+					if (order[gi] != "idle" && ((order[gi] " TOTAL", m[i]) in cell)) t += cell[order[gi] " TOTAL", m[i]]
+				line = line " " sprintf("%.2f", t) " |"
+			}
+			print line
+		}' "$OUT/medians"
+	echo
+} | tee "$OUT/cpu-split.md"
+note "table in $OUT/cpu-split.md"

@@ -116,7 +116,7 @@ const char *const keys_before_lists[] = {
 	"output_waits_full", "output_over_bound_in_fase", "output_release_errors",
 	"output_hold_ns_p50", "output_hold_ns_p99", "output_hold_ns_max", "pages_persisted",
 	"lines_written", "bytes_written", "bytes_compared", "fences", "persist_ns", "stage_ns",
-	"pages_saved", "paused_epochs", "carried_epochs", "conflict_pages", "pool_bytes_populated",
+	"pages_saved", "pages_unchanged", "paused_epochs", "carried_epochs", "conflict_pages", "pool_bytes_populated",
 	"slot_bytes_resident", "slot_shrinks", "restore", "recovered_pages", "recovery_ns",
 	"startup_ns", "restore_complete_ns", "restored_eager", "restored_on_fault",
 	"restored_background", "restored_finish", "restore_zero_fills", "heap_reset_bytes",

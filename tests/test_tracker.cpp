@@ -847,6 +847,69 @@ TEST_CASE("mprotect: a page written in consecutive epochs stays writable while i
 	CHECK(r.stats().hot_pages == 1);
 }
 
+TEST_CASE("mprotect: the pages reported only because they are hot are said to be of unknown writes",
+	  "[tracker]")
+{
+	tracked r(TRACKER_MPROTECT, 64, TRACKER_OPEN_HOT_AT_ANY_RATE);
+	auto unknown = [&](const std::vector<uint64_t> &pages, size_t *count) {
+		std::vector<uint8_t> u(pages.size(), 7);
+		*count = tracker_written_unknown(r.t, pages.data(), pages.size(), u.data());
+		return u;
+	};
+	size_t count = 0;
+	write_byte(r.at(7), 1);
+	auto got = r.collect();
+	CHECK(got == std::vector<uint64_t>{ 7 });
+	unknown(got, &count);
+	CHECK(count == 0);	// seen written (it faulted)
+	write_byte(r.at(7), 2);
+	got = r.collect();	// made hot by this collection, after a fault
+	CHECK(r.stats().hot_pages == 1);
+	unknown(got, &count);
+	CHECK(count == 0);
+	// Hot from here on: 7 reported whether written or not, 20 faults.
+	uint64_t faults = r.stats().faults;
+	write_byte(r.at(7), 3);
+	write_byte(r.at(20), 1);
+	CHECK(r.stats().faults == faults + 1);
+	got = r.collect();
+	CHECK(got == (std::vector<uint64_t>{ 7, 20 }));
+	CHECK(unknown(got, &count) == (std::vector<uint8_t>{ 1, 0 }));
+	CHECK(count == 1);
+	got = r.collect();	// nothing written: 7 again
+	CHECK(got == std::vector<uint64_t>{ 7 });
+	CHECK(unknown(got, &count) == std::vector<uint8_t>{ 1 });
+	// A subset of the collection may be asked about.
+	const uint64_t seven[] = { 7 };
+	uint8_t u = 0;
+	CHECK(tracker_written_unknown(r.t, seven, 1, &u) == 1);
+	CHECK(u == 1);
+	// Re-protected once idle: then its next write is seen again.
+	while (!r.collect().empty()) {
+	}
+	write_byte(r.at(7), 4);
+	got = r.collect();
+	CHECK(got == std::vector<uint64_t>{ 7 });
+	unknown(got, &count);
+	CHECK(count == 0);
+}
+
+TEST_CASE("every page a collection reports is seen written without hot pages", "[tracker][trackers]")
+{
+	for (tracker_kind kind : backends()) {
+		INFO(kind_name(kind));
+		// Exact: no hot pages in the mprotect backend; uffd has none.
+		tracked r(kind, 16);
+		for (int epoch = 0; epoch < 4; epoch++) {
+			write_byte(r.at(3), (unsigned char)epoch);
+			auto got = r.collect();
+			CHECK(got == std::vector<uint64_t>{ 3 });
+			uint8_t u = 9;
+			CHECK(tracker_written_unknown(r.t, got.data(), got.size(), &u) == 0);
+		}
+	}
+}
+
 TEST_CASE("mprotect: collections further apart than a few milliseconds make no page hot",
 	  "[tracker]")
 {

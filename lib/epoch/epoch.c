@@ -198,6 +198,35 @@ static void copy_in_pause(struct epoch_pipeline *ep, struct epoch_batch *b, bool
 	b->nslots = used;
 }
 
+/* Pages the tracker reported without seeing a write to them (the mprotect
+ * backend's hot pages, kept writable) whose bytes are still those of their
+ * durable copy have nothing to persist: they leave the batch before anything
+ * is copied, chosen or compared -- under output commit most hot pages, most
+ * epochs.  Compared inside the pause, so against the quiescent point's bytes
+ * (a thread outside any FASE may write one later: the tracker reports a hot
+ * page again at the next collection).  Not while an attempt is carried over:
+ * a page it chose has a working copy at VER_d+1, which the next publication
+ * makes valid, so it must be written again. */
+static void drop_unchanged(struct epoch_pipeline *ep, struct epoch_batch *b)
+{
+	if (ep->carried != 0 ||
+	    tracker_written_unknown(ep->tracker, b->pages, b->n, b->written) == 0)
+		return;
+	size_t kept = 0;
+	for (size_t k = 0; k < b->n; k++) {
+		uint64_t i = b->pages[k];
+		if (b->written[k]) {
+			int c = pool_valid_copy(ep->pool, i);
+			if (c >= 0 && memcmp(ep->heap + i * ep->ps, pool_copy(ep->pool, i, c), ep->ps) == 0) {
+				ep->counters.pages_unchanged++;
+				continue;
+			}
+		}
+		b->pages[kept++] = i;
+	}
+	b->n = kept;
+}
+
 struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
 {
 	struct epoch_batch *b = &ep->batch;
@@ -214,6 +243,8 @@ struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
 	for (size_t k = 1; k < b->n; k++)
 		PMT_ASSERT(b->pages[k - 1] < b->pages[k]);
 	PMT_ASSERT(b->n == 0 || b->pages[b->n - 1] < ep->capacity);
+	if (b->n != 0)
+		drop_unchanged(ep, b);
 	if (b->n != 0) {
 		bool all = ep->opts.copy_in_pause || ep->carried >= EPOCH_CARRY_MAX;
 		size_t first = ep->opts.copy_budget != 0 ? ep->opts.copy_budget : EPOCH_COPY_BUDGET;

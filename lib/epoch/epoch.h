@@ -113,6 +113,9 @@ struct epoch_batch {
 	X(count, persist_ns, "persist_ns") /* collect + write-back, all epochs */ \
 	X(count, stage_ns, "stage_ns") /* of which inside the pause */ \
 	X(count, pages_saved, "pages_saved") /* copied into slots inside the pause */ \
+	/* reported without a write seen (mprotect's hot pages) and found, \
+	 * inside the pause, equal to their durable copy: left out */ \
+	X(count, pages_unchanged, "pages_unchanged") \
 	/* epochs that copied their whole batch inside the pause */ \
 	X(count, paused_epochs, "paused_epochs") \
 	/* pauses someone waited for (epoch_note_awaited): whole batch copied */ \

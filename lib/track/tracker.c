@@ -141,6 +141,14 @@ void tracker_note_changed(struct tracker *t, const uint64_t *pages, size_t n,
 		t->ops->note_changed(t, pages, n, changed);
 }
 
+size_t tracker_written_unknown(struct tracker *t, const uint64_t *pages, size_t n,
+			       uint8_t *unknown)
+{
+	if (t->ops->written_unknown == NULL || n == 0)
+		return 0;
+	return t->ops->written_unknown(t, pages, n, unknown);
+}
+
 int tracker_written_since(struct tracker *t, const uint64_t *pages, size_t n, uint8_t *written)
 {
 	t->stats.rescans++;

@@ -184,6 +184,17 @@ int tracker_written_since(struct tracker *t, const uint64_t *pages, size_t n, ui
 void tracker_note_changed(struct tracker *t, const uint64_t *pages, size_t n,
 			  const uint8_t *changed);
 
+/* Which pages of the last collection (pages[k] as it returned them, or any
+ * subset) were reported without a write to them having been seen: the
+ * mprotect backend's hot pages, writable since the collection before, which
+ * may well hold the bytes they held then.  Sets unknown[k] to 1 for those and
+ * 0 for the others, and returns how many are 1; returns 0 without touching
+ * unknown when the backend saw a write to every page it reported (the uffd
+ * backend always).  Call on the thread that collects, before the next
+ * collection. */
+size_t tracker_written_unknown(struct tracker *t, const uint64_t *pages, size_t n,
+			       uint8_t *unknown);
+
 /* The mprotect backend keeps at most this many separately writable runs of
  * pages per epoch (each costs up to two VMAs; vm.max_map_count is 65530 by
  * default).  Beyond it the whole range is made writable until the next

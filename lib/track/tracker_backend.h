@@ -39,6 +39,11 @@ struct tracker_ops {
 	 * write-back found changed.  NULL: the backend has no use for it. */
 	void (*note_changed)(struct tracker *t, const uint64_t *pages, size_t n,
 			     const uint8_t *changed);
+	/* Optional (tracker_written_unknown): set unknown[k] for the pages of
+	 * the last collection reported without a write seen; returns how
+	 * many.  NULL: every page reported was seen written. */
+	size_t (*written_unknown)(struct tracker *t, const uint64_t *pages, size_t n,
+				  uint8_t *unknown);
 	/* Optional (tracker_cover): make first writes to [base, base+len)
 	 * tracked exactly from now on.  NULL: attach already did. */
 	int (*cover)(struct tracker *t, size_t len);

@@ -94,9 +94,11 @@ struct mp_impl {
 	 * collections and tracker_note_changed).  hot: kept writable, its
 	 * dirty bit never cleared; last: collected by the previous
 	 * collection; idle: a hot page's collections left before it is
-	 * re-protected unless found changed.  NULL when exact reports were
-	 * asked for (TRACKER_OPEN_EXACT). */
-	uint64_t *hot, *last;
+	 * re-protected unless found changed; blind: collected by the last
+	 * collection while hot, so reported without a write seen
+	 * (tracker_written_unknown).  NULL when exact reports were asked for
+	 * (TRACKER_OPEN_EXACT). */
+	uint64_t *hot, *last, *blind;
 	uint8_t *idle;
 	size_t nhot;
 	/* The recent spacing of collections (HOT_PERIOD_NS). */
@@ -466,6 +468,8 @@ static void free_impl(struct mp_impl *m)
 		prim_unmap(m->hot, m->nwords * sizeof(uint64_t));
 	if (m->last != NULL)
 		prim_unmap(m->last, m->nwords * sizeof(uint64_t));
+	if (m->blind != NULL)
+		prim_unmap(m->blind, m->nwords * sizeof(uint64_t));
 	if (m->idle != NULL)
 		prim_unmap(m->idle, m->npages);
 	prim_unmap(m, sizeof(*m));
@@ -500,6 +504,7 @@ static int mp_attach(struct tracker *t)
 	if (m->fault_ahead &&
 	    ((m->hot = prim_map_any(m->nwords * sizeof(uint64_t))) == NULL ||
 	     (m->last = prim_map_any(m->nwords * sizeof(uint64_t))) == NULL ||
+	     (m->blind = prim_map_any(m->nwords * sizeof(uint64_t))) == NULL ||
 	     (m->idle = prim_map_any(m->npages)) == NULL)) {
 		err_set_errno(errno, "cannot allocate the hot-page maps for %zu pages", m->npages);
 		free_impl(m);
@@ -703,6 +708,8 @@ static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 	for (size_t w = 0; w < nwords && n < max; w++) {
 		uint64_t bits = atomic_load_explicit(&m->dirty[w], memory_order_relaxed);
 		uint64_t taken = 0, kept = 0;
+		/* Before keep_hot changes them (after an overflow none is). */
+		uint64_t was_hot = m->hot != NULL ? m->hot[w] : 0;
 		while (bits != 0 && n < max) {
 			unsigned b = (unsigned)__builtin_ctzll(bits);
 			bits &= bits - 1;
@@ -715,8 +722,10 @@ static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 			    keep_hot(m, i, (m->last[w] >> b) & 1, hot_allowed))
 				kept |= 1ULL << b;
 		}
-		if (m->hot != NULL)
+		if (m->hot != NULL) {
 			m->last[w] = taken;
+			m->blind[w] = taken & was_hot;
+		}
 		atomic_fetch_and_explicit(&m->dirty[w], ~(taken & ~kept), memory_order_seq_cst);
 	}
 	/* Every bit is cleared before any page is read-only again, and no
@@ -823,11 +832,30 @@ static void mp_note_changed(struct tracker *t, const uint64_t *pages, size_t n,
 	}
 }
 
+/* The pages the last collection took while they were hot: writable since
+ * the collection before, so nothing saw whether they were written.  Only
+ * words the collection walked are asked about (pages it returned). */
+static size_t mp_written_unknown(struct tracker *t, const uint64_t *pages, size_t n,
+				 uint8_t *unknown)
+{
+	struct mp_impl *m = t->impl;
+	if (m->hot == NULL)
+		return 0;
+	size_t count = 0;
+	for (size_t k = 0; k < n; k++) {
+		size_t i = (size_t)pages[k];
+		unknown[k] = i < m->npages && ((m->blind[i / 64] >> (i % 64)) & 1);
+		count += unknown[k];
+	}
+	return count;
+}
+
 const struct tracker_ops tracker_mprotect_ops = {
 	.name = "mprotect",
 	.attach = mp_attach,
 	.collect_dirty = mp_collect,
 	.written_since = mp_written_since,
 	.note_changed = mp_note_changed,
+	.written_unknown = mp_written_unknown,
 	.detach = mp_detach,
 };

@@ -9,6 +9,7 @@
 #include "uffd_half.h"
 
 #include <atomic>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -112,6 +113,80 @@ bool all_bytes(const std::vector<unsigned char> &v, unsigned char b)
 		if (c != b)
 			return false;
 	return true;
+}
+
+// A crash sweep.  The base pool holds pages 0-39 as 'O' (VER_d 1).  Then
+// scenario runs on a copy of it in a fork child, under the persistence
+// simulator crashing after k primitives, on a rig opened with
+// tracker_flags; it returns 0, or an exit status >= 250 saying what went
+// wrong.  Once without a crash (it counts the primitives), then a crash after
+// each of them.  After each crash the pool must pass pool_check, its VER_d
+// be at most max_ver, and each page i of the recovered image hold only
+// want(i, VER_d).  Returns how many crash points recovered each VER_d.
+std::vector<unsigned> crash_sweep(const tracker_case &c, unsigned seed, unsigned tracker_flags,
+				  const std::function<int(rig &)> &scenario, uint64_t max_ver,
+				  const std::function<unsigned char(uint64_t, uint64_t)> &want)
+{
+	scratch_dir d;
+	std::string base = d.file("base"), work = d.file("work");
+	{
+		rig r(base, c);
+		for (uint64_t i = 0; i < 40; i++)
+			fill(r.page(i), 'O');
+		REQUIRE(r.epoch());
+	}
+	auto child = [&](uint64_t crash_after) {
+		copy_file(base, work);
+		pid_t pid = fork();
+		REQUIRE(pid >= 0);
+		if (pid == 0) {
+			nvm_sim_options so{};
+			so.seed = seed;
+			so.survival = NVM_SIM_RANDOM;
+			so.crash_after = crash_after;
+			rig r(work, c, NVM_SIM, &so, false, 0, 0, tracker_flags);
+			pool_set_clean(r.p, false);	// in use, as the runtime marks it
+			int failed = scenario(r);
+			if (failed != 0)
+				_exit(failed);
+			_exit(nvm_sim_primitives(r.p->nvm) > 249 ? 249 : (int)nvm_sim_primitives(r.p->nvm));
+		}
+		int st = 0;
+		REQUIRE(waitpid(pid, &st, 0) == pid);
+		return st;
+	};
+	int st = child(0);
+	REQUIRE(WIFEXITED(st));
+	uint64_t total = (uint64_t)WEXITSTATUS(st);
+	REQUIRE(total > 6);
+	REQUIRE(total < 249);
+	std::vector<unsigned> seen(max_ver + 1);
+	for (uint64_t k = 1; k <= total; k++) {
+		(void)child(k);
+		auto o = options(work, kPages);
+		o.create = false;
+		pool *p = open_or_fail(o);
+		std::string why;
+		unsigned problems = pool_check(
+			p, [](const char *m, void *a) { *(std::string *)a += std::string(m) + "; "; }, &why);
+		INFO("crash after " << k << ": pool_check before recovery: " << why);
+		REQUIRE(problems == 0);
+		std::vector<unsigned char> img(kPages * page_size());
+		recovery_restore_image(p, img.data());
+		uint64_t v = *p->ver_d;
+		pool_close(p);
+		INFO("crash after " << k << " of " << total << ", VER_d " << v);
+		REQUIRE(v >= 1);
+		REQUIRE(v <= max_ver);
+		seen[v]++;
+		for (uint64_t i = 0; i < kPages; i++) {
+			std::vector<unsigned char> pg(img.begin() + i * page_size(),
+						      img.begin() + (i + 1) * page_size());
+			INFO("page " << i);
+			REQUIRE(all_bytes(pg, want(i, v)));
+		}
+	}
+	return seen;
 }
 
 } // namespace
@@ -555,81 +630,27 @@ TEST_CASE("crash at every point of a carried-over write-back and its redo",
 			continue;
 		SECTION(c.name)
 		{
-			scratch_dir d;
-			std::string base = d.file("base"), work = d.file("work");
-			{
-				rig r(base, c);
-				for (uint64_t i = 0; i < 40; i++)
-					fill(r.page(i), 'O');
-				REQUIRE(r.epoch());
-			}
-			auto child = [&](uint64_t crash_after) {
-				pid_t pid = fork();
-				REQUIRE(pid >= 0);
-				if (pid == 0) {
-					nvm_sim_options so{};
-					so.seed = 7;
-					so.survival = NVM_SIM_RANDOM;
-					so.crash_after = crash_after;
-					rig r(work, c, NVM_SIM, &so, false);
-					pool_set_clean(r.p, false);	// in use, as the runtime marks it
-					for (uint64_t i = 0; i < 40; i += 3)
-						fill(r.page(i), 'N');
-					fill(r.page(50), 'N');
-					epoch_batch *b = epoch_pause(r.ep, false);
-					for (uint64_t i = 0; i < 40; i += 6)
-						fill(r.page(i), 'X');
-					if (epoch_writeback(r.ep, b, nullptr))
-						_exit(250);	// must be carried
-					if (!r.epoch())
-						_exit(251);
-					_exit(nvm_sim_primitives(r.p->nvm) > 249 ? 249
-						: (int)nvm_sim_primitives(r.p->nvm));
-				}
-				int st = 0;
-				REQUIRE(waitpid(pid, &st, 0) == pid);
-				return st;
+			auto scenario = [](rig &r) {
+				for (uint64_t i = 0; i < 40; i += 3)
+					fill(r.page(i), 'N');
+				fill(r.page(50), 'N');
+				epoch_batch *b = epoch_pause(r.ep, false);
+				for (uint64_t i = 0; i < 40; i += 6)
+					fill(r.page(i), 'X');
+				if (epoch_writeback(r.ep, b, nullptr))
+					return 250;	// must be carried
+				return r.epoch() ? 0 : 251;
 			};
-			copy_file(base, work);
-			int st = child(0);
-			REQUIRE(WIFEXITED(st));
-			uint64_t total = (uint64_t)WEXITSTATUS(st);
-			REQUIRE(total > 6);
-			REQUIRE(total < 249);
-			unsigned newer = 0;
-			for (uint64_t k = 1; k <= total; k++) {
-				copy_file(base, work);
-				(void)child(k);
-				auto o = options(work, kPages);
-				o.create = false;
-				pool *p = open_or_fail(o);
-				std::string why;
-				unsigned problems = pool_check(
-					p,
-					[](const char *m, void *a) { *(std::string *)a += std::string(m) + "; "; },
-					&why);
-				INFO("crash after " << k << ": pool_check before recovery: " << why);
-				REQUIRE(problems == 0);
-				std::vector<unsigned char> img(kPages * page_size());
-				recovery_restore_image(p, img.data());
-				bool is_new = *p->ver_d == 2;
-				newer += is_new;
-				INFO("crash after " << k << " of " << total << ", VER_d " << *p->ver_d);
-				REQUIRE((*p->ver_d == 1 || is_new));
-				for (uint64_t i = 0; i < kPages; i++) {
-					unsigned char want = i < 40 ? 'O' : 0;
-					if (is_new && i < 40 && i % 6 == 0)
-						want = 'X';
-					else if (is_new && ((i < 40 && i % 3 == 0) || i == 50))
-						want = 'N';
-					std::vector<unsigned char> pg(img.begin() + i * page_size(),
-								      img.begin() + (i + 1) * page_size());
-					INFO("page " << i);
-					REQUIRE(all_bytes(pg, want));
-				}
-				pool_close(p);
-			}
-			CHECK(newer > 0);
+			// VER_d 2: the second pause's image, never the first's.
+			auto seen = crash_sweep(c, 7, TRACKER_OPEN_EXACT, scenario, 2, [](uint64_t i, uint64_t v) {
+				unsigned char want = i < 40 ? 'O' : 0;
+				if (v == 2 && i < 40 && i % 6 == 0)
+					want = 'X';
+				else if (v == 2 && ((i < 40 && i % 3 == 0) || i == 50))
+					want = 'N';
+				return want;
+			});
+			CHECK(seen[2] > 0);
 		}
 	}
 }
@@ -645,94 +666,43 @@ TEST_CASE("crash at every point of epochs that leave unchanged hot pages out", "
 			continue;
 		SECTION(c.name)
 		{
-			scratch_dir d;
-			std::string base = d.file("base"), work = d.file("work");
-			{
-				rig r(base, c);
-				for (uint64_t i = 0; i < 40; i++)
-					fill(r.page(i), 'O');
-				REQUIRE(r.epoch());	// VER_d 1
-			}
-			auto child = [&](uint64_t crash_after) {
-				pid_t pid = fork();
-				REQUIRE(pid >= 0);
-				if (pid == 0) {
-					nvm_sim_options so{};
-					so.seed = 11;
-					so.survival = NVM_SIM_RANDOM;
-					so.crash_after = crash_after;
-					rig r(work, c, NVM_SIM, &so, false, 0, 0, TRACKER_OPEN_HOT_AT_ANY_RATE);
-					pool_set_clean(r.p, false);
-					for (uint64_t i = 0; i < 10; i++)
-						fill(r.page(i), 'a');
-					if (!r.epoch())	// VER_d 2
-						_exit(250);
-					for (uint64_t i = 0; i < 10; i++)
-						fill(r.page(i), 'b');
-					// Hot from this collection on (mprotect): its
-					// first write-back may be carried over.
-					int tries = 0;
-					while (!r.epoch())	// VER_d 3
-						if (++tries == 3)
-							_exit(251);
-					for (uint64_t i = 0; i < 10; i += 2)
-						fill(r.page(i), 'N');
-					fill(r.page(50), 'N');
-					if (!r.epoch())	// VER_d 4
-						_exit(252);
-					if (!r.epoch())	// nothing changed: nothing published
-						_exit(253);
-					epoch_counters ec{};
-					epoch_get_counters(r.ep, &ec);
-					if (c.kind == TRACKER_MPROTECT && ec.pages_unchanged < 5 + 10)
-						_exit(254);
-					_exit(nvm_sim_primitives(r.p->nvm) > 249 ? 249
-						: (int)nvm_sim_primitives(r.p->nvm));
-				}
-				int st = 0;
-				REQUIRE(waitpid(pid, &st, 0) == pid);
-				return st;
+			auto scenario = [&c](rig &r) {
+				for (uint64_t i = 0; i < 10; i++)
+					fill(r.page(i), 'a');
+				if (!r.epoch())	// VER_d 2
+					return 250;
+				for (uint64_t i = 0; i < 10; i++)
+					fill(r.page(i), 'b');
+				// Hot from this collection on (mprotect): its first
+				// write-back may be carried over.
+				int tries = 0;
+				while (!r.epoch())	// VER_d 3
+					if (++tries == 3)
+						return 251;
+				for (uint64_t i = 0; i < 10; i += 2)
+					fill(r.page(i), 'N');
+				fill(r.page(50), 'N');
+				if (!r.epoch())	// VER_d 4
+					return 252;
+				if (!r.epoch())	// nothing changed: nothing published
+					return 253;
+				epoch_counters ec{};
+				epoch_get_counters(r.ep, &ec);
+				if (c.kind == TRACKER_MPROTECT && ec.pages_unchanged < 5 + 10)
+					return 254;
+				return 0;
 			};
-			copy_file(base, work);
-			int st = child(0);
-			REQUIRE(WIFEXITED(st));
-			uint64_t total = (uint64_t)WEXITSTATUS(st);
-			REQUIRE(total > 6);
-			REQUIRE(total < 249);
-			unsigned seen[5] = { 0 };
-			for (uint64_t k = 1; k <= total; k++) {
-				copy_file(base, work);
-				(void)child(k);
-				auto o = options(work, kPages);
-				o.create = false;
-				pool *p = open_or_fail(o);
-				std::string why;
-				unsigned problems = pool_check(
-					p,
-					[](const char *m, void *a) { *(std::string *)a += std::string(m) + "; "; },
-					&why);
-				INFO("crash after " << k << ": pool_check before recovery: " << why);
-				REQUIRE(problems == 0);
-				std::vector<unsigned char> img(kPages * page_size());
-				recovery_restore_image(p, img.data());
-				uint64_t v = *p->ver_d;
-				INFO("crash after " << k << " of " << total << ", VER_d " << v);
-				REQUIRE(v >= 1);
-				REQUIRE(v <= 4);
-				seen[v]++;
-				for (uint64_t i = 0; i < kPages; i++) {
-					unsigned char want = i < 40 ? 'O' : 0;
-					if (i < 10 && v >= 2)
-						want = v == 2 ? 'a' : (v == 4 && i % 2 == 0) ? 'N' : 'b';
-					if (i == 50 && v == 4)
-						want = 'N';
-					std::vector<unsigned char> pg(img.begin() + i * page_size(),
-								      img.begin() + (i + 1) * page_size());
-					INFO("page " << i);
-					REQUIRE(all_bytes(pg, want));
-				}
-				pool_close(p);
-			}
+			auto seen = crash_sweep(c, 11, TRACKER_OPEN_HOT_AT_ANY_RATE, scenario, 4,
+						[](uint64_t i, uint64_t v) {
+							unsigned char want = i < 40 ? 'O' : 0;
+							if (i < 10 && v >= 2)
+								want = v == 2 ? 'a'
+								       : (v == 4 && i % 2 == 0) ? 'N'
+												 : 'b';
+							if (i == 50 && v == 4)
+								want = 'N';
+							return want;
+						});
 			CHECK(seen[4] > 0);
 			CHECK(seen[3] > 0);
 		}

@@ -243,8 +243,7 @@ struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
 	for (size_t k = 1; k < b->n; k++)
 		PMT_ASSERT(b->pages[k - 1] < b->pages[k]);
 	PMT_ASSERT(b->n == 0 || b->pages[b->n - 1] < ep->capacity);
-	if (b->n != 0)
-		drop_unchanged(ep, b);
+	drop_unchanged(ep, b);
 	if (b->n != 0) {
 		bool all = ep->opts.copy_in_pause || ep->carried >= EPOCH_CARRY_MAX;
 		size_t first = ep->opts.copy_budget != 0 ? ep->opts.copy_budget : EPOCH_COPY_BUDGET;

@@ -95,7 +95,9 @@ struct epoch_batch {
 	size_t n;
 	uint32_t *slot;			/* per page: its slot, or EPOCH_LIVE */
 	uint8_t *written;		/* per page: written since the pause
-					 * (tracker_written_since) */
+					 * (tracker_written_since); in the
+					 * pause, of unknown writes
+					 * (drop_unchanged) */
 	uint8_t *changed;		/* per page: the write-back rewrote
 					 * some of its lines */
 	uint32_t nslots;		/* slots used by this batch */

@@ -51,7 +51,8 @@
  * mprotects (each splits or merges VMAs under the process's mmap lock and
  * flushes the TLB of every processor running the program: 40 % of
  * memcached's worker CPU under output commit); a page reported without
- * being written costs a 4 KiB copy and a compare.  A hot page is
+ * being written costs a compare with its durable copy in the pause
+ * (tracker_written_unknown; epoch.c leaves it out when unchanged).  A hot page is
  * re-protected once HOT_IDLE collections in a row passed without the epoch
  * finding its bytes changed (tracker_note_changed): both costs are paid per
  * epoch, so a page written in one epoch out of a few dozen is cheaper hot.
@@ -63,11 +64,12 @@
  * default 100 ms interval a program's faults are few against its work,
  * while the copies of hot pages, taken inside the pause (a hot page can be
  * written at any time), stall every thread; bank, which writes thousands of
- * pages per epoch, lost a third of its transfers with them at 100 ms. */
+ * pages per epoch, lost a third of its transfers with them at 100 ms (when
+ * every hot page was still copied in the pause). */
 #define HOT_PERIOD_NS 5000000ULL
 #define HOT_IDLE 160
-/* At most this many pages are hot at once: each is copied and compared at
- * every epoch, written or not. */
+/* At most this many pages are hot at once: each is compared in the pause at
+ * every epoch, written or not (and copied when it changed). */
 #define HOT_MAX 1024
 
 /* pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst). */
@@ -638,10 +640,13 @@ static void make_read_only(const struct mp_impl *m, size_t first, size_t count)
 			first, first + count - 1, errno);
 }
 
-static bool page_hot(const struct mp_impl *m, size_t i)
+/* Bit i of one of the hot-page maps (hot, last, blind: epoch thread only). */
+static bool map_bit(const uint64_t *map, size_t i)
 {
-	return (m->hot[i / 64] >> (i % 64)) & 1;
+	return (map[i / 64] >> (i % 64)) & 1;
 }
+
+static bool page_hot(const struct mp_impl *m, size_t i) { return map_bit(m->hot, i); }
 
 /* Whether collected page i stays writable (hot) rather than being
  * re-protected; updates its hot state (HOT_IDLE).  consecutive: it was
@@ -719,7 +724,7 @@ static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 			/* Writable, and written as far as the next collection
 			 * knows: its bit stays. */
 			if (!was_overflow && m->hot != NULL &&
-			    keep_hot(m, i, (m->last[w] >> b) & 1, hot_allowed))
+			    keep_hot(m, i, map_bit(m->last, i), hot_allowed))
 				kept |= 1ULL << b;
 		}
 		if (m->hot != NULL) {
@@ -844,7 +849,7 @@ static size_t mp_written_unknown(struct tracker *t, const uint64_t *pages, size_
 	size_t count = 0;
 	for (size_t k = 0; k < n; k++) {
 		size_t i = (size_t)pages[k];
-		unknown[k] = i < m->npages && ((m->blind[i / 64] >> (i % 64)) & 1);
+		unknown[k] = i < m->npages && map_bit(m->blind, i);
 		count += unknown[k];
 	}
 	return count;

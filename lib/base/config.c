@@ -18,7 +18,7 @@ extern char **environ;
 static const char *const heap_names[] = { "nvmalloc", "malloc" };
 static const char *const tracker_names[] = { "auto", "uffd", "mprotect" };
 /* "sim" is for tests, which select it through the pool API. */
-static const char *const nvm_names[] = { "auto", "pmem", "msync", "sim" };
+static const char *const nvm_names[] = { "auto", "pmem", "msync", "log", "sim" };
 static const char *const writeback_names[] = { "live", "paused" };
 static const char *const check_names[] = { "0", "1", "fail" };
 static const char *const output_names[] = { "off", "commit" };
@@ -55,8 +55,9 @@ static const struct config_option options[] = {
 	  "after a crash: lazy (pages on first touch), eager (copy all first), auto",
 	  CONFIG_CHOICE, restore_names, 3, 0, 0, FIELD(restore) },
 	{ "PMTHREADS_NVM", "--nvm", "KIND", false, NULL, "auto",
-	  "auto, pmem (cache-line flushes) or msync (an ordinary file)",
-	  CONFIG_CHOICE, nvm_names, 3, 0, 0, FIELD(nvm) },
+	  "auto (pmem on persistent memory, else log), pmem (cache-line flushes), log (a redo "
+	  "log in the pool: one device flush per epoch) or msync (every fence an msync)",
+	  CONFIG_CHOICE, nvm_names, 4, 0, 0, FIELD(nvm) },
 	{ "PMTHREADS_NVM_LATENCY_NS", "--nvm-latency", "NS", false, NULL, "0",
 	  "emulated extra write latency per flushed 64-byte line", CONFIG_UINT, NULL, 0,
 	  0, 1000000, FIELD(nvm_latency_ns) },

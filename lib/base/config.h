@@ -26,7 +26,7 @@
 
 enum heap_mode { HEAP_NVMALLOC = 0, HEAP_MALLOC = 1 };
 enum tracker_kind { TRACKER_AUTO = 0, TRACKER_UFFD = 1, TRACKER_MPROTECT = 2 };
-enum nvm_kind { NVM_AUTO = 0, NVM_PMEM = 1, NVM_MSYNC = 2, NVM_SIM = 3 };
+enum nvm_kind { NVM_AUTO = 0, NVM_PMEM = 1, NVM_MSYNC = 2, NVM_LOG = 3, NVM_SIM = 4 };
 /* Where an epoch's pages are read for the write-back (epoch.h). */
 enum writeback_kind { WRITEBACK_LIVE = 0, WRITEBACK_PAUSED = 1 };
 /* How a reopened pool's image reaches the heap (restore.h). */
@@ -58,7 +58,7 @@ struct config {
 	enum heap_mode heap;		/* PMTHREADS_HEAP=nvmalloc|malloc */
 	enum tracker_kind tracker;	/* PMTHREADS_TRACKER (check mode: mprotect) */
 	enum tracker_kind tracker_asked;	/* as given, before check mode */
-	enum nvm_kind nvm;		/* PMTHREADS_NVM=auto|pmem|msync */
+	enum nvm_kind nvm;		/* PMTHREADS_NVM=auto|pmem|msync|log */
 	enum writeback_kind writeback;	/* PMTHREADS_WRITEBACK=live|paused */
 	enum restore_policy restore;	/* PMTHREADS_RESTORE=auto|eager|lazy */
 	char stats_path[PATH_MAX];	/* PMTHREADS_STATS: "" off, "-" stderr */

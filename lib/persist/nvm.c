@@ -5,12 +5,14 @@
 #include "base/assert.h"
 #include "base/log.h"
 #include "persist/nvm_backend.h"
+#include "persist/nvm_log.h"
 #include "prim/prim.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/vfs.h>
@@ -88,6 +90,21 @@ void nvm_fence(struct nvm *n)
 	}
 	n->stats.fences++;
 	n->ops->fence(n);
+}
+
+void nvm_order(struct nvm *n)
+{
+	if (n->ops->order == NULL) {
+		nvm_fence(n);
+		return;
+	}
+	check_writable(n, "order");
+	if (n->error != 0) {
+		n->stats.fences_skipped++;
+		return;
+	}
+	n->stats.orders++;
+	n->ops->order(n);
 }
 
 int nvm_error(const struct nvm *n) { return n->error; }
@@ -210,6 +227,11 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 	case NVM_MSYNC:
 		rc = nvm_msync_init(n);
 		break;
+	case NVM_LOG:
+		err_set("PMTHREADS_NVM=log needs a pool with a log region (format version 6); "
+			"%s has none", path);
+		rc = -1;
+		break;
 	case NVM_PMEM: {
 		bool pmem = synced;
 		rc = nvm_pmem_init(n);
@@ -238,6 +260,77 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 	}
 	*out = n;
 	return 0;
+}
+
+/* The pool file mapped private and its log replayed into the mapping. */
+static int map_log(struct nvm **out, int fd, const char *path, size_t len, unsigned latency_ns,
+		   const struct nvm_sim_options *sim, const struct nvm_log_region *log,
+		   bool read_only)
+{
+	struct nvm *n = calloc(1, sizeof(*n));
+	if (n == NULL) {
+		err_set_errno(ENOMEM, "cannot map the pool %s", path);
+		return -1;
+	}
+	/* Private: stores stay in memory until a fence writes them to the
+	 * log (MAP_NORESERVE: copies of pages count as they are made). */
+	n->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+	if (n->base == MAP_FAILED) {
+		err_set_errno(errno, "cannot map the pool %s (%zu bytes)", path, len);
+		free(n);
+		return -1;
+	}
+	n->len = len;
+	n->fd = fd;
+	n->latency_ns = latency_ns;
+	n->read_only = read_only;
+	if (nvm_log_init(n, log, sim, read_only) != 0) {
+		char why[600];
+		snprintf(why, sizeof(why), "%s", err_get());
+		err_set("pool %s: %s; it was left untouched", path, why);
+		munmap(n->base, len);
+		free(n);
+		return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+int nvm_map_pool(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kind kind,
+		 unsigned latency_ns, const struct nvm_sim_options *sim,
+		 const struct nvm_log_region *log, bool read_only)
+{
+	if (log == NULL)
+		return read_only ? nvm_map_readonly(out, fd, path, len)
+				 : nvm_map(out, fd, path, len, kind, latency_ns, sim);
+	if (read_only || kind == NVM_LOG)
+		return map_log(out, fd, path, len, latency_ns, kind == NVM_LOG ? sim : NULL, log,
+			       read_only);
+	if (kind == NVM_AUTO) {
+		/* nvm_map's choice: persistent memory, or else an ordinary
+		 * file, where the log is the right backend. */
+		if (nvm_map(out, fd, path, len, NVM_AUTO, latency_ns, sim) != 0)
+			return -1;
+		bool file = strcmp((*out)->ops->name, "msync") == 0;
+		nvm_unmap(*out);
+		if (file)
+			return map_log(out, fd, path, len, latency_ns, NULL, log, false);
+		kind = NVM_PMEM;
+	}
+	/* Another backend: the log is emptied into the file first, so that
+	 * it finds the pool the log made durable and leaves an empty log
+	 * behind (its fences never append). */
+	struct nvm *l;
+	if (map_log(&l, fd, path, len, 0, NULL, log, false) != 0)
+		return -1;
+	int e = nvm_log_checkpoint(l);
+	nvm_unmap(l);
+	if (e != 0) {
+		err_set_errno(e, "pool %s: writing its log into the file failed; it was left as it "
+			      "was (the log is kept)", path);
+		return -1;
+	}
+	return nvm_map(out, fd, path, len, kind, latency_ns, sim);
 }
 
 static void readonly_flush(struct nvm *n, const void *addr, size_t len)

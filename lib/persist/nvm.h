@@ -8,6 +8,9 @@
  *                PMEM_IS_PMEM_FORCE=1 on /dev/shm)
  *   nvm_msync.c  an ordinary file: flush records the range, fence msyncs it
  *                (real durability on SSDs and disks)
+ *   nvm_log.c    block storage: the pool mapped private, a redo log of what
+ *                each fence covers in a ring inside the pool file, one
+ *                fdatasync per fence, checkpoints in place (nvm_log.h)
  *   nvm_sim.c    the strict persistence simulator for crash tests (nvm_sim.h): a
  *                separate "media" image that only fenced flushes reach;
  *                crash injection after the k-th primitive
@@ -17,7 +20,11 @@
  * Contract for users (persist.c, pool.c): a store to the mapping is durable
  * only after nvm_flush() covering it and a later nvm_fence() -- and only
  * while nvm_error() is 0.  8-byte aligned stores are atomic with respect to
- * crashes; nothing larger is.
+ * crashes; nothing larger is.  nvm_order() is a fence that need not wait:
+ * every line flushed before it becomes durable no later than any line
+ * flushed after it, but perhaps only at the next nvm_fence().  Where the
+ * backend cannot tell the two apart (pmem, msync, the simulator) it is a
+ * fence.
  *
  * Write-back errors are sticky.  The first error a fence meets (msync's EIO,
  * ENOSPC, EDQUOT...) is latched and every later fence is skipped: after a
@@ -62,6 +69,9 @@ struct nvm_ops {
 	void (*flush)(struct nvm *n, const void *addr, size_t len);
 	/* Make every line flushed so far durable. */
 	void (*fence)(struct nvm *n);
+	/* Order every line flushed so far before any flushed later (nvm.h);
+	 * NULL: fence. */
+	void (*order)(struct nvm *n);
 	void (*unmap)(struct nvm *n);
 	/* Store len bytes from src at dst (inside the mapping) and begin their
 	 * write-back, as one primitive.  NULL: memcpy then flush.  The pmem
@@ -76,7 +86,20 @@ struct nvm_ops {
 	X(count, fences, "nvm_fences") \
 	X(count, errors, "nvm_errors") /* write-backs that failed (msync: EIO...) */ \
 	X(count, fences_skipped, "nvm_fences_skipped") /* fences not issued after the error */ \
-	X(count, bus_faults, "nvm_bus_faults") /* stores the file system refused (SIGBUS) */
+	X(count, bus_faults, "nvm_bus_faults") /* stores the file system refused (SIGBUS) */ \
+	X(count, orders, "nvm_orders") /* nvm_order calls that did not wait (log backend) */ \
+	/* Device flushes the backend asked for (msync, fdatasync) and the \
+	 * bytes it submitted itself (the log backend's writes; msync's are \
+	 * the kernel's, not counted) */ \
+	X(count, device_flushes, "device_flushes") \
+	X(count, device_bytes, "device_bytes") \
+	X(count, log_records, "log_records") /* records appended to the pool's log */ \
+	X(count, log_bytes, "log_bytes") \
+	X(count, checkpoints, "log_checkpoints") /* pages written in place, head moved */ \
+	X(count, checkpoint_bytes, "log_checkpoint_bytes") \
+	X(count, writes_through, "log_writes_through") /* groups too large for the ring */ \
+	X(count, log_replayed_records, "log_replayed_records") /* at open */ \
+	X(count, log_replayed_bytes, "log_replayed_bytes")
 
 struct nvm_stats {
 	NVM_STATS_FIELDS(STATS_DECLARE)
@@ -95,6 +118,7 @@ struct nvm {
 };
 
 struct nvm_sim_options;	/* nvm_sim.h */
+struct nvm_log_region;	/* nvm_log.h */
 
 /* Map len bytes of the open pool file fd (path for messages) with the
  * backend chosen by kind (NVM_AUTO: pmem when the file is on a DAX file
@@ -107,12 +131,24 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 /* Map len bytes of fd read-only (PROT_READ, shared): for tools that only
  * inspect a pool.  flush/fence on it abort.  Returns 0 or -1 with err_get(). */
 int nvm_map_readonly(struct nvm **out, int fd, const char *path, size_t len);
+/* A pool file that has a log region (nvm_log.h): whatever the backend, the
+ * log is replayed first.  read_only: mapped private with the log replayed
+ * into the mapping, nothing ever written (tools).  Otherwise kind as for
+ * nvm_map, and NVM_LOG (the log backend; with sim, on a simulated device)
+ * -- which NVM_AUTO picks where the file is not on persistent memory.  A
+ * backend other than the log's starts from an empty log: what it held is
+ * checkpointed into the file first.  0, or -1 with err_get() set. */
+int nvm_map_pool(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kind kind,
+		 unsigned latency_ns, const struct nvm_sim_options *sim,
+		 const struct nvm_log_region *log, bool read_only);
 void nvm_unmap(struct nvm *n);
 
 void nvm_flush(struct nvm *n, const void *addr, size_t len);
 /* Make every line flushed so far durable -- unless nvm_error() is set, then
  * nothing is issued (see above). */
 void nvm_fence(struct nvm *n);
+/* See the contract above. */
+void nvm_order(struct nvm *n);
 /* 0, or the errno of the first write-back that failed on this mapping: from
  * then on nothing flushed is known durable, and the mapping never becomes
  * trustworthy again (a new nvm_map after recovery is). */

@@ -21,6 +21,11 @@ int nvm_pmem_init(struct nvm *n);
 int nvm_pmem_detect(const void *addr, size_t len, bool *is_pmem);
 int nvm_msync_init(struct nvm *n);
 int nvm_sim_init(struct nvm *n, const struct nvm_sim_options *o);
+/* n mapped private and read-write (nvm_log.h): replays the log into it.
+ * sim: a simulated device (tests).  read_only: nothing is ever written. */
+struct nvm_log_region;
+int nvm_log_init(struct nvm *n, const struct nvm_log_region *r, const struct nvm_sim_options *sim,
+		 bool read_only);
 
 /* A backend's fence failed with errno err: keep the first error (nvm.h). */
 static inline void nvm_latch_error(struct nvm *n, int err)

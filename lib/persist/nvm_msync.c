@@ -51,6 +51,7 @@ static void msync_fence(struct nvm *n)
 	do
 		r = msync((void *)s->start, s->end - s->start, MS_SYNC);
 	while (r != 0 && errno == EINTR);
+	n->stats.device_flushes++;
 	if (r != 0) {
 		int e = errno;
 		/* Latched (nvm.h): the epoch being written is not published,

@@ -213,8 +213,11 @@ void persist_attempt_begin(struct persist_attempt *e, struct pool *p, const uint
 		nvm_flush(p->nvm, &p->seq[i][w], sizeof(uint64_t));
 		e->st.pages++;
 	}
+	/* Ordered, not waited for: nothing depends on the seq entries being
+	 * durable before the data is written, only on their reaching the
+	 * media first (nvm_order; a fence but on the log backend). */
 	if (n != 0 && persist_fault_active != PERSIST_FAULT_SKIP_SEQ_FENCE)
-		nvm_fence(p->nvm);
+		nvm_order(p->nvm);
 	if (persist_fault_active == PERSIST_FAULT_VER_BEFORE_DATA && nvm_error(p->nvm) == 0)
 		(void)publish(p, next);
 }
@@ -267,7 +270,7 @@ int persist_attempt_end(struct persist_attempt *e, bool publish_it, struct persi
 	 * writes again before the next attempt is published keeps the data
 	 * written now. */
 	if (!e->failed && persist_fault_active != PERSIST_FAULT_SKIP_DATA_FENCE)
-		nvm_fence(p->nvm);
+		nvm_order(p->nvm);
 	/* Never publish an epoch whose seq or data fence failed: VER_d stays,
 	 * and the copies written count as torn. */
 	int err = nvm_error(p->nvm);

@@ -1,0 +1,764 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* nvm log backend -- a redo log in the pool file for block storage.  See
+ * nvm_log.h for the design and nvm.h for the contract it keeps. */
+#include "persist/nvm_log.h"
+
+#include "base/log.h"
+#include "persist/nvm_backend.h"
+#include "persist/nvm_sim.h"
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#define XXH_STATIC_LINKING_ONLY	/* XXH3_state_t on the stack */
+#include <xxhash.h>
+
+#define REC_MAGIC 0x31524c544d504dULL	/* "PMTLR1\0" little-endian-ish tag */
+#define REC_ALIGN NVM_LINE
+/* A range header: offset/8 in bits 16-63, length/8 in bits 0-15. */
+#define RANGE_MAX_BYTES (0xffffu * 8u)
+#define SECTOR 512
+
+/* The head of every record; len includes it and is a multiple of REC_ALIGN. */
+struct log_rec {
+	uint64_t magic;
+	uint64_t seq;		/* consecutive from 1 */
+	uint64_t pos;		/* its byte position (monotonic, ring offset = pos % size) */
+	uint32_t len;
+	uint32_t nranges;
+	uint64_t payload;	/* bytes of range headers and data after this head */
+	uint64_t check;		/* XXH3 of the record with check = 0 */
+	uint64_t reserved[2];
+};
+_Static_assert(sizeof(struct log_rec) == REC_ALIGN, "a record head is one line");
+
+/* One head slot: the position and seq of the oldest record still needed. */
+struct log_head {
+	uint64_t gen;
+	uint64_t pos;
+	uint64_t seq;
+	uint64_t check;
+};
+
+struct range {
+	uint64_t off;
+	uint64_t len;
+};
+
+/* The device under the log: the file, or (tests) a simulation of it. */
+struct log_dev {
+	int fd;
+	/* Simulation only (sim != NULL): unsynced writes, with what they
+	 * overwrote, for the crash. */
+	struct nvm_sim_options *sim;
+	uint64_t primitives;
+	uint64_t rng;
+	struct undo {
+		uint64_t off;
+		size_t len;
+		unsigned char *old;
+	} *undo;
+	size_t nundo, undo_cap;
+};
+
+struct log_state {
+	struct nvm_log_region r;
+	size_t page_size;
+	struct log_dev dev;
+
+	uint64_t head, tail;		/* positions: [head, tail) is live */
+	uint64_t head_seq, next_seq;
+	uint64_t head_gen;
+	int head_slot;
+
+	/* Ranges flushed since the last fence. */
+	struct range *pending;
+	size_t npending, pending_cap;	/* entries (address space reserved) */
+	uint64_t pending_bytes;		/* what their record would take */
+
+	/* File pages written by records since the last checkpoint. */
+	uint64_t *touched;
+	size_t touched_words;
+	bool any_touched;
+	bool unsynced;			/* records appended since the last sync */
+
+	unsigned char *buf;		/* record assembly, r.size bytes reserved */
+	uint64_t replayed_records, replayed_bytes;
+};
+
+static struct log_state *log_of(const struct nvm *n);
+
+/* ---- the device ---- */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static void dev_crash(struct log_dev *d);
+
+static void dev_primitive(struct log_dev *d)
+{
+	d->primitives++;
+	if (d->sim->crash_after != 0 && d->primitives == d->sim->crash_after)
+		dev_crash(d);
+}
+
+static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const unsigned char *b = buf;
+	while (len > 0) {
+		ssize_t w = pwrite(fd, b, len, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w == 0 ? EIO : errno;
+		b += w;
+		len -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+/* Keep what a simulated write overwrites, for the crash. */
+static int dev_remember(struct log_dev *d, uint64_t off, size_t len)
+{
+	if (d->nundo == d->undo_cap) {
+		size_t cap = d->undo_cap ? 2 * d->undo_cap : 64;
+		struct undo *u = realloc(d->undo, cap * sizeof(*u));
+		if (u == NULL)
+			return ENOMEM;
+		d->undo = u;
+		d->undo_cap = cap;
+	}
+	unsigned char *old = malloc(len);
+	if (old == NULL)
+		return ENOMEM;
+	ssize_t got = pread(d->fd, old, len, (off_t)off);
+	if (got < 0)
+		got = 0;
+	if ((size_t)got < len)
+		memset(old + got, 0, len - (size_t)got);
+	d->undo[d->nundo++] = (struct undo){ off, len, old };
+	return 0;
+}
+
+static void dev_forget(struct log_dev *d)
+{
+	for (size_t i = 0; i < d->nundo; i++)
+		free(d->undo[i].old);
+	d->nundo = 0;
+}
+
+static int dev_write(struct log_dev *d, const void *buf, size_t len, uint64_t off)
+{
+	if (d->sim != NULL) {
+		int e = dev_remember(d, off, len);
+		if (e != 0)
+			return e;
+	}
+	int e = pwrite_all(d->fd, buf, len, off);
+	if (d->sim != NULL)
+		dev_primitive(d);
+	return e;
+}
+
+static int dev_sync(struct log_dev *d)
+{
+	int r;
+	do
+		r = fdatasync(d->fd);
+	while (r != 0 && errno == EINTR);
+	int e = r != 0 ? errno : 0;
+	if (d->sim != NULL) {
+		dev_forget(d);
+		dev_primitive(d);
+	}
+	return e;
+}
+
+static bool sector_survives(struct log_dev *d)
+{
+	switch (d->sim->survival) {
+	case NVM_SIM_KEEP_OLD:
+		return false;
+	case NVM_SIM_KEEP_NEW:
+		return true;
+	case NVM_SIM_RANDOM:
+	default:
+		return splitmix64(&d->rng) & 1;
+	}
+}
+
+/* Power lost: each sector of every unsynced write, newest first, keeps its
+ * new bytes or gets back what it overwrote. */
+static void dev_crash(struct log_dev *d)
+{
+	for (size_t i = d->nundo; i-- > 0;) {
+		const struct undo *u = &d->undo[i];
+		for (size_t s = 0; s < u->len; s += SECTOR) {
+			size_t l = u->len - s < SECTOR ? u->len - s : SECTOR;
+			if (!sector_survives(d))
+				(void)pwrite_all(d->fd, u->old + s, l, u->off + s);
+		}
+	}
+	(void)fdatasync(d->fd);
+	if (d->sim->on_crash != NULL)
+		d->sim->on_crash(d->sim->on_crash_arg);
+	_exit(NVM_SIM_CRASH_EXIT);
+}
+
+/* ---- records and head slots ---- */
+
+static uint64_t rec_check(const struct log_state *s, const unsigned char *rec, size_t len)
+{
+	/* The head with check = 0, then the rest. */
+	struct log_rec h;
+	memcpy(&h, rec, sizeof(h));
+	h.check = 0;
+	XXH3_state_t st;
+	XXH3_64bits_reset_withSeed(&st, s->r.seed);
+	XXH3_64bits_update(&st, &h, sizeof(h));
+	XXH3_64bits_update(&st, rec + sizeof(h), len - sizeof(h));
+	return XXH3_64bits_digest(&st);
+}
+
+static uint64_t head_check(const struct log_head *h, int slot, uint64_t seed)
+{
+	return XXH3_64bits_withSeed(h, offsetof(struct log_head, check),
+				    seed ^ (0x4c4f4748ULL + (uint64_t)slot));
+}
+
+static uint64_t range_bytes(uint64_t len) { return 8 + ((len + 7) & ~7ULL); }
+
+static uint64_t rec_bytes(uint64_t payload)
+{
+	return (sizeof(struct log_rec) + payload + REC_ALIGN - 1) / REC_ALIGN * REC_ALIGN;
+}
+
+static void touch(struct log_state *s, uint64_t off, uint64_t len)
+{
+	uint64_t first = off / s->page_size, last = (off + len - 1) / s->page_size;
+	for (uint64_t p = first; p <= last; p++)
+		s->touched[p / 64] |= 1ULL << (p % 64);
+	s->any_touched = true;
+}
+
+/* A range a record may name: inside the file, clear of the ring and the
+ * head slots (which only this file writes, never through the mapping). */
+static bool range_allowed(const struct nvm *n, const struct log_state *s, uint64_t off,
+			  uint64_t len)
+{
+	if (len == 0 || off > n->len || len > n->len - off)
+		return false;
+	if (off < s->r.off + s->r.size && off + len > s->r.off)
+		return false;
+	return !(off < s->r.head_off + NVM_LOG_HEAD_BYTES && off + len > s->r.head_off);
+}
+
+static int write_head(struct nvm *n, struct log_state *s, uint64_t pos, uint64_t seq)
+{
+	int slot = 1 - s->head_slot;
+	_Alignas(NVM_LINE) unsigned char line[NVM_LINE] = { 0 };
+	struct log_head h = { s->head_gen + 1, pos, seq, 0 };
+	h.check = head_check(&h, slot, s->r.seed);
+	memcpy(line, &h, sizeof(h));
+	uint64_t off = s->r.head_off + (uint64_t)slot * NVM_LINE;
+	int e = dev_write(&s->dev, line, sizeof(line), off);
+	if (e == 0)
+		e = dev_sync(&s->dev);
+	n->stats.device_bytes += sizeof(line);
+	n->stats.device_flushes++;
+	if (e != 0)
+		return e;
+	/* The mapping's copy of the header page is written back whole by a
+	 * checkpoint: it must hold the slot as the file does. */
+	memcpy((unsigned char *)n->base + off, line, sizeof(line));
+	s->head_slot = slot;
+	s->head_gen = h.gen;
+	return 0;
+}
+
+/* ---- checkpoint ---- */
+
+static int sync_records(struct nvm *n, struct log_state *s)
+{
+	int e = dev_sync(&s->dev);
+	n->stats.device_flushes++;
+	if (e == 0)
+		s->unsynced = false;
+	return e;
+}
+
+
+/* Write every touched page from the mapping into the file, sync, and move
+ * the head to the tail.  Only when the mapping holds no store that a later
+ * fence would make durable (nothing pending), or when the pending ranges
+ * are being written through anyway. */
+static int checkpoint(struct nvm *n, struct log_state *s)
+{
+	const unsigned char *map = n->base;
+	const size_t ps = s->page_size;
+	uint64_t bytes = 0;
+	/* Every record appended is durable before any page it touched is
+	 * written in place: replay stops at the first incomplete record, and
+	 * a page written ahead of an earlier record would be out of order. */
+	if (s->unsynced) {
+		int e = sync_records(n, s);
+		if (e != 0)
+			return e;
+	}
+	for (size_t w = 0; w < s->touched_words; w++) {
+		uint64_t bits = s->touched[w];
+		while (bits != 0) {
+			size_t b = (size_t)__builtin_ctzll(bits);
+			uint64_t first = (uint64_t)w * 64 + b, end = first + 1;
+			/* Extend over the following touched pages (runs cross
+			 * words). */
+			for (;;) {
+				size_t ew = (size_t)(end / 64), eb = (size_t)(end % 64);
+				if (ew >= s->touched_words || !(s->touched[ew] & (1ULL << eb)))
+					break;
+				s->touched[ew] &= ~(1ULL << eb);
+				end++;
+			}
+			bits = s->touched[w] & ~((2ULL << b) - 1);
+			s->touched[w] = bits;
+			uint64_t off = first * ps, len = (end - first) * ps;
+			if (off + len > n->len)
+				len = n->len - off;
+			int e = dev_write(&s->dev, map + off, (size_t)len, off);
+			bytes += len;
+			if (e != 0) {
+				n->stats.device_bytes += bytes;
+				return e;
+			}
+		}
+	}
+	s->any_touched = false;
+	n->stats.device_bytes += bytes;
+	n->stats.checkpoint_bytes += bytes;
+	int e = dev_sync(&s->dev);
+	n->stats.device_flushes++;
+	if (e == 0)
+		e = write_head(n, s, s->tail, s->next_seq);
+	if (e != 0)
+		return e;
+	s->head = s->tail;
+	s->head_seq = s->next_seq;
+	n->stats.checkpoints++;
+	return 0;
+}
+
+/* ---- flush and fence ---- */
+
+static void log_flush(struct nvm *n, const void *addr, size_t len)
+{
+	struct log_state *s = n->impl;
+	if (len == 0)
+		return;
+	/* Whole 8-byte words: a range header counts in them. */
+	uint64_t off = ((uintptr_t)addr - (uintptr_t)n->base) & ~7ULL;
+	uint64_t end = (((uintptr_t)addr - (uintptr_t)n->base) + len + 7) & ~7ULL;
+	if (!range_allowed(n, s, off, end - off))
+		log_fatal("nvm log: flush of [%llu, %llu) of the pool file, which the log owns or "
+			  "which lies outside it", (unsigned long long)off, (unsigned long long)end);
+	if (s->npending != 0) {
+		struct range *last = &s->pending[s->npending - 1];
+		/* The common case: the next lines of a run, or the same line. */
+		if (off >= last->off && off <= last->off + last->len) {
+			if (end > last->off + last->len) {
+				s->pending_bytes -= range_bytes(last->len);
+				last->len = end - last->off;
+				s->pending_bytes += range_bytes(last->len);
+			}
+			return;
+		}
+	}
+	if (s->npending == s->pending_cap)
+		log_fatal("nvm log: more than %zu ranges flushed before one fence", s->pending_cap);
+	s->pending[s->npending++] = (struct range){ off, end - off };
+	s->pending_bytes += range_bytes(end - off);
+}
+
+/* The record of the pending ranges, assembled in s->buf; its length. */
+static size_t assemble(const struct nvm *n, struct log_state *s, uint64_t pos)
+{
+	unsigned char *b = s->buf + sizeof(struct log_rec);
+	uint32_t nranges = 0;
+	for (size_t i = 0; i < s->npending; i++) {
+		uint64_t off = s->pending[i].off, left = s->pending[i].len;
+		while (left > 0) {
+			uint64_t l = left < RANGE_MAX_BYTES ? left : RANGE_MAX_BYTES;
+			uint64_t hdr = (off / 8) << 16 | (l / 8);
+			memcpy(b, &hdr, 8);
+			memcpy(b + 8, (const unsigned char *)n->base + off, (size_t)l);
+			b += 8 + l;
+			off += l;
+			left -= l;
+			nranges++;
+		}
+	}
+	uint64_t payload = (uint64_t)(b - (s->buf + sizeof(struct log_rec)));
+	size_t len = (size_t)rec_bytes(payload);
+	memset(b, 0, len - sizeof(struct log_rec) - payload);
+	struct log_rec h = { REC_MAGIC, s->next_seq, pos, (uint32_t)len, nranges, payload, 0, { 0, 0 } };
+	memcpy(s->buf, &h, sizeof(h));
+	h.check = rec_check(s, s->buf, len);
+	memcpy(s->buf, &h, sizeof(h));
+	return len;
+}
+
+/* Write a record of len bytes at position pos of the ring: one write, or
+ * two when it wraps around the ring's end. */
+static int write_record(struct log_state *s, const unsigned char *rec, size_t len, uint64_t pos)
+{
+	uint64_t in = pos % s->r.size;
+	size_t first = in + len > s->r.size ? (size_t)(s->r.size - in) : len;
+	int e = dev_write(&s->dev, rec, first, s->r.off + in);
+	if (e == 0 && first < len)
+		e = dev_write(&s->dev, rec + first, len - first, s->r.off);
+	return e;
+}
+
+static int write_through(struct nvm *n, struct log_state *s)
+{
+	for (size_t i = 0; i < s->npending; i++)
+		touch(s, s->pending[i].off, s->pending[i].len);
+	s->npending = 0;
+	s->pending_bytes = 0;
+	n->stats.writes_through++;
+	return checkpoint(n, s);
+}
+
+/* Append the pending ranges as the next record (no sync).  0 or an errno. */
+static int append(struct nvm *n, struct log_state *s)
+{
+	if (s->npending == 0)
+		return 0;
+	uint64_t len = rec_bytes(s->pending_bytes);
+	/* After every fence at most half the ring is in use (log_fence), so
+	 * a record of up to half of it fits unless orders without a fence
+	 * filled it; a larger group is written through (nvm_log.h). */
+	if (len > s->r.size / 2 || s->tail + len - s->head > s->r.size)
+		return write_through(n, s);
+	size_t rl = assemble(n, s, s->tail);
+	int e = write_record(s, s->buf, rl, s->tail);
+	n->stats.device_bytes += rl;
+	if (e == 0) {
+		s->tail += rl;
+		s->next_seq++;
+		s->unsynced = true;
+		n->stats.log_records++;
+		n->stats.log_bytes += rl;
+		for (size_t i = 0; i < s->npending; i++)
+			touch(s, s->pending[i].off, s->pending[i].len);
+	}
+	s->npending = 0;
+	s->pending_bytes = 0;
+	return e;
+}
+
+static void fail(struct nvm *n, int e)
+{
+	log_msg(LOG_DEBUG, "the pool's log write failed (%s)", strerror(e));
+	nvm_latch_error(n, e);
+}
+
+/* Records are replayed in order and only up to the first that is not
+ * complete, so appending one orders it after every earlier one: no sync. */
+static void log_order(struct nvm *n)
+{
+	int e = append(n, n->impl);
+	if (e != 0)
+		fail(n, e);
+}
+
+static void log_fence(struct nvm *n)
+{
+	struct log_state *s = n->impl;
+	int e = append(n, s);
+	if (e == 0 && s->unsynced)
+		e = sync_records(n, s);
+	if (e != 0) {
+		fail(n, e);
+		return;
+	}
+	/* Over half full: checkpoint now, while nothing is pending. */
+	if (s->tail - s->head > s->r.size / 2 && (e = checkpoint(n, s)) != 0)
+		fail(n, e);
+}
+
+int nvm_log_checkpoint(struct nvm *n)
+{
+	struct log_state *s = log_of(n);
+	if (s == NULL || n->read_only)
+		return 0;
+	if (n->error != 0)
+		return n->error;
+	if (s->npending != 0 || (!s->any_touched && s->head == s->tail && !s->unsynced))
+		return 0;
+	int e = checkpoint(n, s);
+	if (e != 0)
+		nvm_latch_error(n, e);
+	return n->error;
+}
+
+/* ---- replay ---- */
+
+static bool read_head(const struct nvm *n, const struct log_state *s, int slot,
+		      struct log_head *h)
+{
+	memcpy(h, (const unsigned char *)n->base + s->r.head_off + (uint64_t)slot * NVM_LINE,
+	       sizeof(*h));
+	return h->check == head_check(h, slot, s->r.seed) && h->pos % REC_ALIGN == 0;
+}
+
+/* The record at pos with seq, when complete (in the ring, or gathered into
+ * scratch when it wraps around the ring's end); NULL otherwise (the end). */
+static const unsigned char *record_at(const struct nvm *n, const struct log_state *s,
+				      uint64_t pos, uint64_t seq, unsigned char *scratch)
+{
+	const unsigned char *ring = (const unsigned char *)n->base + s->r.off;
+	uint64_t in = pos % s->r.size;
+	struct log_rec h;
+	memcpy(&h, ring + in, sizeof(h));	/* a line never wraps */
+	if (h.magic != REC_MAGIC || h.seq != seq || h.pos != pos || h.len % REC_ALIGN != 0 ||
+	    h.len < sizeof(h) || h.len > s->r.size / 2 || h.payload > h.len - sizeof(h))
+		return NULL;
+	const unsigned char *rec = ring + in;
+	if (in + h.len > s->r.size) {
+		size_t first = (size_t)(s->r.size - in);
+		memcpy(scratch, ring + in, first);
+		memcpy(scratch + first, ring, h.len - first);
+		rec = scratch;
+	}
+	return rec_check(s, rec, h.len) == h.check ? rec : NULL;
+}
+
+/* Apply one complete record to the mapping.  -1 (err_get() set) when its
+ * content, though checksummed, cannot be ours: a corrupt pool. */
+static int apply(struct nvm *n, struct log_state *s, const unsigned char *rec)
+{
+	struct log_rec h;
+	memcpy(&h, rec, sizeof(h));
+	const unsigned char *b = rec + sizeof(h), *end = b + h.payload;
+	for (uint32_t i = 0; i < h.nranges; i++) {
+		uint64_t hdr;
+		if (end - b < 8)
+			goto bad;
+		memcpy(&hdr, b, 8);
+		uint64_t off = (hdr >> 16) * 8, len = (hdr & 0xffff) * 8;
+		if ((uint64_t)(end - b - 8) < len || !range_allowed(n, s, off, len))
+			goto bad;
+		memcpy((unsigned char *)n->base + off, b + 8, (size_t)len);
+		touch(s, off, len);
+		b += 8 + len;
+	}
+	return 0;
+bad:
+	err_set("the pool's log record %llu (at ring offset %llu) passes its checksum but names "
+		"a range outside the pool's data: the pool is corrupt",
+		(unsigned long long)h.seq, (unsigned long long)(h.pos % s->r.size));
+	return -1;
+}
+
+static int replay(struct nvm *n, struct log_state *s)
+{
+	struct log_head h[2];
+	bool ok0 = read_head(n, s, 0, &h[0]), ok1 = read_head(n, s, 1, &h[1]);
+	if (!ok0 && !ok1) {
+		err_set("both head slots of the pool's log fail their checksums (the header is "
+			"corrupt)");
+		s->head_slot = -1;
+		return -1;
+	}
+	int cur = ok0 && ok1 ? (h[1].gen > h[0].gen ? 1 : 0) : ok0 ? 0 : 1;
+	s->head_slot = cur;
+	s->head_gen = h[cur].gen;
+	s->head = s->tail = h[cur].pos;
+	s->head_seq = s->next_seq = h[cur].seq;
+	unsigned char *scratch = prim_map_any(s->r.size / 2);
+	if (scratch == NULL) {
+		err_set_errno(ENOMEM, "cannot reserve the buffer to replay the pool's log");
+		return -1;
+	}
+	int rc = 0;
+	for (;;) {
+		const unsigned char *rec = record_at(n, s, s->tail, s->next_seq, scratch);
+		if (rec == NULL)
+			break;
+		uint32_t len;
+		memcpy(&len, rec + offsetof(struct log_rec, len), sizeof(len));
+		if (s->tail + len - s->head > s->r.size)
+			break;	/* it would overlap the head: not of this lap */
+		if ((rc = apply(n, s, rec)) != 0)
+			break;
+		s->tail += len;
+		s->next_seq++;
+		s->replayed_records++;
+		s->replayed_bytes += len;
+	}
+	prim_unmap(scratch, s->r.size / 2);
+	if (rc != 0)
+		return rc;
+	n->stats.log_replayed_records += s->replayed_records;
+	n->stats.log_replayed_bytes += s->replayed_bytes;
+	return 0;
+}
+
+/* ---- set-up ---- */
+
+static void log_unmap(struct nvm *n)
+{
+	struct log_state *s = n->impl;
+	if (s == NULL)
+		return;
+	/* A clean close leaves nothing to replay (nothing pending: the last
+	 * fence was the close's record). */
+	if (!n->read_only && n->error == 0)
+		(void)nvm_log_checkpoint(n);
+	if (s->dev.sim != NULL) {
+		dev_forget(&s->dev);
+		free(s->dev.undo);
+		free(s->dev.sim);
+	}
+	if (s->pending != NULL)
+		prim_unmap(s->pending, s->pending_cap * sizeof(*s->pending));
+	if (s->touched != NULL)
+		prim_unmap(s->touched, s->touched_words * 8);
+	if (s->buf != NULL)
+		prim_unmap(s->buf, s->r.size);
+	free(s);
+	n->impl = NULL;
+}
+
+static void readonly_flush(struct nvm *n, const void *a, size_t l) { (void)n, (void)a, (void)l; }
+static void readonly_fence(struct nvm *n) { (void)n; }
+
+static const struct nvm_ops log_ops = {
+	.name = "log",
+	.flush = log_flush,
+	.fence = log_fence,
+	.order = log_order,
+	.unmap = log_unmap,
+	.copy_flush = NULL,
+};
+
+static const struct nvm_ops log_readonly_ops = {
+	.name = "log (read-only)",
+	.flush = readonly_flush,
+	.fence = readonly_fence,
+	.unmap = log_unmap,
+	.copy_flush = NULL,
+};
+
+static struct log_state *log_of(const struct nvm *n)
+{
+	return n != NULL && (n->ops == &log_ops || n->ops == &log_readonly_ops) ? n->impl : NULL;
+}
+
+int nvm_log_get_info(const struct nvm *n, struct nvm_log_info *out)
+{
+	const struct log_state *s = log_of(n);
+	if (s == NULL)
+		return -1;
+	*out = (struct nvm_log_info){ s->head, s->tail, s->head_seq, s->next_seq,
+				      s->replayed_records, s->replayed_bytes, s->r.size,
+				      s->head_slot };
+	return 0;
+}
+
+static bool region_sane(const struct nvm_log_region *r, size_t len, size_t ps)
+{
+	return r->size >= NVM_LOG_MIN_SIZE && r->size % ps == 0 && r->off % ps == 0 &&
+	       r->off <= len && r->size <= len - r->off && r->head_off % NVM_LINE == 0 &&
+	       r->head_off + NVM_LOG_HEAD_BYTES <= r->off;
+}
+
+/* n: mapped private (read-write, even for a read-only file: replay writes
+ * the mapping only). */
+int nvm_log_init(struct nvm *n, const struct nvm_log_region *r, const struct nvm_sim_options *sim,
+		 bool read_only)
+{
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	if (!region_sane(r, n->len, ps)) {
+		err_set("the pool's log region (offset %llu, %llu bytes) does not fit its file of %zu "
+			"bytes: the header is corrupt", (unsigned long long)r->off,
+			(unsigned long long)r->size, n->len);
+		return -1;
+	}
+	struct log_state *s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		err_set_errno(ENOMEM, "cannot set up the pool's log");
+		return -1;
+	}
+	s->r = *r;
+	s->page_size = ps;
+	s->dev.fd = n->fd;
+	size_t pages = (n->len + ps - 1) / ps;
+	s->touched_words = (pages + 63) / 64;
+	/* Every range is at least 16 bytes of a record: the ring bounds a
+	 * record, not a fence group (one larger is written through), so the
+	 * list is sized for the whole file's lines. */
+	s->pending_cap = n->len / NVM_LINE + 16;
+	n->impl = s;
+	n->ops = read_only ? &log_readonly_ops : &log_ops;
+	s->touched = prim_map_any(s->touched_words * 8);
+	s->pending = read_only ? NULL : prim_map_any(s->pending_cap * sizeof(*s->pending));
+	s->buf = read_only ? NULL : prim_map_any(r->size);
+	if (s->touched == NULL || (!read_only && (s->pending == NULL || s->buf == NULL))) {
+		err_set_errno(ENOMEM, "cannot reserve the pool log's buffers");
+		log_unmap(n);
+		return -1;
+	}
+	if (sim != NULL) {
+		s->dev.sim = malloc(sizeof(*sim));
+		if (s->dev.sim == NULL) {
+			err_set_errno(ENOMEM, "cannot set up the simulated device");
+			log_unmap(n);
+			return -1;
+		}
+		*s->dev.sim = *sim;
+		s->dev.rng = sim->seed ^ 0x10910910910ULL;
+	}
+	if (replay(n, s) != 0) {
+		/* Nothing of a pool that fails here is ever written. */
+		n->read_only = true;
+		log_unmap(n);
+		return -1;
+	}
+	return 0;
+}
+
+int nvm_log_format(int fd, const char *path, const struct nvm_log_region *r)
+{
+	static const unsigned char zeros[1 << 16];
+	for (uint64_t done = 0; done < r->size;) {
+		size_t l = r->size - done < sizeof(zeros) ? (size_t)(r->size - done) : sizeof(zeros);
+		int e = pwrite_all(fd, zeros, l, r->off + done);
+		if (e != 0) {
+			err_set_errno(e, "cannot create pool %s: writing its log region failed", path);
+			return -1;
+		}
+		done += l;
+	}
+	for (int slot = 0; slot < 2; slot++) {
+		_Alignas(NVM_LINE) unsigned char line[NVM_LINE] = { 0 };
+		struct log_head h = { (uint64_t)slot, 0, 1, 0 };
+		h.check = head_check(&h, slot, r->seed);
+		memcpy(line, &h, sizeof(h));
+		int e = pwrite_all(fd, line, sizeof(line), r->head_off + (uint64_t)slot * NVM_LINE);
+		if (e != 0) {
+			err_set_errno(e, "cannot create pool %s: writing its log head failed", path);
+			return -1;
+		}
+	}
+	return 0;
+}

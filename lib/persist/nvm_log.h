@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * nvm_log -- the nvm backend for block storage: a redo log inside the pool.
+ *
+ * On an ordinary file every msync is a device flush and a file-system
+ * journal commit, and the device writes whole pages of whatever was dirtied:
+ * an epoch that changes a few random cache lines costs three flushes and
+ * three or more 4 KiB pages per changed line (seq entry, checksum, data).
+ * This backend makes the same nvm contract (nvm.h) cost one sequential
+ * write of what changed and one fdatasync:
+ *
+ *   mapping     the pool is mapped private (copy-on-write): a store never
+ *               reaches the file by itself, so nothing is written that no
+ *               fence asked for, and nothing is written twice.
+ *   flush       records the byte range (no I/O).
+ *   order       appends the ranges flushed since the previous order or
+ *               fence, with their bytes, as one checksummed record to a ring
+ *               in the pool file (one pwrite, no sync).  Replay applies
+ *               records in order and stops at the first incomplete one, so a
+ *               record never counts without every record before it: the
+ *               ordering a fence gives, without a device flush.
+ *   fence       the same, then fdatasync: a device flush.  An epoch's three
+ *               fences (persist.c) are two orders and one fence: three
+ *               records, one flush.
+ *   checkpoint  once the ring is half full (and at a clean close), the
+ *               pages records touched since the last checkpoint are written
+ *               in place from the mapping (which then holds exactly what
+ *               the records made durable), fdatasync, then the ring's head
+ *               moves past those records: one of two checksummed head slots
+ *               in the header, written and synced.  A crash in between
+ *               leaves the old head, and replaying from it rewrites every
+ *               line those records changed, whatever part of the pages
+ *               reached the disk.
+ *   open        replays every complete record from the head, in order, onto
+ *               the private mapping: the mapping is the pool as of the last
+ *               fence that returned (or a later complete one).  A torn or
+ *               stale record ends the replay; the next fence overwrites it.
+ *
+ * A group larger than half the ring is written through instead: every
+ * record appended so far synced, then checkpointed with the group's ranges
+ * written in place, fdatasync, the head moved -- durable and in order as
+ * well, just not as one sequential write.
+ *
+ * The ring lives in the pool file and is written with data (zeros) before
+ * its first use, so that overwriting it changes no file metadata and
+ * fdatasync commits no journal transaction.
+ *
+ * Tests: with a struct nvm_sim_options the device is simulated -- each write
+ * and each sync is a primitive, crash_after ends the process after the k-th,
+ * and at that crash every write not followed by a sync keeps, sector by
+ * sector, its new or its old bytes (survival), in the file itself.
+ */
+#ifndef PMT_NVM_LOG_H
+#define PMT_NVM_LOG_H
+
+#include "persist/nvm.h"
+
+#include <stdint.h>
+
+/* Where the ring and its head live in the pool file. */
+struct nvm_log_region {
+	uint64_t off;		/* the ring: file offset (page-aligned) */
+	uint64_t size;		/* its bytes (a multiple of the page size) */
+	uint64_t head_off;	/* the two head slots, NVM_LINE each */
+	uint64_t seed;		/* checksum seed (from the pool's UUID) */
+};
+
+/* Smallest ring: a few epochs of a small heap. */
+#define NVM_LOG_MIN_SIZE (256u << 10)
+/* The head slots' bytes. */
+#define NVM_LOG_HEAD_BYTES (2 * NVM_LINE)
+
+/* What a reader of a log-backed pool needs to know, for tools
+ * (pmthreads-recover info) and tests. */
+struct nvm_log_info {
+	uint64_t head, tail;		/* byte positions (monotonic) */
+	uint64_t head_seq, next_seq;	/* the record at head, the next one */
+	uint64_t records_replayed, bytes_replayed;
+	uint64_t size;
+	int head_slot;			/* -1: neither slot valid */
+};
+/* 0 and *out filled when n is a log-backed mapping, -1 otherwise. */
+int nvm_log_get_info(const struct nvm *n, struct nvm_log_info *out);
+
+/* Write the ring's first use of its blocks (zeros) and both head slots
+ * (head at position 0, seq 1) into the freshly formatted file fd.  0, or -1
+ * with err_get() set. */
+int nvm_log_format(int fd, const char *path, const struct nvm_log_region *r);
+
+/* Checkpoint now when anything is committed since the last one and nothing
+ * is pending (a clean close, a test).  0, or the latched error. */
+int nvm_log_checkpoint(struct nvm *n);
+
+#endif

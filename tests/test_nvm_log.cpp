@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// test_nvm_log: the log backend (lib/persist/nvm_log.h) on a file laid out
+// like a pool's -- a header page holding the head slots, data pages, the
+// ring -- driven through the nvm contract: epochs of random line stores, two
+// orders and a fence each (as persist.c does), crashes of a simulated device
+// after every primitive (record writes, syncs, checkpoints, head moves, ring
+// reuse), replay, double crashes.  After any crash the data must be exactly
+// the image of one epoch, never older than the last fence that returned.
+#include <catch2/catch.hpp>
+
+extern "C" {
+#include "base/log.h"
+#include "persist/nvm.h"
+#include "persist/nvm_log.h"
+#include "persist/nvm_sim.h"
+}
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <random>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+constexpr size_t PS = 4096;
+constexpr size_t DATA_PAGES = 64;
+constexpr uint64_t HEAD_OFF = 1216;
+constexpr uint64_t MARK_OFF = 2048;	// the epoch number: one line of page 0
+
+struct rig {
+	std::string path;
+	uint64_t ring;
+	nvm_log_region r;
+	size_t len;
+
+	explicit rig(uint64_t ring_bytes) : ring(ring_bytes)
+	{
+		char t[] = "/tmp/pmt-nvmlog-XXXXXX";
+		int fd = mkstemp(t);
+		REQUIRE(fd >= 0);
+		path = t;
+		len = PS * (1 + DATA_PAGES) + ring;
+		REQUIRE(ftruncate(fd, (off_t)len) == 0);
+		r = { PS * (1 + DATA_PAGES), ring, HEAD_OFF, 0x1234abcdULL };
+		REQUIRE(nvm_log_format(fd, path.c_str(), &r) == 0);
+		close(fd);
+	}
+	~rig() { unlink(path.c_str()); }
+
+	nvm *open(const nvm_sim_options *sim = nullptr, bool ro = false, int *fdp = nullptr) const
+	{
+		int fd = ::open(path.c_str(), ro ? O_RDONLY : O_RDWR);
+		REQUIRE(fd >= 0);
+		nvm *n = nullptr;
+		int rc = nvm_map_pool(&n, fd, path.c_str(), len, NVM_LOG, 0, sim, &r, ro);
+		INFO(err_get());
+		REQUIRE(rc == 0);
+		if (fdp != nullptr)
+			*fdp = fd;
+		return n;
+	}
+};
+
+// The epochs every run makes, from one seed: epoch e stores e into
+// lines_per_epoch random lines of the data pages, then e into the mark.
+struct workload {
+	uint64_t seed;
+	size_t lines_per_epoch;
+	uint64_t big_every = 0;	// every big_every-th epoch stores 3000 lines
+
+	std::vector<size_t> lines(uint64_t e) const
+	{
+		std::mt19937_64 g(seed * 1000003 + e);
+		std::vector<size_t> v;
+		size_t count = big_every != 0 && e % big_every == 0 ? 3000 : lines_per_epoch;
+		for (size_t i = 0; i < count; i++)
+			v.push_back(g() % (DATA_PAGES * PS / NVM_LINE));
+		return v;
+	}
+
+	// The data the image holds after epochs [1, e].
+	std::vector<uint64_t> image(uint64_t e) const
+	{
+		std::vector<uint64_t> img(DATA_PAGES * PS / NVM_LINE, 0);
+		for (uint64_t k = 1; k <= e; k++)
+			for (size_t l : lines(k))
+				img[l] = k;
+		return img;
+	}
+
+	// One epoch through the contract: a third of the data lines, order, the
+	// rest and the mark, fence.  A big epoch's first half is a record
+	// left unsynced, its second too large for the ring: written through.
+	void run(nvm *n, uint64_t e) const
+	{
+		auto *base = static_cast<unsigned char *>(n->base);
+		auto ls = lines(e);
+		for (size_t i = 0; i < ls.size(); i++) {
+			unsigned char *line = base + PS + ls[i] * NVM_LINE;
+			memset(line, 0, NVM_LINE);
+			memcpy(line, &e, 8);
+			nvm_flush(n, line, NVM_LINE);
+			if (i == ls.size() / 3)
+				nvm_order(n);
+		}
+		memcpy(base + MARK_OFF, &e, 8);
+		nvm_flush(n, base + MARK_OFF, 8);
+		nvm_fence(n);
+	}
+};
+
+uint64_t mark_of(const nvm *n)
+{
+	uint64_t m;
+	memcpy(&m, static_cast<const unsigned char *>(n->base) + MARK_OFF, 8);
+	return m;
+}
+
+// The image of n is epoch mark's, line by line -- but for lines of the next
+// epoch, which it orders before its mark: those may hold the next epoch
+// already (as a working copy does on a pool before VER_d is published).
+void check_image(const nvm *n, const workload &w)
+{
+	uint64_t m = mark_of(n);
+	auto img = w.image(m);
+	std::vector<bool> next(img.size(), false);
+	for (size_t l : w.lines(m + 1))
+		next[l] = true;
+	auto *base = static_cast<const unsigned char *>(n->base);
+	for (size_t l = 0; l < img.size(); l++) {
+		uint64_t v;
+		memcpy(&v, base + PS + l * NVM_LINE, 8);
+		if (v != img[l] && !(next[l] && v == m + 1)) {
+			INFO("line " << l << " holds epoch " << v << ", epoch " << m << "'s image has "
+				     << img[l]);
+			REQUIRE(v == img[l]);
+		}
+	}
+}
+
+// Run epochs [from, to] in a child on a simulated device that crashes after
+// its crash_after-th primitive; the child writes to pipe fd each epoch whose
+// fence returned.  Returns the last such epoch (from - 1: none).
+uint64_t crash_child(const rig &rg, const workload &w, uint64_t from, uint64_t to,
+		     uint64_t crash_after, uint64_t seed, nvm_sim_survival surv, bool *crashed)
+{
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		nvm_sim_options so{};
+		so.seed = seed;
+		so.crash_after = crash_after;
+		so.survival = surv;
+		int fd = ::open(rg.path.c_str(), O_RDWR);
+		nvm *n = nullptr;
+		if (fd < 0 || nvm_map_pool(&n, fd, rg.path.c_str(), rg.len, NVM_LOG, 0, &so, &rg.r,
+					   false) != 0)
+			_exit(3);
+		for (uint64_t e = from; e <= to; e++) {
+			w.run(n, e);
+			if (nvm_error(n) != 0)
+				_exit(4);
+			if (write(p[1], &e, 8) != 8)
+				_exit(5);
+		}
+		nvm_unmap(n);	// a clean close checkpoints: more primitives
+		_exit(0);
+	}
+	close(p[1]);
+	uint64_t last = from - 1, e;
+	while (read(p[0], &e, 8) == 8)
+		last = e;
+	close(p[0]);
+	int st;
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE((WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == NVM_SIM_CRASH_EXIT));
+	*crashed = WEXITSTATUS(st) == NVM_SIM_CRASH_EXIT;
+	return last;
+}
+
+} // namespace
+
+TEST_CASE("fenced stores survive a reopen; unfenced ones do not reach the file", "[log]")
+{
+	rig rg(NVM_LOG_MIN_SIZE);
+	workload w{ 7, 20 };
+	nvm *n = rg.open();
+	for (uint64_t e = 1; e <= 5; e++)
+		w.run(n, e);
+	// Stored and flushed, never fenced: a crash (here: no unmap's checkpoint,
+	// the process simply stops using the mapping) must not keep it.
+	auto *base = static_cast<unsigned char *>(n->base);
+	uint64_t junk = 999;
+	memcpy(base + PS, &junk, 8);
+	nvm_flush(n, base + PS, 8);
+	CHECK(n->stats.device_flushes == 5);	// one per fence, none per order
+	CHECK(n->stats.log_records == 10);
+	CHECK(n->stats.orders == 5);
+	nvm_log_info li;
+	REQUIRE(nvm_log_get_info(n, &li) == 0);
+	CHECK(li.next_seq == 11);
+	// The file's data pages were never written: the records hold it all.
+	int fd = ::open(rg.path.c_str(), O_RDONLY);
+	std::vector<unsigned char> page(PS);
+	REQUIRE(pread(fd, page.data(), PS, PS) == (ssize_t)PS);
+	CHECK(std::vector<unsigned char>(PS, 0) == page);
+	close(fd);
+
+	// Another opener (read-only) replays the log: epoch 5, not the junk.
+	nvm *ro = rg.open(nullptr, true);
+	CHECK(mark_of(ro) == 5);
+	check_image(ro, w);
+	nvm_log_info ri;
+	REQUIRE(nvm_log_get_info(ro, &ri) == 0);
+	CHECK(ri.records_replayed == 10);
+	nvm_unmap(ro);
+	// Leaving n without unmapping is what a crash does to it; unmap it
+	// only after the check, as the abandoned process's, so no checkpoint.
+	n->read_only = true;	// no clean-close checkpoint
+	nvm_unmap(n);
+}
+
+TEST_CASE("a clean close checkpoints: the file holds the image, the log is empty", "[log]")
+{
+	rig rg(NVM_LOG_MIN_SIZE);
+	workload w{ 11, 30 };
+	nvm *n = rg.open();
+	for (uint64_t e = 1; e <= 8; e++)
+		w.run(n, e);
+	nvm_unmap(n);
+	nvm *m = rg.open();
+	nvm_log_info li;
+	REQUIRE(nvm_log_get_info(m, &li) == 0);
+	CHECK(li.records_replayed == 0);
+	CHECK(li.head == li.tail);
+	CHECK(mark_of(m) == 8);
+	check_image(m, w);
+	// And the file itself, read without the log, holds it too.
+	int fd = ::open(rg.path.c_str(), O_RDONLY);
+	uint64_t mark;
+	REQUIRE(pread(fd, &mark, 8, MARK_OFF) == 8);
+	CHECK(mark == 8);
+	close(fd);
+	nvm_unmap(m);
+}
+
+TEST_CASE("the ring is reused after checkpoints, and replay follows it around", "[log]")
+{
+	rig rg(NVM_LOG_MIN_SIZE);
+	workload w{ 3, 200 };	// ~16 KiB a record: a lap every ~16 epochs
+	nvm *n = rg.open();
+	for (uint64_t e = 1; e <= 100; e++)
+		w.run(n, e);
+	CHECK(n->stats.checkpoints >= 4);
+	nvm_log_info li;
+	REQUIRE(nvm_log_get_info(n, &li) == 0);
+	CHECK(li.tail > 3 * rg.ring);	// around the ring several times
+	CHECK(li.tail - li.head <= rg.ring / 2);
+	nvm *ro = rg.open(nullptr, true);
+	CHECK(mark_of(ro) == 100);
+	check_image(ro, w);
+	nvm_unmap(ro);
+	n->read_only = true;
+	nvm_unmap(n);
+}
+
+TEST_CASE("a group larger than half the ring is written through, in order", "[log]")
+{
+	rig rg(NVM_LOG_MIN_SIZE);
+	workload small{ 5, 10 }, big{ 5, 3000 };	// 2000 lines after the order: ~144 KiB
+	nvm *n = rg.open();
+	small.run(n, 1);
+	big.run(n, 2);
+	CHECK(n->stats.writes_through == 1);
+	nvm *ro = rg.open(nullptr, true);
+	CHECK(mark_of(ro) == 2);
+	n->read_only = true;
+	nvm_unmap(n);
+	nvm_unmap(ro);
+}
+
+TEST_CASE("a crash after every primitive recovers one epoch's image, none older than acknowledged",
+	  "[log][crash]")
+{
+	rig rg(NVM_LOG_MIN_SIZE);
+	workload w{ 19, 150, 13 };
+	// Two laps of the ring, checkpoints, three epochs written through, a
+	// clean close.
+	const uint64_t epochs = 40;
+	bool crashed;
+	// Crash after primitive k = 1, 2, ... until a run ends without one.
+	std::vector<unsigned char> clean;
+	{
+		int fd = ::open(rg.path.c_str(), O_RDONLY);
+		clean.resize(rg.len);
+		REQUIRE(pread(fd, clean.data(), rg.len, 0) == (ssize_t)rg.len);
+		close(fd);
+	}
+	auto reset = [&] {
+		int fd = ::open(rg.path.c_str(), O_WRONLY);
+		REQUIRE(pwrite(fd, clean.data(), rg.len, 0) == (ssize_t)rg.len);
+		close(fd);
+	};
+	uint64_t k = 1;
+	for (;; k++) {
+		reset();
+		nvm_sim_survival surv = k % 3 == 0 ? NVM_SIM_KEEP_OLD
+					: k % 3 == 1 ? NVM_SIM_KEEP_NEW
+						     : NVM_SIM_RANDOM;
+		uint64_t acked = crash_child(rg, w, 1, epochs, k, 100 + k, surv, &crashed);
+		if (!crashed)
+			break;
+		nvm *n = rg.open();
+		INFO("crash after primitive " << k << ", epoch " << acked << " acknowledged");
+		uint64_t m = mark_of(n);
+		CHECK(m >= acked);
+		CHECK(m <= acked + 1);
+		check_image(n, w);
+		// A second crash while continuing from the recovered image.
+		uint64_t from = m + 1;
+		n->read_only = true;
+		nvm_unmap(n);
+		if (k % 5 == 0) {
+			uint64_t acked2 = crash_child(rg, w, from, from + 6, 7 + k % 11, 7 * k,
+						      NVM_SIM_RANDOM, &crashed);
+			nvm *n2 = rg.open();
+			uint64_t m2 = mark_of(n2);
+			CHECK(m2 >= acked2);
+			check_image(n2, w);
+			n2->read_only = true;
+			nvm_unmap(n2);
+		}
+	}
+	CHECK(k > 2 * epochs);	// every epoch has a record write and a sync at least
+}
+
+TEST_CASE("a log whose head slots are both corrupt is refused, nothing written", "[log]")
+{
+	rig rg(NVM_LOG_MIN_SIZE);
+	int fd = ::open(rg.path.c_str(), O_RDWR);
+	unsigned char junk[2 * NVM_LINE];
+	memset(junk, 0xa5, sizeof(junk));
+	REQUIRE(pwrite(fd, junk, sizeof(junk), HEAD_OFF) == (ssize_t)sizeof(junk));
+	struct stat before;
+	REQUIRE(fstat(fd, &before) == 0);
+	nvm *n = nullptr;
+	CHECK(nvm_map_pool(&n, fd, rg.path.c_str(), rg.len, NVM_LOG, 0, nullptr, &rg.r, false) != 0);
+	CHECK(std::string(err_get()).find("head slots") != std::string::npos);
+	unsigned char back[sizeof(junk)];
+	REQUIRE(pread(fd, back, sizeof(back), HEAD_OFF) == (ssize_t)sizeof(back));
+	CHECK(memcmp(back, junk, sizeof(junk)) == 0);
+	close(fd);
+}

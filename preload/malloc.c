@@ -44,7 +44,7 @@ void preload_libc_alloc_end(void) { libc_alloc_depth--; }
  * expiration.  Under the mprotect tracker an allocation writes heap pages
  * that may be read-only, and a write fault with SIGSEGV blocked ends the
  * process (the kernel cannot deliver it).  Such a thread allocates from
- * glibc while it blocks SIGSEGV (its blocks are runtime bookkeeping, not
+ * the next allocator while it blocks SIGSEGV (its blocks are runtime bookkeeping, not
  * program state); the timer's callback threads unblock everything before
  * the program's function runs, and allocate from the heap.  One system
  * call per allocation, in those threads only. */
@@ -62,8 +62,9 @@ static inline bool from_heap(void)
 	       libc_alloc_depth == 0 && segv_deliverable();
 }
 
-/* Two kinds of malloc call stay in glibc's heap, told apart by the caller's
- * address (free() tells their blocks apart by address as always):
+/* Two kinds of malloc call stay outside the heap (in the next allocator),
+ * told apart by the caller's address (free() tells their blocks apart by
+ * address as always):
  *
  * stdio buffers.  glibc allocates a stream's buffer with malloc in
  * _IO_file_doallocate and fills it with its own internal read(2), which no

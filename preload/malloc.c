@@ -3,17 +3,20 @@
  * malloc -- the C allocator, served from the persistent heap in malloc mode.
  *
  * With PMTHREADS_HEAP=malloc every allocation comes from heap_malloc once the
- * heap is ready; otherwise (nvmalloc mode, before the runtime is up, while
+ * heap is ready.  Otherwise (nvmalloc mode, before the runtime is up, while
  * runtime_init runs on this thread -- libpmem and dlsym allocate then -- or
- * when it failed) from glibc, called through its __libc_* entry points, so
- * no dlsym is ever needed here.  free and realloc decide by address: a block
- * inside the heap range belongs to the heap, anything else to glibc.  A
- * realloc of a glibc block in malloc mode moves it into the heap.
+ * when it failed) it comes from the allocator the program has without us
+ * (malloc_next.h: glibc's, or jemalloc's in a program linked with it), and
+ * so does every other entry point: a block is never handed to another
+ * allocator's function.  Calls that take a block decide by address: inside
+ * the heap range it is the heap's, in the boot arena the arena's (never
+ * freed), anything else the next allocator's.  A realloc of such a block in
+ * malloc mode moves it into the heap.
  */
 #include "base/export.h"
 #include "heap/heap.h"
+#include "malloc_next.h"
 #include "preload.h"
-#include "real.h"
 #include "runtime/kernel_stacks.h"
 #include "runtime/runtime.h"
 
@@ -29,14 +32,6 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-extern void *__libc_memalign(size_t, size_t);
-extern void *__libc_valloc(size_t);
-extern void *__libc_pvalloc(size_t);
-
 bool preload_malloc_mode;
 
 static __thread unsigned libc_alloc_depth __attribute__((tls_model("initial-exec")));
@@ -49,7 +44,7 @@ void preload_libc_alloc_end(void) { libc_alloc_depth--; }
  * expiration.  Under the mprotect tracker an allocation writes heap pages
  * that may be read-only, and a write fault with SIGSEGV blocked ends the
  * process (the kernel cannot deliver it).  Such a thread allocates from
- * glibc while it blocks SIGSEGV (its blocks are runtime bookkeeping, not
+ * the next allocator while it blocks SIGSEGV (its blocks are runtime bookkeeping, not
  * program state); the timer's callback threads unblock everything before
  * the program's function runs, and allocate from the heap.  One system
  * call per allocation, in those threads only. */
@@ -67,8 +62,9 @@ static inline bool from_heap(void)
 	       libc_alloc_depth == 0 && segv_deliverable();
 }
 
-/* Two kinds of malloc call stay in glibc's heap, told apart by the caller's
- * address (free() tells their blocks apart by address as always):
+/* Two kinds of malloc call stay outside the heap (in the next allocator),
+ * told apart by the caller's address (free() tells their blocks apart by
+ * address as always):
  *
  * stdio buffers.  glibc allocates a stream's buffer with malloc in
  * _IO_file_doallocate and fills it with its own internal read(2), which no
@@ -128,24 +124,50 @@ void preload_malloc_init(void)
 	stdio_len = sym->st_size;
 }
 
+bool malloc_from_heap(void) { return from_heap(); }
+
 static inline bool glibc_caller(const void *caller)
 {
 	uintptr_t c = (uintptr_t)caller;
 	return __builtin_expect(c - stdio_lo < stdio_len || (c >= ldso_lo && c < ldso_hi), 0);
 }
 
+/* An allocation that does not go to the heap: the boot arena's while the
+ * next allocator is being looked up on this thread, else the next one's. */
+static void *next_malloc(size_t n)
+{
+	if (__builtin_expect(malloc_next_resolving(), 0))
+		return malloc_boot_alloc(16, n);
+	return malloc_next()->malloc(n);
+}
+
+static void *next_aligned(size_t align, size_t n)
+{
+	if (__builtin_expect(malloc_next_resolving(), 0))
+		return malloc_boot_alloc(align, n);
+	return malloc_next_aligned(align, n);
+}
+
 PMT_EXPORT void *malloc(size_t n)
 {
 	if (from_heap() && !glibc_caller(__builtin_return_address(0)))
 		return heap_malloc(n);
-	return __libc_malloc(n);
+	return next_malloc(n);
 }
 
 PMT_EXPORT void *calloc(size_t n, size_t size)
 {
 	if (from_heap() && !glibc_caller(__builtin_return_address(0)))
 		return heap_calloc(n, size);
-	return __libc_calloc(n, size);
+	if (__builtin_expect(malloc_next_resolving(), 0)) {
+		size_t bytes;
+		if (__builtin_mul_overflow(n, size, &bytes)) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return malloc_boot_alloc(16, bytes);
+	}
+	return malloc_next()->calloc(n, size);
 }
 
 /* A block given back (freed, or moved by realloc) is no longer a stack the
@@ -164,9 +186,30 @@ PMT_EXPORT void free(void *p)
 	if (heap_contains(p)) {
 		stack_memory_released(p);
 		heap_free(p);
-	} else {
-		__libc_free(p);
+	} else if (!malloc_boot_contains(p)) {
+		malloc_next()->free(p);
 	}
+}
+
+/* The usable size of a block outside the heap. */
+static size_t next_usable_size(void *p)
+{
+	if (malloc_boot_contains(p))
+		return malloc_boot_size(p);
+	size_t (*usable)(void *) = malloc_next()->usable_size;
+	return usable != NULL ? usable(p) : 0;
+}
+
+/* Old (a block outside the heap, not NULL) moved into dst, a new block of
+ * n bytes (NULL: the allocation failed, old stays); old is freed. */
+static void *moved(void *old, void *dst, size_t n)
+{
+	if (dst == NULL)
+		return NULL;
+	size_t have = next_usable_size(old);
+	memcpy(dst, old, have < n ? have : n);
+	free(old);
+	return dst;
 }
 
 PMT_EXPORT void *realloc(void *p, size_t n)
@@ -175,21 +218,21 @@ PMT_EXPORT void *realloc(void *p, size_t n)
 		stack_memory_released(p);
 		return heap_realloc(p, n);
 	}
-	if (!from_heap() || glibc_caller(__builtin_return_address(0)))
-		return __libc_realloc(p, n);
+	bool heap = from_heap() && !glibc_caller(__builtin_return_address(0));
+	if (p != NULL && malloc_boot_contains(p)) {
+		if (n == 0)
+			return NULL;
+		return moved(p, heap ? heap_malloc(n) : next_malloc(n), n);
+	}
+	if (!heap)
+		return p == NULL ? next_malloc(n) : malloc_next()->realloc(p, n);
 	if (p == NULL)
 		return heap_malloc(n);
 	if (n == 0) {
-		__libc_free(p);
+		malloc_next()->free(p);
 		return NULL;
 	}
-	void *q = heap_malloc(n);
-	if (q == NULL)
-		return NULL;
-	size_t old = REAL(malloc_usable_size)(p);
-	memcpy(q, p, old < n ? old : n);
-	__libc_free(p);
-	return q;
+	return moved(p, heap_malloc(n), n);
 }
 
 PMT_EXPORT void *reallocarray(void *p, size_t n, size_t size)
@@ -204,7 +247,7 @@ PMT_EXPORT void *reallocarray(void *p, size_t n, size_t size)
 
 static void *aligned(size_t align, size_t n)
 {
-	return from_heap() ? heap_memalign(align, n) : __libc_memalign(align, n);
+	return from_heap() ? heap_memalign(align, n) : next_aligned(align, n);
 }
 
 PMT_EXPORT int posix_memalign(void **out, size_t align, size_t n)
@@ -243,13 +286,11 @@ PMT_EXPORT void *memalign(size_t align, size_t n)
 
 PMT_EXPORT void *valloc(size_t n)
 {
-	return from_heap() ? heap_memalign((size_t)getpagesize(), n) : __libc_valloc(n);
+	return aligned((size_t)getpagesize(), n);
 }
 
 PMT_EXPORT void *pvalloc(size_t n)
 {
-	if (!from_heap())
-		return __libc_pvalloc(n);
 	size_t page = (size_t)getpagesize();
 	size_t rounded;
 	if (__builtin_add_overflow(n, page - 1, &rounded)) {
@@ -257,7 +298,7 @@ PMT_EXPORT void *pvalloc(size_t n)
 		return NULL;
 	}
 	rounded &= ~(page - 1);
-	return heap_memalign(page, rounded == 0 ? page : rounded);
+	return aligned(page, rounded == 0 ? page : rounded);
 }
 
 PMT_EXPORT size_t malloc_usable_size(void *p)
@@ -266,5 +307,26 @@ PMT_EXPORT size_t malloc_usable_size(void *p)
 		return 0;
 	if (heap_contains(p))
 		return heap_usable_size(p);
-	return REAL(malloc_usable_size)(p);
+	return next_usable_size(p);
+}
+
+/* C23's sized frees: the size is a hint the heap does not need. */
+PMT_EXPORT void free_sized(void *p, size_t size)
+{
+	const struct malloc_next *a;
+	if (p == NULL || heap_contains(p) || malloc_boot_contains(p) ||
+	    (a = malloc_next())->free_sized == NULL)
+		free(p);
+	else
+		a->free_sized(p, size);
+}
+
+PMT_EXPORT void free_aligned_sized(void *p, size_t align, size_t size)
+{
+	const struct malloc_next *a;
+	if (p == NULL || heap_contains(p) || malloc_boot_contains(p) ||
+	    (a = malloc_next())->free_aligned_sized == NULL)
+		free(p);
+	else
+		a->free_aligned_sized(p, align, size);
 }

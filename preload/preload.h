@@ -26,13 +26,14 @@ void preload_env_init(const struct config *c, bool is_target);
  * and friends go to the persistent heap once it is ready. */
 extern bool preload_malloc_mode;
 
-/* Malloc mode: find what must stay in glibc's heap (stdio buffers, see
+/* Malloc mode: find what must stay outside the heap (stdio buffers, see
  * malloc.c).  Called by the constructor before the heap is ready. */
 void preload_malloc_init(void);
 
-/* Between these two calls, this thread's allocations come from glibc even in
- * malloc mode: for libc functions that allocate a buffer and fill it with a
- * system call of their own, which no wrapper sees (opendir, getcwd(NULL)).
+/* Between these two calls, this thread's allocations come from the next
+ * allocator (malloc_next.h) even in malloc mode: for libc functions that
+ * allocate a buffer and fill it with a system call of their own, which no
+ * wrapper sees (opendir, getcwd(NULL)).
  * Nests; async-signal-safe. */
 void preload_libc_alloc_begin(void);
 void preload_libc_alloc_end(void);

@@ -151,7 +151,6 @@ void real_resolve(void)
 	NEXT(fdopendir, "fdopendir");
 	NEXT(sigmask, "pthread_sigmask");
 	NEXT(sigsuspend, "sigsuspend");
-	NEXT(malloc_usable_size, "malloc_usable_size");
 	/* The SIGSEGV handler sets the mask of a chained application handler
 	 * with libc's own call. */
 	fault_signal_use_sigmask(real_fn.sigmask);

@@ -3,12 +3,13 @@
  * real -- the libc functions that preload/ wraps, resolved with
  * dlsym(RTLD_NEXT) / dlvsym.
  *
- * Owns: finding the next definition of every interposed symbol.  Resolution
+ * Owns: finding the next definition of an interposed symbol.  Resolution
  * happens once, in the library constructor, or earlier on the first call of a
  * wrapper (another library's constructor may lock a mutex before ours runs).
- * dlsym may call calloc: the malloc wrappers never need this table, so there
- * is no recursion.  After resolution a wrapper only loads a pointer, which is
- * safe in signal handlers.
+ * Owns it for every symbol but the malloc family's, which malloc_next.h
+ * finds (dlsym may call calloc), so there is no recursion.  After
+ * resolution a wrapper only loads a pointer, which is safe in signal
+ * handlers.
  */
 #ifndef PMT_PRELOAD_REAL_H
 #define PMT_PRELOAD_REAL_H
@@ -157,8 +158,6 @@ struct real_fns {
 	/* signal masks (sigmask.c) */
 	int (*sigmask)(int, const sigset_t *, sigset_t *);
 	int (*sigsuspend)(const sigset_t *);
-	/* malloc_usable_size of glibc's blocks */
-	size_t (*malloc_usable_size)(void *);
 };
 
 extern struct real_fns real_fn;

@@ -471,6 +471,28 @@ TEST_CASE("memalign: every power of two", "[heap]")
 	require_consistent();
 }
 
+TEST_CASE("heap_good_size is the usable size the allocation would get", "[heap]")
+{
+	test_heap th;
+	for (size_t align = 1; align <= (1u << 16); align <<= 1) {
+		for (size_t size = 0; size <= 9000; size += size < 200 ? 1 : 37) {
+			INFO("align " << align << " size " << size);
+			void *p = heap_memalign(align, size);
+			REQUIRE(p != nullptr);
+			CHECK(heap_good_size(size, align) == heap_usable_size(p));
+			heap_free(p);
+		}
+	}
+	for (size_t size : { 0u, 24u, 3584u, 3585u, 70000u }) {
+		void *p = heap_malloc(size);
+		REQUIRE(p != nullptr);
+		CHECK(heap_good_size(size, 0) == heap_usable_size(p));
+		heap_free(p);
+	}
+	CHECK(heap_good_size(th.len + 1, 0) == 0);
+	require_consistent();
+}
+
 TEST_CASE("bad frees are reported and change nothing", "[heap]")
 {
 	test_heap th;

@@ -520,6 +520,19 @@ size_t heap_usable_size(const void *p)
 	return heap_usable_internal(p);
 }
 
+size_t heap_good_size(size_t size, size_t align)
+{
+	if (heap_rt.hdr == NULL || size > heap_rt.len)
+		return 0;
+	/* the choice heap_memalign and alloc_internal make */
+	if (size <= HEAP_SMALL_MAX && align < HEAP_PAGE) {
+		for (unsigned c = heap_class_for(size); c < HEAP_NCLASSES; c++)
+			if (heap_cls[c].align >= align || align <= 16)
+				return heap_cls[c].size;
+	}
+	return ((size == 0 ? 1 : size) + HEAP_PAGE - 1) & ~(HEAP_PAGE - 1);
+}
+
 void *heap_realloc(void *p, size_t size)
 {
 	if (p == NULL)

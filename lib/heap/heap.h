@@ -58,6 +58,10 @@ void *heap_memalign(size_t align, size_t size);
  * its name (as it does when heap_realloc moves it). */
 void heap_free(void *p);
 size_t heap_usable_size(const void *p);		/* 0 for NULL or a non-block */
+/* The usable size heap_memalign(align, size) would give (heap_malloc for
+ * align up to 16), without allocating: jemalloc's nallocx asks it.  0 when
+ * size cannot be a block (too big) or before heap_init. */
+size_t heap_good_size(size_t size, size_t align);
 
 /* The name table (names up to PMTHREADS_NAME_MAX - 1 bytes), which binds
  * names to objects and records each object's size as it was asked for.

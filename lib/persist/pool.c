@@ -5,6 +5,7 @@
 #include "persist/pool_internal.h"
 
 #include "base/log.h"
+#include "prim/prim.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,25 +32,6 @@ static int fill_uuid(uint8_t uuid[16])
 	uuid_generate_random(u);
 	memcpy(uuid, u, 16);
 	return uuid_is_null(u) ? -1 : 0;
-}
-
-int pool_pwrite_all(int fd, const void *buf, size_t len, off_t off)
-{
-	const char *b = buf;
-	while (len > 0) {
-		ssize_t w = pwrite(fd, b, len, off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			if (w == 0)
-				errno = EIO;
-			return -1;
-		}
-		b += w;
-		len -= (size_t)w;
-		off += w;
-	}
-	return 0;
 }
 
 /* A pool is sized with one ftruncate and relies on the file system to keep
@@ -130,8 +112,8 @@ static int format_pool(int fd, const char *path, const struct pool_open_options 
 	 * it is recognised as an unfinished creation (pool_open), not refused
 	 * as a foreign file. */
 	unsigned char nomagic[8] = { 0 };
-	if (pool_pwrite_all(fd, nomagic, 8, 0) != 0 ||
-	    pool_pwrite_all(fd, buf + 8, sizeof(buf) - 8, 8) != 0) {
+	if (prim_pwrite_all(fd, nomagic, 8, 0) != 0 ||
+	    prim_pwrite_all(fd, buf + 8, sizeof(buf) - 8, 8) != 0) {
 		err_set_errno(errno, "cannot create pool %s: writing its header failed", path);
 		return -1;
 	}
@@ -141,7 +123,7 @@ static int format_pool(int fd, const char *path, const struct pool_open_options 
 			      (unsigned long long)l.file_size);
 		return -1;
 	}
-	if (fsync(fd) != 0 || pool_pwrite_all(fd, buf, 8, 0) != 0 || fsync(fd) != 0) {
+	if (prim_fsync(fd) != 0 || prim_pwrite_all(fd, buf, 8, 0) != 0 || prim_fsync(fd) != 0) {
 		err_set_errno(errno, "cannot create pool %s: writing its header failed", path);
 		return -1;
 	}
@@ -188,14 +170,7 @@ int pool_sync_dir(const char *path)
 {
 	char dir[PATH_MAX];
 	dir_of(path, dir, sizeof(dir));
-	int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (d < 0)
-		return -1;
-	int rc = fsync(d);
-	int e = errno;
-	close(d);
-	errno = e;
-	return rc;
+	return prim_sync_dir(dir);
 }
 
 /* The name a pool is formatted under before it is renamed to path, where
@@ -558,21 +533,12 @@ static int open_existing(const char *path, bool read_only, int *fd_out)
  * file system cannot say. */
 static uint64_t seq_extent(int fd, const struct pool_header *h, uint64_t sum_off)
 {
-	off_t off = (off_t)h->seq_off, end = (off_t)sum_off, last = off;
-	while (off < end) {
-		off_t d = lseek(fd, off, SEEK_DATA);
-		if (d < 0 && errno == ENXIO)
-			break;
-		if (d < 0)
-			return h->npages;
-		if (d >= end)
-			break;
-		off_t hole = lseek(fd, d, SEEK_HOLE);
-		if (hole < 0)
-			return h->npages;
-		last = hole < end ? hole : end;
-		off = hole;
-	}
+	off_t end = (off_t)sum_off, last = (off_t)h->seq_off, start;
+	int r;
+	while ((r = prim_next_data(fd, last, end, &start, &last)) == 1)
+		;
+	if (r < 0)
+		return h->npages;
 	uint64_t bytes = (uint64_t)(last - (off_t)h->seq_off);
 	uint64_t pages = (bytes + 2 * sizeof(uint64_t) - 1) / (2 * sizeof(uint64_t));
 	return pages < h->npages ? pages : h->npages;
@@ -746,7 +712,7 @@ enum pool_error pool_open(struct pool **out, const struct pool_open_options *o)
 	}
 	if (st.st_size >= POOL_HEADER_READ && !o->read_only) {
 		_Alignas(64) unsigned char head[POOL_HEADER_READ];
-		if (pread(p->fd, head, sizeof(head), 0) == (ssize_t)sizeof(head) &&
+		if (prim_pread_all(p->fd, head, sizeof(head), 0) == (ssize_t)sizeof(head) &&
 		    unfinished_format(head)) {
 			log_msg(LOG_INFO, "pool %s: its creation was interrupted (no magic yet); "
 				"creating it again", o->path);
@@ -779,7 +745,7 @@ enum pool_error pool_open(struct pool **out, const struct pool_open_options *o)
 
 	_Alignas(64) unsigned char buf[POOL_HEADER_READ];
 	memset(buf, 0, sizeof(buf));
-	ssize_t got = pread(p->fd, buf, sizeof(buf), 0);
+	ssize_t got = prim_pread_all(p->fd, buf, sizeof(buf), 0);
 	if (got < 0) {
 		err_set_errno(errno, "cannot read pool %s", o->path);
 		goto fail;
@@ -819,7 +785,7 @@ int pool_remove(const char *path)
 		return -1;
 	char magic[8];
 	struct stat st;
-	if (pread(fd, magic, sizeof(magic), 0) != (ssize_t)sizeof(magic) ||
+	if (prim_pread_all(fd, magic, sizeof(magic), 0) != (ssize_t)sizeof(magic) ||
 	    memcmp(magic, POOL_MAGIC, sizeof(magic)) != 0) {
 		err_set("%s is not a pmthreads pool (no pool header); it was not removed", path);
 		close(fd);
@@ -909,12 +875,7 @@ int pool_publish(struct pool *p, uint64_t ver_d)
 static int allocate_range(const struct pool *p, uint64_t off, uint64_t len)
 {
 	static atomic_bool said;
-	if (len == 0)
-		return 0;
-	int r;
-	do
-		r = fallocate(p->fd, 0, (off_t)off, (off_t)len);
-	while (r != 0 && errno == EINTR);
+	int r = prim_fallocate(p->fd, off, len);
 	if (r != 0 && (errno == EOPNOTSUPP || errno == ENOSYS)) {
 		if (!atomic_exchange(&said, true))
 			log_msg(LOG_WARN, "the file system under %s cannot reserve disk space "

@@ -92,10 +92,8 @@ int pool_lock_fd(int fd, bool shared);
  * pid, 0 when unknown. */
 pid_t pool_report_locked(int fd, const char *path, const struct stat *st);
 
-/* pool.c, for creation and pool_upgrade.c: write all of buf at off (EINTR
- * retried, a short write of 0 is EIO); fsync the directory holding path (so
- * that a rename into it is durable).  0, or -1 with errno. */
-int pool_pwrite_all(int fd, const void *buf, size_t len, off_t off);
+/* pool.c, for creation and pool_upgrade.c: fsync the directory holding path
+ * (so that a rename into it is durable).  0, or -1 with errno. */
 int pool_sync_dir(const char *path);
 
 #endif

@@ -101,20 +101,11 @@ static int write_new(const struct pool *old, int fd, const char *tmp, uint64_t *
 	const uint64_t ps = old->page_size, npages = old->npages;
 	struct pool_layout l = pool_layout_for(npages, ps);
 	_Alignas(64) unsigned char head[POOL_HEADER_READ];
-	memset(head, 0, sizeof(head));
 	struct pool_header h;
 	memcpy(&h, old->nvm->base, sizeof(h));	/* UUID, creator, base, capacity kept */
 	h.format_version = POOL_FORMAT_VERSION;
-	h.seq_off = l.seq_off;
-	h.data_off = l.data_off;
-	h.file_size = l.file_size;
-	h.checksum = pool_header_checksum(&h);
-	memcpy(head, &h, sizeof(h));
-	for (int slot = 0; slot < 2; slot++) {
-		struct ver_record r = pool_make_record((uint64_t)slot, old->ver_d_now,
-						       old->clean_now, slot, h.uuid);
-		memcpy(head + POOL_REC_OFF(slot), &r, sizeof(r));
-	}
+	pool_header_set_layout(&h, &l);
+	pool_header_image(head, &h, old->ver_d_now, old->clean_now);
 	if (prim_pwrite_all(fd, head, sizeof(head), 0) != 0 || ftruncate(fd, (off_t)l.file_size) != 0) {
 		err_set_errno(errno, "cannot upgrade pool %s: writing the new pool's header to %s "
 			      "failed", old->path, tmp);

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* prim_probe -- real faults decoded by lib/prim/, for test_prim.cpp (prim.h
- * is C only). */
+/* prim_probe -- real faults decoded by lib/prim/, and its file primitives,
+ * for test_prim.cpp (prim.h is C only). */
 #ifndef PMT_TESTS_PRIM_PROBE_H
 #define PMT_TESTS_PRIM_PROBE_H
+
+#include <stddef.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -16,6 +19,14 @@ enum probe_access { PROBE_READ, PROBE_WRITE, PROBE_EXEC };
  * handler: "read", "write", "exec", "unknown"; "none" when nothing faulted.
  * *usr1_blocked: whether prim_interrupted_sigmask had SIGUSR1. */
 const char *probe_fault(enum probe_access what, int *usr1_blocked);
+
+/* prim.h's file primitives, which C++ cannot take from prim.h itself (it
+ * includes <stdatomic.h>); prim_probe.c includes both headers, so the C
+ * compiler holds these to prim.h's declarations. */
+int prim_pwrite_all(int fd, const void *buf, size_t len, off_t off);
+ssize_t prim_pread_all(int fd, void *buf, size_t len, off_t off);
+int prim_sync_dir(const char *dir);
+int prim_next_data(int fd, off_t from, off_t end, off_t *start, off_t *stop);
 
 #ifdef __cplusplus
 }

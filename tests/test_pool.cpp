@@ -238,6 +238,31 @@ TEST_CASE("damaged pools are refused and left untouched", "[pool]")
 		flip_file_byte(path, 20); // inside the UUID
 		CHECK(contains(refused(o), "checksum"));
 	}
+	SECTION("a layout that does not follow from the page count, checksums intact")
+	{
+		// The header's seq_off, data_off and file_size (struct pool_header),
+		// each moved by a page in turn and the header resealed: only the
+		// layout check can refuse it.
+		for (off_t at : { 56, 64, 72 }) {
+			INFO("header offset " << at);
+			file_snapshot good = file_snapshot::of(path);
+			std::vector<unsigned char> head(POOL_RESEAL_BYTES);
+			int fd = open(path.c_str(), O_RDWR);
+			REQUIRE(fd >= 0);
+			REQUIRE(pread(fd, head.data(), head.size(), 0) == (ssize_t)head.size());
+			uint64_t v;
+			memcpy(&v, head.data() + at, sizeof(v));
+			v += page_size();
+			memcpy(head.data() + at, &v, sizeof(v));
+			pool_reseal(head.data(), head.size());
+			REQUIRE(pwrite(fd, head.data(), head.size(), 0) == (ssize_t)head.size());
+			file_snapshot before = file_snapshot::of(path);
+			CHECK(contains(refused(o), "inconsistent layout"));
+			CHECK(file_snapshot::of(path).same_as(before));
+			REQUIRE(pwrite(fd, good.bytes.data(), head.size(), 0) == (ssize_t)head.size());
+			close(fd);
+		}
+	}
 	SECTION("truncated")
 	{
 		struct stat st;

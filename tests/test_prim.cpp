@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // Tests for lib/prim/'s CPU part (cpu_<arch>.c, chosen by -Dprim): what a
 // real SIGSEGV was, decoded from its signal frame, and the interrupted
-// context's signal mask.
+// context's signal mask; and its file primitives.
 #include <catch2/catch.hpp>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
 
 #include "prim_probe.h"
 
@@ -40,4 +46,119 @@ TEST_CASE("prim: a fault's access kind from the signal frame", "[prim]")
 	// would unprotect the page and fault again forever).
 	CHECK(probe_fault(PROBE_EXEC, &usr1) == expected("exec"));
 	CHECK(usr1 == 1);
+}
+
+namespace {
+
+// A scratch file on tmpfs when there is one (it has SEEK_DATA), removed at
+// scope exit.
+struct scratch_file {
+	std::string path;
+	int fd = -1;
+	scratch_file()
+	{
+		const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+		std::string tmpl = std::string(base) + "/pmt-prim-XXXXXX";
+		std::vector<char> buf(tmpl.begin(), tmpl.end());
+		buf.push_back('\0');
+		fd = mkstemp(buf.data());
+		REQUIRE(fd >= 0);
+		path = buf.data();
+	}
+	~scratch_file()
+	{
+		close(fd);
+		unlink(path.c_str());
+	}
+};
+
+} // namespace
+
+TEST_CASE("prim: whole reads and writes at an offset", "[prim][file]")
+{
+	scratch_file f;
+	const char text[] = "0123456789";
+	REQUIRE(prim_pwrite_all(f.fd, text, 10, 100) == 0);
+	// The file position is not moved: a pwrite, not a write.
+	CHECK(lseek(f.fd, 0, SEEK_CUR) == 0);
+	struct stat st;
+	REQUIRE(fstat(f.fd, &st) == 0);
+	CHECK(st.st_size == 110);
+
+	char got[16] = {};
+	CHECK(prim_pread_all(f.fd, got, 10, 100) == 10);
+	CHECK(std::string(got, 10) == "0123456789");
+	// Past the end: what there is, not an error.
+	memset(got, 0, sizeof(got));
+	CHECK(prim_pread_all(f.fd, got, sizeof(got), 104) == 6);
+	CHECK(std::string(got, 6) == "456789");
+	CHECK(prim_pread_all(f.fd, got, sizeof(got), 500) == 0);
+
+	// A negative offset is refused, not taken for "at the file position".
+	errno = 0;
+	CHECK(prim_pwrite_all(f.fd, text, 10, -1) == -1);
+	CHECK(errno == EINVAL);
+	REQUIRE(fstat(f.fd, &st) == 0);
+	CHECK(st.st_size == 110);
+
+	// Errors come back as -1 with errno.
+	int pipe_fds[2];
+	REQUIRE(pipe(pipe_fds) == 0);
+	errno = 0;
+	CHECK(prim_pwrite_all(pipe_fds[1], text, 10, 0) == -1);
+	CHECK(errno == ESPIPE);
+	errno = 0;
+	CHECK(prim_pread_all(pipe_fds[0], got, 1, 0) == -1);
+	CHECK(errno == ESPIPE);
+	close(pipe_fds[0]);
+	close(pipe_fds[1]);
+}
+
+TEST_CASE("prim: the data extents of a sparse file", "[prim][file]")
+{
+	scratch_file f;
+	const off_t ps = (off_t)sysconf(_SC_PAGESIZE);
+	std::vector<char> page((size_t)ps, 'x');
+	// Data at pages 2 and 5..6 of a 10-page file; holes elsewhere.
+	REQUIRE(ftruncate(f.fd, 10 * ps) == 0);
+	REQUIRE(prim_pwrite_all(f.fd, page.data(), page.size(), 2 * ps) == 0);
+	REQUIRE(prim_pwrite_all(f.fd, page.data(), page.size(), 5 * ps) == 0);
+	REQUIRE(prim_pwrite_all(f.fd, page.data(), page.size(), 6 * ps) == 0);
+
+	off_t start = -1, stop = -1;
+	int r = prim_next_data(f.fd, 0, 10 * ps, &start, &stop);
+	REQUIRE(r != 0);
+	if (r < 0) {
+		// Nothing to find extents with; what prim_next_data then says is
+		// the pool's cautious answer (everything data), checked by its
+		// callers' tests.
+		WARN("the file system under " << f.path << " has no SEEK_DATA");
+		return;
+	}
+	CHECK(start == 2 * ps);
+	CHECK(stop == 3 * ps);
+	CHECK(prim_next_data(f.fd, stop, 10 * ps, &start, &stop) == 1);
+	CHECK(start == 5 * ps);
+	CHECK(stop == 7 * ps);
+	CHECK(prim_next_data(f.fd, stop, 10 * ps, &start, &stop) == 0);
+	// An extent that runs past end is cut at end; one beyond it is none.
+	CHECK(prim_next_data(f.fd, 4 * ps, 6 * ps, &start, &stop) == 1);
+	CHECK(start == 5 * ps);
+	CHECK(stop == 6 * ps);
+	CHECK(prim_next_data(f.fd, 3 * ps, 5 * ps, &start, &stop) == 0);
+	CHECK(prim_next_data(f.fd, 5 * ps, 5 * ps, &start, &stop) == 0);
+	// Past the end of the file.
+	CHECK(prim_next_data(f.fd, 20 * ps, 30 * ps, &start, &stop) == 0);
+}
+
+TEST_CASE("prim: syncing a directory", "[prim][file]")
+{
+	CHECK(prim_sync_dir(".") == 0);
+	errno = 0;
+	CHECK(prim_sync_dir("/nonexistent-pmthreads-dir") == -1);
+	CHECK(errno == ENOENT);
+	scratch_file f;
+	errno = 0;
+	CHECK(prim_sync_dir(f.path.c_str()) == -1);
+	CHECK(errno == ENOTDIR);
 }

@@ -126,8 +126,8 @@ void nvm_watch_faults(struct nvm *n)
  * us).  A file system without SEEK_DATA says data everywhere. */
 static bool file_has_no_data_at(int fd, off_t off)
 {
-	off_t d = lseek(fd, off, SEEK_DATA);
-	return (d < 0 && errno == ENXIO) || d > off;
+	off_t start, stop;
+	return prim_next_data(fd, off, off + 1, &start, &stop) == 0;
 }
 
 bool nvm_claim_fault(const siginfo_t *si, void *ucontext)

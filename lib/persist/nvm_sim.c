@@ -16,6 +16,7 @@
 #include "persist/nvm_sim.h"
 
 #include "base/log.h"
+#include "prim/prim.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -183,21 +184,12 @@ const void *nvm_sim_media(const struct nvm *n)
  * data extents: a new pool is sparse and its holes read as zeros anyway. */
 static void load_media(struct nvm *n, unsigned char *media)
 {
-	off_t pos = 0, end = (off_t)n->len;
-	while (pos < end) {
-		off_t data = lseek(n->fd, pos, SEEK_DATA);
-		if (data < 0 && errno == ENXIO)
-			break;
-		if (data < 0)
-			data = pos;	/* no SEEK_DATA support: copy everything */
-		if (data >= end)
-			break;
-		off_t hole = lseek(n->fd, data, SEEK_HOLE);
-		if (hole < 0 || hole > end)
-			hole = end;
-		memcpy(media + data, (unsigned char *)n->base + data, (size_t)(hole - data));
-		pos = hole;
-	}
+	off_t pos = 0, end = (off_t)n->len, data;
+	int r;
+	while ((r = prim_next_data(n->fd, pos, end, &data, &pos)) == 1)
+		memcpy(media + data, (unsigned char *)n->base + data, (size_t)(pos - data));
+	if (r < 0)	/* no SEEK_DATA support: copy everything */
+		memcpy(media + pos, (unsigned char *)n->base + pos, (size_t)(end - pos));
 }
 
 int nvm_sim_init(struct nvm *n, const struct nvm_sim_options *o)

@@ -66,6 +66,30 @@ struct pool_layout pool_layout_of_version(uint32_t version, uint64_t npages, uin
 	return l;
 }
 
+void pool_header_set_layout(struct pool_header *h, const struct pool_layout *l)
+{
+	h->seq_off = l->seq_off;
+	h->data_off = l->data_off;
+	h->file_size = l->file_size;
+}
+
+bool pool_header_has_layout(const struct pool_header *h, const struct pool_layout *l)
+{
+	return h->seq_off == l->seq_off && h->data_off == l->data_off &&
+	       h->file_size == l->file_size;
+}
+
+void pool_header_image(unsigned char *buf, struct pool_header *h, uint64_t ver_d, uint64_t clean)
+{
+	memset(buf, 0, POOL_HEADER_READ);
+	h->checksum = pool_header_checksum(h);
+	memcpy(buf, h, sizeof(*h));
+	for (int slot = 0; slot < 2; slot++) {
+		struct ver_record r = pool_make_record((uint64_t)slot, ver_d, clean, slot, h->uuid);
+		memcpy(buf + POOL_REC_OFF(slot), &r, sizeof(r));
+	}
+}
+
 void pool_reseal(unsigned char *head, size_t len)
 {
 	_Static_assert(POOL_HEADER_READ == POOL_RESEAL_BYTES, "POOL_RESEAL_BYTES is stale");

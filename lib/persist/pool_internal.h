@@ -2,13 +2,18 @@
 /*
  * pool_internal -- what the pool's files share: the on-media structures and
  * their checksums (pool_format.c), the file lock and its holder
- * (pool_lock.c).  Private to persist/pool*.c; everything else uses pool.h.
+ * (pool_lock.c), and the steps of making, checking and opening a pool that
+ * one file owns and another calls.  Private to persist/pool*.c; everything
+ * else uses pool.h.
  *
- *   pool.c         create, open, close, remove; VER_d publication; disk space
- *   pool_format.c  header and version records: layout, checksums, choice
- *   pool_lock.c    the exclusive/shared OFD lock and who holds it
- *   pool_check.c   pmthreads-recover check: every problem of an open pool
- *   pool_upgrade.c a version-2/3/4 pool replaced by a current one
+ *   pool_format.c   header and version records: layout, checksums, choice
+ *   pool_create.c   a new pool: formatted, locked, synced, then named
+ *   pool_validate.c an existing pool's header, records and seq table checked
+ *   pool_open.c     pool_open: find or create, lock, validate, map
+ *   pool.c          close, remove; VER_d publication; disk space; checksums
+ *   pool_lock.c     the exclusive/shared OFD lock and who holds it
+ *   pool_check.c    pmthreads-recover check: every problem of an open pool
+ *   pool_upgrade.c  a version-2/3/4 pool replaced by a current one
  */
 #ifndef PMT_POOL_INTERNAL_H
 #define PMT_POOL_INTERNAL_H
@@ -92,10 +97,68 @@ int pool_lock_fd(int fd, bool shared);
  * pid, 0 when unknown. */
 pid_t pool_report_locked(int fd, const char *path, const struct stat *st);
 
-/* pool.c, for creation and pool_upgrade.c: write all of buf at off (EINTR
- * retried, a short write of 0 is EIO); fsync the directory holding path (so
- * that a rename into it is durable).  0, or -1 with errno. */
-int pool_pwrite_all(int fd, const void *buf, size_t len, off_t off);
+#define POOL_REFUSE_FIX \
+	"choose another PMTHREADS_POOL path, or remove the file if its data is expendable"
+
+/* The header's offsets and size set from l; whether they are l's. */
+void pool_header_set_layout(struct pool_header *h, const struct pool_layout *l);
+bool pool_header_has_layout(const struct pool_header *h, const struct pool_layout *l);
+/* The first POOL_HEADER_READ bytes of a pool into buf: h, its checksum set
+ * (in h too), and both version records, generations 0 and 1, holding ver_d
+ * and clean. */
+void pool_header_image(unsigned char *buf, struct pool_header *h, uint64_t ver_d, uint64_t clean);
+
+/* pool_create.c.  Create a new pool at path, fully formatted and locked
+ * before its name appears, so that a crash during creation never leaves a
+ * file without a header at path: formatted as an unnamed O_TMPFILE and
+ * linked in, or where that is unsupported (FUSE, some network file systems),
+ * under a temporary name renamed into place.  Returns the fd, -1 with
+ * err_get() set, or -2 when path appeared meanwhile (the caller then opens
+ * the existing file). */
+int pool_create_file(const char *path, const struct pool_open_options *o, size_t page_size);
+/* Format the empty, locked file fd as a new pool for o.  The magic is
+ * written last, after everything else is on disk, so an interrupted format
+ * is never taken for a pool.  -1 with err_get() set. */
+int pool_format_file(int fd, const char *path, const struct pool_open_options *o,
+		     size_t page_size);
+/* buf (POOL_HEADER_READ bytes) is the header pool_format_file writes before
+ * its magic, complete and checksummed, but the magic never came: a creation
+ * interrupted by a crash.  Such a file was never a pool; nothing in it is
+ * worth keeping. */
+bool pool_unfinished_format(const unsigned char *buf);
+/* fsync the directory holding path (so that a rename into it is durable).
+ * 0, or -1 with errno. */
 int pool_sync_dir(const char *path);
+
+/* pool_validate.c.  What pool_validate_header found in the version
+ * records. */
+struct pool_records {
+	struct ver_record r[2];
+	int cur;		/* -1: neither usable (inspect mode only) */
+};
+/* The header in buf (POOL_HEADER_READ bytes of the file at path, whose
+ * status is st), copied into h, and its records into rec: refused (-1,
+ * err_get() naming the problem and the fix) unless it is a pool o may open
+ * on this system. */
+int pool_validate_header(const unsigned char *buf, const struct stat *st, const char *path,
+			 const struct pool_open_options *o, size_t page_size,
+			 struct pool_header *h, struct pool_records *rec);
+/* Pages whose seq entries may be non-zero: up to the end of the last
+ * allocated extent of the seq table (holes read as zeros).  npages when the
+ * file system cannot say. */
+uint64_t pool_seq_extent(int fd, const struct pool_header *h, uint64_t sum_off);
+/* Every seq entry of the mapped pool p is one that some sequence of epochs
+ * and crashes can leave: 0, <= VER_d, VER_d + 1 (an interrupted epoch) or
+ * POOL_SEQ_INVALID; at most one copy of a page not valid; two copies never
+ * share a seq (pool_check says why).  Returns the number of bad pages; the
+ * first is described in err_get(). */
+uint64_t pool_validate_seq(const struct pool *p);
+
+/* pool_open.c, for pool_remove too.  Open the file at path (read-only or
+ * read-write, never following a link), refusing anything but a regular file
+ * on a real file system without opening it first (a FIFO would block, a
+ * device or /proc/self/mem would be read or written as if it were a pool).
+ * 0 with *fd_out, 1 when there is no such file, -1 with err_get() set. */
+int pool_open_existing(const char *path, bool read_only, int *fd_out);
 
 #endif

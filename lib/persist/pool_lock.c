@@ -3,6 +3,7 @@
 #include "persist/pool_internal.h"
 
 #include "base/log.h"
+#include "prim/prim.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -87,7 +88,7 @@ pid_t pool_report_locked(int fd, const char *path, const struct stat *st)
 	bool reader = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_RDLCK;
 	pid_t pid = 0;
 	unsigned char buf[POOL_HEADER_READ];
-	if (!reader && pread(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) &&
+	if (!reader && prim_pread_all(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) &&
 	    memcmp(buf, POOL_MAGIC, 8) == 0) {
 		uint64_t v;
 		memcpy(&v, buf + POOL_HOLDER_OFF, sizeof(v));

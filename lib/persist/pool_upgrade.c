@@ -12,6 +12,7 @@
 #include "persist/pool_internal.h"
 
 #include "base/log.h"
+#include "prim/prim.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,12 +33,7 @@ int pool_upgrade_tmp_name(const char *path, char *out, size_t len)
 
 static int reserve(int fd, uint64_t off, uint64_t len)
 {
-	if (len == 0)
-		return 0;
-	int r;
-	do
-		r = fallocate(fd, 0, (off_t)off, (off_t)len);
-	while (r != 0 && errno == EINTR);
+	int r = prim_fallocate(fd, off, len);
 	if (r != 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
 		return 0;
 	return r;
@@ -105,21 +101,12 @@ static int write_new(const struct pool *old, int fd, const char *tmp, uint64_t *
 	const uint64_t ps = old->page_size, npages = old->npages;
 	struct pool_layout l = pool_layout_for(npages, ps);
 	_Alignas(64) unsigned char head[POOL_HEADER_READ];
-	memset(head, 0, sizeof(head));
 	struct pool_header h;
 	memcpy(&h, old->nvm->base, sizeof(h));	/* UUID, creator, base, capacity kept */
 	h.format_version = POOL_FORMAT_VERSION;
-	h.seq_off = l.seq_off;
-	h.data_off = l.data_off;
-	h.file_size = l.file_size;
-	h.checksum = pool_header_checksum(&h);
-	memcpy(head, &h, sizeof(h));
-	for (int slot = 0; slot < 2; slot++) {
-		struct ver_record r = pool_make_record((uint64_t)slot, old->ver_d_now,
-						       old->clean_now, slot, h.uuid);
-		memcpy(head + POOL_REC_OFF(slot), &r, sizeof(r));
-	}
-	if (pool_pwrite_all(fd, head, sizeof(head), 0) != 0 || ftruncate(fd, (off_t)l.file_size) != 0) {
+	pool_header_set_layout(&h, &l);
+	pool_header_image(head, &h, old->ver_d_now, old->clean_now);
+	if (prim_pwrite_all(fd, head, sizeof(head), 0) != 0 || ftruncate(fd, (off_t)l.file_size) != 0) {
 		err_set_errno(errno, "cannot upgrade pool %s: writing the new pool's header to %s "
 			      "failed", old->path, tmp);
 		return -1;
@@ -160,7 +147,7 @@ static int write_new(const struct pool *old, int fd, const char *tmp, uint64_t *
 		 * other's seq 0 is "never written"). */
 		seq[i][c] = old->seq[i][c];
 		sum[i][c] = pool_page_sum(old, i, src);
-		if (pool_pwrite_all(fd, src, ps, (off_t)(l.data_off + (2 * i + (uint64_t)c) * ps)) != 0) {
+		if (prim_pwrite_all(fd, src, ps, (off_t)(l.data_off + (2 * i + (uint64_t)c) * ps)) != 0) {
 			err_set_errno(errno, "cannot upgrade pool %s: writing page %llu to %s "
 				      "failed", old->path, (unsigned long long)i, tmp);
 			rc = -1;
@@ -171,8 +158,8 @@ static int write_new(const struct pool *old, int fd, const char *tmp, uint64_t *
 	if (rc == 0 && step != NULL)
 		step("pages copied", arg);
 	if (rc == 0 && n != 0 &&
-	    (pool_pwrite_all(fd, seq, n * sizeof(*seq), (off_t)l.seq_off) != 0 ||
-	     pool_pwrite_all(fd, sum, n * sizeof(*sum), (off_t)l.sum_off) != 0)) {
+	    (prim_pwrite_all(fd, seq, n * sizeof(*seq), (off_t)l.seq_off) != 0 ||
+	     prim_pwrite_all(fd, sum, n * sizeof(*sum), (off_t)l.sum_off) != 0)) {
 		err_set_errno(errno, "cannot upgrade pool %s: writing the seq and sum tables to %s "
 			      "failed", old->path, tmp);
 		rc = -1;
@@ -215,7 +202,7 @@ int pool_upgrade(struct pool *old, struct pool_upgrade_result *out,
 		step("temporary file created", arg);
 	if (write_new(old, fd, tmp, &out->pages_copied, step, arg) != 0)
 		goto fail_unlink;
-	if (fsync(fd) != 0) {
+	if (prim_fsync(fd) != 0) {
 		err_set_errno(errno, "cannot upgrade pool %s: syncing the new pool %s failed",
 			      old->path, tmp);
 		goto fail_unlink;

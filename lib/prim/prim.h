@@ -3,7 +3,8 @@
  * prim -- the small set of OS and CPU primitives the runtime uses directly.
  *
  * Owns: raw system calls that are not pthread or stdio: time, futexes,
- * thread ids, fixed-address reservations, the signal-frame facts the
+ * thread ids, whole reads and writes of a file, its disk space and its
+ * sync, fixed-address reservations, the signal-frame facts the
  * SIGSEGV handler needs; and the few things that differ by CPU: the
  * spin-wait hint, whether a fault was a write, the vector builds of a
  * vectorising function (PRIM_VECTOR_CLONES).  Nothing outside prim/
@@ -45,6 +46,25 @@ int prim_live_threads(void);
  * -1 with errno set (a write that made no progress fails with EIO).  Uses
  * write(2) only: callable from signal handlers. */
 int prim_write_all(int fd, const void *buf, size_t len);
+/* The same at file offset off (pwrite(2); the file position is left alone). */
+int prim_pwrite_all(int fd, const void *buf, size_t len, off_t off);
+/* Read up to len bytes at file offset off, retrying short reads and EINTR.
+ * Returns the bytes read (fewer than len only at the end of the file), or
+ * -1 with errno set. */
+ssize_t prim_pread_all(int fd, void *buf, size_t len, off_t off);
+/* Allocate disk space for [off, off + len) of fd (fallocate(2), mode 0;
+ * len 0 does nothing), retrying EINTR.  0, or -1 with errno set (EOPNOTSUPP
+ * or ENOSYS: the file system cannot reserve). */
+int prim_fallocate(int fd, uint64_t off, uint64_t len);
+/* fsync(2), retrying EINTR.  0, or -1 with errno set. */
+int prim_fsync(int fd);
+/* fsync the directory dir itself, so that a name created in it or renamed
+ * into it survives a power cut.  0, or -1 with errno set. */
+int prim_sync_dir(const char *dir);
+/* The next extent of data of fd in [from, end): 1 with it in [*start,
+ * *stop), 0 when there is no data there (holes up to end, or the file ends),
+ * -1 with errno set when the file system cannot say (no SEEK_DATA). */
+int prim_next_data(int fd, off_t from, off_t end, off_t *start, off_t *stop);
 
 /* Wait while *addr == expected, at most timeout_ns (0: no bound).  Returns 0
  * when woken or the value changed, -1 with errno ETIMEDOUT on time-out. */

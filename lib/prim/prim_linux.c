@@ -97,14 +97,13 @@ int prim_live_threads(void)
 	return live;
 }
 
-int prim_write_all(int fd, const void *buf, size_t len)
+/* off < 0: at the file position, through the system call itself: the
+ * preload's write wrapper may hold output (lib/output), and the runtime's
+ * own messages are never held. */
+static int write_fully(int fd, const char *p, size_t len, off_t off)
 {
-	const char *p = buf;
 	while (len > 0) {
-		/* The system call itself: the preload's write wrapper may hold
-		 * output (lib/output), and the runtime's own messages are
-		 * never held. */
-		ssize_t w = syscall(SYS_write, fd, p, len);
+		ssize_t w = off < 0 ? syscall(SYS_write, fd, p, len) : pwrite(fd, p, len, off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
@@ -114,8 +113,86 @@ int prim_write_all(int fd, const void *buf, size_t len)
 		}
 		p += w;
 		len -= (size_t)w;
+		if (off >= 0)
+			off += w;
 	}
 	return 0;
+}
+
+int prim_write_all(int fd, const void *buf, size_t len) { return write_fully(fd, buf, len, -1); }
+
+int prim_pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+	if (off < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return write_fully(fd, buf, len, off);
+}
+
+ssize_t prim_pread_all(int fd, void *buf, size_t len, off_t off)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t r = pread(fd, (char *)buf + got, len - got, off + (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+int prim_fallocate(int fd, uint64_t off, uint64_t len)
+{
+	if (len == 0)
+		return 0;
+	int r;
+	do
+		r = fallocate(fd, 0, (off_t)off, (off_t)len);
+	while (r != 0 && errno == EINTR);
+	return r;
+}
+
+int prim_fsync(int fd)
+{
+	int r;
+	do
+		r = fsync(fd);
+	while (r != 0 && errno == EINTR);
+	return r;
+}
+
+int prim_sync_dir(const char *dir)
+{
+	int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return -1;
+	int rc = prim_fsync(d);
+	int e = errno;
+	close(d);
+	errno = e;
+	return rc;
+}
+
+int prim_next_data(int fd, off_t from, off_t end, off_t *start, off_t *stop)
+{
+	if (from >= end)
+		return 0;
+	off_t d = lseek(fd, from, SEEK_DATA);
+	if (d < 0)
+		return errno == ENXIO ? 0 : -1;
+	if (d >= end)
+		return 0;
+	off_t h = lseek(fd, d, SEEK_HOLE);
+	*start = d;
+	/* No hole found: data up to end, which over-counts and never loses
+	 * data. */
+	*stop = h < 0 || h > end ? end : h;
+	return 1;
 }
 
 int prim_futex_wait(atomic_uint *addr, unsigned expected, uint64_t timeout_ns)

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* pool_open -- an existing pool file found, locked, validated and mapped, or
+ * a new one created in its place.  See pool.h and pool_internal.h. */
+#include "persist/pool.h"
+#include "persist/pool_internal.h"
+
+#include "base/log.h"
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+static const char *file_kind(mode_t m)
+{
+	return S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+	     : S_ISSOCK(m) ? "a socket" : S_ISDIR(m) ? "a directory" : "not a regular file";
+}
+
+/* Anything but a regular file on a real file system is refused before it is
+ * opened for reading: a FIFO would block, a device or /proc/self/mem would
+ * be read or written as if it were a pool. */
+static int refuse_special(int fd, const char *path, struct stat *st)
+{
+	if (fstat(fd, st) != 0) {
+		err_set_errno(errno, "cannot stat pool %s", path);
+		return -1;
+	}
+	if (S_ISLNK(st->st_mode)) {
+		err_set("pool %s is a symbolic link; pmthreads does not follow links for its pool "
+			"(O_NOFOLLOW): set PMTHREADS_POOL to the real file's path", path);
+		return -1;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		err_set("pool %s is %s, not a regular file; it was left untouched: set "
+			"PMTHREADS_POOL to a file path", path, file_kind(st->st_mode));
+		return -1;
+	}
+	struct statfs fs;
+	if (fstatfs(fd, &fs) == 0) {
+		switch ((unsigned long)fs.f_type) {
+		case PROC_SUPER_MAGIC:
+		case SYSFS_MAGIC:
+		case DEBUGFS_MAGIC:
+		case TRACEFS_MAGIC:
+		case SECURITYFS_MAGIC:
+		case CGROUP_SUPER_MAGIC:
+		case CGROUP2_SUPER_MAGIC:
+		case BPF_FS_MAGIC:
+			err_set("pool %s is a kernel pseudo-file (/proc, /sys and the like), not a "
+				"file that can hold a pool; it was left untouched: set "
+				"PMTHREADS_POOL to a file path", path);
+			return -1;
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
+int pool_open_existing(const char *path, bool read_only, int *fd_out)
+{
+	/* Look first without opening (O_PATH: no side effect of opening a
+	 * device, no wait on a FIFO), then open the same file for real. */
+	struct stat st, st2;
+	int pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd >= 0) {
+		int rc = refuse_special(pfd, path, &st);
+		close(pfd);
+		if (rc != 0)
+			return -1;
+	}
+	int fd = pfd < 0 ? -1 : open(path, (read_only ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC |
+					    O_NONBLOCK | O_NOCTTY);
+	if (fd >= 0) {
+		if (refuse_special(fd, path, &st2) != 0) {
+			close(fd);
+			return -1;
+		}
+		if (st2.st_dev != st.st_dev || st2.st_ino != st.st_ino) {
+			close(fd);
+			err_set("pool %s was replaced while being opened; is another program "
+				"replacing it?", path);
+			return -1;
+		}
+		int fl = fcntl(fd, F_GETFL);
+		if (fl >= 0)
+			(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+		*fd_out = fd;
+		return 0;
+	}
+	int e = errno;
+	if (e == ENOENT)
+		return 1;
+	if (e == ELOOP)
+		err_set("pool %s is a symbolic link; pmthreads does not follow links for its pool "
+			"(O_NOFOLLOW): set PMTHREADS_POOL to the real file's path", path);
+	else
+		err_set_errno(e, "cannot open pool %s", path);
+	return -1;
+}
+
+/* The pool's fields from its validated header h and records rec. */
+static void fill_from_header(struct pool *p, const struct pool_header *h,
+			     const struct pool_records *rec, const struct pool_open_options *o)
+{
+	unsigned char *base = p->nvm->base;
+	p->page_size = h->page_size;
+	p->npages = h->npages;
+	p->shadow_base = h->shadow_base;
+	memcpy(p->uuid, h->uuid, sizeof(p->uuid));
+	memcpy(p->creator, h->creator, sizeof(p->creator));
+	p->file_size = h->file_size;
+	p->format_version = h->format_version;
+	p->seq_off = h->seq_off;
+	p->sum_off = pool_layout_of_version(h->format_version, h->npages, h->page_size).sum_off;
+	p->data_off = h->data_off;
+	if (rec->cur >= 0) {
+		p->rec_slot = rec->cur;
+		p->rec_gen = rec->r[rec->cur].gen;
+		p->ver_d_now = rec->r[rec->cur].ver_d;
+		p->clean_now = rec->r[rec->cur].clean;
+	}
+	p->ver_d = &p->ver_d_now;
+	p->clean = &p->clean_now;
+	p->holder_pid = (volatile uint64_t *)(base + POOL_HOLDER_OFF);
+	p->seq = (uint64_t(*)[2])(base + h->seq_off);
+	p->sum = h->format_version == 2 ? NULL : (uint64_t(*)[2])(base + p->sum_off);
+	p->data = base + h->data_off;
+	p->was_clean = p->clean_now == 1;
+	p->read_only = o->read_only;
+	p->seq_pages = p->created ? 0 : pool_seq_extent(p->fd, h, p->sum_off);
+	/* A new pool has no torn copies; an existing one is scanned by
+	 * persist_invalidate_torn before its first epoch. */
+	p->torn_invalidated = p->created;
+}
+
+static int map_and_fill(struct pool *p, const struct pool_header *h,
+			const struct pool_records *rec, const struct pool_open_options *o)
+{
+	int rc = o->read_only ? nvm_map_readonly(&p->nvm, p->fd, p->path, h->file_size)
+			      : nvm_map(&p->nvm, p->fd, p->path, h->file_size, o->nvm, o->latency_ns,
+					o->sim);
+	if (rc != 0)
+		return -1;
+	fill_from_header(p, h, rec, o);
+	if (!o->inspect && pool_validate_seq(p) != 0) {
+		nvm_unmap(p->nvm);
+		p->nvm = NULL;
+		char why[600];
+		snprintf(why, sizeof(why), "%s", err_get());
+		err_set("%s; it was left untouched: %s", why, POOL_REFUSE_FIX);
+		return -1;
+	}
+	if (pool_sum_key_init(&p->sum_key, p->uuid, p->page_size) != 0) {
+		nvm_unmap(p->nvm);
+		p->nvm = NULL;
+		err_set_errno(ENOMEM, "cannot open pool %s", p->path);
+		return -1;
+	}
+	return 0;
+}
+
+/* p->fd: the existing file at o->path, or a pool just created there
+ * (p->created).  -1 with err_get() set. */
+static int find_or_create(struct pool *p, const struct pool_open_options *o, size_t page_size)
+{
+	for (int attempt = 0; p->fd < 0; attempt++) {
+		/* legacy: read-write for the exclusive lock only */
+		int found = pool_open_existing(o->path, o->read_only && !o->legacy, &p->fd);
+		if (found < 0)
+			return -1;
+		if (found == 0)
+			break;
+		if (!o->create || o->read_only) {
+			err_set("pool %s does not exist; check PMTHREADS_POOL", o->path);
+			return -1;
+		}
+		int fd = pool_create_file(o->path, o, page_size);
+		if (fd == -1)
+			return -1;
+		if (fd >= 0) {
+			p->fd = fd;
+			p->created = true;
+		} else if (attempt > 8) {
+			err_set("pool %s keeps appearing and disappearing while being opened; is "
+				"another program replacing it?", o->path);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* p->fd locked (a pool just created already is), *st its status under the
+ * lock.  POOL_OK, or the error with err_get() set. */
+static enum pool_error lock_file(struct pool *p, const struct pool_open_options *o,
+				 struct stat *st)
+{
+	if (fstat(p->fd, st) != 0) {
+		err_set_errno(errno, "cannot stat pool %s", o->path);
+		return POOL_ERR_REFUSED;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		err_set("pool %s is not a regular file; it was left untouched: set PMTHREADS_POOL "
+			"to a file path", o->path);
+		return POOL_ERR_REFUSED;
+	}
+	if (!p->created && pool_lock_fd(p->fd, o->read_only && !o->legacy) != 0) {
+		if (errno == EAGAIN || errno == EACCES) {
+			pid_t holder = pool_report_locked(p->fd, o->path, st);
+			if (o->lock_holder != NULL)
+				*o->lock_holder = holder;
+			return POOL_ERR_LOCKED;
+		}
+		err_set_errno(errno, "cannot lock pool %s", o->path);
+		return POOL_ERR_REFUSED;
+	}
+	/* Size again under the lock: a concurrent formatter is done now. */
+	if (fstat(p->fd, st) != 0) {
+		err_set_errno(errno, "cannot stat pool %s", o->path);
+		return POOL_ERR_REFUSED;
+	}
+	return POOL_OK;
+}
+
+/* A file that holds no pool and no data -- empty, or left by an interrupted
+ * creation (emptied first) -- formatted in place; *st its status after.
+ * -1 with err_get() set. */
+static int format_if_empty(struct pool *p, const struct pool_open_options *o, size_t page_size,
+			   struct stat *st)
+{
+	if (st->st_size >= POOL_HEADER_READ && !o->read_only) {
+		_Alignas(64) unsigned char head[POOL_HEADER_READ];
+		if (prim_pread_all(p->fd, head, sizeof(head), 0) == (ssize_t)sizeof(head) &&
+		    pool_unfinished_format(head)) {
+			log_msg(LOG_INFO, "pool %s: its creation was interrupted (no magic yet); "
+				"creating it again", o->path);
+			if (ftruncate(p->fd, 0) != 0) {
+				err_set_errno(errno, "cannot empty %s, a pool whose creation was "
+					      "interrupted, to create it again", o->path);
+				return -1;
+			}
+			st->st_size = 0;
+		}
+	}
+	if (st->st_size != 0)
+		return 0;
+	if (o->read_only) {
+		err_set("%s is an empty file, not a pmthreads pool", o->path);
+		return -1;
+	}
+	/* An empty file (e.g. made by mktemp) holds no data to lose. */
+	if (pool_format_file(p->fd, o->path, o, page_size) != 0) {
+		if (ftruncate(p->fd, 0) != 0)
+			log_msg(LOG_WARN, "could not empty %s again after a failed format", o->path);
+		return -1;
+	}
+	p->created = true;
+	if (fstat(p->fd, st) != 0) {
+		err_set_errno(errno, "cannot stat pool %s", o->path);
+		return -1;
+	}
+	return 0;
+}
+
+/* The first POOL_HEADER_READ bytes of the file into buf.  -1 with err_get()
+ * set when they cannot be read or the file is shorter. */
+static int read_head(const struct pool *p, const char *path, unsigned char *buf)
+{
+	memset(buf, 0, POOL_HEADER_READ);
+	ssize_t got = prim_pread_all(p->fd, buf, POOL_HEADER_READ, 0);
+	if (got < 0) {
+		err_set_errno(errno, "cannot read pool %s", path);
+		return -1;
+	}
+	if ((size_t)got < POOL_HEADER_READ) {
+		if (got >= 8 && memcmp(buf, POOL_MAGIC, 8) == 0)
+			err_set("pool %s is truncated: %lld bytes, too short for its header; it was "
+				"left untouched: %s", path, (long long)got, POOL_REFUSE_FIX);
+		else
+			err_set("%s is not a pmthreads pool (%lld bytes, no pool header); it was "
+				"left untouched: %s", path, (long long)got, POOL_REFUSE_FIX);
+		return -1;
+	}
+	return 0;
+}
+
+/* A new struct pool for o, no file yet; NULL with err_get() set. */
+static struct pool *new_pool(const struct pool_open_options *o)
+{
+	if (o == NULL || o->path == NULL || o->path[0] == '\0') {
+		err_set("no pool path given (set PMTHREADS_POOL)");
+		return NULL;
+	}
+	if (strlen(o->path) >= PATH_MAX) {
+		err_set("pool path is too long (%zu bytes, at most %d)", strlen(o->path), PATH_MAX - 1);
+		return NULL;
+	}
+	struct pool *p = calloc(1, sizeof(*p));
+	if (p == NULL) {
+		err_set_errno(ENOMEM, "cannot open pool %s", o->path);
+		return NULL;
+	}
+	snprintf(p->path, sizeof(p->path), "%s", o->path);
+	p->fd = -1;
+	return p;
+}
+
+enum pool_error pool_open(struct pool **out, const struct pool_open_options *o)
+{
+	err_clear();
+	struct pool *p = new_pool(o);
+	if (p == NULL)
+		return POOL_ERR_REFUSED;
+	long ps = sysconf(_SC_PAGESIZE);
+	size_t page_size = ps > 0 ? (size_t)ps : 4096;
+	enum pool_error rc = POOL_ERR_REFUSED;
+	struct stat st;
+	_Alignas(64) unsigned char buf[POOL_HEADER_READ];
+	struct pool_header h;
+	struct pool_records rec;
+	if (find_or_create(p, o, page_size) != 0)
+		goto fail;
+	rc = lock_file(p, o, &st);
+	if (rc != POOL_OK)
+		goto fail;
+	rc = POOL_ERR_REFUSED;
+	if (format_if_empty(p, o, page_size, &st) != 0 || read_head(p, o->path, buf) != 0 ||
+	    pool_validate_header(buf, &st, o->path, o, page_size, &h, &rec) != 0 ||
+	    map_and_fill(p, &h, &rec, o) != 0)
+		goto fail;
+	*out = p;
+	return POOL_OK;
+fail:
+	if (p->fd >= 0)
+		close(p->fd);
+	free(p);
+	return rc;
+}

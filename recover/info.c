@@ -78,6 +78,13 @@ static void print_text(const struct pool *p, const struct pool_summary *s,
 	printf("file size:         %" PRIu64 " bytes (%s)\n", p->file_size, fsize);
 	printf("pages used:        %" PRIu64 " (%.2f %%)\n", s->pages_written, used_pct);
 	printf("VER_d:             %" PRIu64 "\n", s->ver_d);
+	if (s->log_size != 0) {
+		char lsize[32], lbytes[32];
+		tool_human_size(s->log_size, lsize, sizeof(lsize));
+		tool_human_size(s->log_bytes, lbytes, sizeof(lbytes));
+		printf("log:               %s ring; %" PRIu64 " records (%s) replayed from it, not "
+		       "yet checkpointed into the pages\n", lsize, s->log_records, lbytes);
+	}
 	printf("state:             %s\n", state_sentence(s));
 	if (s->torn_copies > 0)
 		printf("torn copies:       %" PRIu64 "\n", s->torn_copies);
@@ -113,6 +120,8 @@ static void print_json(const struct pool *p, const struct pool_summary *s,
 	printf(",\"file_size\":%" PRIu64, p->file_size);
 	printf(",\"pages_used\":%" PRIu64, s->pages_written);
 	printf(",\"ver_d\":%" PRIu64, s->ver_d);
+	printf(",\"log_size\":%" PRIu64 ",\"log_records\":%" PRIu64 ",\"log_bytes\":%" PRIu64,
+	       s->log_size, s->log_records, s->log_bytes);
 	printf(",\"clean\":%s", s->clean ? "true" : "false");
 	printf(",\"state\":\"%s\"", state_word(s));
 	printf(",\"torn_copies\":%" PRIu64, s->torn_copies);

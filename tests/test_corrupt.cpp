@@ -578,7 +578,7 @@ TEST_CASE("a full file system is an allocation failure, not a SIGBUS", "[corrupt
 	REQUIRE(mkdir(mnt.c_str(), 0700) == 0);
 	std::string script =
 		"mount -t tmpfs -o size=3m tmpfs '" + mnt + "' || exit 97; "
-		"PMTHREADS_POOL='" + mnt + "/p.pool' PMTHREADS_POOL_SIZE=64M '" + ps() +
+		"PMTHREADS_POOL='" + mnt + "/p.pool' PMTHREADS_POOL_SIZE=64M PMTHREADS_LOG_SIZE=256K '" + ps() +
 		"' build 20000 20000 exit >/dev/null; echo \"program $?\"; '" + tool() +
 		"' check '" + mnt + "/p.pool'; echo \"check $?\"";
 	// subprocess::run execs without a PATH search.

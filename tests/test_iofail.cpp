@@ -264,7 +264,7 @@ subprocess::run_result run_ackcount_cut(std::map<std::string, std::string> extra
 	std::string pool = d.path + "/bus.pool";
 	std::string fifo = d.path + "/cmd";
 	REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
-	const uint64_t capacity = 16ull << 20;
+	const uint64_t capacity = 16ull << 20, log_size = 256ull << 10;
 	std::atomic<bool> ended{ false };
 	std::thread cutter([&] {
 		int fd = open(fifo.c_str(), O_RDONLY);
@@ -277,8 +277,9 @@ subprocess::run_result run_ackcount_cut(std::map<std::string, std::string> extra
 			return;
 		}
 		struct stat st;
-		if (stat(pool.c_str(), &st) == 0 && (uint64_t)st.st_size > 2 * capacity)
-			truncate(pool.c_str(), st.st_size - (off_t)(2 * capacity));
+		// The page pairs cut off (the log ring after them goes too).
+		if (stat(pool.c_str(), &st) == 0 && (uint64_t)st.st_size > 2 * capacity + log_size)
+			truncate(pool.c_str(), st.st_size - (off_t)(2 * capacity + log_size));
 		if (fd >= 0)
 			close(fd);
 		// Done: ackcount reads the FIFO back until this end closes.
@@ -288,6 +289,7 @@ subprocess::run_result run_ackcount_cut(std::map<std::string, std::string> extra
 	});
 	std::map<std::string, std::string> env = { { "PMTHREADS_POOL", pool },
 						   { "PMTHREADS_POOL_SIZE", "16M" },
+						   { "PMTHREADS_LOG_SIZE", "256K" },
 						   { "PMTHREADS_NVM", "msync" },
 						   { "PMTHREADS_INTERVAL_MS", "100000" } };
 	env.insert(extra.begin(), extra.end());

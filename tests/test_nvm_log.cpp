@@ -49,7 +49,7 @@ struct rig {
 		len = PS * (1 + DATA_PAGES) + ring;
 		REQUIRE(ftruncate(fd, (off_t)len) == 0);
 		r = { PS * (1 + DATA_PAGES), ring, HEAD_OFF, 0x1234abcdULL };
-		REQUIRE(nvm_log_format(fd, path.c_str(), &r) == 0);
+		REQUIRE(nvm_log_format(fd, path.c_str(), &r, true) == 0);
 		close(fd);
 	}
 	~rig() { unlink(path.c_str()); }

@@ -163,11 +163,21 @@ std::vector<uint64_t> legacy_sums(const std::string &path, uint32_t version)
 	return sums;
 }
 
-// Rewrite the current-format pool at path as format version 4, 3 or 2 (see
+// Rewrite the current-format pool at path as format version 5, 4, 3 or 2 (see
 // the top of the file).
 void make_old_format(const std::string &path, uint32_t version)
 {
-	std::vector<uint64_t> sums = version >= 3 ? legacy_sums(path, version) : std::vector<uint64_t>();
+	// What the log holds goes into the file first: an open with another
+	// backend checkpoints it (a crashed pool stays crashed).
+	{
+		pool_open_options o = options(path);
+		o.create = false;
+		o.creator = nullptr;
+		o.nvm = NVM_MSYNC;
+		pool_close(open_or_fail(o));
+	}
+	std::vector<uint64_t> sums = version >= 3 && version <= 4 ? legacy_sums(path, version)
+								   : std::vector<uint64_t>();
 	pool_header h = read_header(path);
 	REQUIRE(h.format_version == POOL_FORMAT_VERSION);
 	pool_layout l = pool_layout_for(h.npages, h.page_size);
@@ -178,12 +188,18 @@ void make_old_format(const std::string &path, uint32_t version)
 	REQUIRE(pread(in, head.data(), head.size(), 0) == (ssize_t)head.size());
 	h.format_version = version;
 	if (version >= 3) {
+		h.file_size = l.file_size;	// no log before format 6
 		REQUIRE(ftruncate(out, (off_t)l.file_size) == 0);
 		copy_extents(in, (off_t)l.seq_off, out, (off_t)l.seq_off, (off_t)(l.sum_off - l.seq_off));
 		copy_extents(in, (off_t)l.data_off, out, (off_t)l.data_off,
 			     (off_t)(l.file_size - l.data_off));
-		size_t len = (version == 3 ? 2 : sums.size()) * sizeof(uint64_t);
-		REQUIRE(pwrite(out, sums.data(), len, (off_t)l.sum_off) == (ssize_t)len);
+		if (version == 5) {	// the same checksums as now
+			copy_extents(in, (off_t)l.sum_off, out, (off_t)l.sum_off,
+				     (off_t)(l.data_off - l.sum_off));
+		} else {
+			size_t len = (version == 3 ? 2 : sums.size()) * sizeof(uint64_t);
+			REQUIRE(pwrite(out, sums.data(), len, (off_t)l.sum_off) == (ssize_t)len);
+		}
 	} else {
 		pool_layout l2 = pool_layout_of_version(2, h.npages, h.page_size);
 		REQUIRE(l2.data_off == l.sum_off);
@@ -256,12 +272,12 @@ bool no_upgrade_leftovers(const scratch_dir &d)
 
 } // namespace
 
-TEST_CASE("upgrade: a version-4, -3 or -2 bank pool keeps its accounts", "[upgrade]")
+TEST_CASE("upgrade: a version-5, -4, -3 or -2 bank pool keeps its accounts", "[upgrade]")
 {
 	scratch_dir d;
 	std::string pool = d.file("bank.pool");
 	bool crash = GENERATE(false, true);
-	uint32_t version = GENERATE(4u, 3u, 2u);
+	uint32_t version = GENERATE(5u, 4u, 3u, 2u);
 	INFO("format version " << version << (crash ? ", crashed pool" : ", clean pool"));
 	make_bank_pool(pool, crash);
 	std::string before = dump(pool, d.file("before.img"));
@@ -287,7 +303,7 @@ TEST_CASE("upgrade: a version-4, -3 or -2 bank pool keeps its accounts", "[upgra
 	CHECK(contains(r.out, "upgraded from format version " + std::to_string(version) + " to " +
 				      std::to_string(POOL_FORMAT_VERSION)));
 	CHECK(contains(r.out, "VER_d " + ver_d + " kept"));
-	if (version == 4)	// every page verified by version 4's checksum
+	if (version >= 4)	// every page verified by its version's checksum
 		CHECK(contains(r.out, "of the image verified"));
 	else
 		CHECK(contains(r.out, version == 2 ? "format version 2 has no checksums"

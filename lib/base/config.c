@@ -29,6 +29,22 @@ const char *config_writeback_name(enum writeback_kind w) { return writeback_name
 const char *config_nvm_name(enum nvm_kind n) { return nvm_names[n]; }
 static const char *const restore_names[] = { "auto", "eager", "lazy" };
 
+/* A size in the largest unit that divides it: 256K, 1M, 64T. */
+static const char *size_text(unsigned long long v, char *buf, size_t len)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+	while (u < 3 && v != 0 && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, len, "%llu", v);
+	else
+		snprintf(buf, len, "%llu%c", v, units[u]);
+	return buf;
+}
+
 #define FIELD(f) offsetof(struct config, f)
 #define NO_FIELD ((size_t)-1)
 
@@ -39,6 +55,9 @@ static const struct config_option options[] = {
 	{ "PMTHREADS_POOL_SIZE", "--pool-size", "SIZE", false, NULL, "8G",
 	  "heap capacity of a new pool (K/M/G/T suffixes)", CONFIG_SIZE, NULL, 0,
 	  CONFIG_MIN_POOL_SIZE, CONFIG_MAX_POOL_SIZE, FIELD(pool_size) },
+	{ "PMTHREADS_LOG_SIZE", "--log-size", "SIZE", false, NULL, "auto",
+	  "the redo log of a new pool, for the log backend (a quarter of the heap, 256K to 64M)",
+	  CONFIG_SIZE, NULL, 0, 256ULL << 10, 64ULL << 30, FIELD(log_size) },
 	{ "PMTHREADS_INTERVAL_MS", "--interval", "MS", false, NULL, "100",
 	  "the epoch interval in milliseconds", CONFIG_UINT, NULL, 0, 1, 3600000,
 	  FIELD(interval_ms) },
@@ -282,8 +301,10 @@ int config_set(struct config *c, const struct config_option *o, const char *v)
 	}
 	case CONFIG_SIZE:
 		if (config_parse_size(v, &sz) != 0 || sz < o->min || sz > o->max) {
-			err_set("%s=\"%s\" is not valid: expected a decimal size from %lluM to "
-				"%lluT, e.g. 256M or 4G", o->env, v, o->min >> 20, o->max >> 40);
+			char lo[32], hi[32];
+			err_set("%s=\"%s\" is not valid: expected a decimal size from %s to %s, "
+				"e.g. 256M or 4G", o->env, v, size_text(o->min, lo, sizeof(lo)),
+				size_text(o->max, hi, sizeof(hi)));
 			return -1;
 		}
 		*(uint64_t *)field = sz;

@@ -51,6 +51,7 @@ struct config {
 	bool pool_path_is_default;
 	bool pool_dir_is_tmp;		/* the default is the /tmp fallback */
 	uint64_t pool_size;		/* PMTHREADS_POOL_SIZE: heap capacity */
+	uint64_t log_size;		/* PMTHREADS_LOG_SIZE: a new pool's log ring, 0: by capacity */
 	bool pool_size_given;		/* set explicitly (compared with a pool's) */
 	bool verbose_given;		/* PMTHREADS_VERBOSE set: 0 then means quiet */
 	unsigned interval_ms;		/* PMTHREADS_INTERVAL_MS (check mode: <= 10) */

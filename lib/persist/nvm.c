@@ -284,6 +284,7 @@ static int map_log(struct nvm **out, int fd, const char *path, size_t len, unsig
 	n->fd = fd;
 	n->latency_ns = latency_ns;
 	n->read_only = read_only;
+	n->private_map = true;
 	if (nvm_log_init(n, log, sim, read_only) != 0) {
 		char why[600];
 		snprintf(why, sizeof(why), "%s", err_get());
@@ -365,6 +366,14 @@ int nvm_map_readonly(struct nvm **out, int fd, const char *path, size_t len)
 	n->read_only = true;
 	*out = n;
 	return 0;
+}
+
+void nvm_abandon(struct nvm *n)
+{
+	if (n == NULL)
+		return;
+	n->read_only = true;	/* nothing is written from here on */
+	nvm_unmap(n);
 }
 
 void nvm_unmap(struct nvm *n)

@@ -114,6 +114,8 @@ struct nvm {
 	struct nvm_stats stats;
 	void *impl;		/* backend state */
 	bool read_only;		/* mapped PROT_READ: flush/fence are bugs */
+	bool private_map;	/* mapped private and writable (the log
+				 * backend): counted as data memory */
 	int error;		/* the first write-back error (errno), sticky; 0: none */
 };
 
@@ -142,6 +144,10 @@ int nvm_map_pool(struct nvm **out, int fd, const char *path, size_t len, enum nv
 		 unsigned latency_ns, const struct nvm_sim_options *sim,
 		 const struct nvm_log_region *log, bool read_only);
 void nvm_unmap(struct nvm *n);
+/* Unmap without writing anything more -- not even the log backend's
+ * checkpoint of a clean close: a fork child's copy of the mapping, whose
+ * pool the parent still writes. */
+void nvm_abandon(struct nvm *n);
 
 void nvm_flush(struct nvm *n, const void *addr, size_t len);
 /* Make every line flushed so far durable -- unless nvm_error() is set, then

@@ -110,20 +110,10 @@ static void dev_primitive(struct log_dev *d)
 		dev_crash(d);
 }
 
+/* 0 or an errno. */
 static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 {
-	const unsigned char *b = buf;
-	while (len > 0) {
-		ssize_t w = pwrite(fd, b, len, (off_t)off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w == 0 ? EIO : errno;
-		b += w;
-		len -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
+	return prim_pwrite_all(fd, buf, len, (off_t)off) == 0 ? 0 : errno;
 }
 
 /* Keep what a simulated write overwrites, for the crash. */
@@ -140,7 +130,7 @@ static int dev_remember(struct log_dev *d, uint64_t off, size_t len)
 	unsigned char *old = malloc(len);
 	if (old == NULL)
 		return ENOMEM;
-	ssize_t got = pread(d->fd, old, len, (off_t)off);
+	ssize_t got = prim_pread_all(d->fd, old, len, (off_t)off);
 	if (got < 0)
 		got = 0;
 	if ((size_t)got < len)
@@ -171,11 +161,7 @@ static int dev_write(struct log_dev *d, const void *buf, size_t len, uint64_t of
 
 static int dev_sync(struct log_dev *d)
 {
-	int r;
-	do
-		r = fdatasync(d->fd);
-	while (r != 0 && errno == EINTR);
-	int e = r != 0 ? errno : 0;
+	int e = prim_fdatasync(d->fd) != 0 ? errno : 0;
 	if (d->sim != NULL) {
 		dev_forget(d);
 		dev_primitive(d);
@@ -208,7 +194,7 @@ static void dev_crash(struct log_dev *d)
 				(void)pwrite_all(d->fd, u->old + s, l, u->off + s);
 		}
 	}
-	(void)fdatasync(d->fd);
+	(void)prim_fdatasync(d->fd);
 	if (d->sim->on_crash != NULL)
 		d->sim->on_crash(d->sim->on_crash_arg);
 	_exit(NVM_SIM_CRASH_EXIT);
@@ -510,36 +496,51 @@ int nvm_log_checkpoint(struct nvm *n)
 	return n->error;
 }
 
-/* ---- replay ---- */
-
-static bool read_head(const struct nvm *n, const struct log_state *s, int slot,
-		      struct log_head *h)
+uint64_t nvm_log_touched_end(const struct nvm *n, uint64_t lo, uint64_t hi)
 {
-	memcpy(h, (const unsigned char *)n->base + s->r.head_off + (uint64_t)slot * NVM_LINE,
-	       sizeof(*h));
-	return h->check == head_check(h, slot, s->r.seed) && h->pos % REC_ALIGN == 0;
+	const struct log_state *s = log_of(n);
+	if (s == NULL || hi <= lo)
+		return lo;
+	uint64_t first = lo / s->page_size, p = (hi - 1) / s->page_size + 1;
+	while (p-- > first)
+		if (s->touched[p / 64] & (1ULL << (p % 64)))
+			return (p + 1) * s->page_size < hi ? (p + 1) * s->page_size : hi;
+	return lo;
 }
 
-/* The record at pos with seq, when complete (in the ring, or gathered into
- * scratch when it wraps around the ring's end); NULL otherwise (the end). */
-static const unsigned char *record_at(const struct nvm *n, const struct log_state *s,
-				      uint64_t pos, uint64_t seq, unsigned char *scratch)
+/* ---- replay ---- */
+
+/* The log is read with pread, not through the mapping: a hole of a full
+ * tmpfs cannot even be loaded from a mapping (SIGBUS), while pread gives
+ * its zeros. */
+static bool read_at(const struct log_state *s, void *buf, size_t len, uint64_t off)
 {
-	const unsigned char *ring = (const unsigned char *)n->base + s->r.off;
+	return prim_pread_all(s->dev.fd, buf, len, (off_t)off) == (ssize_t)len;
+}
+
+static bool read_head(const struct log_state *s, int slot, struct log_head *h)
+{
+	return read_at(s, h, sizeof(*h), s->r.head_off + (uint64_t)slot * NVM_LINE) &&
+	       h->check == head_check(h, slot, s->r.seed) && h->pos % REC_ALIGN == 0;
+}
+
+/* The record at pos with seq, read into scratch (in two parts when it wraps
+ * around the ring's end), when complete; NULL otherwise (the end). */
+static const unsigned char *record_at(const struct log_state *s, uint64_t pos, uint64_t seq,
+				      unsigned char *scratch)
+{
 	uint64_t in = pos % s->r.size;
 	struct log_rec h;
-	memcpy(&h, ring + in, sizeof(h));	/* a line never wraps */
+	if (!read_at(s, &h, sizeof(h), s->r.off + in))	/* a line never wraps */
+		return NULL;
 	if (h.magic != REC_MAGIC || h.seq != seq || h.pos != pos || h.len % REC_ALIGN != 0 ||
 	    h.len < sizeof(h) || h.len > s->r.size / 2 || h.payload > h.len - sizeof(h))
 		return NULL;
-	const unsigned char *rec = ring + in;
-	if (in + h.len > s->r.size) {
-		size_t first = (size_t)(s->r.size - in);
-		memcpy(scratch, ring + in, first);
-		memcpy(scratch + first, ring, h.len - first);
-		rec = scratch;
-	}
-	return rec_check(s, rec, h.len) == h.check ? rec : NULL;
+	size_t first = in + h.len > s->r.size ? (size_t)(s->r.size - in) : h.len;
+	if (!read_at(s, scratch, first, s->r.off + in) ||
+	    (first < h.len && !read_at(s, scratch + first, h.len - first, s->r.off)))
+		return NULL;
+	return rec_check(s, scratch, h.len) == h.check ? scratch : NULL;
 }
 
 /* Apply one complete record to the mapping.  -1 (err_get() set) when its
@@ -572,7 +573,7 @@ bad:
 static int replay(struct nvm *n, struct log_state *s)
 {
 	struct log_head h[2];
-	bool ok0 = read_head(n, s, 0, &h[0]), ok1 = read_head(n, s, 1, &h[1]);
+	bool ok0 = read_head(s, 0, &h[0]), ok1 = read_head(s, 1, &h[1]);
 	if (!ok0 && !ok1) {
 		err_set("both head slots of the pool's log fail their checksums (the header is "
 			"corrupt)");
@@ -591,7 +592,7 @@ static int replay(struct nvm *n, struct log_state *s)
 	}
 	int rc = 0;
 	for (;;) {
-		const unsigned char *rec = record_at(n, s, s->tail, s->next_seq, scratch);
+		const unsigned char *rec = record_at(s, s->tail, s->next_seq, scratch);
 		if (rec == NULL)
 			break;
 		uint32_t len;
@@ -737,10 +738,19 @@ int nvm_log_init(struct nvm *n, const struct nvm_log_region *r, const struct nvm
 	return 0;
 }
 
-int nvm_log_format(int fd, const char *path, const struct nvm_log_region *r)
+int nvm_log_format(int fd, const char *path, const struct nvm_log_region *r, bool fill)
 {
 	static const unsigned char zeros[1 << 16];
-	for (uint64_t done = 0; done < r->size;) {
+	/* Where the ring is not written (tmpfs), its space is still reserved:
+	 * a full file system must fail an allocation, never an epoch. */
+	if (!fill && prim_fallocate(fd, r->off, r->size) != 0 && errno != EOPNOTSUPP &&
+	    errno != ENOSYS) {
+		err_set_errno(errno, "cannot create pool %s: no space for its log of %llu bytes "
+			      "(free space, or make it smaller with PMTHREADS_LOG_SIZE)", path,
+			      (unsigned long long)r->size);
+		return -1;
+	}
+	for (uint64_t done = 0; fill && done < r->size;) {
 		size_t l = r->size - done < sizeof(zeros) ? (size_t)(r->size - done) : sizeof(zeros);
 		int e = pwrite_all(fd, zeros, l, r->off + done);
 		if (e != 0) {

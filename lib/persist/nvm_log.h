@@ -82,10 +82,15 @@ struct nvm_log_info {
 /* 0 and *out filled when n is a log-backed mapping, -1 otherwise. */
 int nvm_log_get_info(const struct nvm *n, struct nvm_log_info *out);
 
-/* Write the ring's first use of its blocks (zeros) and both head slots
- * (head at position 0, seq 1) into the freshly formatted file fd.  0, or -1
- * with err_get() set. */
-int nvm_log_format(int fd, const char *path, const struct nvm_log_region *r);
+/* Write both head slots (head at position 0, seq 1) into the freshly
+ * formatted file fd and, with fill, the ring's blocks (zeros: their first
+ * use).  0, or -1 with err_get() set. */
+int nvm_log_format(int fd, const char *path, const struct nvm_log_region *r, bool fill);
+
+/* The end of the highest page in [lo, hi) of the file that a record replayed
+ * or appended since the last checkpoint wrote; lo when none (or n is not a
+ * log-backed mapping).  For the pool's scan bounds (seq_pages). */
+uint64_t nvm_log_touched_end(const struct nvm *n, uint64_t lo, uint64_t hi);
 
 /* Checkpoint now when anything is committed since the last one and nothing
  * is pending (a clean close, a test).  0, or the latched error. */

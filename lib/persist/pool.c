@@ -60,15 +60,19 @@ int pool_remove(const char *path)
 	return 0;
 }
 
-void pool_close(struct pool *p)
+static void close_pool(struct pool *p, void (*unmap)(struct nvm *))
 {
 	if (p == NULL)
 		return;
-	nvm_unmap(p->nvm);
+	unmap(p->nvm);
 	close(p->fd);
 	pool_sum_key_fini(&p->sum_key);
 	free(p);
 }
+
+void pool_close(struct pool *p) { close_pool(p, nvm_unmap); }
+
+void pool_abandon(struct pool *p) { close_pool(p, nvm_abandon); }
 
 /* Write the next record into the slot that does not hold the current one.
  * Returns 0, or the latched write-back error (nvm.h): then nothing was
@@ -226,7 +230,7 @@ int pool_verify_page(const struct pool *p, uint64_t page, const void *bytes, cha
 			 (unsigned long long)pool_sum_offset(p, page, c));
 		return -1;
 	}
-	uint64_t got = p->format_version == POOL_FORMAT_VERSION
+	uint64_t got = p->format_version >= 5
 			       ? pool_page_sum(p, page, bytes)
 			       : pool_page_sum_v4(p->uuid, p->page_size, page, bytes);
 	if (got != want) {

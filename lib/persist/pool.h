@@ -58,14 +58,17 @@
 #include <sys/types.h>
 
 #define POOL_MAGIC "PMTHRDS\0"
-/* 3: the sum table (a version-2 pool has none, and its data starts where a
+/* 6: version 5 with a redo-log ring after the page pairs (its size is the
+ * file's size less the data's end) and its two head slots in the header,
+ * for the log backend of block storage (nvm_log.h).
+ * 3: the sum table (a version-2 pool has none, and its data starts where a
  * version-3 pool's sum table does); 4: the same layout, but every copy has a
  * checksum (version 3 summed the heap's metadata pages only), an XXH3-64 of
  * the page; 5: the same layout, the checksum of pool_sum.h, which the
  * write-back updates from the lines it rewrites.  The older versions are
  * refused by the runtime with a message naming the way out, pool_upgrade
  * (pmthreads-recover upgrade); only that opens them. */
-#define POOL_FORMAT_VERSION 5
+#define POOL_FORMAT_VERSION 6
 #define POOL_SEQ_INVALID UINT64_MAX
 #define POOL_CREATOR_MAX 256
 
@@ -73,7 +76,7 @@ struct pool {
 	int fd;
 	char path[PATH_MAX];
 	struct nvm *nvm;
-	uint32_t format_version;	/* POOL_FORMAT_VERSION, or 2-4 with .legacy */
+	uint32_t format_version;	/* POOL_FORMAT_VERSION, or 2-5 with .legacy */
 	size_t page_size;
 	uint64_t npages;		/* heap capacity in pages */
 	uint64_t shadow_base;		/* recorded heap address */
@@ -99,6 +102,7 @@ struct pool {
 	bool torn_invalidated;		/* no copy has seq > VER_d (checked after open) */
 	uint64_t file_size;
 	uint64_t seq_off, sum_off, data_off;	/* file offsets of the seq and sum tables, copies */
+	uint64_t log_off, log_size;	/* the log ring (format 6; 0: none) */
 	volatile uint64_t *holder_pid;	/* pid of the read-write opener */
 	/* Seq entries of pages >= seq_pages are zero (never written: the seq
 	 * table's holes, found with SEEK_DATA at open); scans stop there, so a
@@ -109,6 +113,7 @@ struct pool {
 struct pool_open_options {
 	const char *path;
 	uint64_t capacity;		/* heap bytes, for creation */
+	uint64_t log_size;		/* log ring bytes, for creation; 0: by capacity */
 	uint64_t shadow_base;		/* for creation */
 	const char *creator;		/* program identity; NULL: do not check */
 	bool create;			/* create when missing */
@@ -167,9 +172,13 @@ enum pool_error pool_open(struct pool **out, const struct pool_open_options *o);
  * known).  The exclusive lock is held while the name is removed. */
 int pool_remove(const char *path);
 
-/* Unmap and unlock; does not persist anything (see runtime shutdown).
- * NULL is ignored. */
+/* Unmap and unlock; does not persist anything (see runtime shutdown) --
+ * but the log backend checkpoints what its log holds, so that the next open
+ * replays nothing.  NULL is ignored. */
 void pool_close(struct pool *p);
+/* The same in a fork child, whose copy of the pool is the parent's to
+ * write: nothing at all is written. */
+void pool_abandon(struct pool *p);
 
 /* Address of copy c of page i in the mapping. */
 static inline unsigned char *pool_copy(const struct pool *p, uint64_t page, int c)
@@ -211,6 +220,11 @@ struct pool_summary {
 	uint64_t torn_copies;		/* seq > VER_d: an interrupted epoch */
 	uint64_t invalid_copies;	/* POOL_SEQ_INVALID */
 	uint64_t holder_pid;		/* last read-write opener (0: none) */
+	/* Format 6: the log ring's bytes, and the records (and bytes) that
+	 * opening replayed -- epochs durable in the log, not yet written
+	 * into the page copies by a checkpoint (0 after a clean close). */
+	uint64_t log_size;
+	uint64_t log_records, log_bytes;
 };
 void pool_summarize(const struct pool *p, struct pool_summary *s);
 
@@ -222,7 +236,7 @@ int pool_valid_copy(const struct pool *p, uint64_t page);
  * version records in a copy of a pool's first len bytes (at least
  * POOL_RESEAL_BYTES), so that a deliberately altered header is judged by its
  * content, not refused for its checksum.  Never used on a pool in use. */
-#define POOL_RESEAL_BYTES 1216
+#define POOL_RESEAL_BYTES 1344
 void pool_reseal(unsigned char *head, size_t len);
 
 /* The checksum of page content bytes (page_size bytes) as page i of this

@@ -43,8 +43,9 @@ unsigned pool_check(const struct pool *p, void (*report)(const char *msg, void *
 			p->format_version);
 	if (pool_header_checksum(&h) != h.checksum)
 		problem(&c, "header: checksum mismatch (the immutable part changed after open)");
-	struct pool_layout l = pool_layout_of_version(p->format_version, p->npages, p->page_size);
-	if (h.npages != p->npages || h.page_size != p->page_size || l.file_size != p->file_size)
+	struct pool_layout l;
+	if (h.npages != p->npages || h.page_size != p->page_size || !pool_layout_of_header(&h, &l) ||
+	    l.file_size != p->file_size)
 		problem(&c, "header: layout differs from the one found at open");
 	struct stat st;
 	if (fstat(p->fd, &st) == 0 && (uint64_t)st.st_size != p->file_size)
@@ -109,6 +110,12 @@ void pool_summarize(const struct pool *p, struct pool_summary *s)
 	s->ver_d = *p->ver_d;
 	s->clean = *p->clean == 1;
 	s->holder_pid = *p->holder_pid;
+	struct nvm_log_info li;
+	if (nvm_log_get_info(p->nvm, &li) == 0) {
+		s->log_size = li.size;
+		s->log_records = li.records_replayed;
+		s->log_bytes = li.bytes_replayed;
+	}
 	for (uint64_t i = 0; i < p->seq_pages; i++) {
 		for (int k = 0; k < 2; k++) {
 			uint64_t q = p->seq[i][k];

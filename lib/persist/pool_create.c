@@ -11,7 +11,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
@@ -68,7 +70,14 @@ static int new_header(const char *path, const struct pool_open_options *o, size_
 			(unsigned long long)o->shadow_base);
 		return -1;
 	}
-	*l = pool_layout_for(npages, page_size);
+	uint64_t log_size = o->log_size != 0 ? pool_round_up(o->log_size, page_size)
+					      : pool_default_log_size(o->capacity, page_size);
+	if (log_size < NVM_LOG_MIN_SIZE) {
+		err_set("cannot create pool %s: a log of %llu bytes is too small (at least %u; "
+			"PMTHREADS_LOG_SIZE)", path, (unsigned long long)log_size, NVM_LOG_MIN_SIZE);
+		return -1;
+	}
+	*l = pool_layout_with_log(pool_layout_for(npages, page_size), log_size);
 	memset(h, 0, sizeof(*h));
 	h->format_version = POOL_FORMAT_VERSION;
 	h->header_bytes = sizeof(*h);
@@ -114,11 +123,24 @@ int pool_format_file(int fd, const char *path, const struct pool_open_options *o
 			      (unsigned long long)l.file_size);
 		return -1;
 	}
+	/* The ring is written once now, on a disk: overwriting blocks that
+	 * hold data later changes no file metadata, so the log's fdatasync
+	 * commits no journal transaction.  On tmpfs a hole costs nothing and
+	 * holds zeros as well. */
+	struct nvm_log_region r = pool_log_region(&l, h.uuid);
+	if (nvm_log_format(fd, path, &r, pool_log_needs_fill(fd)) != 0)
+		return -1;
 	if (prim_fsync(fd) != 0 || prim_pwrite_all(fd, buf, 8, 0) != 0 || prim_fsync(fd) != 0) {
 		err_set_errno(errno, "cannot create pool %s: writing its header failed", path);
 		return -1;
 	}
 	return 0;
+}
+
+bool pool_log_needs_fill(int fd)
+{
+	struct statfs fs;
+	return !(fstatfs(fd, &fs) == 0 && (unsigned long)fs.f_type == TMPFS_MAGIC);
 }
 
 bool pool_unfinished_format(const unsigned char *buf)

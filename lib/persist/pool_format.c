@@ -47,7 +47,7 @@ int pool_current_record(const struct ver_record r[2], const uint8_t uuid[16])
 
 struct pool_layout pool_layout_for(uint64_t npages, uint64_t page_size)
 {
-	struct pool_layout l;
+	struct pool_layout l = { 0 };
 	l.seq_off = page_size;
 	l.sum_off = l.seq_off + pool_round_up(npages * 2 * sizeof(uint64_t), page_size);
 	l.data_off = l.sum_off + pool_round_up(npages * 2 * sizeof(uint64_t), page_size);
@@ -64,6 +64,43 @@ struct pool_layout pool_layout_of_version(uint32_t version, uint64_t npages, uin
 		l.file_size -= sum_bytes;
 	}
 	return l;
+}
+
+struct pool_layout pool_layout_with_log(struct pool_layout l, uint64_t log_size)
+{
+	l.log_off = l.file_size;
+	l.log_size = log_size;
+	l.file_size += log_size;
+	return l;
+}
+
+uint64_t pool_default_log_size(uint64_t capacity, size_t page_size)
+{
+	uint64_t s = pool_round_up(capacity / 4, page_size);
+	if (s < NVM_LOG_MIN_SIZE)
+		s = pool_round_up(NVM_LOG_MIN_SIZE, page_size);
+	return s > POOL_LOG_DEFAULT_MAX ? POOL_LOG_DEFAULT_MAX : s;
+}
+
+struct nvm_log_region pool_log_region(const struct pool_layout *l, const uint8_t uuid[16])
+{
+	uint64_t seed;
+	memcpy(&seed, uuid, sizeof(seed));
+	return (struct nvm_log_region){ l->log_off, l->log_size, POOL_LOG_HEAD_OFF,
+					seed ^ 0x6c6f67726e67ULL };
+}
+
+bool pool_layout_of_header(const struct pool_header *h, struct pool_layout *out)
+{
+	*out = pool_layout_of_version(h->format_version, h->npages, h->page_size);
+	if (h->format_version < 6)
+		return true;
+	if (h->file_size < out->file_size)
+		return false;
+	uint64_t log_size = h->file_size - out->file_size;
+	*out = pool_layout_with_log(*out, log_size);
+	return log_size >= NVM_LOG_MIN_SIZE && log_size % h->page_size == 0 &&
+	       log_size <= POOL_LOG_MAX;
 }
 
 void pool_header_set_layout(struct pool_header *h, const struct pool_layout *l)

@@ -13,12 +13,13 @@
  *   pool.c          close, remove; VER_d publication; disk space; checksums
  *   pool_lock.c     the exclusive/shared OFD lock and who holds it
  *   pool_check.c    pmthreads-recover check: every problem of an open pool
- *   pool_upgrade.c  a version-2/3/4 pool replaced by a current one
+ *   pool_upgrade.c  a version-2 to -5 pool replaced by a current one
  */
 #ifndef PMT_POOL_INTERNAL_H
 #define PMT_POOL_INTERNAL_H
 
 #include "persist/nvm.h"
+#include "persist/nvm_log.h"
 #include "persist/pool.h"
 
 #include <stdbool.h>
@@ -56,7 +57,9 @@ struct ver_record {
 #define POOL_MUTABLE_OFF 1024
 #define POOL_REC_OFF(slot) (POOL_MUTABLE_OFF + (slot) * NVM_LINE)
 #define POOL_HOLDER_OFF (POOL_MUTABLE_OFF + 2 * NVM_LINE)
-#define POOL_HEADER_READ (POOL_HOLDER_OFF + NVM_LINE)
+/* Format 6: the log's two head slots (nvm_log.h), written by nvm_log only. */
+#define POOL_LOG_HEAD_OFF (POOL_HOLDER_OFF + NVM_LINE)
+#define POOL_HEADER_READ (POOL_LOG_HEAD_OFF + NVM_LOG_HEAD_BYTES)
 
 _Static_assert(sizeof(struct pool_header) <= POOL_MUTABLE_OFF, "header overlaps mutable part");
 _Static_assert(sizeof(struct ver_record) <= NVM_LINE, "a version record spans two lines");
@@ -70,11 +73,27 @@ static inline uint64_t pool_round_up(uint64_t v, uint64_t a) { return (v + a - 1
  * size. */
 struct pool_layout {
 	uint64_t seq_off, sum_off, data_off, file_size;
+	uint64_t log_off, log_size;	/* the log ring (format 6); 0, 0: none */
 };
 struct pool_layout pool_layout_for(uint64_t npages, uint64_t page_size);
 /* The same for an older format version (2: no sum table, sum_off ==
  * data_off; 3: as 4). */
 struct pool_layout pool_layout_of_version(uint32_t version, uint64_t npages, uint64_t page_size);
+/* l (a layout of format 5's shape) with a log ring of log_size bytes after
+ * the data, as format 6 has. */
+struct pool_layout pool_layout_with_log(struct pool_layout l, uint64_t log_size);
+/* The log ring a new pool of capacity bytes gets when none is asked for:
+ * a quarter of the heap, at least NVM_LOG_MIN_SIZE and at most
+ * POOL_LOG_DEFAULT_MAX. */
+#define POOL_LOG_DEFAULT_MAX (64ull << 20)
+#define POOL_LOG_MAX (64ull << 30)
+uint64_t pool_default_log_size(uint64_t capacity, size_t page_size);
+/* The layout the header h of a pool of its format version must have, the
+ * log ring (format 6) sized from its file size.  false when h cannot have
+ * one (no room for a ring, or one of a size the log cannot take). */
+bool pool_layout_of_header(const struct pool_header *h, struct pool_layout *out);
+/* Where nvm_log finds the ring and its head in a pool with this layout. */
+struct nvm_log_region pool_log_region(const struct pool_layout *l, const uint8_t uuid[16]);
 
 uint64_t pool_header_checksum(const struct pool_header *h);
 /* Seeded with the slot, so a record copied into the other slot does not
@@ -126,6 +145,9 @@ int pool_format_file(int fd, const char *path, const struct pool_open_options *o
  * interrupted by a crash.  Such a file was never a pool; nothing in it is
  * worth keeping. */
 bool pool_unfinished_format(const unsigned char *buf);
+/* Whether the log ring of a new pool in the file fd is written with zeros
+ * at creation: everywhere but tmpfs, where reserving its space is enough. */
+bool pool_log_needs_fill(int fd);
 /* fsync the directory holding path (so that a rename into it is durable).
  * 0, or -1 with errno. */
 int pool_sync_dir(const char *path);

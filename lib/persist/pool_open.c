@@ -119,7 +119,11 @@ static void fill_from_header(struct pool *p, const struct pool_header *h,
 	p->file_size = h->file_size;
 	p->format_version = h->format_version;
 	p->seq_off = h->seq_off;
-	p->sum_off = pool_layout_of_version(h->format_version, h->npages, h->page_size).sum_off;
+	struct pool_layout l;
+	(void)pool_layout_of_header(h, &l);	/* checked by pool_validate_header */
+	p->sum_off = l.sum_off;
+	p->log_off = l.log_off;
+	p->log_size = l.log_size;
 	p->data_off = h->data_off;
 	if (rec->cur >= 0) {
 		p->rec_slot = rec->cur;
@@ -141,15 +145,49 @@ static void fill_from_header(struct pool *p, const struct pool_header *h,
 	p->torn_invalidated = p->created;
 }
 
+static int reread_records(struct pool *p, const struct pool_header *h,
+			  const struct pool_open_options *o, struct pool_records *rec)
+{
+	const unsigned char *base = p->nvm->base;
+	memcpy(&rec->r[0], base + POOL_REC_OFF(0), sizeof(rec->r[0]));
+	memcpy(&rec->r[1], base + POOL_REC_OFF(1), sizeof(rec->r[1]));
+	rec->cur = pool_current_record(rec->r, h->uuid);
+	if (rec->cur < 0 && !o->inspect) {
+		err_set("pool %s has no valid version record (VER_d) once its log is replayed: the "
+			"records at offsets %d and %d fail their checksums or contradict each "
+			"other (the file is corrupt); it was left untouched: %s", p->path,
+			POOL_REC_OFF(0), POOL_REC_OFF(1), POOL_REFUSE_FIX);
+		return -1;
+	}
+	return 0;
+}
+
 static int map_and_fill(struct pool *p, const struct pool_header *h,
 			const struct pool_records *rec, const struct pool_open_options *o)
 {
-	int rc = o->read_only ? nvm_map_readonly(&p->nvm, p->fd, p->path, h->file_size)
-			      : nvm_map(&p->nvm, p->fd, p->path, h->file_size, o->nvm, o->latency_ns,
-					o->sim);
-	if (rc != 0)
+	struct pool_layout l;
+	(void)pool_layout_of_header(h, &l);	/* checked by pool_validate_header */
+	struct nvm_log_region log = pool_log_region(&l, h->uuid);
+	if (nvm_map_pool(&p->nvm, p->fd, p->path, h->file_size, o->nvm, o->latency_ns, o->sim,
+			 l.log_size != 0 ? &log : NULL, o->read_only) != 0)
 		return -1;
-	fill_from_header(p, h, rec, o);
+	/* The version records as the log left them, not as the file had them. */
+	struct pool_records now = *rec;
+	if (l.log_size != 0 && reread_records(p, h, o, &now) != 0) {
+		nvm_unmap(p->nvm);
+		p->nvm = NULL;
+		return -1;
+	}
+	fill_from_header(p, h, &now, o);
+	if (l.log_size != 0) {
+		/* Seq entries the log replayed may lie past the file's data. */
+		uint64_t end = nvm_log_touched_end(p->nvm, p->seq_off, p->sum_off);
+		uint64_t pages = (end - p->seq_off + 2 * sizeof(uint64_t) - 1) / (2 * sizeof(uint64_t));
+		if (pages > p->npages)
+			pages = p->npages;
+		if (pages > p->seq_pages)
+			p->seq_pages = pages;
+	}
 	if (!o->inspect && pool_validate_seq(p) != 0) {
 		nvm_unmap(p->nvm);
 		p->nvm = NULL;

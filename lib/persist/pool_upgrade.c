@@ -99,7 +99,8 @@ static int write_new(const struct pool *old, int fd, const char *tmp, uint64_t *
 		     void (*step)(const char *what, void *arg), void *arg)
 {
 	const uint64_t ps = old->page_size, npages = old->npages;
-	struct pool_layout l = pool_layout_for(npages, ps);
+	struct pool_layout l = pool_layout_with_log(pool_layout_for(npages, ps),
+						    pool_default_log_size(npages * ps, ps));
 	_Alignas(64) unsigned char head[POOL_HEADER_READ];
 	struct pool_header h;
 	memcpy(&h, old->nvm->base, sizeof(h));	/* UUID, creator, base, capacity kept */
@@ -111,6 +112,10 @@ static int write_new(const struct pool *old, int fd, const char *tmp, uint64_t *
 			      "failed", old->path, tmp);
 		return -1;
 	}
+	/* An empty log, its ring written as a new pool's is (pool_create.c). */
+	struct nvm_log_region r = pool_log_region(&l, h.uuid);
+	if (nvm_log_format(fd, tmp, &r, pool_log_needs_fill(fd)) != 0)
+		return -1;
 	if (step != NULL)
 		step("header written", arg);
 

@@ -72,8 +72,9 @@ static int check_layout(const struct pool_header *h, const struct stat *st, cons
 			(unsigned long long)h->page_size, page_size, POOL_REFUSE_FIX);
 		return -1;
 	}
-	struct pool_layout l = pool_layout_of_version(h->format_version, h->npages, page_size);
-	if (h->npages == 0 || h->npages > POOL_MAX_PAGES || !pool_header_has_layout(h, &l)) {
+	struct pool_layout l;
+	if (h->npages == 0 || h->npages > POOL_MAX_PAGES || !pool_layout_of_header(h, &l) ||
+	    !pool_header_has_layout(h, &l)) {
 		err_set("pool %s has an inconsistent layout in its header (corrupt); it was left "
 			"untouched: %s", path, POOL_REFUSE_FIX);
 		return -1;

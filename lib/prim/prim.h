@@ -58,6 +58,9 @@ ssize_t prim_pread_all(int fd, void *buf, size_t len, off_t off);
 int prim_fallocate(int fd, uint64_t off, uint64_t len);
 /* fsync(2), retrying EINTR.  0, or -1 with errno set. */
 int prim_fsync(int fd);
+/* fdatasync(2), retrying EINTR: the data and what reading it needs, no
+ * timestamps.  0, or -1 with errno set. */
+int prim_fdatasync(int fd);
 /* fsync the directory dir itself, so that a name created in it or renamed
  * into it survives a power cut.  0, or -1 with errno set. */
 int prim_sync_dir(const char *dir);

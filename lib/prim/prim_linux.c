@@ -157,6 +157,15 @@ int prim_fallocate(int fd, uint64_t off, uint64_t len)
 	return r;
 }
 
+int prim_fdatasync(int fd)
+{
+	int r;
+	do
+		r = fdatasync(fd);
+	while (r != 0 && errno == EINTR);
+	return r;
+}
+
 int prim_fsync(int fd)
 {
 	int r;

@@ -11,11 +11,12 @@
 #include <unistd.h>
 
 static atomic_bool active;
-static _Atomic uint64_t ours_shared;
+static _Atomic uint64_t ours_pool, ours_pool_private;
 
-void memory_limits_set_ours(bool on, uint64_t shared)
+void memory_limits_set_ours(bool on, uint64_t pool_bytes, uint64_t pool_bytes_private)
 {
-	atomic_store(&ours_shared, shared);
+	atomic_store(&ours_pool, pool_bytes);
+	atomic_store(&ours_pool_private, pool_bytes_private);
 	atomic_store(&active, on);
 }
 
@@ -24,9 +25,9 @@ static uint64_t share(int resource)
 	if (!atomic_load(&active))
 		return 0;
 	if (resource == RLIMIT_AS)
-		return prim_mapped_bytes() + atomic_load(&ours_shared);
+		return prim_mapped_bytes() + atomic_load(&ours_pool);
 	if (resource == RLIMIT_DATA)
-		return prim_mapped_bytes();
+		return prim_mapped_bytes() + atomic_load(&ours_pool_private);
 	return 0;
 }
 

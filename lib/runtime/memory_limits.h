@@ -24,10 +24,11 @@
 
 /* The runtime's share of the address space: its private writable memory
  * (prim_mapped_bytes: the heap's range, the trackers' and the epoch's
- * memory; counted by RLIMIT_AS and RLIMIT_DATA) and shared bytes (the
- * pool's mapping: RLIMIT_AS only).  Switched on once the heap is mapped;
+ * memory; counted by RLIMIT_AS and RLIMIT_DATA) and the pool's mapping
+ * (RLIMIT_AS; RLIMIT_DATA too when it is private and writable: the log
+ * backend's, pool_bytes_private).  Switched on once the heap is mapped;
  * before (and with active false), the limits pass through unchanged. */
-void memory_limits_set_ours(bool active, uint64_t shared);
+void memory_limits_set_ours(bool active, uint64_t pool_bytes, uint64_t pool_bytes_private);
 
 /* The limit for resource as the kernel should hold it, from the program's
  * value (to_kernel), or as the program should see it, from the kernel's

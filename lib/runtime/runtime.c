@@ -115,11 +115,15 @@ int runtime_write_final_stats(void)
 	return stats_write_final(&figures);
 }
 
-/* The pool's counters, for the report, before it is closed. */
-static void close_pool(void)
+/* The pool's counters, for the report, before it is closed (a fork child's
+ * copy abandoned: the parent writes the pool). */
+static void close_pool(bool fork_child)
 {
 	closed_nvm = pool->nvm->stats;
-	pool_close(pool);
+	if (fork_child)
+		pool_abandon(pool);
+	else
+		pool_close(pool);
 	pool = NULL;
 }
 
@@ -255,6 +259,7 @@ static enum pool_error open_pool(pid_t *holder)
 	struct pool_open_options o = {
 		.path = cfg.pool_path,
 		.capacity = cfg.pool_size,
+		.log_size = cfg.log_size,
 		.shadow_base = cfg.shadow_base,
 		.creator = creator,
 		.create = true,
@@ -546,7 +551,7 @@ static int start(void)
 	/* From here the program's memory limits leave out the heap's range
 	 * and the pool's mapping (memory_limits.h); the kernel's still count
 	 * them, raised by as much when the program sets one. */
-	memory_limits_set_ours(true, pool->nvm->len);
+	memory_limits_set_ours(true, pool->nvm->len, pool->nvm->private_map ? pool->nvm->len : 0);
 	/* Adoption verifies the metadata pages (as restored) against the
 	 * pool's checksums; each epoch records new ones. */
 	meta_sums_bind(pool);
@@ -587,7 +592,7 @@ fail_tracker:
 	tracker_close(tracker);
 	tracker = NULL;
 fail_shadow:
-	memory_limits_set_ours(false, 0);
+	memory_limits_set_ours(false, 0, 0);
 	shadow_release(heap_base, heap_len);
 	heap_base = NULL;
 fail_pool:
@@ -703,7 +708,7 @@ void runtime_shutdown(void)
 	atomic_store(&state, RUNTIME_DETACHED);
 	meta_sums_bind(NULL);
 	unwatch_pool_faults();
-	close_pool();
+	close_pool(false);
 	prim_unlock(&init_lock);
 }
 
@@ -739,8 +744,8 @@ void runtime_atfork_child(void)
 		 * parent still holds.  Unmapping drops the child's view. */
 		meta_sums_bind(NULL);
 		unwatch_pool_faults();
-		close_pool();
-		memory_limits_set_ours(true, 0);	/* the heap stays mapped */
+		close_pool(true);
+		memory_limits_set_ours(true, 0, 0);	/* the heap stays mapped */
 	}
 	atomic_store(&state, RUNTIME_DETACHED);
 }

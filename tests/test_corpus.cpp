@@ -366,3 +366,46 @@ TEST_CASE("sort --parallel=2, merging temporary files", "[corpus][trackers]")
 	compare_with_native({ sort, "--parallel=2", "-S", "4M", "-n", "-k", "2", "-u",
 			      files().text_path });
 }
+
+// A JVM (issue 33): HotSpot's SIGSEGV handler (implicit null checks: every
+// NullPointerException below starts as a fault) runs without SA_NODEFER,
+// unblocks SIGSEGV and writes the C heap; under the mprotect tracker its
+// first write to a write-protected page with SIGSEGV still blocked ended
+// the process (5 runs of 5).  Launched from source, so that javac also runs
+// in the JVM; -Xint keeps every null check a fault.  Its own meson tests
+// (corpus-jvm, corpus-jvm-uffd) skip where there is no java.
+TEST_CASE("java -Xint, NullPointerExceptions from two threads", "[jvm]")
+{
+	std::string java;	// from PATH, as catch_main.cpp's check found it
+	std::istringstream path(getenv("PATH") != nullptr ? getenv("PATH") : "");
+	for (std::string d; java.empty() && std::getline(path, d, ':');)
+		if (!d.empty() && access((d + "/java").c_str(), X_OK) == 0)
+			java = d + "/java";
+	REQUIRE_FALSE(java.empty());
+	scratch_dir dir;
+	std::string src = dir.path + "/Npe.java";
+	write_file(src, "public class Npe {\n"
+			"    static Object nothing;\n"
+			"    static int throwMany() {\n"
+			"        int caught = 0;\n"
+			"        for (int i = 0; i < 20000; i++) {\n"
+			"            try {\n"
+			"                nothing.hashCode();\n"
+			"            } catch (NullPointerException e) {\n"
+			"                caught++;\n"
+			"            }\n"
+			"        }\n"
+			"        return caught;\n"
+			"    }\n"
+			"    public static void main(String[] args) throws Exception {\n"
+			"        int[] other = new int[1];\n"
+			"        Thread t = new Thread(() -> other[0] = throwMany());\n"
+			"        t.start();\n"
+			"        int mine = throwMany();\n"
+			"        t.join();\n"
+			"        System.out.println(\"caught \" + mine + \" + \" + other[0]);\n"
+			"    }\n"
+			"}\n");
+	compare_with_native({ java, "-Xint", "-XX:-UsePerfData", src },
+			    "caught 20000 + 20000\n");
+}

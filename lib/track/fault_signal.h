@@ -11,7 +11,8 @@
  * there); and handing every fault the claim function does not take to that
  * disposition as the kernel would have: the application's handler with its
  * mask and flags, or, for the default action, the end of the process by the
- * signal after a one-line diagnostic.
+ * signal after a one-line diagnostic.  And, once preload/ routes the
+ * program's masks here, SIGSEGV's blocking, emulated per thread (below).
  *
  * SIGSEGV's claim function is the mprotect write tracker's
  * (tracker_mprotect.c: first writes to the pages it protected; the uffd

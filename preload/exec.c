@@ -29,6 +29,7 @@
 #include "real.h"
 #include "runtime/runtime.h"
 #include "runtime/target.h"
+#include "track/fault_signal.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -197,14 +198,26 @@ static bool resolve_in_path(const char *name, char *out, size_t len)
 
 typedef int (*exec_fn)(const char *file, char *const argv[], char *const envp[]);
 
+/* The new image inherits the mask: SIGSEGV blocked there when the program
+ * blocks it (fault_signal.h). */
 static int call_execve(const char *file, char *const argv[], char *const envp[])
 {
-	return REAL(execve)(file, argv, envp);
+	fault_signal_before_exec();
+	int r = REAL(execve)(file, argv, envp);
+	int e = errno;
+	fault_signal_after_exec();
+	errno = e;
+	return r;
 }
 
 static int call_execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	return REAL(execvpe)(file, argv, envp);
+	fault_signal_before_exec();
+	int r = REAL(execvpe)(file, argv, envp);
+	int e = errno;
+	fault_signal_after_exec();
+	errno = e;
+	return r;
 }
 
 /* What every wrapper does: release the pool, fix the environment, exec. */

@@ -10,8 +10,10 @@
 #include "base/export.h"
 #include "output/readiness.h"
 #include "real.h"
+#include "track/fault_signal.h"
 
 #include <sys/epoll.h>
+#include <errno.h>
 #include <sys/select.h>
 
 PMT_EXPORT int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
@@ -34,13 +36,29 @@ PMT_EXPORT int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval 
 	return REAL(select)(n, rd, wr, ex, tv);
 }
 
-PMT_EXPORT int pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *t,
-		       const sigset_t *mask)
+static int pselect_as_given(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *t,
+			    const sigset_t *mask)
 {
 	int r;
 	if (output_poll_needed() && output_pselect(n, rd, wr, ex, t, mask, NULL, &r))
 		return r;
 	return REAL(pselect)(n, rd, wr, ex, t, mask);
+}
+
+/* SIGSEGV's blocking for the call's duration is emulated (fault_signal.h). */
+PMT_EXPORT int pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *t,
+		       const sigset_t *mask)
+{
+	struct fault_signal_call c;
+	if (!fault_signal_call_begin(&c, mask)) {
+		errno = EINTR;
+		return -1;
+	}
+	int r = pselect_as_given(n, rd, wr, ex, t, c.mask);
+	int e = errno;
+	fault_signal_call_end(&c);
+	errno = e;
+	return r;
 }
 
 PMT_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)

@@ -151,9 +151,18 @@ void real_resolve(void)
 	NEXT(fdopendir, "fdopendir");
 	NEXT(sigmask, "pthread_sigmask");
 	NEXT(sigsuspend, "sigsuspend");
-	/* The SIGSEGV handler sets the mask of a chained application handler
-	 * with libc's own call. */
-	fault_signal_use_sigmask(real_fn.sigmask);
+	NEXT(sigpending, "sigpending");
+	NEXT(sigwait, "sigwait");
+	NEXT(sigwaitinfo, "sigwaitinfo");
+	NEXT(sigtimedwait, "sigtimedwait");
+	NEXT(siglongjmp, "siglongjmp");
+	NEXT(longjmp, "longjmp");
+	NEXT(_longjmp, "_longjmp");
+	NEXT(longjmp_chk, "__longjmp_chk");
+	/* From here on every mask of the program passes through
+	 * fault_signal, which keeps SIGSEGV unblocked in the kernel's masks
+	 * and emulates its blocking (fault_signal.h). */
+	fault_signal_take_masks(real_fn.sigmask);
 	__atomic_store_n(&real_resolved, 1, __ATOMIC_RELEASE);
 	prim_unlock(&resolve_lock);
 }

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <poll.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/epoll.h>
@@ -158,6 +159,15 @@ struct real_fns {
 	/* signal masks (sigmask.c) */
 	int (*sigmask)(int, const sigset_t *, sigset_t *);
 	int (*sigsuspend)(const sigset_t *);
+	int (*sigpending)(sigset_t *);
+	int (*sigwait)(const sigset_t *, int *);
+	int (*sigwaitinfo)(const sigset_t *, siginfo_t *);
+	int (*sigtimedwait)(const sigset_t *, siginfo_t *, const struct timespec *);
+	/* non-local jumps that may leave a signal handler (sigmask.c) */
+	void (*siglongjmp)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
+	void (*longjmp)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
+	void (*_longjmp)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
+	void (*longjmp_chk)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
 };
 
 extern struct real_fns real_fn;

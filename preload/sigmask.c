@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * sigmask -- the application's signal masks pass through
- * lib/track/fault_signal.c, which keeps SIGSEGV unblocked (a write fault
- * with it blocked would end the process) and reports it as the application
- * set it.
+ * sigmask -- the application's signal masks, its pending and awaited
+ * signals and its jumps out of signal handlers pass through
+ * lib/track/fault_signal.c, which keeps SIGSEGV unblocked in every mask the
+ * kernel holds (a write fault with it blocked would end the process) and
+ * emulates the blocking the program asked for.  glibc's sighold and sigrelse
+ * change the mask with its internal call, past pthread_sigmask: they are
+ * interposed here too.
  */
 #include "base/export.h"
 #include "preload.h"
@@ -11,7 +14,10 @@
 #include "track/fault_signal.h"
 
 #include <errno.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <time.h>
 
 PMT_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
@@ -28,9 +34,117 @@ PMT_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 	return 0;
 }
 
+/* XSI: sig added to / taken out of the mask. */
+static int change_one(int how, int sig)
+{
+	sigset_t one;
+	sigemptyset(&one);
+	if (sigaddset(&one, sig) != 0)
+		return -1;	/* EINVAL */
+	return sigprocmask(how, &one, NULL);
+}
+
+PMT_EXPORT int sighold(int sig)
+{
+	return change_one(SIG_BLOCK, sig);
+}
+
+PMT_EXPORT int sigrelse(int sig)
+{
+	return change_one(SIG_UNBLOCK, sig);
+}
+
 PMT_EXPORT int sigsuspend(const sigset_t *mask)
 {
-	sigset_t m = *mask;
-	fault_signal_filter_mask(&m);
-	return REAL(sigsuspend)(&m);
+	struct fault_signal_call c;
+	if (!fault_signal_call_begin(&c, mask)) {
+		errno = EINTR;
+		return -1;
+	}
+	int r, e;
+	do {
+		/* A SIGSEGV the mask blocks, held by us, woke the call:
+		 * natively it would not have. */
+		r = REAL(sigsuspend)(c.mask);
+		e = errno;
+	} while (r != 0 && e == EINTR && fault_signal_call_held(&c));
+	fault_signal_call_end(&c);
+	errno = e;
+	return r;
+}
+
+PMT_EXPORT int sigpending(sigset_t *set)
+{
+	int r = REAL(sigpending)(set);
+	if (r == 0)
+		fault_signal_pending(set);
+	return r;
+}
+
+/* glibc reports a signal sent with tgkill (raise) as sent with kill. */
+static int held_segv(siginfo_t *info, siginfo_t *held)
+{
+	if (info != NULL) {
+		*info = *held;
+		if (info->si_code == SI_TKILL)
+			info->si_code = SI_USER;
+	}
+	return SIGSEGV;
+}
+
+PMT_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
+{
+	siginfo_t held;
+	if (fault_signal_take_pending(set, &held))
+		return held_segv(info, &held);
+	return REAL(sigwaitinfo)(set, info);
+}
+
+PMT_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *t)
+{
+	siginfo_t held;
+	if (fault_signal_take_pending(set, &held))
+		return held_segv(info, &held);
+	return REAL(sigtimedwait)(set, info, t);
+}
+
+PMT_EXPORT int sigwait(const sigset_t *set, int *sig)
+{
+	if (fault_signal_take_pending(set, NULL)) {
+		*sig = SIGSEGV;
+		return 0;
+	}
+	return REAL(sigwait)(set, sig);
+}
+
+/* The mask a jump to env restores, or NULL (glibc's jmp_buf records
+ * whether sigsetjmp saved one). */
+static const sigset_t *restored_mask(struct __jmp_buf_tag *env)
+{
+	return env->__mask_was_saved ? (const sigset_t *)&env->__saved_mask : NULL;
+}
+
+PMT_EXPORT __attribute__((noreturn)) void siglongjmp(sigjmp_buf env, int val)
+{
+	fault_signal_before_jump(restored_mask(env));
+	REAL(siglongjmp)(env, val);
+}
+
+PMT_EXPORT __attribute__((noreturn)) void longjmp(jmp_buf env, int val)
+{
+	fault_signal_before_jump(restored_mask(env));
+	REAL(longjmp)(env, val);
+}
+
+PMT_EXPORT __attribute__((noreturn)) void _longjmp(jmp_buf env, int val)
+{
+	fault_signal_before_jump(restored_mask(env));
+	REAL(_longjmp)(env, val);
+}
+
+/* What _FORTIFY_SOURCE builds call for longjmp and siglongjmp. */
+PMT_EXPORT __attribute__((noreturn)) void __longjmp_chk(sigjmp_buf env, int val)
+{
+	fault_signal_before_jump(restored_mask(env));
+	REAL(longjmp_chk)(env, val);
 }

@@ -32,6 +32,7 @@
 #include "preload.h"
 #include "real.h"
 #include "recovery/restore.h"
+#include "track/fault_signal.h"
 #include "track/tracker.h"
 
 #include <dirent.h>
@@ -172,8 +173,8 @@ PMT_EXPORT int epoll_wait(int fd, struct epoll_event *ev, int n, int timeout)
 					 : REAL(epoll_wait)(fd, ev, n, timeout));
 }
 
-PMT_EXPORT int epoll_pwait(int fd, struct epoll_event *ev, int n, int timeout,
-			   const sigset_t *mask)
+static int epoll_pwait_as_given(int fd, struct epoll_event *ev, int n, int timeout,
+				const sigset_t *mask)
 {
 	struct timespec t = { timeout / 1000, (timeout % 1000) * 1000000L };
 	PREFAULTED(int, prefault(ev, n > 0 ? (size_t)n * sizeof(*ev) : 0),
@@ -181,12 +182,41 @@ PMT_EXPORT int epoll_pwait(int fd, struct epoll_event *ev, int n, int timeout,
 					 : REAL(epoll_pwait)(fd, ev, n, timeout, mask));
 }
 
-PMT_EXPORT int epoll_pwait2(int fd, struct epoll_event *ev, int n, const struct timespec *t,
-			    const sigset_t *mask)
+static int epoll_pwait2_as_given(int fd, struct epoll_event *ev, int n, const struct timespec *t,
+				 const sigset_t *mask)
 {
 	PREFAULTED(int, prefault(ev, n > 0 ? (size_t)n * sizeof(*ev) : 0),
 		   output_epoll_needed() ? output_epoll_wait(fd, ev, n, t, mask)
 					 : REAL(epoll_pwait2)(fd, ev, n, t, mask));
+}
+
+/* CALL with the mask the kernel gets in place of mask: SIGSEGV's blocking
+ * for the call's duration is emulated (fault_signal.h). */
+#define WITH_CALL_MASK(mask, CALL)                      \
+	do {                                            \
+		struct fault_signal_call c_;            \
+		if (!fault_signal_call_begin(&c_, mask)) { \
+			errno = EINTR;                  \
+			return -1;                      \
+		}                                       \
+		const sigset_t *kmask_ = c_.mask;       \
+		int r_ = (CALL);                        \
+		int e_ = errno;                         \
+		fault_signal_call_end(&c_);             \
+		errno = e_;                             \
+		return r_;                              \
+	} while (0)
+
+PMT_EXPORT int epoll_pwait(int fd, struct epoll_event *ev, int n, int timeout,
+			   const sigset_t *mask)
+{
+	WITH_CALL_MASK(mask, epoll_pwait_as_given(fd, ev, n, timeout, kmask_));
+}
+
+PMT_EXPORT int epoll_pwait2(int fd, struct epoll_event *ev, int n, const struct timespec *t,
+			    const sigset_t *mask)
+{
+	WITH_CALL_MASK(mask, epoll_pwait2_as_given(fd, ev, n, t, kmask_));
 }
 
 PMT_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
@@ -197,12 +227,18 @@ PMT_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 					: REAL(poll)(fds, n, timeout));
 }
 
-PMT_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t,
-		     const sigset_t *mask)
+static int ppoll_as_given(struct pollfd *fds, nfds_t n, const struct timespec *t,
+			  const sigset_t *mask)
 {
 	PREFAULTED(int, prefault(fds, n * sizeof(*fds)),
 		   output_poll_needed() ? output_ppoll(fds, n, t, mask)
 					: REAL(ppoll)(fds, n, t, mask));
+}
+
+PMT_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t,
+		     const sigset_t *mask)
+{
+	WITH_CALL_MASK(mask, ppoll_as_given(fds, n, t, kmask_));
 }
 
 /* stdio reads large requests straight into the caller's buffer with an

@@ -11,6 +11,8 @@
 //   root                root, and /usr/bin/setpriv to run a program as nobody
 //   userns              `/usr/bin/unshare -rm` works (user and mount namespaces)
 //   populate-write      madvise(MADV_POPULATE_WRITE), Linux >= 5.14
+//   java                a `java` on PATH (the JVM case of the corpus)
+// Several, comma-separated, when a test needs each (uffd,java).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -83,6 +85,10 @@ std::string missing(const char *need)
 		(void)!system((std::string("rm -rf '") + dir + "'").c_str());
 		return ok ? "" : "mounting a FUSE file system is not allowed here (or fusermount3 is missing)";
 	}
+	if (strcmp(need, "java") == 0)
+		return system("command -v java >/dev/null 2>&1") == 0
+			       ? ""
+			       : "no `java` on PATH (Debian: default-jre-headless)";
 	return std::string("unknown PMT_TEST_NEEDS value '") + need + "'";
 }
 
@@ -90,16 +96,22 @@ std::string missing(const char *need)
 
 int main(int argc, char **argv)
 {
-	const char *need = getenv("PMT_TEST_NEEDS");
-	if (need != nullptr && need[0] != '\0') {
-		std::string why = missing(need);
+	const char *needs = getenv("PMT_TEST_NEEDS");
+	std::string list = needs != nullptr ? needs : "";
+	for (size_t at = 0; at < list.size();) {
+		size_t comma = list.find(',', at);
+		if (comma == std::string::npos)
+			comma = list.size();
+		std::string need = list.substr(at, comma - at);
+		at = comma + 1;
+		std::string why = missing(need.c_str());
 		if (why.rfind("unknown", 0) == 0) {
 			fprintf(stderr, "%s (expected uffd, uffd-kernel-faults, debug, root, userns, "
-				"populate-write or fuse)\n", why.c_str());
+				"populate-write, fuse or java)\n", why.c_str());
 			return 2;
 		}
 		if (!why.empty()) {
-			printf("SKIP: needs %s: %s\n", need, why.c_str());
+			printf("SKIP: needs %s: %s\n", need.c_str(), why.c_str());
 			return 77;
 		}
 	}

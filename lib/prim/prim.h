@@ -137,5 +137,7 @@ enum prim_fault_access prim_fault_access(const siginfo_t *si, const void *uconte
 /* The signal mask of the context a handler interrupted (uc_sigmask of its
  * ucontext_t *), which returning from the handler restores. */
 void prim_interrupted_sigmask(const void *ucontext, sigset_t *mask);
+/* Replace that mask: what returning from the handler will restore. */
+void prim_set_interrupted_sigmask(void *ucontext, const sigset_t *mask);
 
 #endif

@@ -310,3 +310,8 @@ void prim_interrupted_sigmask(const void *ucontext, sigset_t *mask)
 {
 	*mask = ((const ucontext_t *)ucontext)->uc_sigmask;
 }
+
+void prim_set_interrupted_sigmask(void *ucontext, const sigset_t *mask)
+{
+	((ucontext_t *)ucontext)->uc_sigmask = *mask;
+}

@@ -34,54 +34,73 @@ static int own_index(int sig)
 	return sig == SIGSEGV ? OWN_SEGV : sig == SIGBUS ? OWN_BUS : -1;
 }
 
-/* Serialises install, uninstall and fault_signal_sigaction. */
+/* Serialises install, uninstall and fault_signal_sigaction; taken with every
+ * signal blocked (lock_dispositions), so that a handler calling sigaction
+ * never waits for its own thread.  Nothing of the program's memory is
+ * touched while it is held: that may be a write-protected heap page, and
+ * SIGSEGV is blocked then. */
 static prim_lock_t disposition_lock = PRIM_LOCK_INIT;
 static int users[OWN_N];	/* our handler is installed while > 0 */
+static atomic_int claim_users[OWN_N];	/* of which claim functions */
 static _Atomic(fault_signal_claim_fn) claimer[OWN_N];
+/* preload/ routes the program's masks here (fault_signal_take_masks). */
+static atomic_bool masks_taken;
 
-/* The application's disposition of each signal while our handler is
- * installed.  A sequence lock, because the signal handler reads it and
- * cannot take a lock; writers block every signal, so a handler never waits
- * for its own thread. */
-static struct sigaction app_action[OWN_N];
-static atomic_uint app_action_seq[OWN_N];
+/* The application's action of a signal where the kernel holds one of ours
+ * instead: SIGSEGV and SIGBUS while our handler is installed, any signal
+ * whose handler goes through the trampoline.  A sequence lock each, because
+ * the handlers read it and cannot take a lock; writers block every signal,
+ * so a handler never waits for its own thread. */
+struct recorded_action {
+	struct sigaction sa;
+	atomic_uint seq;
+};
+static struct recorded_action recorded[NSIG];
 
-static void app_action_write(int i, const struct sigaction *sa)
+static void record_write(int sig, const struct sigaction *sa)
 {
+	struct recorded_action *r = &recorded[sig];
 	unsigned s;
 	do {
-		s = atomic_load_explicit(&app_action_seq[i], memory_order_relaxed) & ~1u;
-	} while (!atomic_compare_exchange_weak_explicit(&app_action_seq[i], &s, s + 1,
-							memory_order_acquire,
+		s = atomic_load_explicit(&r->seq, memory_order_relaxed) & ~1u;
+	} while (!atomic_compare_exchange_weak_explicit(&r->seq, &s, s + 1, memory_order_acquire,
 							memory_order_relaxed));
 	atomic_thread_fence(memory_order_release);
-	memcpy(&app_action[i], sa, sizeof(app_action[i]));
-	atomic_store_explicit(&app_action_seq[i], s + 2, memory_order_release);
+	memcpy(&r->sa, sa, sizeof(r->sa));
+	atomic_store_explicit(&r->seq, s + 2, memory_order_release);
 }
 
-static void app_action_read(int i, struct sigaction *out)
+static void record_read(int sig, struct sigaction *out)
 {
+	struct recorded_action *r = &recorded[sig];
 	for (;;) {
-		unsigned s = atomic_load_explicit(&app_action_seq[i], memory_order_acquire);
+		unsigned s = atomic_load_explicit(&r->seq, memory_order_acquire);
 		if (s & 1) {
 			sched_yield();
 			continue;
 		}
-		memcpy(out, &app_action[i], sizeof(*out));
+		memcpy(out, &r->sa, sizeof(*out));
 		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&app_action_seq[i], memory_order_relaxed) == s)
+		if (atomic_load_explicit(&r->seq, memory_order_relaxed) == s)
 			return;
 	}
 }
 
-/* app_action_write with every signal blocked (outside the handler). */
-static void app_action_write_blocked(int i, const struct sigaction *sa)
+/* libc's pthread_sigmask, under the interposed one (fault_signal_sigmask). */
+static int (*real_sigmask)(int, const sigset_t *, sigset_t *) = pthread_sigmask;
+
+static void lock_dispositions(sigset_t *saved)
 {
-	sigset_t all, saved;
+	sigset_t all;
 	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &saved);
-	app_action_write(i, sa);
-	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	real_sigmask(SIG_SETMASK, &all, saved);
+	prim_lock(&disposition_lock);
+}
+
+static void unlock_dispositions(const sigset_t *saved)
+{
+	prim_unlock(&disposition_lock);
+	real_sigmask(SIG_SETMASK, saved, NULL);
 }
 
 static const char *signal_name(int sig)
@@ -92,13 +111,17 @@ static const char *signal_name(int sig)
 /* The application has no handler: end the process as the kernel would have.
  * Returning from our handler re-executes the faulting access, which then
  * takes the default action (and dumps core with the faulting context); a
- * signal sent by kill() is re-sent instead, pending until we return. */
+ * signal sent by kill() is re-sent instead. */
 static void die_by_default(int sig, const siginfo_t *si)
 {
-	log_msg(LOG_ERR, "%s at address %p, %s and with no handler in the program: terminating",
-		signal_name(sig), si->si_addr,
-		sig == SIGSEGV ? "outside the tracked persistent heap pages"
-			       : "not a write-back to the pool");
+	/* Said only while the runtime needs the signal: otherwise the
+	 * program's crash is its own, as natively. */
+	if (atomic_load_explicit(&claim_users[own_index(sig)], memory_order_relaxed) > 0)
+		log_msg(LOG_ERR,
+			"%s at address %p, %s and with no handler in the program: terminating",
+			signal_name(sig), si->si_addr,
+			sig == SIGSEGV ? "outside the tracked persistent heap pages"
+				       : "not a write-back to the pool");
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
@@ -107,22 +130,126 @@ static void die_by_default(int sig, const siginfo_t *si)
 		syscall(SYS_tgkill, getpid(), prim_gettid(), sig);
 }
 
-/* libc's pthread_sigmask, under the interposed one (fault_signal_sigmask). */
-static int (*real_sigmask)(int, const sigset_t *, sigset_t *) = pthread_sigmask;
+/* ---- SIGSEGV blocking, emulated (fault_signal.h) ---- */
 
-void fault_signal_use_sigmask(int (*real)(int, const sigset_t *, sigset_t *))
+/* Whether the application asked for SIGSEGV to be blocked in this thread. */
+static __thread bool app_blocks_segv;
+/* A SIGSEGV sent to this thread while it "blocked" it, with its siginfo;
+ * one at most, as the kernel keeps one of a standard signal. */
+static __thread bool segv_held;
+static __thread siginfo_t segv_held_info;
+static __thread unsigned segv_held_count;	/* ever held, for fault_signal_call_held */
+/* Handlers of the program we are running on this thread, and SIGSEGV's
+ * state when the outermost of them was entered (fault_signal_before_jump). */
+static __thread unsigned handler_depth;
+static __thread bool outer_blocks_segv;
+
+static void hold_segv(const siginfo_t *si)
 {
-	real_sigmask = real;
+	if (!segv_held) {
+		segv_held_info = *si;
+		segv_held = true;
+	}
+	segv_held_count++;
+}
+
+/* Send the held SIGSEGV again, now that the thread no longer blocks it: no
+ * mask of the kernel blocks SIGSEGV, so it is delivered as this call
+ * returns, with the siginfo it came with (a thread may queue any siginfo to
+ * itself). */
+static void deliver_held(void)
+{
+	if (!segv_held || app_blocks_segv)
+		return;
+	segv_held = false;
+	siginfo_t info = segv_held_info;
+	syscall(SYS_rt_tgsigqueueinfo, getpid(), prim_gettid(), SIGSEGV, &info);
+}
+
+/* Run the application's handler app of sig as the kernel would have, with
+ * SIGSEGV emulated: the program's mask while it runs is the interrupted
+ * one plus sa_mask plus sig (unless SA_NODEFER), SIGSEGV in it only in our
+ * record; the interrupted mask it finds in its ucontext holds SIGSEGV as
+ * the program had it, and what it leaves there is what returning restores.
+ * set_mask: the kernel has not set that mask (our SIGSEGV/SIGBUS handler
+ * runs with its own). */
+static void run_app_handler(int sig, siginfo_t *si, void *ucv, const struct sigaction *app,
+			    bool set_mask)
+{
+	bool was = app_blocks_segv;
+	bool during = was || sigismember(&app->sa_mask, SIGSEGV) == 1 ||
+		      (sig == SIGSEGV && !(app->sa_flags & SA_NODEFER));
+	/* Without preload/ (the library linked into a test) nothing follows
+	 * the program's masks or jumps: the kernel blocks what it asked. */
+	bool emulate = atomic_load_explicit(&masks_taken, memory_order_relaxed);
+	sigset_t interrupted;
+	prim_interrupted_sigmask(ucv, &interrupted);
+	if (set_mask) {
+		sigset_t mask;
+		sigorset(&mask, &interrupted, &app->sa_mask);
+		if (!(app->sa_flags & SA_NODEFER))
+			sigaddset(&mask, sig);
+		if (emulate)
+			sigdelset(&mask, SIGSEGV);
+		/* libc's own: this is the kernel's delivery, not the
+		 * application changing its mask. */
+		real_sigmask(SIG_SETMASK, &mask, NULL);
+	}
+	if (!emulate) {
+		if (app->sa_flags & SA_SIGINFO)
+			app->sa_sigaction(sig, si, ucv);
+		else
+			app->sa_handler(sig);
+		return;
+	}
+	if (was) {
+		sigaddset(&interrupted, SIGSEGV);
+		prim_set_interrupted_sigmask(ucv, &interrupted);
+	}
+	if (handler_depth++ == 0)
+		outer_blocks_segv = was;
+	app_blocks_segv = during;
+	if (app->sa_flags & SA_SIGINFO)
+		app->sa_sigaction(sig, si, ucv);
+	else
+		app->sa_handler(sig);
+	int app_errno = errno;	/* what the handler leaves, as natively */
+	handler_depth--;
+	prim_interrupted_sigmask(ucv, &interrupted);
+	app_blocks_segv = sigismember(&interrupted, SIGSEGV) == 1;
+	sigdelset(&interrupted, SIGSEGV);
+	prim_set_interrupted_sigmask(ucv, &interrupted);
+	if (segv_held && !app_blocks_segv) {
+		/* Natively the held one is delivered once the handler has
+		 * returned, under the mask returning restores. */
+		real_sigmask(SIG_SETMASK, &interrupted, NULL);
+		deliver_held();
+	}
+	errno = app_errno;
+}
+
+/* The kernel's handler of a signal whose handler's sa_mask holds SIGSEGV:
+ * the kernel got that sa_mask without it. */
+static void on_masked_signal(int sig, siginfo_t *si, void *ucv)
+{
+	struct sigaction app;
+	record_read(sig, &app);
+	if (app.sa_handler == SIG_DFL || app.sa_handler == SIG_IGN)
+		return;	/* replaced in between: the kernel has the new one */
+	run_app_handler(sig, si, ucv, &app, false);
+}
+
+static bool is_trampoline(const struct sigaction *k)
+{
+	return (k->sa_flags & SA_SIGINFO) && k->sa_sigaction == on_masked_signal;
 }
 
 /* Hand the signal to the application's disposition, as the kernel would
- * have: its mask (plus the signal unless SA_NODEFER) added to the
- * interrupted context's, SA_RESETHAND honoured. */
+ * have, SA_RESETHAND honoured. */
 static void chain_to_application(int sig, siginfo_t *si, void *ucv)
 {
 	struct sigaction app;
-	int i = own_index(sig);
-	app_action_read(i, &app);
+	record_read(sig, &app);
 	bool with_info = (app.sa_flags & SA_SIGINFO) != 0;
 	if (!with_info && (app.sa_handler == SIG_DFL || app.sa_handler == SIG_IGN)) {
 		/* A fault cannot be ignored (the kernel forces the default
@@ -136,51 +263,44 @@ static void chain_to_application(int sig, siginfo_t *si, void *ucv)
 		struct sigaction dfl;
 		memset(&dfl, 0, sizeof(dfl));
 		dfl.sa_handler = SIG_DFL;
-		app_action_write(i, &dfl);	/* every signal is blocked here */
+		/* A SIGSEGV sent now would find the record half written. */
+		sigset_t all, during;
+		sigfillset(&all);
+		real_sigmask(SIG_SETMASK, &all, &during);
+		record_write(sig, &dfl);
+		real_sigmask(SIG_SETMASK, &during, NULL);
 	}
-	sigset_t mask;
-	prim_interrupted_sigmask(ucv, &mask);
-	sigorset(&mask, &mask, &app.sa_mask);
-	if (!(app.sa_flags & SA_NODEFER))
-		sigaddset(&mask, sig);
-	/* libc's own: this is the kernel's delivery, not the application
-	 * changing its mask (fault_signal_sigmask must not record it). */
-	real_sigmask(SIG_SETMASK, &mask, NULL);
-	if (with_info)
-		app.sa_sigaction(sig, si, ucv);
-	else
-		app.sa_handler(sig);
-	/* Returning restores the interrupted context's mask. */
+	run_app_handler(sig, si, ucv, &app, true);
 }
-
-/* Whether the application asked for SIGSEGV to be blocked in this thread
- * (fault_signal_sigmask keeps it unblocked all the same). */
-static __thread bool app_blocks_segv;
 
 static void on_fault(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
+	if (sig == SIGSEGV && si->si_code <= 0 && app_blocks_segv) {
+		/* Sent while the program blocks it: pending until it does
+		 * not. */
+		hold_segv(si);
+		errno = saved_errno;
+		return;
+	}
 	/* si_code > 0: raised by the kernel for this access, not sent. */
 	fault_signal_claim_fn claim =
 		atomic_load_explicit(&claimer[own_index(sig)], memory_order_acquire);
 	if (si->si_code <= 0 || claim == NULL || !claim(si, ucv)) {
 		/* The kernel's rule for a fault with the signal blocked (a
 		 * SIGBUS with SIGBUS blocked never reaches us). */
-		if (si->si_code > 0 && sig == SIGSEGV && app_blocks_segv)
+		if (si->si_code > 0 && sig == SIGSEGV && app_blocks_segv) {
 			die_by_default(sig, si);
-		else
+		} else {
 			chain_to_application(sig, si, ucv);
+			return;	/* errno as the program's handler left it */
+		}
 	}
 	errno = saved_errno;
 }
 
 bool fault_signal_app_blocked(void) { return app_blocks_segv; }
 void fault_signal_set_app_blocked(bool blocked) { app_blocks_segv = blocked; }
-
-void fault_signal_filter_mask(sigset_t *mask)
-{
-	sigdelset(mask, SIGSEGV);
-}
 
 int fault_signal_sigmask(int how, const sigset_t *set, sigset_t *old,
 			 int (*real)(int, const sigset_t *, sigset_t *))
@@ -196,7 +316,7 @@ int fault_signal_sigmask(int how, const sigset_t *set, sigset_t *old,
 		else if (how == SIG_UNBLOCK && named)
 			now = false;
 		filtered = *set;
-		fault_signal_filter_mask(&filtered);
+		sigdelset(&filtered, SIGSEGV);
 	}
 	int r = real(how, set != NULL ? &filtered : NULL, old);
 	if (r != 0)
@@ -204,32 +324,166 @@ int fault_signal_sigmask(int how, const sigset_t *set, sigset_t *old,
 	app_blocks_segv = now;
 	if (old != NULL && was)
 		sigaddset(old, SIGSEGV);
+	/* Natively a pending signal the call unblocks is delivered before it
+	 * returns. */
+	deliver_held();
 	return 0;
+}
+
+void fault_signal_pending(sigset_t *set)
+{
+	if (segv_held)
+		sigaddset(set, SIGSEGV);
+}
+
+bool fault_signal_take_pending(const sigset_t *set, siginfo_t *info)
+{
+	if (!segv_held || sigismember(set, SIGSEGV) != 1)
+		return false;
+	segv_held = false;
+	if (info != NULL)
+		*info = segv_held_info;
+	return true;
+}
+
+bool fault_signal_call_begin(struct fault_signal_call *c, const sigset_t *mask)
+{
+	c->blocked_before = app_blocks_segv;
+	c->held_before = segv_held_count;
+	if (mask == NULL) {
+		c->mask = NULL;
+		return true;
+	}
+	c->filtered = *mask;
+	sigdelset(&c->filtered, SIGSEGV);
+	c->mask = &c->filtered;
+	app_blocks_segv = sigismember(mask, SIGSEGV) == 1;
+	if (segv_held && !app_blocks_segv) {
+		sigset_t saved;
+		real_sigmask(SIG_SETMASK, &c->filtered, &saved);
+		deliver_held();
+		real_sigmask(SIG_SETMASK, &saved, NULL);
+		app_blocks_segv = c->blocked_before;
+		return false;
+	}
+	return true;
+}
+
+bool fault_signal_call_held(struct fault_signal_call *c)
+{
+	if (segv_held_count == c->held_before)
+		return false;
+	c->held_before = segv_held_count;
+	return true;
+}
+
+void fault_signal_call_end(struct fault_signal_call *c)
+{
+	app_blocks_segv = c->blocked_before;
+	deliver_held();
+}
+
+void fault_signal_before_jump(const sigset_t *saved_mask)
+{
+	if (handler_depth == 0)
+		return;
+	handler_depth = 0;
+	if (saved_mask != NULL)
+		app_blocks_segv = outer_blocks_segv;
+	deliver_held();
+}
+
+void fault_signal_before_exec(void)
+{
+	if (!app_blocks_segv)
+		return;
+	sigset_t segv;
+	sigemptyset(&segv);
+	sigaddset(&segv, SIGSEGV);
+	real_sigmask(SIG_BLOCK, &segv, NULL);
+}
+
+void fault_signal_after_exec(void)
+{
+	if (!app_blocks_segv)
+		return;
+	sigset_t segv;
+	sigemptyset(&segv);
+	sigaddset(&segv, SIGSEGV);
+	real_sigmask(SIG_UNBLOCK, &segv, NULL);
+}
+
+/* ---- dispositions ---- */
+
+/* Whether the kernel must get act through the trampoline. */
+static bool needs_trampoline(int sig, const struct sigaction *act)
+{
+	return atomic_load_explicit(&masks_taken, memory_order_relaxed) && sig != SIGSEGV &&
+	       act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN &&
+	       sigismember(&act->sa_mask, SIGSEGV) == 1;
+}
+
+/* The application's action of sig, as the kernel holds it or through the
+ * trampoline.  Lock held. */
+static int kernel_get_app(int sig, struct sigaction *out)
+{
+	struct sigaction k;
+	if (__sigaction(sig, NULL, &k) != 0)
+		return -1;
+	if (is_trampoline(&k))
+		record_read(sig, &k);
+	*out = k;
+	return 0;
+}
+
+/* Give the kernel the application's act of sig (NULL: none), through the
+ * trampoline where its sa_mask holds SIGSEGV; old gets the application's
+ * previous one.  Lock held. */
+static int kernel_set_app(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	struct sigaction prev_record, k_old;
+	record_read(sig, &prev_record);
+	int r;
+	if (act != NULL && needs_trampoline(sig, act)) {
+		record_write(sig, act);
+		struct sigaction k = *act;
+		k.sa_sigaction = on_masked_signal;
+		k.sa_flags |= SA_SIGINFO;
+		sigdelset(&k.sa_mask, SIGSEGV);
+		r = __sigaction(sig, &k, &k_old);
+	} else {
+		r = __sigaction(sig, act, &k_old);
+	}
+	if (r == 0 && old != NULL)
+		*old = is_trampoline(&k_old) ? prev_record : k_old;
+	return r;
 }
 
 static int install_handler(int sig)
 {
 	struct sigaction cur;
-	if (__sigaction(sig, NULL, &cur) != 0)
+	if (kernel_get_app(sig, &cur) != 0)
 		return -1;
-	app_action_write_blocked(own_index(sig), &cur);
+	record_write(sig, &cur);
 	struct sigaction ours;
 	memset(&ours, 0, sizeof(ours));
 	ours.sa_sigaction = on_fault;
-	/* Everything blocked while we run: an application handler that
-	 * writes the heap must not interrupt us, since a write fault with
-	 * SIGSEGV blocked kills the process.  SA_ONSTACK keeps stack-overflow
-	 * handlers on their alternate stack working. */
+	/* Every other signal blocked while we run: an application handler
+	 * must not interrupt us.  SIGSEGV never (SA_NODEFER): the tracker's
+	 * faults in the program's own handlers, which we call from here, are
+	 * served.  SA_ONSTACK keeps stack-overflow handlers on their
+	 * alternate stack working. */
 	sigfillset(&ours.sa_mask);
-	ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigdelset(&ours.sa_mask, SIGSEGV);
+	ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
 	return __sigaction(sig, &ours, NULL);
 }
 
 static void uninstall_handler(int sig)
 {
 	struct sigaction app;
-	app_action_read(own_index(sig), &app);
-	__sigaction(sig, &app, NULL);
+	record_read(sig, &app);
+	kernel_set_app(sig, &app, NULL);
 }
 
 int fault_signal_install_for(int sig, fault_signal_claim_fn claim)
@@ -240,9 +494,10 @@ int fault_signal_install_for(int sig, fault_signal_claim_fn claim)
 		return -1;
 	}
 	int r = 0;
-	prim_lock(&disposition_lock);
+	sigset_t saved;
+	lock_dispositions(&saved);
 	fault_signal_claim_fn cur = atomic_load_explicit(&claimer[i], memory_order_relaxed);
-	if (users[i] > 0 && cur != claim) {
+	if (claim_users[i] > 0 && cur != claim) {
 		errno = EBUSY;
 		r = -1;
 	} else {
@@ -250,10 +505,14 @@ int fault_signal_install_for(int sig, fault_signal_claim_fn claim)
 		atomic_store_explicit(&claimer[i], claim, memory_order_release);
 		if (users[i] == 0)
 			r = install_handler(sig);
-		if (r == 0)
+		if (r == 0) {
 			users[i]++;
+			claim_users[i]++;
+		}
 	}
-	prim_unlock(&disposition_lock);
+	int e = errno;
+	unlock_dispositions(&saved);
+	errno = e;
 	return r;
 }
 
@@ -262,10 +521,14 @@ void fault_signal_uninstall_for(int sig)
 	int i = own_index(sig);
 	if (i < 0)
 		return;
-	prim_lock(&disposition_lock);
-	if (users[i] > 0 && --users[i] == 0)
-		uninstall_handler(sig);
-	prim_unlock(&disposition_lock);
+	sigset_t saved;
+	lock_dispositions(&saved);
+	if (claim_users[i] > 0) {
+		claim_users[i]--;
+		if (--users[i] == 0)
+			uninstall_handler(sig);
+	}
+	unlock_dispositions(&saved);
 }
 
 int fault_signal_install(fault_signal_claim_fn claim)
@@ -275,30 +538,56 @@ int fault_signal_install(fault_signal_claim_fn claim)
 
 void fault_signal_uninstall(void) { fault_signal_uninstall_for(SIGSEGV); }
 
+void fault_signal_take_masks(int (*real)(int, const sigset_t *, sigset_t *))
+{
+	real_sigmask = real;
+	sigset_t saved;
+	lock_dispositions(&saved);
+	if (!atomic_load_explicit(&masks_taken, memory_order_relaxed)) {
+		if (users[OWN_SEGV] == 0 && install_handler(SIGSEGV) != 0)
+			log_msg(LOG_ERR, "cannot install the SIGSEGV handler that keeps SIGSEGV "
+				"unblocked: %s", strerror(errno));
+		else
+			users[OWN_SEGV]++;
+		atomic_store_explicit(&masks_taken, true, memory_order_relaxed);
+		/* saved is this thread's mask before the call. */
+		if (sigismember(&saved, SIGSEGV) == 1) {
+			app_blocks_segv = true;
+			sigdelset(&saved, SIGSEGV);
+		}
+	}
+	unlock_dispositions(&saved);
+}
+
 int fault_signal_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	struct sigaction new_action;	/* act and old may be the same object */
-	if (act != NULL) {
+	if (sig <= 0 || sig >= NSIG)
+		return __sigaction(sig, act, old);	/* its EINVAL */
+	/* Copied before and after the lock: either may be on a
+	 * write-protected heap page, and SIGSEGV is blocked under it. */
+	struct sigaction new_action, prev;
+	if (act != NULL)
 		new_action = *act;
-		/* A handler running with SIGSEGV blocked dies at its first
-		 * write to a clean heap page (fault_signal_sigmask). */
-		fault_signal_filter_mask(&new_action.sa_mask);
-	}
 	int i = own_index(sig);
-	if (i < 0)
-		return __sigaction(sig, act != NULL ? &new_action : NULL, old);
-	int r = 0;
-	prim_lock(&disposition_lock);
-	if (users[i] > 0) {
-		struct sigaction prev;
-		app_action_read(i, &prev);
+	int r = 0, e = 0;
+	sigset_t saved;
+	lock_dispositions(&saved);
+	if (i >= 0 && users[i] > 0) {
+		record_read(sig, &prev);
 		if (act != NULL)
-			app_action_write_blocked(i, &new_action);
-		if (old != NULL)
-			*old = prev;
+			record_write(sig, &new_action);
+	} else if (atomic_load_explicit(&masks_taken, memory_order_relaxed)) {
+		r = kernel_set_app(sig, act != NULL ? &new_action : NULL, &prev);
 	} else {
-		r = __sigaction(sig, act != NULL ? &new_action : NULL, old);
+		r = __sigaction(sig, act != NULL ? &new_action : NULL, &prev);
 	}
-	prim_unlock(&disposition_lock);
-	return r;
+	e = errno;
+	unlock_dispositions(&saved);
+	if (r != 0) {
+		errno = e;
+		return r;
+	}
+	if (old != NULL)
+		*old = prev;
+	return 0;
 }

@@ -11,7 +11,8 @@
  * there); and handing every fault the claim function does not take to that
  * disposition as the kernel would have: the application's handler with its
  * mask and flags, or, for the default action, the end of the process by the
- * signal after a one-line diagnostic.
+ * signal after a one-line diagnostic.  And, once preload/ routes the
+ * program's masks here, SIGSEGV's blocking, emulated per thread (below).
  *
  * SIGSEGV's claim function is the mprotect write tracker's
  * (tracker_mprotect.c: first writes to the pages it protected; the uffd
@@ -49,20 +50,40 @@ void fault_signal_uninstall_for(int sig);
  * SIGBUS is installed the application's disposition of it is only recorded
  * (and reported back to it): faults that are not claimed are handed to it.
  * Every other signal, and either of the two while nothing needs our
- * handler, goes straight to the kernel.  Same contract as sigaction(2). */
+ * handler, goes to the kernel -- once preload/ has taken the masks
+ * (fault_signal_take_masks), a handler whose sa_mask holds SIGSEGV through
+ * a trampoline that emulates that blocking.  Same contract as
+ * sigaction(2); the action read back is exactly the one set. */
 int fault_signal_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
-/* pthread_sigmask(3) as the application sees it, over real (libc's).
- * SIGSEGV is never blocked: a write fault taken with it blocked ends the
- * process (the kernel forces the default action), and the mprotect tracker
- * takes a write fault at a thread's first write to each heap page.  Programs
- * block "every signal" around thread creation (xz, zstd) or in worker
- * threads, so the request is honoured for every other signal, and SIGSEGV's
- * blocked state is kept per thread as the application asked for it and
- * reported back in old; a fault that is not the tracker's, taken while the
- * application believes SIGSEGV blocked, ends the process as the kernel
- * would have.  (The same for the masks of signal handlers: sigaction drops
- * SIGSEGV from sa_mask.)  Returns 0 or an error number. */
+/* ---- SIGSEGV blocking, emulated ----
+ * A write fault taken with SIGSEGV blocked ends the process (the kernel
+ * forces the default action), and the mprotect tracker takes one at a
+ * thread's first write to each heap page -- in signal handlers too, and in
+ * threads that block "every signal" (xz, zstd, HotSpot's handlers).  So once
+ * preload/ has taken the masks, SIGSEGV is never blocked in any mask the
+ * kernel holds: not by pthread_sigmask, not by a handler's sa_mask or its
+ * delivery (our handlers run with SA_NODEFER), not for the duration of
+ * sigsuspend/ppoll/pselect/epoll_pwait.  What the program asked for is kept
+ * per thread and is all it ever observes: the masks it reads back, a
+ * handler's ucontext, sigpending.  A SIGSEGV sent to a thread (kill, raise,
+ * sigqueue) while it "blocks" it is held pending by us and sent again, with
+ * its siginfo, when the thread unblocks it (or taken by sigwait); a fault
+ * that is not the tracker's, taken while it "blocks" SIGSEGV, ends the
+ * process as the kernel would have.  Not emulated: a SIGSEGV sent to the
+ * process waits for the thread that took it rather than going to another
+ * thread; signalfd does not see one held by us. */
+
+/* preload/ hands over libc's pthread_sigmask and from now on routes every
+ * mask of the program through here: our SIGSEGV handler stays installed
+ * for the rest of the process, and a SIGSEGV blocked at start (inherited
+ * through exec) becomes this thread's emulated state.  Idempotent. */
+void fault_signal_take_masks(int (*real)(int, const sigset_t *, sigset_t *));
+
+/* pthread_sigmask(3) as the application sees it, over real (libc's):
+ * SIGSEGV's blocked state emulated, the rest passed on, old the mask as the
+ * application set it; unblocking delivers a SIGSEGV held pending.  Returns
+ * 0 or an error number. */
 int fault_signal_sigmask(int how, const sigset_t *set, sigset_t *old,
 			 int (*real)(int, const sigset_t *, sigset_t *));
 /* Whether the application believes SIGSEGV blocked in this thread.  A new
@@ -70,11 +91,46 @@ int fault_signal_sigmask(int how, const sigset_t *set, sigset_t *old,
  * preload/'s pthread_create, which passes it on. */
 bool fault_signal_app_blocked(void);
 void fault_signal_set_app_blocked(bool blocked);
-/* The libc pthread_sigmask under the interposed one (preload/ hands it over
- * once resolved; the default is whatever pthread_sigmask the link binds). */
-void fault_signal_use_sigmask(int (*real)(int, const sigset_t *, sigset_t *));
-/* mask without SIGSEGV (for masks a call installs for its own duration:
- * sigsuspend, ppoll, pselect, epoll_pwait). */
-void fault_signal_filter_mask(sigset_t *mask);
+
+/* sigpending(2): adds SIGSEGV to set when one is held pending for this
+ * thread. */
+void fault_signal_pending(sigset_t *set);
+/* For sigwait, sigwaitinfo, sigtimedwait: when set holds SIGSEGV and one is
+ * held pending, takes it (its siginfo into info, when not NULL) and
+ * returns true; the wait must then return it without waiting. */
+bool fault_signal_take_pending(const sigset_t *set, siginfo_t *info);
+
+/* A call that installs a signal mask for its own duration (sigsuspend,
+ * ppoll, pselect, epoll_pwait): fault_signal_call_begin sets c->mask to
+ * what the kernel gets (NULL for NULL) and makes the mask's SIGSEGV the
+ * thread's emulated state until fault_signal_call_end.  It returns false
+ * when the mask unblocks a SIGSEGV held pending: that is delivered at once
+ * (the handler runs under the call's mask) and the call must fail with
+ * EINTR without running; fault_signal_call_end is not called then. */
+struct fault_signal_call {
+	const sigset_t *mask;
+	sigset_t filtered;
+	bool blocked_before;
+	unsigned held_before;
+};
+bool fault_signal_call_begin(struct fault_signal_call *c, const sigset_t *mask);
+/* Whether a SIGSEGV sent during the call was held pending (it interrupted
+ * the call, which natively it would not have), once per such signal. */
+bool fault_signal_call_held(struct fault_signal_call *c);
+void fault_signal_call_end(struct fault_signal_call *c);
+
+/* siglongjmp/longjmp is leaving a signal handler, or may be: saved_mask is
+ * the mask the jump restores (NULL when it restores none).  A jump out of a
+ * handler we ran leaves SIGSEGV as it was when the outermost such handler
+ * was entered (sigsetjmp saved the kernel's mask, which never holds it);
+ * a jump that restores no mask keeps the handler's.  Delivers a SIGSEGV
+ * held pending when that unblocks it. */
+void fault_signal_before_jump(const sigset_t *saved_mask);
+
+/* Around execve: the new image inherits the mask, so SIGSEGV is really
+ * blocked across the call when the program blocks it (and unblocked again
+ * when the call fails). */
+void fault_signal_before_exec(void);
+void fault_signal_after_exec(void);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include "base/assert.h"
 #include "base/log.h"
+#include "base/own_fds.h"
 #include "persist/nvm_backend.h"
 #include "prim/prim.h"
 
@@ -200,6 +201,7 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 	}
 	n->len = len;
 	n->fd = fd;
+	own_fd_keep(&n->fd, "pool file");
 	n->latency_ns = latency_ns;
 
 	int rc;
@@ -232,6 +234,7 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 	}
 	}
 	if (rc != 0) {
+		own_fd_forget(&n->fd);
 		munmap(n->base, len);
 		free(n);
 		return -1;
@@ -269,6 +272,7 @@ int nvm_map_readonly(struct nvm **out, int fd, const char *path, size_t len)
 	n->ops = &readonly_ops;
 	n->len = len;
 	n->fd = fd;
+	own_fd_keep(&n->fd, "pool file");
 	n->read_only = true;
 	*out = n;
 	return 0;
@@ -280,5 +284,6 @@ void nvm_unmap(struct nvm *n)
 		return;
 	n->ops->unmap(n);
 	munmap(n->base, n->len);
+	own_fd_forget(&n->fd);
 	free(n);
 }

@@ -5,6 +5,7 @@
 #include "persist/pool_internal.h"
 
 #include "base/log.h"
+#include "base/own_fds.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -718,6 +719,7 @@ enum pool_error pool_open(struct pool **out, const struct pool_open_options *o)
 		}
 	}
 
+	own_fd_keep(&p->fd, "pool file");
 	struct stat st;
 	if (fstat(p->fd, &st) != 0) {
 		err_set_errno(errno, "cannot stat pool %s", o->path);
@@ -802,8 +804,7 @@ enum pool_error pool_open(struct pool **out, const struct pool_open_options *o)
 	*out = p;
 	return POOL_OK;
 fail:
-	if (p->fd >= 0)
-		close(p->fd);
+	own_fd_close(&p->fd);
 	free(p);
 	return rc;
 }
@@ -856,7 +857,7 @@ void pool_close(struct pool *p)
 	if (p == NULL)
 		return;
 	nvm_unmap(p->nvm);
-	close(p->fd);
+	own_fd_close(&p->fd);
 	pool_sum_key_fini(&p->sum_key);
 	free(p);
 }

@@ -9,12 +9,17 @@
  * call runs.  shutdown, close, dup2 and dup3 first release what the descriptor being
  * ended holds; dup, dup2, dup3 and fcntl F_DUPFD make the copy share the original's
  * queue.  Ancillary data is held with its message (output.h).
+ *
+ * close, dup, dup2, dup3 and fcntl F_DUPFD* treat the runtime's own
+ * descriptors as never opened, and dup2/dup3 onto one first move it away
+ * (lib/base/own_fds.h).
  */
 /* sendfile and sendfile64 are separate symbols to interpose; with 64-bit
  * file offsets the header would make both names sendfile64. */
 #undef _FILE_OFFSET_BITS
 
 #include "base/export.h"
+#include "base/own_fds.h"
 #include "output/output.h"
 #include "output/readiness.h"
 #include "real.h"
@@ -123,8 +128,19 @@ PMT_EXPORT int shutdown(int fd, int how)
 	return REAL(shutdown)(fd, how);
 }
 
+/* The runtime's descriptor fd, to a call that must not see it: EBADF. */
+static bool refuse_ours(int fd)
+{
+	if (__builtin_expect(!own_fd_any(), 1) || !own_fd_is(fd))
+		return false;
+	errno = EBADF;
+	return true;
+}
+
 PMT_EXPORT int close(int fd)
 {
+	if (refuse_ours(fd))
+		return -1;
 	if (output_active()) {
 		output_before_close(fd);
 		output_readiness_forget(fd);
@@ -134,6 +150,8 @@ PMT_EXPORT int close(int fd)
 
 PMT_EXPORT int dup(int old)
 {
+	if (refuse_ours(old))
+		return -1;
 	int r = REAL(dup)(old);
 	if (output_active() && r >= 0)
 		output_after_dup(old, r);
@@ -144,6 +162,8 @@ PMT_EXPORT int dup(int old)
  * long it occupies (what glibc's own fcntl reads). */
 static int dup_by_fcntl(int (*real)(int, int, ...), int fd, int cmd, long arg)
 {
+	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && refuse_ours(fd))
+		return -1;
 	int r = real(fd, cmd, arg);
 	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0 && output_active())
 		output_after_dup(fd, r);
@@ -170,6 +190,10 @@ PMT_EXPORT int fcntl64(int fd, int cmd, ...)
 
 PMT_EXPORT int dup2(int old, int new_)
 {
+	if (refuse_ours(old))
+		return -1;
+	if (old != new_ && own_fd_any() && own_fd_vacate(new_) != 0)
+		return -1;
 	if (output_active() && old != new_)
 		output_before_close(new_);
 	int r = REAL(dup2)(old, new_);
@@ -180,6 +204,10 @@ PMT_EXPORT int dup2(int old, int new_)
 
 PMT_EXPORT int dup3(int old, int new_, int flags)
 {
+	if (refuse_ours(old))
+		return -1;
+	if (old != new_ && own_fd_any() && own_fd_vacate(new_) != 0)
+		return -1;
 	if (output_active() && old != new_)
 		output_before_close(new_);
 	int r = REAL(dup3)(old, new_, flags);

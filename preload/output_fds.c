@@ -8,9 +8,11 @@
  *
  * socket, socketpair, pipe and pipe2 report the descriptors they made;
  * fdopen hands one to stdio, which may close it without close(2);
- * close_range and closefrom end many at once, each released like close.
+ * close_range and closefrom end many at once, each released like close,
+ * and close only the numbers around the runtime's own (lib/base/own_fds.h).
  */
 #include "base/export.h"
+#include "base/own_fds.h"
 #include "output/output.h"
 #include "output/readiness.h"
 #include "real.h"
@@ -73,16 +75,35 @@ static void before_range(unsigned first, unsigned last)
 		output_readiness_forget((int)fd);
 }
 
+static int close_gap(unsigned first, unsigned last, int flags)
+{
+	return REAL(close_range)(first, last, flags);
+}
+
 PMT_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
 	if (output_active() && !(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
 		before_range(first, last);
-	return REAL(close_range)(first, last, flags);
+	return own_fd_close_range(first, last, flags, close_gap);
+}
+
+/* The part above the runtime's highest descriptor is glibc's closefrom,
+ * which works without close_range too (/proc/self/fd). */
+static int closefrom_gap(unsigned first, unsigned last, int flags)
+{
+	if (last != ~0u)
+		return REAL(close_range)(first, last, flags);
+	REAL(closefrom)((int)first);
+	return 0;
 }
 
 PMT_EXPORT void closefrom(int low)
 {
-	if (output_active() && low >= 0)
+	if (low < 0) {
+		REAL(closefrom)(low);
+		return;
+	}
+	if (output_active())
 		before_range((unsigned)low, ~0u);
-	REAL(closefrom)(low);
+	(void)own_fd_close_range((unsigned)low, ~0u, 0, closefrom_gap);
 }

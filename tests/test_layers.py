@@ -30,7 +30,7 @@ MAY_CALL = {
 # prefix when it is the prefix or starts with the prefix and '_'.
 PREFIXES = {
     'prim': {'prim'},
-    'base': {'config', 'log', 'err', 'pmt_assert', 'hist'},
+    'base': {'config', 'log', 'err', 'pmt_assert', 'hist', 'own_fd'},
     'quiesce': {'quiesce', 'fase'},
     'track': {'tracker', 'shadow', 'fault_signal'},
     'persist': {'persist', 'pool', 'nvm'},

@@ -151,9 +151,13 @@ void check_report_keys(const std::string &json)
 	}
 }
 
-// Run prog natively and in every mode; return the stats JSON of each mode.
+// Run prog natively and in every mode; return the stats JSON of each mode
+// (and, when errs is given, each mode's standard error).  A program that
+// calls nvmalloc (uses_nvmalloc) persists in the nvmalloc mode too.
 std::map<std::string, std::string> compare_with_native(const std::string &prog,
-						       unsigned interval_ms = 10)
+						       unsigned interval_ms = 10,
+						       std::map<std::string, std::string> *errs = nullptr,
+						       bool uses_nvmalloc = false)
 {
 	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");
 	std::string path = progs + "/" + prog;
@@ -179,22 +183,28 @@ std::map<std::string, std::string> compare_with_native(const std::string &prog,
 		INFO("stderr: " << r.err);
 		CHECK(r.status == 0);
 		CHECK(r.out == native.out);
+		if (errs != nullptr)
+			(*errs)[m.name] = r.err;
 		std::string s = slurp(json);
 		REQUIRE_FALSE(s.empty());
 		check_report_keys(s);
 		CHECK(json_text(s, "heap_mode") == std::string("\"") + m.heap + "\"");
-		bool persisted = std::strcmp(m.heap, "malloc") == 0;
+		bool persisted = std::strcmp(m.heap, "malloc") == 0 || uses_nvmalloc;
 		CHECK(json_text(s, "persistence") == (persisted ? "true" : "false"));
 		if (persisted) {
 			CHECK(json_number(s, "epochs") >= 1); // the final epoch at least
 			CHECK(json_number(s, "pages_persisted") > 0);
 			// Figures the runtime hands to the report: the closed
 			// tracker's, the pool's write-back's, the heap's.
-			CHECK(json_text(s, "tracker") == std::string("\"") + m.tracker + "\"");
+			if (std::strcmp(m.tracker, "auto") != 0)
+				CHECK(json_text(s, "tracker") == std::string("\"") + m.tracker + "\"");
 			CHECK(json_number(s, "tracker_collections") >= json_number(s, "epochs_persisted"));
 			CHECK(json_number(s, "nvm_fences") >= json_number(s, "fences"));
 			CHECK(json_number(s, "heap_capacity") > 0);
-			check_epoch_log(epoch_log, s);
+			// Not in the nvmalloc mode: its quiescent points before the
+			// first nvmalloc opened the pool are counted, not logged.
+			if (std::strcmp(m.heap, "malloc") == 0)
+				check_epoch_log(epoch_log, s);
 		}
 		stats[m.name] = s;
 	}
@@ -302,6 +312,46 @@ TEST_CASE("fread into the heap from a pipe whose data comes after epochs", "[pre
 	// while glibc's read(2) waited: EFAULT, a short fread and the stream's
 	// error flag under the mprotect tracker.
 	compare_with_native("prog_freadwait");
+}
+
+TEST_CASE("the runtime's descriptors survive close_range, closefrom, close, dup2 and fd limits",
+	  "[preload][trackers]")
+{
+	// varnishd calls close_range(3, ~0U) at start: the pool, the epoch log,
+	// pagemap and the userfaultfd were closed and their numbers reused by
+	// its pipes.  The program sees the numbers it sees natively, its own
+	// file gets none of the runtime's output, every step is durable, the
+	// epoch log agrees with the report (compare_with_native), the pool
+	// stays locked, and nothing is said on standard error.
+	std::map<std::string, std::string> errs;
+	compare_with_native("prog_ownfds", 10, &errs, true);
+	for (auto &kv : errs) {
+		INFO(kv.first << "\n" << kv.second);
+		CHECK(kv.second.find("pmthreads:") == std::string::npos);
+		CHECK(kv.second.find("ownfds:") == std::string::npos);
+	}
+	// Killed after its last durable step, then recovered.
+	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");
+	for (const preload_mode &m : preload_modes()) {
+		INFO(m.name);
+		scratch_dir dir;
+		std::map<std::string, std::string> env = {
+			{ "LD_PRELOAD", lib },
+			{ "PMTHREADS_POOL", dir.path + "/p.pool" },
+			{ "PMTHREADS_POOL_SIZE", "64M" },
+			{ "PMTHREADS_HEAP", m.heap },
+			{ "PMTHREADS_TRACKER", m.tracker },
+			{ "PMTHREADS_INTERVAL_MS", "10" },
+		};
+		run_result crashed = run({ progs + "/prog_ownfds", "crash" }, env);
+		INFO(crashed.describe());
+		REQUIRE(crashed.killed());
+		CHECK(crashed.out.find("steps: 9\n") != std::string::npos);
+		run_result check = run({ progs + "/prog_ownfds", "check" }, env);
+		INFO(check.describe());
+		CHECK(check.status == 0);
+		CHECK(check.out == "recovered 9 steps, crashed: yes\n");
+	}
 }
 
 TEST_CASE("the pmthreads launcher preloads the library", "[preload]")

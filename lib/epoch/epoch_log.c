@@ -3,6 +3,7 @@
 #include "epoch/epoch_log.h"
 
 #include "base/log.h"
+#include "base/own_fds.h"
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -36,6 +37,7 @@ int epoch_log_open(const char *path)
 		return -1;
 	}
 	log_fd = fd;
+	own_fd_keep(&log_fd, "epoch log");
 	return 0;
 }
 
@@ -72,8 +74,5 @@ void epoch_log_record(const struct epoch_record *r)
 
 void epoch_log_close(void)
 {
-	if (log_fd >= 0) {
-		close(log_fd);
-		log_fd = -1;
-	}
+	own_fd_close(&log_fd);
 }

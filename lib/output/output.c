@@ -5,6 +5,7 @@
 
 #include "base/histogram.h"
 #include "base/log.h"
+#include "base/own_fds.h"
 #include "prim/prim.h"
 #include "quiesce/quiesce.h"
 
@@ -241,9 +242,7 @@ static void drop_queue(struct fdq *q)
 /* Forget the descriptor (q->lock held, queue empty or dropped). */
 static void forget(struct fdq *q)
 {
-	if (q->nb_fd >= 0)
-		syscall(SYS_close, q->nb_fd);
-	q->nb_fd = -1;
+	own_fd_close(&q->nb_fd);
 	q->dev = 0;
 	q->ino = 0;
 	q->created_seen = false;
@@ -285,8 +284,10 @@ static ssize_t send_chunk(struct fdq *q, int fd, struct chunk *c)
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		long nb = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-		if (nb >= 0)
+		if (nb >= 0) {
 			q->nb_fd = (int)nb;
+			own_fd_keep(&q->nb_fd, "non-blocking open of a pipe for output commit");
+		}
 	}
 	if (q->nb_fd >= 0)
 		return syscall(SYS_write, q->nb_fd, p, n);
@@ -567,9 +568,7 @@ static void bind_file(struct fdq *q, int fd, const struct stat *st)
 		q->delayed_err = 0;
 	}
 	if (q->dev != st->st_dev || q->ino != st->st_ino) {
-		if (q->nb_fd >= 0)
-			syscall(SYS_close, q->nb_fd);
-		q->nb_fd = -1;
+		own_fd_close(&q->nb_fd);
 		q->close_when_empty = false;
 	}
 	if (q->dev != st->st_dev || q->ino != st->st_ino || q->is_sock != S_ISSOCK(st->st_mode)) {

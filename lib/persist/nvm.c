@@ -4,6 +4,7 @@
 
 #include "base/assert.h"
 #include "base/log.h"
+#include "base/own_fds.h"
 #include "persist/nvm_backend.h"
 #include "persist/nvm_log.h"
 #include "prim/prim.h"
@@ -217,6 +218,7 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 	}
 	n->len = len;
 	n->fd = fd;
+	own_fd_keep(&n->fd, "pool file");
 	n->latency_ns = latency_ns;
 
 	int rc;
@@ -254,6 +256,7 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 	}
 	}
 	if (rc != 0) {
+		own_fd_forget(&n->fd);
 		munmap(n->base, len);
 		free(n);
 		return -1;
@@ -282,6 +285,7 @@ static int map_log(struct nvm **out, int fd, const char *path, size_t len, unsig
 	}
 	n->len = len;
 	n->fd = fd;
+	own_fd_keep(&n->fd, "pool file");
 	n->latency_ns = latency_ns;
 	n->read_only = read_only;
 	n->private_map = true;
@@ -289,6 +293,7 @@ static int map_log(struct nvm **out, int fd, const char *path, size_t len, unsig
 		char why[600];
 		snprintf(why, sizeof(why), "%s", err_get());
 		err_set("pool %s: %s; it was left untouched", path, why);
+		own_fd_forget(&n->fd);
 		munmap(n->base, len);
 		free(n);
 		return -1;
@@ -363,6 +368,7 @@ int nvm_map_readonly(struct nvm **out, int fd, const char *path, size_t len)
 	n->ops = &readonly_ops;
 	n->len = len;
 	n->fd = fd;
+	own_fd_keep(&n->fd, "pool file");
 	n->read_only = true;
 	*out = n;
 	return 0;
@@ -382,5 +388,6 @@ void nvm_unmap(struct nvm *n)
 		return;
 	n->ops->unmap(n);
 	munmap(n->base, n->len);
+	own_fd_forget(&n->fd);
 	free(n);
 }

@@ -50,7 +50,7 @@ struct range {
 
 /* The device under the log: the file, or (tests) a simulation of it. */
 struct log_dev {
-	int fd;
+	const int *fd;		/* the mapping's (nvm.fd): own_fds may move it */
 	/* Simulation only (sim != NULL): unsynced writes, with what they
 	 * overwrote, for the crash. */
 	struct nvm_sim_options *sim;
@@ -130,7 +130,7 @@ static int dev_remember(struct log_dev *d, uint64_t off, size_t len)
 	unsigned char *old = malloc(len);
 	if (old == NULL)
 		return ENOMEM;
-	ssize_t got = prim_pread_all(d->fd, old, len, (off_t)off);
+	ssize_t got = prim_pread_all(*d->fd, old, len, (off_t)off);
 	if (got < 0)
 		got = 0;
 	if ((size_t)got < len)
@@ -153,7 +153,7 @@ static int dev_write(struct log_dev *d, const void *buf, size_t len, uint64_t of
 		if (e != 0)
 			return e;
 	}
-	int e = pwrite_all(d->fd, buf, len, off);
+	int e = pwrite_all(*d->fd, buf, len, off);
 	if (d->sim != NULL)
 		dev_primitive(d);
 	return e;
@@ -161,7 +161,7 @@ static int dev_write(struct log_dev *d, const void *buf, size_t len, uint64_t of
 
 static int dev_sync(struct log_dev *d)
 {
-	int e = prim_fdatasync(d->fd) != 0 ? errno : 0;
+	int e = prim_fdatasync(*d->fd) != 0 ? errno : 0;
 	if (d->sim != NULL) {
 		dev_forget(d);
 		dev_primitive(d);
@@ -191,10 +191,10 @@ static void dev_crash(struct log_dev *d)
 		for (size_t s = 0; s < u->len; s += SECTOR) {
 			size_t l = u->len - s < SECTOR ? u->len - s : SECTOR;
 			if (!sector_survives(d))
-				(void)pwrite_all(d->fd, u->old + s, l, u->off + s);
+				(void)pwrite_all(*d->fd, u->old + s, l, u->off + s);
 		}
 	}
-	(void)prim_fdatasync(d->fd);
+	(void)prim_fdatasync(*d->fd);
 	if (d->sim->on_crash != NULL)
 		d->sim->on_crash(d->sim->on_crash_arg);
 	_exit(NVM_SIM_CRASH_EXIT);
@@ -515,7 +515,7 @@ uint64_t nvm_log_touched_end(const struct nvm *n, uint64_t lo, uint64_t hi)
  * its zeros. */
 static bool read_at(const struct log_state *s, void *buf, size_t len, uint64_t off)
 {
-	return prim_pread_all(s->dev.fd, buf, len, (off_t)off) == (ssize_t)len;
+	return prim_pread_all(*s->dev.fd, buf, len, (off_t)off) == (ssize_t)len;
 }
 
 static bool read_head(const struct log_state *s, int slot, struct log_head *h)
@@ -702,7 +702,7 @@ int nvm_log_init(struct nvm *n, const struct nvm_log_region *r, const struct nvm
 	}
 	s->r = *r;
 	s->page_size = ps;
-	s->dev.fd = n->fd;
+	s->dev.fd = &n->fd;
 	size_t pages = (n->len + ps - 1) / ps;
 	s->touched_words = (pages + 63) / 64;
 	/* Every range is at least 16 bytes of a record: the ring bounds a

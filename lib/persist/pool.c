@@ -6,6 +6,7 @@
 #include "persist/pool_internal.h"
 
 #include "base/log.h"
+#include "base/own_fds.h"
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -65,7 +66,7 @@ static void close_pool(struct pool *p, void (*unmap)(struct nvm *))
 	if (p == NULL)
 		return;
 	unmap(p->nvm);
-	close(p->fd);
+	own_fd_close(&p->fd);
 	pool_sum_key_fini(&p->sum_key);
 	free(p);
 }

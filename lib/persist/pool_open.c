@@ -5,6 +5,7 @@
 #include "persist/pool_internal.h"
 
 #include "base/log.h"
+#include "base/own_fds.h"
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -365,6 +366,7 @@ enum pool_error pool_open(struct pool **out, const struct pool_open_options *o)
 	struct pool_records rec;
 	if (find_or_create(p, o, page_size) != 0)
 		goto fail;
+	own_fd_keep(&p->fd, "pool file");
 	rc = lock_file(p, o, &st);
 	if (rc != POOL_OK)
 		goto fail;
@@ -376,8 +378,7 @@ enum pool_error pool_open(struct pool **out, const struct pool_open_options *o)
 	*out = p;
 	return POOL_OK;
 fail:
-	if (p->fd >= 0)
-		close(p->fd);
+	own_fd_close(&p->fd);
 	free(p);
 	return rc;
 }

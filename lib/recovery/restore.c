@@ -5,6 +5,7 @@
 
 #include "base/assert.h"
 #include "base/log.h"
+#include "base/own_fds.h"
 #include "persist/persist.h"
 #include "recovery/recovery.h"
 #include "prim/prim.h"
@@ -273,8 +274,8 @@ static void atfork_prepare(void)
 
 static void free_restore(struct restore *r)
 {
-	if (r->stop_fd >= 0)
-		close(r->stop_fd);
+	own_fd_close(&r->stop_fd);
+	own_fd_forget(&r->uffd);
 	if (r->state != NULL)
 		prim_unmap((void *)r->state, r->state_len);
 	prim_unmap(r, sizeof(*r));
@@ -304,11 +305,13 @@ static int start_lazy(struct restore **out, struct tracker *t, struct pool *p, v
 	r->page_size = p->page_size;
 	r->limit = limit;
 	r->uffd = uffd;
+	own_fd_keep(&r->uffd, "userfaultfd");
 	r->no_background = o->no_background;
 	r->t0 = t0;
 	PMT_ASSERT(pages > 0 && pages <= limit);	/* lazy only with pages to restore */
 	atomic_store(&r->pending, pages);
 	r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	own_fd_keep(&r->stop_fd, "lazy restore's eventfd");
 	r->state_len = limit > 0 ? limit : 1;
 	r->state = prim_map_any(r->state_len);
 	if (r->stop_fd < 0 || r->state == NULL) {

@@ -3,6 +3,7 @@
 #include "runtime/stats.h"
 
 #include "base/log.h"
+#include "base/own_fds.h"
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -42,6 +43,7 @@ static void save_stderr(void)
 	if (fstat(STDERR_FILENO, &saved_stderr_st) != 0)
 		return;
 	saved_stderr = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+	own_fd_keep(&saved_stderr, "standard error for the report");
 }
 
 static bool is_saved_file(int fd)

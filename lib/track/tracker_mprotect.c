@@ -18,6 +18,7 @@
 #include "track/tracker_backend.h"
 
 #include "base/log.h"
+#include "base/own_fds.h"
 #include "prim/prim.h"
 #include "track/fault_signal.h"
 
@@ -462,8 +463,7 @@ void tracker_prefault(void *addr, size_t len)
 
 static void free_impl(struct mp_impl *m)
 {
-	if (m->pagemap >= 0)
-		close(m->pagemap);
+	own_fd_close(&m->pagemap);
 	if (m->dirty != NULL)
 		prim_unmap((void *)m->dirty, m->nwords * sizeof(uint64_t));
 	if (m->hot != NULL)
@@ -515,6 +515,7 @@ static int mp_attach(struct tracker *t)
 	/* Only needed after an overflow; without it such an epoch reports
 	 * the whole range. */
 	m->pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	own_fd_keep(&m->pagemap, "/proc/self/pagemap");
 
 	prim_lock(&slots_lock);
 	for (int i = 0; i < MAX_TRACKERS && m->slot < 0; i++)

@@ -13,6 +13,7 @@
 #include "track/tracker_backend.h"
 
 #include "base/log.h"
+#include "base/own_fds.h"
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -244,6 +245,7 @@ static int uffd_attach(struct tracker *t)
 		err_set_errno(errno, "userfaultfd failed (use PMTHREADS_TRACKER=mprotect)");
 		goto fail;
 	}
+	own_fd_keep(&u->uffd, "userfaultfd");
 	struct uffdio_api api = { .api = UFFD_API, .features = NEEDED_FEATURES };
 	if (ioctl(u->uffd, UFFDIO_API, &api) != 0) {
 		err_set_errno(errno, "userfaultfd refuses asynchronous write-protection (needs "
@@ -273,14 +275,14 @@ static int uffd_attach(struct tracker *t)
 			      "(is /proc mounted?)");
 		goto fail_unregister;
 	}
+	own_fd_keep(&u->pagemap, "/proc/self/pagemap");
 	t->impl = u;
 	return 0;
 
 fail_unregister:
 	(void)ioctl(u->uffd, UFFDIO_UNREGISTER, &reg.range);
 fail:
-	if (u->uffd >= 0)
-		close(u->uffd);
+	own_fd_close(&u->uffd);
 	prim_unmap(u, sizeof(*u));
 	return -1;
 }
@@ -421,8 +423,8 @@ static void uffd_detach(struct tracker *t)
 		struct uffdio_range range = { .start = (uintptr_t)t->base, .len = t->len };
 		(void)ioctl(u->uffd, UFFDIO_UNREGISTER, &range);
 	}
-	close(u->pagemap);
-	close(u->uffd);
+	own_fd_close(&u->pagemap);
+	own_fd_close(&u->uffd);
 	prim_unmap(u, sizeof(*u));
 	t->impl = NULL;
 }

@@ -357,8 +357,45 @@ TEST_CASE("a log whose head slots are both corrupt is refused, nothing written",
 	nvm *n = nullptr;
 	CHECK(nvm_map_pool(&n, fd, rg.path.c_str(), rg.len, NVM_LOG, 0, nullptr, &rg.r, false) != 0);
 	CHECK(std::string(err_get()).find("head slots") != std::string::npos);
+	close(fd);	// (own_fds may have moved the number: read through a new one)
 	unsigned char back[sizeof(junk)];
+	fd = ::open(rg.path.c_str(), O_RDONLY);
 	REQUIRE(pread(fd, back, sizeof(back), HEAD_OFF) == (ssize_t)sizeof(back));
 	CHECK(memcmp(back, junk, sizeof(junk)) == 0);
 	close(fd);
+}
+
+TEST_CASE("an I/O error at any write or sync refuses the epoch and every later one", "[log]")
+{
+	workload w{ 23, 40, 4 };	// epoch 4 is big: written through
+	for (uint64_t k = 1; k <= 8; k++) {
+		INFO("the " << k << "-th device primitive of epochs 3 and 4 fails");
+		rig rg(NVM_LOG_MIN_SIZE);
+		nvm *n = rg.open();
+		w.run(n, 1);
+		w.run(n, 2);
+		REQUIRE(nvm_error(n) == 0);
+		nvm_log_fail_io(n, k, EIO);
+		w.run(n, 3);
+		w.run(n, 4);
+		uint64_t acked = nvm_error(n) == 0 ? 4 : 2;
+		if (nvm_error(n) == 0) {	// fewer primitives than k: no failure
+			nvm_log_fail_io(n, 0, 0);
+		} else {
+			CHECK(nvm_error(n) == EIO);
+			uint64_t flushes = n->stats.device_flushes;
+			w.run(n, 5);	// nothing more reaches the device
+			CHECK(n->stats.device_flushes == flushes);
+			CHECK(n->stats.fences_skipped >= 1);
+		}
+		n->read_only = true;	// as a crash: no clean-close checkpoint
+		nvm_unmap(n);
+		nvm *m = rg.open();
+		uint64_t mark = mark_of(m);
+		CHECK(mark >= acked);
+		CHECK(mark <= 4);	// epoch 5 never
+		check_image(m, w);
+		m->read_only = true;
+		nvm_unmap(m);
+	}
 }

@@ -62,7 +62,16 @@ struct log_dev {
 		unsigned char *old;
 	} *undo;
 	size_t nundo, undo_cap;
+	/* Tests (nvm_log_fail_io): the fail_at-th write or sync from now
+	 * fails with fail_err, doing nothing. */
+	uint64_t fail_at;
+	int fail_err;
 };
+
+static bool dev_fails(struct log_dev *d)
+{
+	return d->fail_at != 0 && --d->fail_at == 0;
+}
 
 struct log_state {
 	struct nvm_log_region r;
@@ -148,6 +157,8 @@ static void dev_forget(struct log_dev *d)
 
 static int dev_write(struct log_dev *d, const void *buf, size_t len, uint64_t off)
 {
+	if (dev_fails(d))
+		return d->fail_err;
 	if (d->sim != NULL) {
 		int e = dev_remember(d, off, len);
 		if (e != 0)
@@ -161,6 +172,8 @@ static int dev_write(struct log_dev *d, const void *buf, size_t len, uint64_t of
 
 static int dev_sync(struct log_dev *d)
 {
+	if (dev_fails(d))
+		return d->fail_err;
 	int e = prim_fdatasync(*d->fd) != 0 ? errno : 0;
 	if (d->sim != NULL) {
 		dev_forget(d);
@@ -494,6 +507,15 @@ int nvm_log_checkpoint(struct nvm *n)
 	if (e != 0)
 		nvm_latch_error(n, e);
 	return n->error;
+}
+
+void nvm_log_fail_io(struct nvm *n, uint64_t k, int err)
+{
+	struct log_state *s = log_of(n);
+	if (s == NULL)
+		log_fatal("nvm_log_fail_io on a %s mapping (log backend only)", n->ops->name);
+	s->dev.fail_at = k;
+	s->dev.fail_err = err;
 }
 
 uint64_t nvm_log_touched_end(const struct nvm *n, uint64_t lo, uint64_t hi)

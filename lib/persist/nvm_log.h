@@ -92,6 +92,11 @@ int nvm_log_format(int fd, const char *path, const struct nvm_log_region *r, boo
  * log-backed mapping).  For the pool's scan bounds (seq_pages). */
 uint64_t nvm_log_touched_end(const struct nvm *n, uint64_t lo, uint64_t hi);
 
+/* Tests: the k-th write or sync of the device from now (1: the next) fails
+ * with errno err and does nothing, as a device that lost the write; the
+ * error is latched (nvm.h).  k = 0 cancels. */
+void nvm_log_fail_io(struct nvm *n, uint64_t k, int err);
+
 /* Checkpoint now when anything is committed since the last one and nothing
  * is pending (a clean close, a test).  0, or the latched error. */
 int nvm_log_checkpoint(struct nvm *n);

@@ -102,15 +102,18 @@ static uint64_t write_page(struct pool *p, unsigned char *copy, const unsigned c
 }
 
 /* The sum table's entries of an attempt, flushed a line at a time: a batch
- * is mostly runs of adjacent pages, four pages' pairs to a line. */
+ * is mostly runs of adjacent pages, four pages' pairs to a line.  Only the
+ * entries of the line that changed are named: the same line on a cache-line
+ * medium, but what the log backend writes (16 bytes a page, not 72). */
 struct sum_lines {
 	uintptr_t line;		/* pending line, 0: none */
+	uintptr_t lo, hi;	/* the changed entries in it: [lo, hi) */
 };
 
 static void sum_flush_pending(struct pool *p, struct sum_lines *sl)
 {
 	if (sl->line != 0 && persist_fault_active != PERSIST_FAULT_SKIP_SUM_FLUSH)
-		nvm_flush(p->nvm, (const void *)sl->line, NVM_LINE);
+		nvm_flush(p->nvm, (const void *)sl->lo, sl->hi - sl->lo);
 	sl->line = 0;
 }
 
@@ -121,11 +124,18 @@ static void set_sum(struct pool *p, struct sum_lines *sl, uint64_t i, int w, uin
 	if (p->sum[i][w] == sum)
 		return;
 	p->sum[i][w] = sum;
-	uintptr_t l = (uintptr_t)&p->sum[i][w] & ~(uintptr_t)(NVM_LINE - 1);
+	uintptr_t at = (uintptr_t)&p->sum[i][w];
+	uintptr_t l = at & ~(uintptr_t)(NVM_LINE - 1);
 	if (l != sl->line) {
 		sum_flush_pending(p, sl);
 		sl->line = l;
+		sl->lo = at;
+		sl->hi = at + sizeof(uint64_t);
 	}
+	if (at < sl->lo)
+		sl->lo = at;
+	if (at + sizeof(uint64_t) > sl->hi)
+		sl->hi = at + sizeof(uint64_t);
 }
 
 /* The third fence: one checksummed version record (pool.h). */

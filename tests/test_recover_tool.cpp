@@ -4,6 +4,14 @@
 // PMTHREADS_RECOVER_TOOL, set by meson).  info, check, dump and list must
 // leave the pool byte-identical; create and rm make and remove whole pools.
 #include "pool_test_util.h"
+#include <algorithm>
+
+// pool_internal.h's C11 assertions, as C++ ones
+#define _Static_assert static_assert
+extern "C" {
+#include "persist/pool_internal.h"
+}
+#undef _Static_assert
 #include "subprocess.hpp"
 
 #ifdef PMT_TOOL_HAVE_HEAP
@@ -423,6 +431,52 @@ TEST_CASE("recover tool: an interrupted epoch is a warning, and ignored by dump"
 	r = run_on_pool(path, { "dump", path, out });
 	REQUIRE(r.status == 0);
 	CHECK(file_bytes(out) == expected);
+}
+
+TEST_CASE("recover tool: epochs only the log holds are read by info, check and dump", "[recover-tool]")
+{
+	scratch_dir d;
+	std::string path = d.file("log.pool");
+	const uint64_t n = 16;
+	const size_t ps = page_size();
+	auto o = options(path, n, "recovertest");
+	o.nvm = NVM_LOG;
+	pool *p = open_or_fail(o);
+	REQUIRE(std::string(p->nvm->ops->name) == "log");
+	pool_set_clean(p, false);
+	shadow_buf sh(n * ps);
+	for (uint64_t pg : { 2, 5 })
+		memset(sh.mem + pg * ps, (int)(0x20 + pg), ps);
+	uint64_t pages[] = { 2, 5 };
+	REQUIRE(persist_epoch(p, sh.mem, pages, 2, nullptr) == 0);
+	memset(sh.mem + 5 * ps + 64, 0xcd, 200);
+	REQUIRE(persist_epoch(p, sh.mem, pages + 1, 1, nullptr) == 0);
+	// As a crash leaves it: nothing checkpointed, the file's page copies
+	// never written -- the epochs are in the log only.
+	pool_abandon(p);
+	std::vector<unsigned char> file = file_bytes(path);
+	pool_layout l = pool_layout_for(n, ps);
+	CHECK(std::all_of(file.begin() + (long)l.data_off, file.begin() + (long)l.file_size,
+			  [](unsigned char c) { return c == 0; }));
+
+	run_result r = run_on_pool(path, { "info", path });
+	REQUIRE(r.status == 0);
+	CHECK(contains(r.out, "VER_d:             2"));
+	CHECK(contains(r.out, "records"));
+	CHECK(contains(r.out, "not yet checkpointed"));
+	r = run_on_pool(path, { "info", "--json", path });
+	REQUIRE(r.status == 0);
+	auto m = parse_json(r.out);
+	CHECK(m["ver_d"] == "2");
+	CHECK(m["log_records"] != "0");
+	r = run_on_pool(path, { "check", path });
+	INFO(r.out << r.err);
+	CHECK(r.status == 0);
+	CHECK(contains(r.out, "consistent (VER_d 2"));
+	std::string out = d.file("image");
+	r = run_on_pool(path, { "dump", path, out });
+	REQUIRE(r.status == 0);
+	CHECK(file_bytes(out) == sh.bytes());
 }
 
 TEST_CASE("recover tool: a pool that was not shut down cleanly is reported crashed", "[recover-tool]")

@@ -19,6 +19,7 @@
 #include "uffd_half.h"
 
 extern "C" {
+#include "persist/nvm_log.h"
 #include "recovery/restore.h"
 #include "track/tracker.h"
 }
@@ -174,6 +175,10 @@ struct child_result {
 	uint64_t primitives; // when it ran to the end without crashing
 };
 
+// The backend the child crashes: the line simulator, or the log backend on
+// its simulated device (whose primitives are its writes and syncs).
+nvm_kind crash_backend = NVM_SIM;
+
 child_result run_child(const std::string &path, const child_work &w, uint64_t crash_after,
 		       sim_mode m)
 {
@@ -188,7 +193,7 @@ child_result run_child(const std::string &path, const child_work &w, uint64_t cr
 		so.crash_after = crash_after;
 		auto o = options(path, kPages);
 		o.create = false;
-		o.nvm = NVM_SIM;
+		o.nvm = crash_backend;
 		o.sim = &so;
 		pool *p = nullptr;
 		if (pool_open(&p, &o) != 0)
@@ -216,7 +221,8 @@ child_result run_child(const std::string &path, const child_work &w, uint64_t cr
 		}
 		if (w.persist && !w.lazy)
 			persist_epoch(p, w.persist->data(), w.dirty->data(), w.dirty->size(), nullptr);
-		uint64_t prims = nvm_sim_primitives(p->nvm);
+		uint64_t prims = crash_backend == NVM_LOG ? nvm_log_primitives(p->nvm)
+							  : nvm_sim_primitives(p->nvm);
 		if (write(fds[1], &prims, sizeof(prims)) != (ssize_t)sizeof(prims))
 			_exit(11);
 		_exit(0);
@@ -858,4 +864,116 @@ TEST_CASE("the sweep catches deliberately broken persist orders", "[crash][fault
 		WARN("broken order '" << f.name << "': caught at " << r.problems.size() << " of "
 				      << r.crash_points << " crash points");
 	}
+}
+
+// The log backend (nvm_log.h) under the same sweeps: its device crashes after
+// every write and every sync, each unsynced write keeping, sector by sector,
+// its new or its old bytes.  An epoch is three records (two orders and the
+// VER_d fence) and one sync.
+struct log_backend_scope {
+	log_backend_scope() { crash_backend = NVM_LOG; }
+	~log_backend_scope() { crash_backend = NVM_SIM; }
+};
+
+TEST_CASE("log backend: a crash after every write and sync of an epoch recovers the old or the new "
+	  "image", "[crash][sweep][log]")
+{
+	log_backend_scope scope;
+	prepared pr;
+	image_map images = pr.images;
+	image next = next_image(images[pr.ver()], kDirty, 15);
+	images[pr.ver() + 1] = next;
+	child_work w;
+	w.persist = &next;
+	w.dirty = &kDirty;
+	uint64_t total = count_primitives(pr, pr.base, w);
+	CHECK(total == 4);	// three records, one sync
+	sweep_result r = sweep(pr, w, images, pr.ver(), pr.ver() + 1, total, false,
+			       [&] { pr.reset_work(); });
+	INFO(first_problems(r));
+	CHECK(r.problems.empty());
+	CHECK(r.crash_points == total * sim_modes().size());
+	CHECK(r.new_image > 0);
+	CHECK(r.new_image < r.crash_points);
+	// Once the sync returned, the epoch is kept even if every unsynced
+	// write would be lost; before it, with all of them lost, it is not.
+	for (uint64_t k : { total - 1, total }) {
+		pr.reset_work();
+		child_result c = run_child(pr.work, w, k, { 0, NVM_SIM_KEEP_OLD });
+		REQUIRE(WEXITSTATUS(c.status) == NVM_SIM_CRASH_EXIT);
+		outcome o = check_recovery(pr.work, images);
+		INFO("crash after primitive " << k << ": " << o.problem);
+		CHECK(o.problem.empty());
+		CHECK(o.ver_d == (k == total ? pr.ver() + 1 : pr.ver()));
+	}
+}
+
+TEST_CASE("log backend: a carried-over attempt and its redo, crashed at every write and sync",
+	  "[crash][sweep][log][carried]")
+{
+	log_backend_scope scope;
+	prepared pr;
+	image_map images = pr.images;
+	carried_case cc(images[pr.ver()]);
+	images[pr.ver() + 1] = cc.final_img;
+	child_work w = cc.work();
+	uint64_t total = count_primitives(pr, pr.base, w);
+	sweep_result r = sweep(pr, w, images, pr.ver(), pr.ver() + 1, total, false,
+			       [&] { pr.reset_work(); });
+	INFO(first_problems(r));
+	CHECK(r.problems.empty());
+	CHECK(r.crash_points == total * sim_modes().size());
+	CHECK(r.new_image > 0);
+}
+
+TEST_CASE("log backend: double crash -- records torn mid-epoch, then recovery and a second epoch "
+	  "crashed at every write and sync", "[crash][double][log]")
+{
+	log_backend_scope scope;
+	prepared pr;
+	image next = next_image(pr.images[pr.ver()], kDirty, 16);
+	child_work epoch;
+	epoch.persist = &next;
+	epoch.dirty = &kDirty;
+	uint64_t total = count_primitives(pr, pr.base, epoch);
+	std::string first = pr.dir.file("first.pool");
+	const std::vector<uint64_t> dirty2 = { 1, 2, 4, 9, 13, 14 };
+	uint64_t points = 0;
+	for (uint64_t k1 = 1; k1 < total; k1++) {	// before the sync: nothing durable
+		INFO("first crash after primitive " << k1);
+		pr.reset_work();
+		child_result c1 = run_child(pr.work, epoch, k1, { 7, NVM_SIM_RANDOM });
+		REQUIRE(WEXITSTATUS(c1.status) == NVM_SIM_CRASH_EXIT);
+		copy_file(pr.work, first);
+		image_map images = pr.images;
+		// What the first crash kept: the old epoch, or -- every record
+		// complete though never synced -- the new one.
+		outcome o1 = check_recovery(first, images);
+		image_map with_next = images;
+		with_next[pr.ver() + 1] = next;
+		uint64_t v1 = o1.ver_d;
+		if (!o1.problem.empty()) {
+			copy_file(pr.work, first);
+			o1 = check_recovery(first, with_next);
+		}
+		INFO(o1.problem);
+		REQUIRE(o1.problem.empty());
+		v1 = o1.ver_d;
+		copy_file(pr.work, first);
+		image_map all = v1 == pr.ver() ? images : with_next;
+		image second = next_image(all[v1], dirty2, 17 + (uint32_t)k1);
+		all[v1 + 1] = second;
+		child_work w2;
+		w2.recover = true;
+		w2.persist = &second;
+		w2.dirty = &dirty2;
+		uint64_t total2 = count_primitives(pr, first, w2);
+		sweep_result r = sweep(pr, w2, all, v1, v1 + 1, total2, false,
+				       [&] { copy_file(first, pr.work); });
+		INFO(first_problems(r));
+		CHECK(r.problems.empty());
+		CHECK(r.new_image > 0);
+		points += r.crash_points;
+	}
+	CHECK(points > 0);
 }

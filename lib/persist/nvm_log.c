@@ -509,6 +509,12 @@ int nvm_log_checkpoint(struct nvm *n)
 	return n->error;
 }
 
+uint64_t nvm_log_primitives(const struct nvm *n)
+{
+	const struct log_state *s = log_of(n);
+	return s != NULL ? s->dev.primitives : 0;
+}
+
 void nvm_log_fail_io(struct nvm *n, uint64_t k, int err)
 {
 	struct log_state *s = log_of(n);

@@ -92,6 +92,10 @@ int nvm_log_format(int fd, const char *path, const struct nvm_log_region *r, boo
  * log-backed mapping).  For the pool's scan bounds (seq_pages). */
 uint64_t nvm_log_touched_end(const struct nvm *n, uint64_t lo, uint64_t hi);
 
+/* Tests: the writes and syncs of the simulated device so far (0 for a real
+ * one, or another backend). */
+uint64_t nvm_log_primitives(const struct nvm *n);
+
 /* Tests: the k-th write or sync of the device from now (1: the next) fails
  * with errno err and does nothing, as a device that lost the write; the
  * error is latched (nvm.h).  k = 0 cancels. */

@@ -158,7 +158,7 @@ TEST_CASE("config: check mode's tracker and interval are applied in the one stru
 	CHECK(c.interval_ms_asked == 100);
 }
 
-TEST_CASE("config table: every entry is documented in pmthreads(7) and the README", "[config]")
+TEST_CASE("config table: every entry is documented in pmthreads(7), which the README points to", "[config]")
 {
 	const char *src = getenv("PMT_SOURCE_ROOT");
 	REQUIRE(src != nullptr);
@@ -174,13 +174,15 @@ TEST_CASE("config table: every entry is documented in pmthreads(7) and the READM
 			out->append(buf, n);
 		fclose(f);
 	}
+	// The environment is documented in one place, the manual page; the
+	// README sends its reader there.
+	CHECK(readme.find("pmthreads(7)") != std::string::npos);
 	size_t n;
 	const config_option *opts = config_options(&n);
 	for (size_t i = 0; i < n; i++) {
 		INFO(opts[i].env);
 		// groff escapes the underscore-free names unchanged
 		CHECK(man.find(opts[i].env) != std::string::npos);
-		CHECK(readme.find(opts[i].env) != std::string::npos);
 		if (opts[i].flag != nullptr) {
 			std::string flag;	// roff: every hyphen escaped
 			for (const char *c = opts[i].flag; *c != '\0'; c++)

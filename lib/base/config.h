@@ -7,7 +7,7 @@
  * into one struct config per process (config_get).  The preload, the
  * runtime, the statistics and the `pmthreads` command all read that struct
  * or that table; `pmthreads --help` is printed from the table and a test
- * checks that pmthreads(7) and the README name every entry.
+ * checks that pmthreads(7) names every entry.
  *
  * Rules: numbers are decimal with an optional size suffix (no octal, no
  * hex except for an address); a malformed value or a PMTHREADS_* variable

@@ -235,7 +235,7 @@ struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
 	b->nslots = 0;
 	/* Nothing above the heap's high-water mark is ever written, and
 	 * the scan's cost grows with the range scanned, used or not (the
-	 * README's "Figures behind the design"). */
+	 * "Figures behind the design" in docs/benchmarks.md). */
 	if (ep->extent_fn != NULL)
 		tracker_set_extent(ep->tracker, ep->extent_fn());
 	b->n = tracker_collect_dirty(ep->tracker, b->pages, ep->capacity);

@@ -68,7 +68,7 @@
 #define EPOCH_POPULATE_STEP 128
 
 /* Pages copied inside a pause, at most (4 MiB of 4 KiB pages: a copy small
- * beside the pause itself, README "Figures behind the design"); doubled for each attempt carried over in a row, up to
+ * beside the pause itself, docs/benchmarks.md "Figures behind the design"); doubled for each attempt carried over in a row, up to
  * EPOCH_COPY_BUDGET_GROWTH times that. */
 #define EPOCH_COPY_BUDGET 1024
 #define EPOCH_COPY_BUDGET_GROWTH 4	/* _MAX = 4 x the first */

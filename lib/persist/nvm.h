@@ -99,7 +99,8 @@ struct nvm_ops {
 	X(count, checkpoint_bytes, "log_checkpoint_bytes") \
 	X(count, writes_through, "log_writes_through") /* groups too large for the ring */ \
 	X(count, log_replayed_records, "log_replayed_records") /* at open */ \
-	X(count, log_replayed_bytes, "log_replayed_bytes")
+	X(count, log_replayed_bytes, "log_replayed_bytes") \
+	X(count, log_replay_us, "log_replay_us") /* reading and applying them at open */
 
 struct nvm_stats {
 	NVM_STATS_FIELDS(STATS_DECLARE)

@@ -613,6 +613,7 @@ static int replay(struct nvm *n, struct log_state *s)
 	s->head_gen = h[cur].gen;
 	s->head = s->tail = h[cur].pos;
 	s->head_seq = s->next_seq = h[cur].seq;
+	uint64_t t0 = prim_now_ns();
 	unsigned char *scratch = prim_map_any(s->r.size / 2);
 	if (scratch == NULL) {
 		err_set_errno(ENOMEM, "cannot reserve the buffer to replay the pool's log");
@@ -639,6 +640,7 @@ static int replay(struct nvm *n, struct log_state *s)
 		return rc;
 	n->stats.log_replayed_records += s->replayed_records;
 	n->stats.log_replayed_bytes += s->replayed_bytes;
+	n->stats.log_replay_us += (prim_now_ns() - t0) / 1000;
 	return 0;
 }
 

@@ -40,6 +40,12 @@ pid_t prim_gettid(void);
  * thread-group leader), from /proc/self/task; -1 when that cannot be read.
  * Raw system calls only: no malloc, no interposed symbol. */
 int prim_live_threads(void);
+/* What thread tid of this process is doing, for a report: the system call
+ * it is blocked in by name where known ("epoll_wait", else "system call
+ * 232"), "running" when in none, and the kernel function it sleeps in
+ * (wchan) where the kernel tells, e.g. "futex (kernel: futex_wait_queue)".
+ * "" when /proc cannot say.  Raw system calls only. */
+void prim_thread_wait_state(pid_t tid, char *buf, size_t len);
 
 /* Write all len bytes to fd, retrying short writes and EINTR.  Returns 0, or
  * -1 with errno set (a write that made no progress fails with EIO).  Uses

@@ -463,8 +463,10 @@ static atomic_bool stall_on;
  * stats_lock (the snapshot is read by the report and the statistics). */
 static uint64_t next_report_ns;
 static bool stall_reported;
-/* A pmthreads_sync timed out: report now, whatever the schedule. */
+/* A pmthreads_sync timed out: report now, whatever the schedule; bumped
+ * (and woken) when such a report is out. */
 static atomic_bool report_asked;
+static atomic_uint reports_answered;
 static _Atomic(quiesce_stall_fn) stall_fn;
 static atomic_uint sync_timeout_ms = 10000;
 
@@ -542,13 +544,22 @@ static void stall_snapshot(struct quiesce_stall *st, uint64_t now)
 static struct quiesce_stall stall_now;
 
 /* Epoch thread, each turn of its loop: report a stall when it is due. */
+static void answer_ask(void)
+{
+	atomic_fetch_add(&reports_answered, 1);
+	prim_futex_wake(&reports_answered, INT_MAX);
+}
+
 static void stall_check(uint64_t now)
 {
-	if (!atomic_load(&stall_on))
+	bool asked = atomic_exchange(&report_asked, false);
+	if (!atomic_load(&stall_on)) {
+		if (asked)
+			answer_ask();
 		return;
+	}
 	struct quiesce_stall st;
 	stall_snapshot(&st, now);
-	bool asked = atomic_exchange(&report_asked, false);
 	prim_lock(&stats_lock);
 	if (next_report_ns == 0)
 		next_report_ns = first_report_ns();
@@ -570,6 +581,8 @@ static void stall_check(uint64_t now)
 	 * for. */
 	if (due && fn != NULL && epoch_fn != NULL)
 		fn(&st, false);
+	if (asked)
+		answer_ask();
 }
 
 /* A quiescent point was reached at now. */
@@ -1045,10 +1058,16 @@ int quiesce_sync(void)
 			prim_lock(&stats_lock);
 			stats.sync_timeouts++;
 			prim_unlock(&stats_lock);
-			/* The stall report, now, from the epoch thread. */
+			/* The stall report, now, from the epoch thread, out
+			 * before this returns (the program may exit next). */
+			unsigned answered = atomic_load(&reports_answered);
 			atomic_store(&report_asked, true);
 			atomic_fetch_add(&wake_word, 1);
 			prim_futex_wake(&wake_word, 1);
+			uint64_t ask_end = prim_now_ns() + 1000000000ULL;
+			while (atomic_load(&reports_answered) == answered && atomic_load(&running) &&
+			       prim_now_ns() < ask_end)
+				prim_futex_wait(&reports_answered, answered, 10000000ULL);
 			err_set("pmthreads_sync: no quiescent point for %llu ms: a thread holds a lock "
 				"(see the stall report on standard error; PMTHREADS_SYNC_TIMEOUT_MS "
 				"sets the bound)", (unsigned long long)(timeout / 1000000));

@@ -4,8 +4,8 @@
  * it holds it.  Never linked with pmthreads; pmthreads_sync is looked up
  * under the preload.  Modes:
  *   life     main holds the lock to the end and exits holding it; the worker
- *            does FASEs for 2.5 s (past the stall report's bound), then
- *            calls pmthreads_sync
+ *            does FASEs for 3 s (a second past the stall report's first
+ *            bound), then calls pmthreads_sync
  *   release  the worker's pmthreads_sync times out while main holds the
  *            lock; main then releases it and the worker's second sync
  *            succeeds
@@ -69,7 +69,7 @@ static void *worker(void *arg)
 {
 	const char *mode = arg;
 	if (strcmp(mode, "life") == 0) {
-		fases_for(2.5);
+		fases_for(3.0);
 		sync_and_say();
 	} else {
 		fases_for(0.3);

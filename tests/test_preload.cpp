@@ -550,3 +550,19 @@ TEST_CASE("exit does not wait on a lock the exiting thread holds", "[preload][tr
 	CHECK(s.r.err.find("no final epoch: the exiting thread holds a lock at exit") !=
 	      std::string::npos);
 }
+
+TEST_CASE("a lock taken by a tail call is named by the function called", "[preload][trackers][stall]")
+{
+	stall_run s = run_stallhold("tail");
+	INFO(s.r.describe());
+	REQUIRE(s.r.status == 0);
+	CHECK(s.r.out.find("sync ETIMEDOUT\nsync ok\n") != std::string::npos);
+	CHECK(s.r.err.find("taken in main") != std::string::npos);
+	CHECK(s.r.err.find("by its call to take_big_tail") != std::string::npos);
+	CHECK(s.r.err.find("PMTHREADS_NOT_FASE=take_big_tail") != std::string::npos);
+	stall_run named = run_stallhold("tail", { { "PMTHREADS_NOT_FASE", "take_big_tail" } });
+	INFO(named.r.describe());
+	CHECK(named.r.out.find("sync ok\nsync ok\n") != std::string::npos);
+	CHECK(json_number(named.json, "not_fase_sites") == 1);
+	CHECK(json_number(named.json, "stalls") == 0);
+}

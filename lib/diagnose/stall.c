@@ -11,7 +11,28 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
+
+/* An object's path as dladdr gave it (di of an address in it); for the
+ * program itself glibc gives argv[0], which programs rewrite (Redis puts its
+ * address there): the executable's path then. */
+static const char *object_path(const Dl_info *di)
+{
+	static char exe[256];
+	Dl_info main_di;
+	bool is_main = di->dli_fname == NULL || di->dli_fname[0] == '\0' ||
+		       (dladdr((void *)getauxval(AT_PHDR), &main_di) != 0 &&
+			main_di.dli_fbase == di->dli_fbase);
+	if (is_main) {
+		if (exe[0] == '\0') {
+			ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+			exe[n > 0 ? n : 0] = '\0';
+		}
+		return exe[0] != '\0' ? exe : "the program";
+	}
+	return di->dli_fname;
+}
 
 /* Whether name is one of the comma-separated list's. */
 static bool listed(const char *list, const char *name)
@@ -35,12 +56,35 @@ static const char *exported_function(uintptr_t at, Dl_info *di)
 	return di->dli_sname;
 }
 
+/* The exported function the call before return address site called
+ * directly, when that is not the lock call itself: the function that took
+ * the lock by a tail call (`jmp pthread_mutex_lock`), whose caller the
+ * return address is in.  NULL when there is none or it cannot be told. */
+static const char *called_function(uintptr_t site, Dl_info *di)
+{
+	Dl_info at, before;
+	if (site < PRIM_CALL_BYTES || dladdr((void *)(site - 1), &at) == 0 ||
+	    dladdr((void *)(site - PRIM_CALL_BYTES), &before) == 0 || at.dli_fbase != before.dli_fbase)
+		return NULL;
+	uintptr_t target = prim_direct_call_target(site);
+	const char *fn = target != 0 ? exported_function(target, di) : NULL;
+	if (fn == NULL || (uintptr_t)di->dli_saddr != target || strncmp(fn, "pthread_", 8) == 0 ||
+	    strncmp(fn, "__pthread_", 10) == 0 || strncmp(fn, "mtx_", 4) == 0)
+		return NULL;
+	return fn;
+}
+
 bool stall_not_fase_site(const void *site)
 {
 	const char *list = config_get()->not_fase;
+	if (site == NULL)
+		return false;
 	Dl_info di;
 	/* A return address: the call is the instruction before it. */
-	const char *fn = site != NULL ? exported_function((uintptr_t)site - 1, &di) : NULL;
+	const char *fn = exported_function((uintptr_t)site - 1, &di);
+	if (fn != NULL && listed(list, fn))
+		return true;
+	fn = called_function((uintptr_t)site, &di);
 	return fn != NULL && listed(list, fn);
 }
 
@@ -55,7 +99,8 @@ void stall_site_name(uintptr_t site, char *buf, size_t len)
 	if (fn != NULL)
 		snprintf(buf, len, "%s+%#lx", fn, (unsigned long)(site - (uintptr_t)di.dli_saddr));
 	else if (dladdr((void *)(site - 1), &di) != 0 && di.dli_fname != NULL)
-		snprintf(buf, len, "%s+%#lx", di.dli_fname, (unsigned long)(site - (uintptr_t)di.dli_fbase));
+		snprintf(buf, len, "%s+%#lx", object_path(&di),
+			 (unsigned long)(site - (uintptr_t)di.dli_fbase));
 	else
 		snprintf(buf, len, "%#lx", (unsigned long)site);
 }
@@ -73,13 +118,13 @@ static void lock_name(uintptr_t lock, char *buf, size_t len)
 	symbolize(lock, false, &sym);	/* the symbol table too, where there is one */
 	if (dladdr((void *)lock, &di) != 0 && di.dli_sname != NULL)
 		snprintf(buf, len, "%#lx (%s+%#lx in %s)", (unsigned long)lock, di.dli_sname,
-			 (unsigned long)(lock - (uintptr_t)di.dli_saddr), di.dli_fname);
+			 (unsigned long)(lock - (uintptr_t)di.dli_saddr), object_path(&di));
 	else if (strcmp(sym.function, "??") != 0)
 		snprintf(buf, len, "%#lx (%s in %s)", (unsigned long)lock, sym.function,
 			 sym.object != NULL ? sym.object : "?");
 	else if (dladdr((void *)lock, &di) != 0 && di.dli_fname != NULL)
 		snprintf(buf, len, "%#lx (a static variable at %s+%#lx)", (unsigned long)lock,
-			 di.dli_fname, (unsigned long)(lock - (uintptr_t)di.dli_fbase));
+			 object_path(&di), (unsigned long)(lock - (uintptr_t)di.dli_fbase));
 	else
 		snprintf(buf, len, "%#lx (in no object's data: on the heap or a stack)",
 			 (unsigned long)lock);
@@ -100,6 +145,14 @@ static void thread_name(int tid, char *buf, size_t len)
 	while (n > 0 && buf[n - 1] == '\n')
 		n--;
 	buf[n] = '\0';
+}
+
+static const char *site_object(uintptr_t site)
+{
+	Dl_info di;
+	if (site == 0 || dladdr((void *)(site - 1), &di) == 0)
+		return "?";
+	return object_path(&di);
 }
 
 struct text {
@@ -148,16 +201,21 @@ void stall_format(const struct quiesce_stall *s, bool cleared, char *buf, size_t
 		if (sym.line > 0)
 			snprintf(where, sizeof(where), "%s (%s:%d)", sym.function, sym.file, sym.line);
 		else
-			snprintf(where, sizeof(where), "%s (%s)", sym.function,
-				 sym.object != NULL ? sym.object : "?");
-		add(&t, "  thread %d (%s) holds lock %s, taken in %s%s%s\n", h->tid,
-		    name[0] != '\0' ? name : "?", lock, where,
+			snprintf(where, sizeof(where), "%s (%s)", sym.function, site_object(h->site));
+		Dl_info cd;
+		const char *callee = h->site != 0 ? called_function(h->site, &cd) : NULL;
+		char via[192] = "";
+		if (callee != NULL)
+			snprintf(via, sizeof(via), " by its call to %s (which ends in the lock call)",
+				 callee);
+		add(&t, "  thread %d (%s) holds lock %s, taken in %s%s%s%s\n", h->tid,
+		    name[0] != '\0' ? name : "?", lock, where, via,
 		    wait[0] == '\0' ? "" : strcmp(wait, "running") == 0 ? "; it is " : "; it is blocked in ",
 		    wait);
 		Dl_info di;
 		const char *fn = h->site != 0 ? exported_function(h->site - 1, &di) : NULL;
-		if (suggest[0] == '\0' && fn != NULL)
-			snprintf(suggest, sizeof(suggest), "%s", fn);
+		if (suggest[0] == '\0' && (callee != NULL || fn != NULL))
+			snprintf(suggest, sizeof(suggest), "%s", callee != NULL ? callee : fn);
 		else if (fn == NULL && h->site != 0 && strcmp(sym.function, "??") != 0) {
 			add(&t, "  (%s is not in the dynamic symbol table: PMTHREADS_NOT_FASE cannot "
 			    "name it unless the program is linked with -rdynamic)\n", sym.function);

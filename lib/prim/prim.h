@@ -117,6 +117,17 @@ enum prim_fault_access {
 	PRIM_FAULT_EXEC,	/* an instruction fetch */
 };
 enum prim_fault_access prim_fault_access(const siginfo_t *si, const void *ucontext);
+/* The target of the direct call instruction that ends just before
+ * return_address (x86-64 `call rel32`, aarch64 `bl`), or 0 when the bytes
+ * there are no such instruction (an indirect call) or the CPU file cannot
+ * decode calls (generic).  The caller makes sure the bytes before
+ * return_address are mapped code (the same object's).  Where a function ends
+ * in a tail call to pthread_mutex_lock, the lock call's return address lies
+ * in its caller, and this names the function that was called. */
+uintptr_t prim_direct_call_target(uintptr_t return_address);
+/* The most bytes prim_direct_call_target reads before return_address. */
+#define PRIM_CALL_BYTES 5
+
 /* The signal mask of the context a handler interrupted (uc_sigmask of its
  * ucontext_t *), which returning from the handler restores. */
 void prim_interrupted_sigmask(const void *ucontext, sigset_t *mask);

@@ -496,6 +496,10 @@ static void mark_blockers(void)
 			uintptr_t l = atomic_load_explicit(&r->lock, memory_order_relaxed);
 			if ((l & 1) == 0 && !atomic_compare_exchange_strong(&r->lock, &l, l | 1))
 				continue;
+			log_msg(LOG_DEBUG, "epoch abandoned: thread %d holds lock %#lx, taken at %#lx",
+				atomic_load_explicit(&r->tid, memory_order_relaxed),
+				(unsigned long)(l & ~(uintptr_t)1),
+				(unsigned long)atomic_load_explicit(&r->site, memory_order_relaxed));
 			n_blocked_total++;
 			if (n_blockers < MAX_BLOCKERS)
 				blockers[n_blockers++] = r;

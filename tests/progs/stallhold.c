@@ -10,6 +10,9 @@
  *            lock; main then releases it and the worker's second sync
  *            succeeds
  *   exit     main takes the lock and exits holding it
+ *   tail     as release, the lock taken by take_big_tail, which ends in a
+ *            tail call to pthread_mutex_lock (as Redis' moduleAcquireGIL
+ *            does): the lock call's return address is in main
  * Prints the holder's thread id and each sync's outcome. */
 #include <dlfcn.h>
 #include <errno.h>
@@ -33,6 +36,12 @@ __attribute__((noinline)) void hold_big_lock(void)
 {
 	pthread_mutex_lock(&big);
 	__asm__ volatile("" ::: "memory");
+}
+
+/* Optimised whatever the build, so that the lock call is a jump. */
+__attribute__((noinline, optimize("O2"))) int take_big_tail(void)
+{
+	return pthread_mutex_lock(&big);
 }
 
 static double now_s(void)
@@ -87,7 +96,10 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "life";
 	counter = calloc(1, sizeof(*counter));
-	hold_big_lock();
+	if (strcmp(mode, "tail") == 0)
+		take_big_tail();
+	else
+		hold_big_lock();
 	printf("holder tid %ld\n", (long)syscall(SYS_gettid));
 	fflush(stdout);
 	if (strcmp(mode, "exit") == 0) {
@@ -96,7 +108,7 @@ int main(int argc, char **argv)
 	}
 	pthread_t t;
 	pthread_create(&t, NULL, worker, (void *)mode);
-	if (strcmp(mode, "release") == 0) {
+	if (strcmp(mode, "release") == 0 || strcmp(mode, "tail") == 0) {
 		while (atomic_load(&synced_once) != 1)
 			usleep(1000);
 		pthread_mutex_unlock(&big);

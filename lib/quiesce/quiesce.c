@@ -547,13 +547,25 @@ static void stall_snapshot(struct quiesce_stall *st, uint64_t now)
  * stats_lock). */
 static struct quiesce_stall stall_now;
 
-/* Epoch thread, each turn of its loop: report a stall when it is due. */
+/* A timed-out pmthreads_sync's request for a report has been dealt with. */
 static void answer_ask(void)
 {
 	atomic_fetch_add(&reports_answered, 1);
 	prim_futex_wake(&reports_answered, INT_MAX);
 }
 
+/* Only a procedure that persists makes durability something to wait for;
+ * without a stall function nobody is told. */
+static quiesce_stall_fn stall_reporter(void)
+{
+	quiesce_stall_fn fn = atomic_load(&stall_fn);
+	prim_lock(&epoch_lock);
+	bool persisting = epoch_fn != NULL;
+	prim_unlock(&epoch_lock);
+	return persisting ? fn : NULL;
+}
+
+/* Epoch thread, each turn of its loop: report a stall when it is due. */
 static void stall_check(uint64_t now)
 {
 	bool asked = atomic_exchange(&report_asked, false);
@@ -564,10 +576,11 @@ static void stall_check(uint64_t now)
 	}
 	struct quiesce_stall st;
 	stall_snapshot(&st, now);
+	quiesce_stall_fn fn = stall_reporter();
 	prim_lock(&stats_lock);
 	if (next_report_ns == 0)
 		next_report_ns = first_report_ns();
-	bool due = asked || st.stood_ns >= next_report_ns;
+	bool due = fn != NULL && (asked || st.stood_ns >= next_report_ns);
 	if (due) {
 		if (!stall_reported)
 			stats.stalls++;
@@ -580,10 +593,7 @@ static void stall_check(uint64_t now)
 		stats.stall_max = st.stood_ns;
 	stall_now = st;
 	prim_unlock(&stats_lock);
-	quiesce_stall_fn fn = atomic_load(&stall_fn);
-	/* Only a procedure that persists makes durability something to wait
-	 * for. */
-	if (due && fn != NULL && epoch_fn != NULL)
+	if (due)
 		fn(&st, false);
 	if (asked)
 		answer_ask();
@@ -610,8 +620,8 @@ static void stall_clear(uint64_t now)
 	memset(&stall_now, 0, sizeof(stall_now));
 	prim_unlock(&stats_lock);
 	atomic_store(&report_asked, false);
-	quiesce_stall_fn fn = atomic_load(&stall_fn);
-	if (reported && fn != NULL && epoch_fn != NULL)
+	quiesce_stall_fn fn = reported ? stall_reporter() : NULL;
+	if (fn != NULL)
 		fn(&st, true);
 }
 

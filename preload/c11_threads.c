@@ -34,41 +34,44 @@
 extern void *__libc_malloc(size_t);
 extern void __libc_free(void *);
 
-static inline int acquired(int r)
+/* ENTER(m): as pthread_locks.c's, with the wrapper's caller as the site. */
+#define ENTER(m) bool counted = fase_enter_lock((m), __builtin_return_address(0))
+
+static inline int acquired(bool counted, const void *m, int r)
 {
 	if (r != thrd_success)
-		fase_leave_fast();
+		fase_acquire_failed(counted, m);
 	return r;
 }
 
-static inline int released(int r)
+static inline int released(const void *m, int r)
 {
 	if (r == thrd_success)
-		fase_leave_fast();
+		fase_leave_lock(m);
 	return r;
 }
 
 PMT_EXPORT int mtx_lock(mtx_t *m)
 {
-	fase_enter_fast();
-	return acquired(REAL(mtx_lock)(m));
+	ENTER(m);
+	return acquired(counted, m, REAL(mtx_lock)(m));
 }
 
 PMT_EXPORT int mtx_trylock(mtx_t *m)
 {
-	fase_enter_fast();
-	return acquired(REAL(mtx_trylock)(m));
+	ENTER(m);
+	return acquired(counted, m, REAL(mtx_trylock)(m));
 }
 
 PMT_EXPORT int mtx_timedlock(mtx_t *__restrict m, const struct timespec *__restrict t)
 {
-	fase_enter_fast();
-	return acquired(REAL(mtx_timedlock)(m, t));
+	ENTER(m);
+	return acquired(counted, m, REAL(mtx_timedlock)(m, t));
 }
 
 PMT_EXPORT int mtx_unlock(mtx_t *m)
 {
-	return released(REAL(mtx_unlock)(m));
+	return released(m, REAL(mtx_unlock)(m));
 }
 
 /* As pthread_cond_wait: the level is given up while glibc has released the
@@ -76,18 +79,20 @@ PMT_EXPORT int mtx_unlock(mtx_t *m)
  * (on every return, timeouts included). */
 PMT_EXPORT int cnd_wait(cnd_t *c, mtx_t *m)
 {
-	fase_leave();
+	bool counted = fase_cond_leave(m);
 	int r = REAL(cnd_wait)(c, m);
-	fase_reenter();
+	if (counted)
+		fase_reenter_lock(m, __builtin_return_address(0));
 	return r;
 }
 
 PMT_EXPORT int cnd_timedwait(cnd_t *__restrict c, mtx_t *__restrict m,
 			     const struct timespec *__restrict t)
 {
-	fase_leave();
+	bool counted = fase_cond_leave(m);
 	int r = REAL(cnd_timedwait)(c, m, t);
-	fase_reenter();
+	if (counted)
+		fase_reenter_lock(m, __builtin_return_address(0));
 	return r;
 }
 

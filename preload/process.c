@@ -27,6 +27,7 @@
  * from the parent's pool and has no epoch thread.
  */
 #include "diagnose/fase_checker.h"
+#include "diagnose/stall.h"
 #include "base/config.h"
 #include "base/export.h"
 #include "base/log.h"
@@ -201,6 +202,11 @@ static void start(uint64_t load_ns)
 		if (cfg->strict)
 			strict_exit();
 	}
+	/* Before main takes its first lock: a lock the user says is no
+	 * critical section must never have counted. */
+	if (cfg->not_fase[0] != '\0')
+		quiesce_set_site_classifier(stall_not_fase_site);
+	quiesce_set_sync_timeout(cfg->sync_timeout_ms);
 	if (!quiesce_running() && quiesce_start(cfg->interval_ms, NULL, NULL) != 0)
 		log_msg(LOG_ERR, "%s", err_get());
 	atexit(at_exit);

@@ -30,21 +30,28 @@
 
 #include <pthread.h>
 
-static void reenter_on_cancel(void *unused)
+static void reenter_on_cancel(void *m)
 {
-	(void)unused;
-	fase_reenter();
+	fase_reenter_lock(m, NULL);
+}
+
+static void nothing_on_cancel(void *m)
+{
+	(void)m;
 }
 
 /* The wait between leaving the level and taking it back; `wait` is the
- * call. */
-#define COND_WAIT(r, wait)                                          \
-	do {                                                        \
-		fase_leave();                                       \
-		pthread_cleanup_push(reenter_on_cancel, NULL);      \
-		(r) = (wait);                                       \
-		pthread_cleanup_pop(0);                             \
-		fase_reenter();                                     \
+ * call.  A mutex PMTHREADS_NOT_FASE excludes took no level: none is left
+ * or taken back. */
+#define COND_WAIT(r, m, wait)                                                          \
+	do {                                                                           \
+		bool counted_ = fase_cond_leave(m);                                    \
+		pthread_cleanup_push(counted_ ? reenter_on_cancel : nothing_on_cancel, \
+				     (void *)(m));                                     \
+		(r) = (wait);                                                          \
+		pthread_cleanup_pop(0);                                                \
+		if (counted_)                                                          \
+			fase_reenter_lock((m), __builtin_return_address(0));           \
 	} while (0)
 
 PMT_EXPORT int pmt_cond_wait(pthread_cond_t *c, pthread_mutex_t *m);
@@ -52,7 +59,7 @@ __asm__(".symver pmt_cond_wait, pthread_cond_wait@@GLIBC_2.3.2");
 int pmt_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
 	int r;
-	COND_WAIT(r, REAL(cond_wait)(c, m));
+	COND_WAIT(r, m, REAL(cond_wait)(c, m));
 	return r;
 }
 
@@ -62,7 +69,7 @@ __asm__(".symver pmt_cond_timedwait, pthread_cond_timedwait@@GLIBC_2.3.2");
 int pmt_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t)
 {
 	int r;
-	COND_WAIT(r, REAL(cond_timedwait)(c, m, t));
+	COND_WAIT(r, m, REAL(cond_timedwait)(c, m, t));
 	return r;
 }
 
@@ -71,7 +78,7 @@ __asm__(".symver pmt_cond_wait_old, pthread_cond_wait@GLIBC_2.2.5");
 int pmt_cond_wait_old(pthread_cond_t *c, pthread_mutex_t *m)
 {
 	int r;
-	COND_WAIT(r, REAL(cond_wait_old)(c, m));
+	COND_WAIT(r, m, REAL(cond_wait_old)(c, m));
 	return r;
 }
 
@@ -81,7 +88,7 @@ __asm__(".symver pmt_cond_timedwait_old, pthread_cond_timedwait@GLIBC_2.2.5");
 int pmt_cond_timedwait_old(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t)
 {
 	int r;
-	COND_WAIT(r, REAL(cond_timedwait_old)(c, m, t));
+	COND_WAIT(r, m, REAL(cond_timedwait_old)(c, m, t));
 	return r;
 }
 
@@ -89,6 +96,6 @@ PMT_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clo
 				      const struct timespec *t)
 {
 	int r;
-	COND_WAIT(r, REAL(cond_clockwait)(c, m, clk, t));
+	COND_WAIT(r, m, REAL(cond_clockwait)(c, m, clk, t));
 	return r;
 }

@@ -18,6 +18,7 @@ const char *const all_vars[] = {
 	"PMTHREADS_VERBOSE",
 	"PMTHREADS_CHECK", "PMTHREADS_NVM_LATENCY_NS", "PMTHREADS_SHADOW_BASE",
 	"PMTHREADS_STRICT", "PMTHREADS_PROGRAM", "PMTHREADS_FOLLOW_CHILDREN",
+	"PMTHREADS_NOT_FASE", "PMTHREADS_SYNC_TIMEOUT_MS",
 	"PMTHREADS_INTERVALMS",
 };
 
@@ -98,6 +99,30 @@ TEST_CASE("config rejects malformed values with a message naming them", "[config
 		CHECK(msg.find(b.var) != std::string::npos);
 		CHECK(msg.find("expected") != std::string::npos);
 	}
+}
+
+TEST_CASE("config: PMTHREADS_NOT_FASE is a list of symbol names; the sync timeout", "[config]")
+{
+	clean_env env;
+	struct config c;
+	REQUIRE(config_from_env(&c) == 0);
+	CHECK(c.not_fase[0] == '\0');
+	CHECK(c.sync_timeout_ms == 10000);
+	setenv("PMTHREADS_NOT_FASE", "moduleInitModulesSystem,moduleAcquireGIL,_ZN2v86LockerC1EPNS_7IsolateE", 1);
+	setenv("PMTHREADS_SYNC_TIMEOUT_MS", "250", 1);
+	REQUIRE(config_from_env(&c) == 0);
+	CHECK(std::string(c.not_fase) == "moduleInitModulesSystem,moduleAcquireGIL,_ZN2v86LockerC1EPNS_7IsolateE");
+	CHECK(c.sync_timeout_ms == 250);
+	for (const char *bad : { "a, b", ",a", "a,", "a,,b", "f()", "a;b" }) {
+		INFO(bad);
+		setenv("PMTHREADS_NOT_FASE", bad, 1);
+		CHECK(config_from_env(&c) != 0);
+		CHECK(std::string(err_get()).find("PMTHREADS_NOT_FASE=") != std::string::npos);
+		CHECK(std::string(err_get()).find("function names separated by commas") != std::string::npos);
+	}
+	unsetenv("PMTHREADS_NOT_FASE");
+	setenv("PMTHREADS_SYNC_TIMEOUT_MS", "0", 1);
+	CHECK(config_from_env(&c) != 0);
 }
 
 TEST_CASE("config_parse_size accepts suffixes", "[config]")

@@ -37,7 +37,7 @@ PREFIXES = {
     'epoch': {'epoch'},
     'recovery': {'recovery', 'restore'},
     'heap': {'heap'},
-    'diagnose': {'fase_checker', 'symbolize'},
+    'diagnose': {'fase_checker', 'symbolize', 'stall'},
     'output': {'output'},
     'runtime': {'runtime', 'stats', 'target', 'kernel_stack', 'kernel_stacks', 'memory_limits',
                 'meta_sums'},

@@ -460,3 +460,159 @@ TEST_CASE("OpenMP with LLVM's libomp: critical, locks, nest locks, ordered, team
 		run_probe("prog_ompfase_llvm", "auto", { { "KMP_FORCE_REDUCTION", method } });
 	}
 }
+
+namespace {
+// tests/progs/stallhold.c under the preload (malloc heap, so the runtime and
+// its pool start with the program), at a 10 ms interval.
+struct stall_run {
+	run_result r;
+	std::string json, epoch_log;
+	std::string holder_tid;	// as the program printed it
+};
+
+stall_run run_stallhold(const char *mode, std::map<std::string, std::string> extra_env = {})
+{
+	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");
+	scratch_dir dir;
+	std::map<std::string, std::string> env = {
+		{ "LD_PRELOAD", lib },
+		{ "PMTHREADS_POOL", dir.path + "/stall.pool" },
+		{ "PMTHREADS_POOL_SIZE", "64M" },
+		{ "PMTHREADS_HEAP", "malloc" },
+		{ "PMTHREADS_TRACKER", probe_tracker() },
+		{ "PMTHREADS_INTERVAL_MS", "10" },
+		{ "PMTHREADS_SYNC_TIMEOUT_MS", "500" },
+		{ "PMTHREADS_STATS", dir.path + "/stall.json" },
+		{ "PMTHREADS_EPOCH_LOG", dir.path + "/stall.csv" },
+	};
+	for (auto &kv : extra_env)
+		env[kv.first] = kv.second;
+	stall_run s;
+	s.r = run({ progs + "/prog_stallhold", mode }, env);
+	s.json = slurp(dir.path + "/stall.json");
+	s.epoch_log = slurp(dir.path + "/stall.csv");
+	auto at = s.r.out.find("holder tid ");
+	if (at != std::string::npos)
+		s.holder_tid = s.r.out.substr(at + 11, s.r.out.find('\n', at) - at - 11);
+	return s;
+}
+} // namespace
+
+TEST_CASE("a lock held for the whole run: the stall is reported, sync times out, no gate churn",
+	  "[preload][trackers][stall]")
+{
+	stall_run s = run_stallhold("life");
+	INFO(s.r.describe() << "\n" << s.json << "\n" << s.epoch_log);
+	REQUIRE(s.r.status == 0);
+	REQUIRE_FALSE(s.holder_tid.empty());
+	CHECK(s.r.out.find("sync ETIMEDOUT\n") != std::string::npos);
+	CHECK(s.r.out.find("counter positive 1\n") != std::string::npos);
+	// At the default verbosity, while it happens: who holds what, taken
+	// where, and what to do.
+	CHECK(s.r.err.find("durability has stood still for") != std::string::npos);
+	CHECK(s.r.err.find("thread " + s.holder_tid + " (prog_stallhold) holds lock 0x") !=
+	      std::string::npos);
+	CHECK(s.r.err.find("taken in hold_big_lock") != std::string::npos);
+	CHECK(s.r.err.find("PMTHREADS_NOT_FASE=hold_big_lock") != std::string::npos);
+	// Two reports: the first when durability has stood still for 2 s
+	// (the worker's FASEs go on for 3), one more when the sync timed out.
+	size_t reports = 0;
+	for (size_t at = 0; (at = s.r.err.find("durability has stood still", at)) != std::string::npos;
+	     at++)
+		reports++;
+	CHECK(reports >= 2);
+	// The statistics, written at exit with the lock still held.
+	check_report_keys(s.json);
+	CHECK(json_number(s.json, "stalls") >= 1);
+	CHECK(json_text(s.json, "stalled") == "true");
+	CHECK(json_number(s.json, "stall_ns") > 0);
+	CHECK(json_number(s.json, "sync_timeouts") == 1);
+	CHECK(std::to_string(json_number(s.json, "stall_thread")) == s.holder_tid);
+	CHECK(json_text(s.json, "stall_site").rfind("\"hold_big_lock+0x", 0) == 0);
+	CHECK(json_text(s.json, "stall_lock").rfind("\"0x", 0) == 0);
+	// No gate churn: the one abandoned attempt (maybe one more, should the
+	// first epoch have started before main took the lock) and then none
+	// while the same holder blocks; the attempts due meanwhile were
+	// deferred.
+	CHECK(json_number(s.json, "gate_closings") <= json_number(s.json, "epochs") + 2);
+	CHECK(json_number(s.json, "abandoned") <= 2);
+	CHECK(json_number(s.json, "attempts_deferred") >= 10);
+	// The epoch log says it too, in a line readers skip.
+	CHECK(s.epoch_log.find("\n# t_ms=") != std::string::npos);
+	CHECK(s.epoch_log.find(" stall stood_ms=") != std::string::npos);
+	CHECK(s.epoch_log.find(" thread=" + s.holder_tid + " ") != std::string::npos);
+	CHECK(s.epoch_log.find(" site=hold_big_lock+0x") != std::string::npos);
+}
+
+TEST_CASE("a stall that ends is said to end; sync succeeds once the lock is released",
+	  "[preload][trackers][stall]")
+{
+	stall_run s = run_stallhold("release");
+	INFO(s.r.describe() << "\n" << s.json << "\n" << s.epoch_log);
+	REQUIRE(s.r.status == 0);
+	CHECK(s.r.out.find("sync ETIMEDOUT\nsync ok\n") != std::string::npos);
+	// The timed-out sync brings the report forward.
+	CHECK(s.r.err.find("taken in hold_big_lock") != std::string::npos);
+	CHECK(s.r.err.find("durability resumes: a quiescent point was reached after") !=
+	      std::string::npos);
+	CHECK(s.epoch_log.find(" stall cleared stood_ms=") != std::string::npos);
+	CHECK(json_text(s.json, "stalled") == "false");
+	CHECK(json_number(s.json, "stalls") == 1);
+	CHECK(json_number(s.json, "stall_ns_max") > 0);
+	CHECK(json_number(s.json, "sync_timeouts") == 1);
+	CHECK(json_text(s.json, "stall_site") == "\"\"");
+}
+
+TEST_CASE("PMTHREADS_NOT_FASE naming the function that takes the lock: epochs are durable again",
+	  "[preload][trackers][stall]")
+{
+	stall_run s = run_stallhold("life", { { "PMTHREADS_NOT_FASE", "some_other_fn,hold_big_lock" } });
+	INFO(s.r.describe() << "\n" << s.json);
+	REQUIRE(s.r.status == 0);
+	CHECK(s.r.out.find("sync ok\n") != std::string::npos);
+	CHECK(s.r.err.find("stood still") == std::string::npos);
+	CHECK(json_number(s.json, "not_fase_sites") == 1);
+	CHECK(json_number(s.json, "stalls") == 0);
+	CHECK(json_number(s.json, "sync_timeouts") == 0);
+	CHECK(json_number(s.json, "epochs_persisted") >= 10);
+	CHECK(json_number(s.json, "abandoned") * 2 < json_number(s.json, "epochs"));
+	// A name that is not the function's changes nothing.
+	stall_run other = run_stallhold("release", { { "PMTHREADS_NOT_FASE", "hold_big" } });
+	INFO(other.r.describe());
+	CHECK(other.r.out.find("sync ETIMEDOUT\nsync ok\n") != std::string::npos);
+	CHECK(json_number(other.json, "not_fase_sites") == 0);
+	// A malformed list is an error naming the variable.
+	stall_run bad = run_stallhold("exit", { { "PMTHREADS_NOT_FASE", "a, b" } });
+	CHECK(bad.r.err.find("PMTHREADS_NOT_FASE=\"a, b\" is not valid") != std::string::npos);
+}
+
+TEST_CASE("exit does not wait on a lock the exiting thread holds", "[preload][trackers][stall]")
+{
+	// A long interval: no attempt is due before the exit, so whatever closed
+	// the gate was the final epoch's attempt, which would have waited the
+	// bound (half the interval: 5 s) for a lock that is never released.
+	stall_run s = run_stallhold("exit", { { "PMTHREADS_INTERVAL_MS", "10000" },
+					      { "PMTHREADS_VERBOSE", "1" } });
+	INFO(s.r.describe() << "\n" << s.json);
+	REQUIRE(s.r.status == 0);
+	CHECK(json_number(s.json, "gate_closings") == 0);
+	CHECK(json_number(s.json, "abandoned") == 0);
+	CHECK(s.r.err.find("no final epoch: the exiting thread holds a lock at exit") !=
+	      std::string::npos);
+}
+
+TEST_CASE("a lock taken by a tail call is named by the function called", "[preload][trackers][stall]")
+{
+	stall_run s = run_stallhold("tail");
+	INFO(s.r.describe());
+	REQUIRE(s.r.status == 0);
+	CHECK(s.r.out.find("sync ETIMEDOUT\nsync ok\n") != std::string::npos);
+	CHECK(s.r.err.find("taken in main") != std::string::npos);
+	CHECK(s.r.err.find("by its call to take_big_tail") != std::string::npos);
+	CHECK(s.r.err.find("PMTHREADS_NOT_FASE=take_big_tail") != std::string::npos);
+	stall_run named = run_stallhold("tail", { { "PMTHREADS_NOT_FASE", "take_big_tail" } });
+	INFO(named.r.describe());
+	CHECK(named.r.out.find("sync ok\nsync ok\n") != std::string::npos);
+	CHECK(json_number(named.json, "not_fase_sites") == 1);
+	CHECK(json_number(named.json, "stalls") == 0);
+}

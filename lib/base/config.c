@@ -98,6 +98,13 @@ static const struct config_option options[] = {
 	{ "PMTHREADS_OUTPUT", "--output-commit", NULL, false, "commit", "off",
 	  "commit: output to sockets and pipes is held until the heap state is durable",
 	  CONFIG_CHOICE, output_names, 2, 0, 0, FIELD(output) },
+	{ "PMTHREADS_NOT_FASE", "--not-fase", "FUNCS", false, NULL, "none",
+	  "locks taken by these functions (comma-separated) are no critical sections: they "
+	  "never hold epochs up (see pmthreads(7) for the risk)",
+	  CONFIG_NAMES, NULL, 0, 0, 0, FIELD(not_fase) },
+	{ "PMTHREADS_SYNC_TIMEOUT_MS", "--sync-timeout", "MS", false, NULL, "10000",
+	  "pmthreads_sync fails with ETIMEDOUT when no quiescent point was possible this long",
+	  CONFIG_UINT, NULL, 0, 1, 86400000, FIELD(sync_timeout_ms) },
 	{ "PMTHREADS_VERBOSE", "--verbose", NULL, false, "1", "0",
 	  "0: errors only; 1: print the configuration and pool at start; 2: debug", CONFIG_UINT, NULL, 0,
 	  0, 2, FIELD(verbose) },
@@ -173,6 +180,7 @@ void config_defaults(struct config *c)
 	c->pool_size = CONFIG_DEFAULT_POOL_SIZE;
 	c->interval_ms = CONFIG_DEFAULT_INTERVAL_MS;
 	c->interval_ms_asked = c->interval_ms;
+	c->sync_timeout_ms = CONFIG_DEFAULT_SYNC_TIMEOUT_MS;
 	c->heap = HEAP_NVMALLOC;
 	c->tracker = TRACKER_AUTO;
 	c->tracker_asked = TRACKER_AUTO;
@@ -297,6 +305,26 @@ int config_set(struct config *c, const struct config_option *o, const char *v)
 			c->pool_path_is_default = false;
 			c->pool_dir_is_tmp = false;
 		}
+		return 0;
+	}
+	case CONFIG_NAMES: {
+		/* Symbol names: what a C, C++ (mangled) or versioned symbol
+		 * may hold, separated by single commas. */
+		size_t n = strlen(v);
+		bool ok = n < PATH_MAX;
+		for (size_t i = 0; ok && i < n; i++) {
+			char ch = v[i];
+			bool name_char = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+					 (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' ||
+					 ch == '$' || ch == '@';
+			ok = name_char || (ch == ',' && i > 0 && i + 1 < n && v[i + 1] != ',');
+		}
+		if (!ok) {
+			err_set("%s=\"%s\" is not valid: expected function names separated by commas "
+				"(no spaces), e.g. moduleAcquireGIL,moduleTryAcquireGIL", o->env, v);
+			return -1;
+		}
+		memcpy(field, v, n + 1);
 		return 0;
 	}
 	case CONFIG_SIZE:

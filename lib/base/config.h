@@ -41,6 +41,7 @@ enum check_mode { CHECK_OFF = 0, CHECK_REPORT = 1, CHECK_FAIL = 2 };
 #define CONFIG_MIN_POOL_SIZE (1ULL << 20)
 #define CONFIG_MAX_POOL_SIZE (1ULL << 40)
 #define CONFIG_DEFAULT_INTERVAL_MS 100
+#define CONFIG_DEFAULT_SYNC_TIMEOUT_MS 10000
 #define CONFIG_DEFAULT_SHADOW_BASE 0x600000000000ULL
 /* Check mode's epoch interval ceiling, ms: pages are re-protected at every
  * quiescent point, so a shorter interval lets more first writes fault. */
@@ -72,6 +73,9 @@ struct config {
 	char program[PATH_MAX];		/* PMTHREADS_PROGRAM: the target, "" any */
 	bool follow_children;		/* PMTHREADS_FOLLOW_CHILDREN=1 */
 	enum output_mode output;	/* PMTHREADS_OUTPUT=off|commit */
+	char not_fase[PATH_MAX];	/* PMTHREADS_NOT_FASE: function names,
+					 * comma-separated; "" none */
+	unsigned sync_timeout_ms;	/* PMTHREADS_SYNC_TIMEOUT_MS */
 };
 
 /* One option.  kind says how `value` text becomes the field at `offset`. */
@@ -83,6 +87,7 @@ enum config_kind {
 	CONFIG_CHOICE,	/* an enum: the index of the value in choices */
 	CONFIG_BOOL,	/* bool; 0 or 1 */
 	CONFIG_TOOL,	/* read by the pmthreads command only */
+	CONFIG_NAMES,	/* char[PATH_MAX]; symbol names separated by commas */
 };
 
 struct config_option {

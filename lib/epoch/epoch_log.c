@@ -76,3 +76,11 @@ void epoch_log_close(void)
 {
 	own_fd_close(&log_fd);
 }
+
+void epoch_log_note(const char *text)
+{
+	char line[512];
+	int n = snprintf(line, sizeof(line), "# %s\n", text);
+	if (log_fd >= 0 && n > 0 && (size_t)n < sizeof(line))
+		(void)prim_write_all(log_fd, line, (size_t)n);
+}

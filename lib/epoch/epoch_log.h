@@ -50,6 +50,10 @@ void epoch_log_record(const struct epoch_record *r);
 
 void epoch_log_close(void);
 
+/* A line that is no epoch's: "# " and text (a stall, and its end).  Readers
+ * skip lines that are not all numbers. */
+void epoch_log_note(const char *text);
+
 /* Output commit's columns, asked for at each line: demanded, whether held
  * output asked for an epoch since the previous line; released, the bytes of
  * held output given to the kernel since then.  Set by the runtime when

@@ -88,7 +88,9 @@ bool pmthreads_crashed(void);
  * pmthreads_sync -- force a quiescent point now and return once everything the
  * calling thread wrote to the persistent heap before the call is durable.
  * Returns 0, or -1 with errno EDEADLK when the caller holds a lock (the
- * quiescent point could never be reached), or another errno on failure.
+ * quiescent point could never be reached), ETIMEDOUT when another thread's
+ * lock kept every quiescent point away for PMTHREADS_SYNC_TIMEOUT_MS (default
+ * 10 s; a stall report on stderr names it), or another errno on failure.
  * When a write-back of the pool failed (an msync returned EIO, ENOSPC,
  * EDQUOT...): -1 with that errno, now and at every later call -- the epoch
  * was not published, nothing written since the last durable epoch is durable

@@ -64,3 +64,14 @@ enum prim_fault_access prim_fault_access(const siginfo_t *si, const void *uconte
 		return PRIM_FAULT_UNKNOWN;
 	return (esr & ESR_WNR) && !(esr & ESR_CM) ? PRIM_FAULT_WRITE : PRIM_FAULT_READ;
 }
+
+uintptr_t prim_direct_call_target(uintptr_t ra)
+{
+	/* bl imm26: 100101 and a word offset from the instruction itself. */
+	uint32_t insn;
+	memcpy(&insn, (const void *)(ra - 4), sizeof(insn));
+	if ((insn & 0xfc000000u) != 0x94000000u)
+		return 0;
+	int64_t off = (int64_t)((int32_t)(insn << 6) >> 6) * 4;
+	return ra - 4 + (uintptr_t)off;
+}

@@ -3,6 +3,9 @@
  * for -Dprim=generic.  Portable C only.  See prim.h. */
 #include "prim/prim.h"
 
+#include <stdint.h>
+#include <string.h>
+
 void prim_cpu_relax(void)
 {
 	/* No spin hint: at least keep the compiler from folding the loop's
@@ -16,4 +19,10 @@ enum prim_fault_access prim_fault_access(const siginfo_t *si, const void *uconte
 	(void)si;
 	(void)ucontext;
 	return PRIM_FAULT_UNKNOWN;
+}
+
+uintptr_t prim_direct_call_target(uintptr_t ra)
+{
+	(void)ra;
+	return 0;
 }

@@ -3,6 +3,9 @@
  * cpu_family x86_64 unless -Dprim=generic).  See prim.h. */
 #include "prim/prim.h"
 
+#include <stdint.h>
+#include <string.h>
+
 #include <ucontext.h>
 
 void prim_cpu_relax(void)
@@ -29,4 +32,15 @@ enum prim_fault_access prim_fault_access(const siginfo_t *si, const void *uconte
 	if (err & X86_PF_INSTR)
 		return PRIM_FAULT_EXEC;
 	return (err & X86_PF_WRITE) ? PRIM_FAULT_WRITE : PRIM_FAULT_READ;
+}
+
+uintptr_t prim_direct_call_target(uintptr_t ra)
+{
+	/* call rel32: e8 and a displacement from the next instruction. */
+	const unsigned char *p = (const unsigned char *)ra - 5;
+	if (p[0] != 0xe8)
+		return 0;
+	int32_t rel;
+	memcpy(&rel, p + 1, sizeof(rel));
+	return ra + (uintptr_t)(intptr_t)rel;
 }

@@ -41,6 +41,12 @@ pid_t prim_gettid(void);
  * thread-group leader), from /proc/self/task; -1 when that cannot be read.
  * Raw system calls only: no malloc, no interposed symbol. */
 int prim_live_threads(void);
+/* What thread tid of this process is doing, for a report: the system call
+ * it is blocked in by name where known ("epoll_wait", else "system call
+ * 232"), "running" when in none, and the kernel function it sleeps in
+ * (wchan) where the kernel tells, e.g. "futex (kernel: futex_wait_queue)".
+ * "" when /proc cannot say.  Raw system calls only. */
+void prim_thread_wait_state(pid_t tid, char *buf, size_t len);
 
 /* Write all len bytes to fd, retrying short writes and EINTR.  Returns 0, or
  * -1 with errno set (a write that made no progress fails with EIO).  Uses
@@ -134,6 +140,17 @@ enum prim_fault_access {
 	PRIM_FAULT_EXEC,	/* an instruction fetch */
 };
 enum prim_fault_access prim_fault_access(const siginfo_t *si, const void *ucontext);
+/* The target of the direct call instruction that ends just before
+ * return_address (x86-64 `call rel32`, aarch64 `bl`), or 0 when the bytes
+ * there are no such instruction (an indirect call) or the CPU file cannot
+ * decode calls (generic).  The caller makes sure the bytes before
+ * return_address are mapped code (the same object's).  Where a function ends
+ * in a tail call to pthread_mutex_lock, the lock call's return address lies
+ * in its caller, and this names the function that was called. */
+uintptr_t prim_direct_call_target(uintptr_t return_address);
+/* The most bytes prim_direct_call_target reads before return_address. */
+#define PRIM_CALL_BYTES 5
+
 /* The signal mask of the context a handler interrupted (uc_sigmask of its
  * ucontext_t *), which returning from the handler restores. */
 void prim_interrupted_sigmask(const void *ucontext, sigset_t *mask);

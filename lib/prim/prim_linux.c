@@ -6,6 +6,9 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -314,4 +317,153 @@ void prim_interrupted_sigmask(const void *ucontext, sigset_t *mask)
 void prim_set_interrupted_sigmask(void *ucontext, const sigset_t *mask)
 {
 	((ucontext_t *)ucontext)->uc_sigmask = *mask;
+}
+
+/* /proc/self/task/TID/<what> into buf (NUL-terminated, trailing newline
+ * cut); its length, or -1. */
+static long read_task_file(pid_t tid, const char *what, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, what);
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	long n = syscall(SYS_read, fd, buf, len - 1);
+	syscall(SYS_close, fd);
+	if (n < 0)
+		return -1;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		n--;
+	buf[n] = '\0';
+	return n;
+}
+
+/* The system calls a thread holding a lock is most often found blocked in.
+ * Which exist differs by architecture: the headers say. */
+static const struct {
+	long nr;
+	const char *name;
+} blocking_calls[] = {
+#define CALL(x) { SYS_##x, #x },
+#ifdef SYS_epoll_wait
+	CALL(epoll_wait)
+#endif
+#ifdef SYS_epoll_pwait
+	CALL(epoll_pwait)
+#endif
+#ifdef SYS_epoll_pwait2
+	CALL(epoll_pwait2)
+#endif
+#ifdef SYS_poll
+	CALL(poll)
+#endif
+#ifdef SYS_ppoll
+	CALL(ppoll)
+#endif
+#ifdef SYS_select
+	CALL(select)
+#endif
+#ifdef SYS_pselect6
+	CALL(pselect6)
+#endif
+#ifdef SYS_futex
+	CALL(futex)
+#endif
+#ifdef SYS_read
+	CALL(read)
+#endif
+#ifdef SYS_readv
+	CALL(readv)
+#endif
+#ifdef SYS_recvfrom
+	CALL(recvfrom)
+#endif
+#ifdef SYS_recvmsg
+	CALL(recvmsg)
+#endif
+#ifdef SYS_accept
+	CALL(accept)
+#endif
+#ifdef SYS_accept4
+	CALL(accept4)
+#endif
+#ifdef SYS_connect
+	CALL(connect)
+#endif
+#ifdef SYS_write
+	CALL(write)
+#endif
+#ifdef SYS_nanosleep
+	CALL(nanosleep)
+#endif
+#ifdef SYS_clock_nanosleep
+	CALL(clock_nanosleep)
+#endif
+#ifdef SYS_wait4
+	CALL(wait4)
+#endif
+#ifdef SYS_waitid
+	CALL(waitid)
+#endif
+#ifdef SYS_pause
+	CALL(pause)
+#endif
+#ifdef SYS_rt_sigsuspend
+	CALL(rt_sigsuspend)
+#endif
+#ifdef SYS_rt_sigtimedwait
+	CALL(rt_sigtimedwait)
+#endif
+#ifdef SYS_io_getevents
+	CALL(io_getevents)
+#endif
+#ifdef SYS_io_uring_enter
+	CALL(io_uring_enter)
+#endif
+#ifdef SYS_fsync
+	CALL(fsync)
+#endif
+#ifdef SYS_fdatasync
+	CALL(fdatasync)
+#endif
+#ifdef SYS_flock
+	CALL(flock)
+#endif
+#ifdef SYS_fcntl
+	CALL(fcntl)
+#endif
+#ifdef SYS_msgrcv
+	CALL(msgrcv)
+#endif
+#ifdef SYS_semop
+	CALL(semop)
+#endif
+#ifdef SYS_semtimedop
+	CALL(semtimedop)
+#endif
+#undef CALL
+};
+
+void prim_thread_wait_state(pid_t tid, char *buf, size_t len)
+{
+	char sc[256], wchan[128];
+	buf[0] = '\0';
+	if (len == 0 || read_task_file(tid, "syscall", sc, sizeof(sc)) <= 0)
+		return;
+	/* "running", or the number and arguments ("-1 sp pc": in the
+	 * kernel, not in a system call). */
+	char what[64];
+	if (sc[0] < '0' || sc[0] > '9') {
+		snprintf(what, sizeof(what), "%s", sc[0] == '-' ? "the kernel" : "running");
+	} else {
+		long nr = strtol(sc, NULL, 10);
+		snprintf(what, sizeof(what), "system call %ld", nr);
+		for (size_t i = 0; i < sizeof(blocking_calls) / sizeof(blocking_calls[0]); i++)
+			if (blocking_calls[i].nr == nr)
+				snprintf(what, sizeof(what), "%s", blocking_calls[i].name);
+	}
+	if (read_task_file(tid, "wchan", wchan, sizeof(wchan)) > 0 && strcmp(wchan, "0") != 0)
+		snprintf(buf, len, "%s (kernel: %s)", what, wchan);
+	else
+		snprintf(buf, len, "%s", what);
 }

@@ -50,6 +50,7 @@ atomic_uint quiesce_gate = GATE_OPEN;
 /* When membarrier(2) is unavailable fase_enter pays a full fence instead.
  * Until the first quiesce_start it is unknown, so fence. */
 atomic_uint quiesce_need_fence = 1;
+atomic_uint quiesce_exclusions;
 
 /* Held by the epoch thread from each scan that finds every depth 0 until the
  * gate is open again, so fase_reenter can wait out a running epoch by taking
@@ -124,7 +125,9 @@ static struct {
 	/* Periodic epochs that could not start when due because the previous
 	 * epoch's after procedure (the write-back) was still running. */
 	uint64_t late, late_total;
+	uint64_t gate_closings, deferred, stalls, stall_max, sync_timeouts;
 } stats;
+static atomic_uint_fast64_t not_fase_sites;
 /* Written and read on the epoch thread only. */
 static uint64_t last_pause_ns, last_period_ns;
 static uint64_t last_epoch_start_ns;	/* attempt start of the previous epoch */
@@ -141,6 +144,8 @@ static struct quiesce_rec *claim_record(void)
 				if (atomic_load_explicit(&s->recs[i].in_use, memory_order_relaxed) == 0 &&
 				    atomic_compare_exchange_strong(&s->recs[i].in_use, &free_, 1)) {
 					atomic_fetch_add(&registered, 1);
+					atomic_store_explicit(&s->recs[i].tid, (int)prim_gettid(),
+							      memory_order_relaxed);
 					return &s->recs[i];
 				}
 			}
@@ -185,6 +190,7 @@ void quiesce_thread_exit(void)
 		return;
 	quiesce_self.rec = NULL;
 	quiesce_self.depth = 0;
+	quiesce_self.n_excluded = 0;
 	/* A thread that exits holding locks holds them forever; counting them
 	 * would stall every later epoch until abandonment. */
 	atomic_store_explicit(&r->depth, 0, memory_order_release);
@@ -223,13 +229,15 @@ void fase_enter(void) { fase_enter_fast(); }
 
 /* The 0 -> 1 transition when the fast path could not finish it: the thread
  * is unregistered (r NULL), the gate is not open, or fences are needed. */
-void fase_enter_slow(struct quiesce_rec *r)
+void fase_enter_slow(struct quiesce_rec *r, const void *lock, const void *site)
 {
 	if (r == NULL) {
 		/* Unregistered, so depth is 0 (the fast path took d != 0). */
 		if (on_epoch_thread)
 			return;
 		r = my_record();
+		atomic_store_explicit(&r->lock, (uintptr_t)lock, memory_order_relaxed);
+		atomic_store_explicit(&r->site, (uintptr_t)site, memory_order_relaxed);
 		quiesce_self.depth = 1;
 		atomic_store_explicit(&r->depth, 1, memory_order_relaxed);
 	}
@@ -249,6 +257,9 @@ void fase_enter_slow(struct quiesce_rec *r)
 		atomic_store_explicit(&r->depth, 0, memory_order_release);
 		fase_wake_epoch();
 		wait_for_open();
+		/* A new FASE: an abandoned attempt may have marked the old
+		 * one's record before this thread backed off. */
+		atomic_store_explicit(&r->lock, (uintptr_t)lock, memory_order_relaxed);
 		quiesce_self.depth = 1;
 		atomic_store_explicit(&r->depth, 1, memory_order_relaxed);
 	}
@@ -262,6 +273,11 @@ void fase_wake_epoch(void)
 
 void fase_reenter(void)
 {
+	fase_reenter_lock(NULL, __builtin_return_address(0));
+}
+
+void fase_reenter_lock(const void *lock, const void *site)
+{
 	if (on_epoch_thread)
 		return;
 	struct quiesce_rec *r = my_record();
@@ -272,6 +288,8 @@ void fase_reenter(void)
 		atomic_store_explicit(&r->depth, d + 1, memory_order_relaxed);
 		return;
 	}
+	atomic_store_explicit(&r->lock, (uintptr_t)lock, memory_order_relaxed);
+	atomic_store_explicit(&r->site, (uintptr_t)site, memory_order_relaxed);
 	atomic_store_explicit(&r->depth, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&quiesce_gate, memory_order_acquire) == GATE_OPEN)
@@ -286,6 +304,100 @@ void fase_reenter(void)
 }
 
 void fase_leave(void) { fase_leave_fast(); }
+
+/* ---- locks that are no critical section (PMTHREADS_NOT_FASE) ---- */
+
+static _Atomic(quiesce_site_fn) site_fn;
+
+/* The classifier's answers by call site: open addressing, lock-free
+ * (a site is claimed with a CAS, its verdict published after it). */
+#define SITE_SLOTS 1024
+enum { VERDICT_UNKNOWN = 0, VERDICT_COUNTS = 1, VERDICT_EXCLUDED = 2 };
+static struct {
+	_Atomic uintptr_t site;
+	atomic_uchar verdict;
+} site_cache[SITE_SLOTS];
+
+void quiesce_set_site_classifier(quiesce_site_fn fn)
+{
+	atomic_store(&site_fn, fn);
+	atomic_store(&quiesce_exclusions, fn != NULL);
+}
+
+static unsigned site_verdict(uintptr_t site)
+{
+	unsigned h = (unsigned)((site * 0x9e3779b97f4a7c15ULL) >> 54) % SITE_SLOTS;
+	for (unsigned i = 0; i < SITE_SLOTS; i++) {
+		unsigned at = (h + i) % SITE_SLOTS;
+		uintptr_t k = atomic_load_explicit(&site_cache[at].site, memory_order_acquire);
+		if (k == site)
+			return atomic_load_explicit(&site_cache[at].verdict, memory_order_acquire);
+		if (k == 0)
+			return VERDICT_UNKNOWN;
+	}
+	return VERDICT_UNKNOWN;
+}
+
+static void site_remember(uintptr_t site, unsigned verdict)
+{
+	unsigned h = (unsigned)((site * 0x9e3779b97f4a7c15ULL) >> 54) % SITE_SLOTS;
+	for (unsigned i = 0; i < SITE_SLOTS; i++) {
+		unsigned at = (h + i) % SITE_SLOTS;
+		uintptr_t k = 0;
+		if (atomic_compare_exchange_strong(&site_cache[at].site, &k, site) || k == site) {
+			atomic_store_explicit(&site_cache[at].verdict, (unsigned char)verdict,
+					      memory_order_release);
+			return;
+		}
+	}
+	/* Full: asked again next time. */
+}
+
+bool fase_excluded_acquire(const void *lock, const void *site)
+{
+	quiesce_site_fn fn = atomic_load_explicit(&site_fn, memory_order_acquire);
+	if (fn == NULL || lock == NULL || quiesce_self.classifying)
+		return false;
+	unsigned v = site_verdict((uintptr_t)site);
+	if (v == VERDICT_UNKNOWN) {
+		/* The classifier may take locks of its own (the dynamic
+		 * loader's): those count as usual rather than recurse. */
+		quiesce_self.classifying = true;
+		bool excluded = fn(site);
+		quiesce_self.classifying = false;
+		v = excluded ? VERDICT_EXCLUDED : VERDICT_COUNTS;
+		if (site_verdict((uintptr_t)site) == VERDICT_UNKNOWN) {
+			site_remember((uintptr_t)site, v);
+			if (excluded)
+				atomic_fetch_add_explicit(&not_fase_sites, 1, memory_order_relaxed);
+		}
+	}
+	if (v != VERDICT_EXCLUDED || quiesce_self.n_excluded == QUIESCE_MAX_EXCLUDED)
+		return false;
+	quiesce_self.excluded[quiesce_self.n_excluded++] = lock;
+	return true;
+}
+
+bool fase_excluded_release(const void *lock)
+{
+	unsigned n = quiesce_self.n_excluded;
+	for (unsigned i = n; i-- > 0;)
+		if (quiesce_self.excluded[i] == lock) {
+			quiesce_self.excluded[i] = quiesce_self.excluded[n - 1];
+			quiesce_self.n_excluded = n - 1;
+			return true;
+		}
+	return false;
+}
+
+bool fase_cond_leave(const void *lock)
+{
+	for (unsigned i = 0; i < quiesce_self.n_excluded; i++)
+		if (quiesce_self.excluded[i] == lock)
+			return false;
+	fase_leave_fast();
+	return true;
+}
 
 void fase_pass_gate(void)
 {
@@ -335,6 +447,199 @@ static uint64_t abandon_bound_ns(void)
 	return half > 20000000ULL ? half : 20000000ULL;
 }
 
+/* ---- stalls (quiesce.h) ---- */
+
+/* The FASEs that blocked the last abandoned attempt: their records, marked
+ * (bit 0 of lock).  Epoch thread only; more than fit are not waited for
+ * (the next attempt marks them). */
+#define MAX_BLOCKERS 16
+static struct quiesce_rec *blockers[MAX_BLOCKERS];
+static unsigned n_blockers, n_blocked_total;
+/* When the last quiescent point was reached (at quiesce_start: then). */
+static _Atomic uint64_t last_point_ns;
+/* Attempts have been abandoned since that point. */
+static atomic_bool stall_on;
+/* stood_ns of the next report; whether this stall was reported.  Under
+ * stats_lock (the snapshot is read by the report and the statistics). */
+static uint64_t next_report_ns;
+static bool stall_reported;
+/* A pmthreads_sync timed out: report now, whatever the schedule; bumped
+ * (and woken) when such a report is out. */
+static atomic_bool report_asked;
+static atomic_uint reports_answered;
+static _Atomic(quiesce_stall_fn) stall_fn;
+static atomic_uint sync_timeout_ms = 10000;
+
+void quiesce_set_stall_fn(quiesce_stall_fn fn) { atomic_store(&stall_fn, fn); }
+void quiesce_set_sync_timeout(unsigned ms) { atomic_store(&sync_timeout_ms, ms > 0 ? ms : 1); }
+
+static uint64_t first_report_ns(void)
+{
+	/* With a long interval durability stands still that long anyway. */
+	uint64_t twice = 2ULL * atomic_load(&interval_ms) * 1000000ULL;
+	return twice > QUIESCE_STALL_REPORT_NS ? twice : QUIESCE_STALL_REPORT_NS;
+}
+
+/* At the end of an abandoned attempt, gate still CLOSING: every record with
+ * depth > 0 is a FASE that outlasted the bound.  Mark it, unless its owner
+ * has just begun another (the CAS fails then). */
+static void mark_blockers(void)
+{
+	n_blockers = 0;
+	n_blocked_total = 0;
+	for (struct slab *s = atomic_load_explicit(&slabs, memory_order_acquire); s != NULL;
+	     s = atomic_load_explicit(&s->next, memory_order_acquire))
+		for (unsigned i = 0; i < RECS_PER_SLAB; i++) {
+			struct quiesce_rec *r = &s->recs[i];
+			if (atomic_load_explicit(&r->depth, memory_order_acquire) == 0)
+				continue;
+			uintptr_t l = atomic_load_explicit(&r->lock, memory_order_relaxed);
+			if ((l & 1) == 0 && !atomic_compare_exchange_strong(&r->lock, &l, l | 1))
+				continue;
+			log_msg(LOG_DEBUG, "epoch abandoned: thread %d holds lock %#lx, taken at %#lx",
+				atomic_load_explicit(&r->tid, memory_order_relaxed),
+				(unsigned long)(l & ~(uintptr_t)1),
+				(unsigned long)atomic_load_explicit(&r->site, memory_order_relaxed));
+			n_blocked_total++;
+			if (n_blockers < MAX_BLOCKERS)
+				blockers[n_blockers++] = r;
+		}
+}
+
+/* Whether a FASE that blocked the last attempt has not ended: an attempt
+ * now would close the gate against it again. */
+static bool still_blocked(void)
+{
+	for (unsigned i = 0; i < n_blockers; i++) {
+		struct quiesce_rec *r = blockers[i];
+		if (atomic_load_explicit(&r->depth, memory_order_acquire) != 0 &&
+		    (atomic_load_explicit(&r->lock, memory_order_relaxed) & 1) != 0)
+			return true;
+	}
+	return false;
+}
+
+static void stall_snapshot(struct quiesce_stall *st, uint64_t now)
+{
+	memset(st, 0, sizeof(*st));
+	st->stalled = true;
+	st->stood_ns = now - atomic_load(&last_point_ns);
+	st->durable_pause = atomic_load(&durable_pause);
+	st->sync_timeout_ns = (uint64_t)atomic_load(&sync_timeout_ms) * 1000000ULL;
+	for (unsigned i = 0; i < n_blockers; i++) {
+		struct quiesce_rec *r = blockers[i];
+		if (atomic_load_explicit(&r->depth, memory_order_acquire) == 0 ||
+		    (atomic_load_explicit(&r->lock, memory_order_relaxed) & 1) == 0)
+			continue;	/* ended since */
+		st->n_holders++;
+		if (st->n_holders > QUIESCE_STALL_HOLDERS)
+			continue;
+		struct quiesce_stall_holder *h = &st->holders[st->n_holders - 1];
+		h->tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
+		h->lock = atomic_load_explicit(&r->lock, memory_order_relaxed) & ~(uintptr_t)1;
+		h->site = atomic_load_explicit(&r->site, memory_order_relaxed);
+	}
+	if (n_blocked_total > n_blockers)
+		st->n_holders += n_blocked_total - n_blockers;
+}
+
+/* The last snapshot, for quiesce_get_stall from any thread (under
+ * stats_lock). */
+static struct quiesce_stall stall_now;
+
+/* A timed-out pmthreads_sync's request for a report has been dealt with. */
+static void answer_ask(void)
+{
+	atomic_fetch_add(&reports_answered, 1);
+	prim_futex_wake(&reports_answered, INT_MAX);
+}
+
+/* Only a procedure that persists makes durability something to wait for;
+ * without a stall function nobody is told. */
+static quiesce_stall_fn stall_reporter(void)
+{
+	quiesce_stall_fn fn = atomic_load(&stall_fn);
+	prim_lock(&epoch_lock);
+	bool persisting = epoch_fn != NULL;
+	prim_unlock(&epoch_lock);
+	return persisting ? fn : NULL;
+}
+
+/* Epoch thread, each turn of its loop: report a stall when it is due. */
+static void stall_check(uint64_t now)
+{
+	bool asked = atomic_exchange(&report_asked, false);
+	if (!atomic_load(&stall_on)) {
+		if (asked)
+			answer_ask();
+		return;
+	}
+	struct quiesce_stall st;
+	stall_snapshot(&st, now);
+	quiesce_stall_fn fn = stall_reporter();
+	prim_lock(&stats_lock);
+	if (next_report_ns == 0)
+		next_report_ns = first_report_ns();
+	bool due = fn != NULL && (asked || st.stood_ns >= next_report_ns);
+	if (due) {
+		if (!stall_reported)
+			stats.stalls++;
+		stall_reported = true;
+		while (next_report_ns <= st.stood_ns)
+			next_report_ns *= 2;
+	}
+	st.next_report_ns = next_report_ns;
+	if (st.stood_ns > stats.stall_max)
+		stats.stall_max = st.stood_ns;
+	stall_now = st;
+	prim_unlock(&stats_lock);
+	if (due)
+		fn(&st, false);
+	if (asked)
+		answer_ask();
+}
+
+/* A quiescent point was reached at now. */
+static void stall_clear(uint64_t now)
+{
+	uint64_t since = atomic_exchange(&last_point_ns, now);
+	if (!atomic_exchange(&stall_on, false))
+		return;
+	n_blockers = 0;
+	n_blocked_total = 0;
+	struct quiesce_stall st;
+	memset(&st, 0, sizeof(st));
+	st.stood_ns = now - since;
+	st.durable_pause = atomic_load(&durable_pause);
+	prim_lock(&stats_lock);
+	bool reported = stall_reported;
+	stall_reported = false;
+	next_report_ns = first_report_ns();
+	if (st.stood_ns > stats.stall_max)
+		stats.stall_max = st.stood_ns;
+	memset(&stall_now, 0, sizeof(stall_now));
+	prim_unlock(&stats_lock);
+	atomic_store(&report_asked, false);
+	quiesce_stall_fn fn = reported ? stall_reporter() : NULL;
+	if (fn != NULL)
+		fn(&st, true);
+}
+
+bool quiesce_get_stall(struct quiesce_stall *st)
+{
+	prim_lock(&stats_lock);
+	*st = stall_now;
+	prim_unlock(&stats_lock);
+	if (!st->stalled)
+		return false;
+	/* How long until now, not until the epoch thread's last look. */
+	uint64_t since = atomic_load(&last_point_ns);
+	uint64_t now = prim_now_ns();
+	if (atomic_load(&stall_on) && now > since)
+		st->stood_ns = now - since;
+	return true;
+}
+
 static void open_gate(void)
 {
 	atomic_store_explicit(&quiesce_gate, GATE_OPEN, memory_order_release);
@@ -355,6 +660,9 @@ static enum attempt attempt_epoch(bool retry)
 	uint64_t t0 = prim_now_ns();
 	uint64_t bound = abandon_bound_ns();
 	atomic_store(&quiesce_gate, GATE_CLOSING);
+	prim_lock(&stats_lock);
+	stats.gate_closings++;
+	prim_unlock(&stats_lock);
 	barrier_all_threads();
 	uint64_t sleep_ns = 20000;
 	for (;;) {
@@ -380,6 +688,7 @@ static enum attempt attempt_epoch(bool retry)
 			/* The pause is what the application waited for: the gate
 			 * is open now, whatever after still does. */
 			uint64_t pause = prim_now_ns() - t0;
+			stall_clear(t0 + pause);
 			prim_lock(&stats_lock);
 			stats.epochs++;
 			stats.pause_total += pause;
@@ -418,6 +727,8 @@ static enum attempt attempt_epoch(bool retry)
 		prim_unlock(&epoch_lock);
 		uint64_t waited = prim_now_ns() - t0;
 		if (waited >= bound) {
+			mark_blockers();
+			atomic_store(&stall_on, true);
 			open_gate();
 			prim_lock(&stats_lock);
 			stats.abandoned++;
@@ -500,8 +811,18 @@ static void check_last_thread(void)
 
 /* Shutdown's final epoch; an attempt carried over is completed as at any
  * other time (the pipeline bounds how many in a row there can be). */
+static atomic_bool final_skip;	/* the exiting thread holds a lock */
+
 static void final_epoch(void)
 {
+	/* Exit never waits for a lock held at exit: not the exiting thread's
+	 * own, not one that has blocked every attempt so far. */
+	if (atomic_load(&final_skip) || still_blocked()) {
+		log_msg(LOG_INFO, "no final epoch: %s holds a lock at exit",
+			atomic_load(&final_skip) ? "the exiting thread" : "a thread that blocked the "
+			"last attempt still");
+		return;
+	}
 	atomic_store(&in_final_attempt, true);
 	enum attempt a = attempt_epoch(false);
 	for (int tries = 0; a == ATTEMPT_CARRIED && tries < 16; tries++)
@@ -553,12 +874,28 @@ static void *epoch_main(void *unused)
 		} else {
 			last_thread_poll = 1000000;
 		}
+		stall_check(now);
 		if (now < due || atomic_load(&failed_for_good)) {
 			if (now < due)
 				prim_futex_wait(&wake_word, seen, due - now);
 			continue;
 		}
 		uint64_t interval_ns = (uint64_t)atomic_load(&interval_ms) * 1000000ULL;
+		if (still_blocked()) {
+			/* No gate churn: the FASE that blocked the last attempt
+			 * would block this one too.  Look again soon (a
+			 * sync waits), count one deferral per interval. */
+			if (now >= next_due) {
+				prim_lock(&stats_lock);
+				stats.deferred++;
+				prim_unlock(&stats_lock);
+				next_due = now + interval_ns;
+			}
+			uint64_t poll = interval_ns / 10;
+			poll = poll < 1000000 ? 1000000 : poll > 10000000 ? 10000000 : poll;
+			prim_futex_wait(&wake_word, seen, poll);
+			continue;
+		}
 		uint64_t started = now;
 		enum attempt a = attempt_epoch(retry);
 		if (a != ATTEMPT_ABANDONED) {
@@ -645,7 +982,12 @@ int quiesce_start_split(unsigned ms, quiesce_epoch_fn fn, quiesce_after_fn after
 	atomic_store(&interval_ms, ms);
 	atomic_store(&stopping, false);
 	atomic_store(&final_requested, false);
+	atomic_store(&final_skip, false);
 	atomic_store(&failed_for_good, false);
+	atomic_store(&last_point_ns, prim_now_ns());
+	prim_lock(&stats_lock);
+	next_report_ns = first_report_ns();
+	prim_unlock(&stats_lock);
 	pthread_sigmask(SIG_BLOCK, NULL, &app_start_mask);
 	int e = quiesce_create_internal_thread(&epoch_thread, epoch_main, NULL);
 	if (e != 0) {
@@ -666,6 +1008,7 @@ void quiesce_stop(bool final)
 		return;
 	}
 	atomic_store(&final_requested, final);
+	atomic_store(&final_skip, fase_depth() != 0);
 	atomic_store(&stopping, true);
 	if (on_epoch_thread) {
 		/* exit() on the epoch thread (quiesce_set_last_thread_fn): it
@@ -708,6 +1051,10 @@ int quiesce_sync(void)
 	unsigned mine = atomic_fetch_add(&requested, 1) + 1;
 	atomic_fetch_add(&wake_word, 1);
 	prim_futex_wake(&wake_word, 1);
+	/* The timeout runs while no quiescent point is reached: a slow
+	 * write-back (points reached, carried over) is waited for. */
+	uint64_t timeout = (uint64_t)atomic_load(&sync_timeout_ms) * 1000000ULL;
+	uint64_t points = atomic_load(&pauses), since = prim_now_ns();
 	for (;;) {
 		unsigned s = atomic_load_explicit(&served, memory_order_acquire);
 		if ((int)(s - mine) >= 0)
@@ -717,7 +1064,32 @@ int quiesce_sync(void)
 			errno = ESRCH;
 			return -1;
 		}
-		prim_futex_wait(&served, s, 100000000ULL);
+		uint64_t now = prim_now_ns(), p = atomic_load(&pauses);
+		if (p != points) {
+			points = p;
+			since = now;
+		} else if (now - since >= timeout) {
+			prim_lock(&stats_lock);
+			stats.sync_timeouts++;
+			prim_unlock(&stats_lock);
+			/* The stall report, now, from the epoch thread, out
+			 * before this returns (the program may exit next). */
+			unsigned answered = atomic_load(&reports_answered);
+			atomic_store(&report_asked, true);
+			atomic_fetch_add(&wake_word, 1);
+			prim_futex_wake(&wake_word, 1);
+			uint64_t ask_end = prim_now_ns() + 1000000000ULL;
+			while (atomic_load(&reports_answered) == answered && atomic_load(&running) &&
+			       prim_now_ns() < ask_end)
+				prim_futex_wait(&reports_answered, answered, 10000000ULL);
+			err_set("pmthreads_sync: no quiescent point for %llu ms: a thread holds a lock "
+				"(see the stall report on standard error; PMTHREADS_SYNC_TIMEOUT_MS "
+				"sets the bound)", (unsigned long long)(timeout / 1000000));
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		uint64_t left = timeout - (now - since);
+		prim_futex_wait(&served, s, left < 100000000ULL ? left : 100000000ULL);
 	}
 }
 
@@ -753,6 +1125,7 @@ void quiesce_atfork_child(void)
 		for (unsigned i = 0; i < RECS_PER_SLAB; i++) {
 			struct quiesce_rec *r = &s->recs[i];
 			if (r == quiesce_self.rec) {
+				atomic_store(&r->tid, (int)prim_gettid());
 				n++;
 				continue;
 			}
@@ -769,6 +1142,11 @@ void quiesce_atfork_child(void)
 	atomic_store(&served, 0);
 	atomic_store(&quiesce_gate, GATE_OPEN);
 	memset(&stats, 0, sizeof(stats));
+	n_blockers = 0;
+	n_blocked_total = 0;
+	atomic_store(&stall_on, false);
+	stall_reported = false;
+	memset(&stall_now, 0, sizeof(stall_now));
 }
 
 static atomic_uint_fast64_t blocking_in_fase;
@@ -808,7 +1186,20 @@ void quiesce_get_stats(struct quiesce_stats *st)
 	st->period_ns_mean = stats.periods != 0 ? stats.period_total / stats.periods : 0;
 	st->late_epochs = stats.late;
 	st->late_ns_total = stats.late_total;
+	st->gate_closings = stats.gate_closings;
+	st->attempts_deferred = stats.deferred;
+	st->stalls = stats.stalls;
+	st->stall_ns_max = stats.stall_max;
+	st->sync_timeouts = stats.sync_timeouts;
 	prim_unlock(&stats_lock);
+	st->stalled = atomic_load(&stall_on);
+	if (st->stalled) {
+		uint64_t now = prim_now_ns(), since = atomic_load(&last_point_ns);
+		st->stall_ns = now > since ? now - since : 0;
+		if (st->stall_ns > st->stall_ns_max)
+			st->stall_ns_max = st->stall_ns;
+	}
+	st->not_fase_sites = atomic_load_explicit(&not_fase_sites, memory_order_relaxed);
 	st->membarrier = !atomic_load(&quiesce_need_fence);
 	st->blocking_in_fase = atomic_load_explicit(&blocking_in_fase, memory_order_relaxed);
 }

@@ -48,6 +48,14 @@ void fase_leave(void);
  * only while an epoch procedure is running, which needs no application lock.
  * Counts as one level of depth, like fase_enter. */
 void fase_reenter(void);
+/* The same, saying which lock and from where (the stall report names
+ * them). */
+void fase_reenter_lock(const void *lock, const void *site);
+/* A condition wait on lock is about to release it: leaves its level and
+ * returns true, or returns false when lock is one the user said is no
+ * critical section (it took no level; fase_reenter_lock is then not called
+ * on return). */
+bool fase_cond_leave(const void *lock);
 
 /* The calling thread is about to wait for its turn in a sequence and will
  * then hold the turn like a lock (OpenMP's ordered construct): the thread
@@ -91,12 +99,29 @@ enum quiesce_gate_state { GATE_OPEN = 0, GATE_CLOSING = 1, GATE_RUNNING = 2 };
 struct quiesce_rec {
 	atomic_uint depth;
 	atomic_uint in_use;
-	char pad[64 - 2 * sizeof(atomic_uint)];
+	/* Where the outermost level was taken, stored by the owner at each
+	 * 0 -> 1 (the stall report reads them, racily, on the epoch thread):
+	 * lock, the lock's address (0: a level that is no lock, such as a heap
+	 * operation); site, the return address of the acquire call.  Bit 0 of
+	 * lock is the epoch thread's mark: "this FASE blocked an attempt"; the
+	 * owner's next 0 -> 1 stores an unmarked value over it, so a record
+	 * still marked with depth > 0 is still in the FASE that blocked. */
+	_Atomic uintptr_t lock;
+	_Atomic uintptr_t site;
+	atomic_int tid;			/* the owner's, for /proc/self/task */
+	char pad[64 - 2 * sizeof(atomic_uint) - 2 * sizeof(uintptr_t) - sizeof(atomic_int)];
 } __attribute__((aligned(64)));
+
+/* Locks held that the user said are no critical section (PMTHREADS_NOT_FASE),
+ * per thread; more at once count as FASEs. */
+#define QUIESCE_MAX_EXCLUDED 8
 
 struct quiesce_thread {
 	struct quiesce_rec *rec;
 	unsigned depth;
+	unsigned n_excluded;		/* entries of excluded in use */
+	bool classifying;		/* inside the site classifier */
+	const void *excluded[QUIESCE_MAX_EXCLUDED];
 };
 /* initial-exec: %fs-relative loads, no __tls_get_addr call.  The library is
  * preloaded or linked, so its TLS is in the static block. */
@@ -108,15 +133,28 @@ extern atomic_uint quiesce_gate __attribute__((visibility("hidden")));
  * first starts): then the 0 -> 1 transition needs a full fence, which the
  * slow path supplies. */
 extern atomic_uint quiesce_need_fence __attribute__((visibility("hidden")));
+/* Nonzero once a classifier of call sites is installed
+ * (quiesce_set_site_classifier): every acquire then asks whether its site
+ * takes a lock that is no critical section. */
+extern atomic_uint quiesce_exclusions __attribute__((visibility("hidden")));
 
 /* Slow paths (quiesce.c).  fase_enter_slow: r is the caller's record with
  * depth already set to 1 by the fast path, or NULL for an unregistered
  * thread (depth untouched).  fase_wake_epoch: the last lock of a thread was
  * released while the gate is CLOSING. */
-void fase_enter_slow(struct quiesce_rec *r) __attribute__((visibility("hidden")));
+void fase_enter_slow(struct quiesce_rec *r, const void *lock, const void *site)
+	__attribute__((visibility("hidden")));
 void fase_wake_epoch(void) __attribute__((visibility("hidden")));
+/* PMTHREADS_NOT_FASE: whether the acquire of lock at site is one the user
+ * said is no critical section; if so it is remembered as held (no level).
+ * fase_excluded_release: whether lock is such a held one, forgotten then. */
+bool fase_excluded_acquire(const void *lock, const void *site) __attribute__((visibility("hidden")));
+bool fase_excluded_release(const void *lock) __attribute__((visibility("hidden")));
 
-static inline __attribute__((always_inline)) void fase_enter_fast(void)
+/* The 0 -> 1 and deeper levels.  lock and site say where the outermost
+ * level was taken (quiesce_rec); they cost two stores on the 0 -> 1 path
+ * only, to a line the depth store writes anyway. */
+static inline __attribute__((always_inline)) void fase_enter_site(const void *lock, const void *site)
 {
 	unsigned d = quiesce_self.depth;
 	struct quiesce_rec *r = quiesce_self.rec;
@@ -127,6 +165,8 @@ static inline __attribute__((always_inline)) void fase_enter_fast(void)
 		return;
 	}
 	if (__builtin_expect(r != NULL, 1)) {
+		atomic_store_explicit(&r->lock, (uintptr_t)lock, memory_order_relaxed);
+		atomic_store_explicit(&r->site, (uintptr_t)site, memory_order_relaxed);
 		quiesce_self.depth = 1;
 		atomic_store_explicit(&r->depth, 1, memory_order_relaxed);
 		/* The depth store must be visible before the gate is read.  The
@@ -140,7 +180,27 @@ static inline __attribute__((always_inline)) void fase_enter_fast(void)
 				     1))
 			return;
 	}
-	fase_enter_slow(r);
+	fase_enter_slow(r, lock, site);
+}
+
+/* A level that is no lock of the program's (a heap operation, an OpenMP
+ * construct): its site is the caller of the function this is inlined in. */
+static inline __attribute__((always_inline)) void fase_enter_fast(void)
+{
+	fase_enter_site(NULL, __builtin_return_address(0));
+}
+
+/* The acquire of lock, called from site (the wrapper's return address).
+ * Returns whether it took a level: false when the site takes a lock the user
+ * said is no critical section (then the release must be fase_leave_lock's
+ * and a failed acquire fase_acquire_failed's, which know it). */
+static inline __attribute__((always_inline)) bool fase_enter_lock(const void *lock, const void *site)
+{
+	if (__builtin_expect(atomic_load_explicit(&quiesce_exclusions, memory_order_relaxed) != 0, 0) &&
+	    fase_excluded_acquire(lock, site))
+		return false;
+	fase_enter_site(lock, site);
+	return true;
 }
 
 static inline __attribute__((always_inline)) void fase_leave_fast(void)
@@ -160,6 +220,23 @@ static inline __attribute__((always_inline)) void fase_leave_fast(void)
 					       GATE_CLOSING,
 				       0))
 		fase_wake_epoch();
+}
+
+/* The release of lock: one level, or none for an excluded lock. */
+static inline __attribute__((always_inline)) void fase_leave_lock(const void *lock)
+{
+	if (__builtin_expect(quiesce_self.n_excluded != 0, 0) && fase_excluded_release(lock))
+		return;
+	fase_leave_fast();
+}
+
+/* An acquire that fase_enter_lock began did not take the lock. */
+static inline __attribute__((always_inline)) void fase_acquire_failed(bool counted, const void *lock)
+{
+	if (counted)
+		fase_leave_fast();
+	else
+		(void)fase_excluded_release(lock);
 }
 #endif
 
@@ -220,7 +297,8 @@ bool quiesce_running(void);
  * completed durably (the epoch procedure ran and its after procedure
  * returned true).  Returns 0; -1 with errno
  * EDEADLK when the caller is inside a FASE, ESRCH when no epoch thread
- * runs. */
+ * runs, ETIMEDOUT when no quiescent point was reached for the sync timeout
+ * while it waited (quiesce_set_sync_timeout; see Stalls below). */
 int quiesce_sync(void);
 
 /* Quiescent points are numbered from 1 in the order they are reached
@@ -321,12 +399,72 @@ unsigned quiesce_registered_threads(void);
 	/* backlog: periodic epochs that began after their due time because the \
 	 * previous write-back was still running */ \
 	X(count, late_epochs, "late_epochs") \
-	X(count, late_ns_total, "late_ns_total") /* how late, in all */
+	X(count, late_ns_total, "late_ns_total") /* how late, in all */ \
+	/* attempts that closed the gate (reached a quiescent point or were \
+	 * abandoned) */ \
+	X(count, gate_closings, "gate_closings") \
+	/* attempts due but not made, one an interval, because the FASE that \
+	 * blocked the last one had not ended (no gate closed against it) */ \
+	X(count, attempts_deferred, "attempts_deferred") \
+	/* stalls: durability stood still past QUIESCE_STALL_REPORT_NS and was \
+	 * reported while it lasted */ \
+	X(count, stalls, "stalls") \
+	X(flag, stalled, "stalled") /* attempts are blocked now */ \
+	X(value, stall_ns, "stall_ns") /* how long durability has stood still now */ \
+	X(value, stall_ns_max, "stall_ns_max") /* the longest, the current one included */ \
+	X(count, sync_timeouts, "sync_timeouts") /* pmthreads_sync gave ETIMEDOUT */ \
+	/* call sites PMTHREADS_NOT_FASE names: their locks take no level */ \
+	X(count, not_fase_sites, "not_fase_sites")
 
 struct quiesce_stats {
 	QUIESCE_STATS_FIELDS(STATS_DECLARE)
 };
 void quiesce_get_stats(struct quiesce_stats *st);
+
+/*
+ * Stalls.  A FASE that outlasts the attempt's bound blocks it; the attempt
+ * is abandoned and its holders are marked (quiesce_rec).  While any of them
+ * is still in that FASE no attempt closes the gate again: the epoch thread
+ * polls the marks and tries once they are gone.  When durability has stood
+ * still for QUIESCE_STALL_REPORT_NS (no quiescent point reached since the
+ * last one, or since the start) the stall function is called with what
+ * blocks it, then again at twice that time, four times..., and once with
+ * cleared set when a quiescent point is reached again.  pmthreads_sync
+ * fails with ETIMEDOUT when no quiescent point was reached for the sync
+ * timeout while it waited (and calls the stall function if it has not been
+ * called for this stall).
+ */
+#define QUIESCE_STALL_REPORT_NS 2000000000ULL
+#define QUIESCE_STALL_HOLDERS 4
+struct quiesce_stall_holder {
+	int tid;
+	uintptr_t lock;			/* 0: a level that is no lock */
+	uintptr_t site;			/* return address of the acquire */
+};
+struct quiesce_stall {
+	bool stalled;			/* attempts are abandoned or deferred */
+	uint64_t stood_ns;		/* since the last quiescent point */
+	uint64_t durable_pause;		/* quiesce_durable_pause() */
+	uint64_t next_report_ns;	/* stood_ns of the next report */
+	uint64_t sync_timeout_ns;	/* pmthreads_sync's bound */
+	unsigned n_holders;		/* FASEs that blocked (may exceed holders[]) */
+	struct quiesce_stall_holder holders[QUIESCE_STALL_HOLDERS];
+};
+/* The stall as of now; false (and *s zeroed) when there is none. */
+bool quiesce_get_stall(struct quiesce_stall *s);
+typedef void (*quiesce_stall_fn)(const struct quiesce_stall *s, bool cleared);
+/* Called on the epoch thread (or on a pmthreads_sync that timed out);
+ * NULL: nothing is reported. */
+void quiesce_set_stall_fn(quiesce_stall_fn fn);
+/* PMTHREADS_SYNC_TIMEOUT_MS, in ms (> 0; default 10000). */
+void quiesce_set_sync_timeout(unsigned ms);
+
+/* PMTHREADS_NOT_FASE: fn says whether the function containing a call site
+ * (a return address) is one whose locks are no critical section.  Asked
+ * once per site (cached by address; a full cache asks again); while it runs
+ * the calling thread's own locks count as usual.  NULL: every lock counts. */
+typedef bool (*quiesce_site_fn)(const void *site);
+void quiesce_set_site_classifier(quiesce_site_fn fn);
 
 /* The pause of the epoch whose after procedure is running (call it from
  * there: on the epoch thread, between one epoch and the next). */

@@ -3,6 +3,7 @@
 #include "runtime/runtime.h"
 
 #include "diagnose/fase_checker.h"
+#include "diagnose/stall.h"
 #include "epoch/epoch.h"
 #include "epoch/epoch_log.h"
 #include "heap/heap.h"
@@ -480,6 +481,30 @@ static enum quiesce_outcome after_epoch(void *arg)
 	return atomic_load(&io_error) != 0 ? QUIESCE_FAILED : QUIESCE_CARRIED;
 }
 
+/* When the epoch pipeline opened: the epoch log's time origin. */
+static uint64_t pipeline_opened_ns;
+
+/* The epoch thread: durability stands still (or resumes); quiesce.h's
+ * Stalls.  Said at the default verbosity, in the epoch log too. */
+static void report_stall(const struct quiesce_stall *s, bool cleared)
+{
+	static char text[4096];	/* epoch thread only */
+	stall_format(s, cleared, text, sizeof(text));
+	for (char *line = text, *end; *line != '\0'; line = end + 1) {
+		end = strchr(line, '\n');
+		if (end == NULL)
+			break;
+		*end = '\0';
+		log_msg(LOG_WARN, "%s", line);
+	}
+	char note[480];
+	stall_summary(s, cleared, note, sizeof(note));
+	char line[512];
+	snprintf(line, sizeof(line), "t_ms=%llu %s",
+		 (unsigned long long)((prim_now_ns() - pipeline_opened_ns) / 1000000), note);
+	epoch_log_note(line);
+}
+
 /* Bring the modules up in dependency order.  Recovery writes the shadow
  * before the tracker is attached, so restored pages are not counted as
  * dirty (they are already in the pool). */
@@ -573,7 +598,10 @@ static int start(void)
 	struct epoch_options eo = { .copy_in_pause = cfg.writeback == WRITEBACK_PAUSED };
 	if (epoch_pipeline_open(&pipeline, pool, tracker, heap_base, heap_high_water, &eo) != 0)
 		goto fail_tracker;
+	pipeline_opened_ns = prim_now_ns();
 	log_configuration();
+	quiesce_set_sync_timeout(cfg.sync_timeout_ms);
+	quiesce_set_stall_fn(report_stall);
 	if (quiesce_start_split(cfg.interval_ms, epoch_on_quiescent, after_epoch, pipeline) != 0)
 		goto fail_pipeline;
 	if (cfg.output == OUTPUT_COMMIT) {

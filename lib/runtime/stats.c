@@ -28,6 +28,7 @@ void stats_collect(struct stats_report *r, const struct config *cfg, uint64_t st
 	output_get_stats(&r->output);
 	heap_get_stats(&r->heap);
 	fase_checker_get_stats(&r->checker);
+	(void)quiesce_get_stall(&r->stall);
 	r->runtime = *rt;
 }
 
@@ -206,6 +207,18 @@ int stats_write_json(const struct stats_report *r, const char *path)
 	put_heap(&o, &r->heap);
 	put_nvm(&o, &rt->nvm);
 	put_checker(&o, &r->checker);
+	/* The first FASE that blocks epochs now (quiesce.h's Stalls): its
+	 * thread, lock and call site; 0 and "" when none. */
+	const struct quiesce_stall_holder *h = r->stall.n_holders > 0 ? &r->stall.holders[0] : NULL;
+	char text[256] = "";
+	put_u(&o, "stall_thread", h != NULL ? (uint64_t)h->tid : 0);
+	if (h != NULL)
+		snprintf(text, sizeof(text), "%#lx", (unsigned long)h->lock);
+	put_str(&o, "stall_lock", text);
+	text[0] = '\0';
+	if (h != NULL)
+		stall_site_name(h->site, text, sizeof(text));
+	put_str(&o, "stall_site", text);
 	put(&o, "\n}\n");
 	if (o.overflow) {
 		err_set("stats: the report does not fit its buffer");

@@ -20,6 +20,7 @@
 
 #include "base/config.h"
 #include "diagnose/fase_checker.h"
+#include "diagnose/stall.h"
 #include "epoch/epoch.h"
 #include "heap/heap.h"
 #include "output/output.h"
@@ -58,6 +59,7 @@ struct stats_report {
 	struct heap_stats heap;
 	struct fase_checker_stats checker;
 	struct stats_runtime runtime;
+	struct quiesce_stall stall;	/* stalled: what blocks epochs now */
 };
 
 /* Fill r from quiesce, output, the heap and the checker, and rt.

@@ -46,6 +46,7 @@ extern "C" {
 #include <sys/wait.h>
 #include <unistd.h>
 #include <thread>
+#include <sstream>
 #include <vector>
 
 namespace {
@@ -698,16 +699,18 @@ void kill_and_recover(bool use_stdio)
 		REQUIRE(f != nullptr);
 		char line[512];
 		REQUIRE(fgets(line, sizeof(line), f) != nullptr);
-		CHECK(std::string(line).find(",durable,output_demanded,output_released\n") !=
+		CHECK(std::string(line).find(",durable,output_demanded,output_released,") !=
 		      std::string::npos);
 		unsigned long long demanded_lines = 0, released = 0;
 		while (fgets(line, sizeof(line), f) != nullptr) {
-			// The last two columns.
-			const char *c = strrchr(line, ',');
-			REQUIRE(c != nullptr);
-			released += strtoull(c + 1, nullptr, 10);
-			REQUIRE(c - line >= 2);
-			demanded_lines += c[-1] == '1';
+			// Columns 13 and 14 (from 0: 12 and 13).
+			std::vector<std::string> cols;
+			std::istringstream fields(line);
+			for (std::string c; std::getline(fields, c, ',');)
+				cols.push_back(c);
+			REQUIRE(cols.size() >= 14);
+			demanded_lines += cols[12] == "1";
+			released += strtoull(cols[13].c_str(), nullptr, 10);
 		}
 		fclose(f);
 		unlink(epoch_log.c_str());

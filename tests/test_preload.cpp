@@ -29,20 +29,24 @@ void check_epoch_log(const std::string &log, const std::string &json)
 	std::string line;
 	REQUIRE(std::getline(in, line));
 	CHECK(line == "t_ms,epoch,pause_us,pages,bytes_dirty,bytes_written,stage_us,persist_us,"
-		      "period_us,pages_saved,conflicts,durable,output_demanded,output_released");
+		      "period_us,pages_saved,conflicts,durable,output_demanded,output_released,"
+		      "device_flushes,device_bytes");
 	unsigned long long lines = 0, pages = 0, written = 0, last_epoch = 0, carried = 0;
-	unsigned long long conflicts_total = 0;
+	unsigned long long conflicts_total = 0, flushes_total = 0, dev_bytes_total = 0;
 	double last_t = -1;
 	while (std::getline(in, line)) {
 		INFO("epoch log line: " << line);
 		double t;
 		unsigned long long epoch, pause, pg, dirty, wr, stage, persist, period, saved, conflicts;
 		int durable, demanded;
-		unsigned long long released;
+		unsigned long long released, flushes, dev_bytes;
 		REQUIRE(std::sscanf(line.c_str(),
-				    "%lf,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%d,%d,%llu",
+				    "%lf,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%d,%d,%llu,%llu,%llu",
 				    &t, &epoch, &pause, &pg, &dirty, &wr, &stage, &persist, &period,
-				    &saved, &conflicts, &durable, &demanded, &released) == 14);
+				    &saved, &conflicts, &durable, &demanded, &released, &flushes,
+				    &dev_bytes) == 16);
+		flushes_total += flushes;
+		dev_bytes_total += dev_bytes;
 		// No output commit here: nothing demanded or released.
 		CHECK(demanded == 0);
 		CHECK(released == 0);
@@ -72,6 +76,10 @@ void check_epoch_log(const std::string &log, const std::string &json)
 	CHECK(conflicts_total == (unsigned long long)json_number(json, "conflict_pages"));
 	CHECK(pages == (unsigned long long)json_number(json, "pages_persisted"));
 	CHECK(written == (unsigned long long)json_number(json, "bytes_written"));
+	// The lines count the device's work of the epochs; the report also has
+	// the opening's and the exit's.
+	CHECK(flushes_total <= (unsigned long long)json_number(json, "device_flushes"));
+	CHECK(dev_bytes_total <= (unsigned long long)json_number(json, "device_bytes"));
 }
 
 // The report's keys: one JSON object, a field a line, a comma after each

@@ -50,6 +50,8 @@ struct epoch_pipeline {
 
 	struct epoch_counters counters;
 	uint64_t started_ns;		/* for the epoch log's clock */
+	/* The pool's device counters at the previous epoch log line. */
+	uint64_t logged_flushes, logged_device_bytes;
 	atomic_bool final_done;
 };
 
@@ -466,7 +468,11 @@ bool epoch_on_reopened(void *arg)
 		.pages_saved = r.pages_saved,
 		.conflicts = r.conflicts,
 		.durable = durable,
+		.device_flushes = ep->pool->nvm->stats.device_flushes - ep->logged_flushes,
+		.device_bytes = ep->pool->nvm->stats.device_bytes - ep->logged_device_bytes,
 	};
+	ep->logged_flushes = ep->pool->nvm->stats.device_flushes;
+	ep->logged_device_bytes = ep->pool->nvm->stats.device_bytes;
 	epoch_log_record(&rec);
 	return durable;
 }

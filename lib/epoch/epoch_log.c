@@ -52,7 +52,8 @@ void epoch_log_record(const struct epoch_record *r)
 	char line[320];
 	/* Milliseconds with microsecond resolution: what a plot over a run of
 	 * seconds to hours wants on its x axis. */
-	int n = snprintf(line, sizeof(line), "%llu.%03llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%d,%d,%llu\n",
+	int n = snprintf(line, sizeof(line),
+			 "%llu.%03llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%d,%d,%llu,%llu,%llu\n",
 			 (unsigned long long)(r->t_ns / 1000000),
 			 (unsigned long long)(r->t_ns / 1000 % 1000),
 			 (unsigned long long)r->epoch, (unsigned long long)(r->pause_ns / 1000),
@@ -62,7 +63,8 @@ void epoch_log_record(const struct epoch_record *r)
 			 (unsigned long long)(r->persist_ns / 1000),
 			 (unsigned long long)(r->period_ns / 1000),
 			 (unsigned long long)r->pages_saved, (unsigned long long)r->conflicts,
-			 r->durable ? 1 : 0, demanded ? 1 : 0, (unsigned long long)released);
+			 r->durable ? 1 : 0, demanded ? 1 : 0, (unsigned long long)released,
+			 (unsigned long long)r->device_flushes, (unsigned long long)r->device_bytes);
 	if (n <= 0 || (size_t)n >= sizeof(line))
 		return;
 	if (prim_write_all(log_fd, line, (size_t)n) != 0) {

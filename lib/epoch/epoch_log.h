@@ -32,13 +32,15 @@ struct epoch_record {
 	uint64_t conflicts;		/* pages read live and written meanwhile */
 	bool durable;			/* this quiescent point's image is durable
 					 * (false: carried over to the next) */
+	uint64_t device_flushes;	/* msync/fdatasync calls since the previous line */
+	uint64_t device_bytes;		/* bytes the backend sent to storage since then */
 };
 
 /* The header line of the file: the names of the fields, in order.  New
  * columns go at the end (readers ask for the names they know). */
 #define EPOCH_LOG_HEADER \
 	"t_ms,epoch,pause_us,pages,bytes_dirty,bytes_written,stage_us,persist_us,period_us," \
-	"pages_saved,conflicts,durable,output_demanded,output_released\n"
+	"pages_saved,conflicts,durable,output_demanded,output_released,device_flushes,device_bytes\n"
 
 /* Create (or truncate) path, mode 0644, and write the header.  Returns 0, or
  * -1 with err_get() naming PMTHREADS_EPOCH_LOG, the path and the reason. */

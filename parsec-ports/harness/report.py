@@ -36,24 +36,26 @@ def slowdown_table(summary: list) -> list:
     ratio (pmthreads compute time / native compute time of the same round);
     range = the smallest and largest of those ratios; period = the achieved
     time between epochs (median of the runs' p50); pause p99 = the worst
-    run's."""
+    run's; fl/ep = device flushes per published epoch and B/line = bytes the
+    backend sent to storage per line written (medians; 0 on emulated pmem)."""
     configs = [c for c in PM_CONFIGS if any(c in s.verdict for s in summary)]
     lines = ["", "Slowdown under pmthreads (LD_PRELOAD, PMTHREADS_HEAP=malloc) vs native: "
              "computation time only, paired rounds",
              f"{'benchmark':<18} {'suite':<8} {'native s':>9} "
              + " ".join(f"{c:>20} {'x':>6} {'range':>9} {'n':>2} {'period ms':>9} {'p99 ms':>7} "
-                        f"{'check':>8}" for c in configs)]
+                        f"{'fl/ep':>5} {'B/line':>6} {'check':>8}" for c in configs)]
     for suite in workloads.SUITES:
         mine = [s for s in summary if s.suite == suite]
         for s in mine:
             cells = " ".join(f"{fmt(s.seconds.get(c), '.3f'):>20} {fmt(s.slowdown.get(c), '.2f'):>6} "
                              f"{spread(s.spread.get(c)):>9} {s.pairs.get(c, 0):>2} "
                              f"{fmt(s.period_ms.get(c), '.0f'):>9} {fmt(s.pause_p99_ms.get(c), '.2f'):>7} "
+                             f"{fmt(s.flushes.get(c), '.2f'):>5} {fmt(s.bytes_per_line.get(c), '.0f'):>6} "
                              f"{s.verdict.get(c, '-'):>8}" for c in configs)
             lines.append(f"{s.benchmark:<18} {s.suite:<8} {fmt(s.native_s, '.3f'):>9} {cells}")
         if mine:
             means = " ".join(f"{'':>20} {fmt(workloads.geomean([s.slowdown.get(c) for s in mine]), '.2f'):>6} "
-                             f"{'':>9} {'':>2} {'':>9} {'':>7} {'':>8}" for c in configs)
+                             f"{'':>9} {'':>2} {'':>9} {'':>7} {'':>5} {'':>6} {'':>8}" for c in configs)
             lines.append(f"{'geomean':<18} {suite:<8} {'':>9} {means}")
     return lines
 
@@ -71,6 +73,8 @@ def slowdown_rows(summary: list) -> list:
             row[f"{c}_pairs"] = s.pairs.get(c)
             row[f"{c}_period_ms"] = s.period_ms.get(c)
             row[f"{c}_pause_p99_ms"] = s.pause_p99_ms.get(c)
+            row[f"{c}_flushes_per_epoch"] = s.flushes.get(c)
+            row[f"{c}_device_bytes_per_line"] = s.bytes_per_line.get(c)
             row[f"{c}_check"] = s.verdict.get(c, "-")
         rows.append(row)
     for suite in workloads.SUITES:
@@ -80,7 +84,8 @@ def slowdown_rows(summary: list) -> list:
             for c in PM_CONFIGS:
                 row[f"{c}_s"] = None
                 row[f"{c}_slowdown"] = workloads.geomean([s.slowdown.get(c) for s in mine])
-                for k in ("slowdown_min", "slowdown_max", "pairs", "period_ms", "pause_p99_ms"):
+                for k in ("slowdown_min", "slowdown_max", "pairs", "period_ms", "pause_p99_ms",
+                          "flushes_per_epoch", "device_bytes_per_line"):
                     row[f"{c}_{k}"] = None
                 row[f"{c}_check"] = ""
             rows.append(row)

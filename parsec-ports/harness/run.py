@@ -82,6 +82,10 @@ def parse_args():
     p.add_argument("--threads", type=int, default=2, help="threads of the workloads (default 2)")
     p.add_argument("--timeout", type=float, default=300, help="seconds per run (default 300)")
     p.add_argument("--pool-size", default="2G", help="PMTHREADS_POOL_SIZE (default 2G)")
+    p.add_argument("--medium", choices=("pmem", "disk"), default="pmem",
+                   help="pmem: pools on /dev/shm with PMEM_IS_PMEM_FORCE=1 (default); disk: pools in "
+                        "--disk-dir, an ordinary file (the log backend)")
+    p.add_argument("--disk-dir", default="/var/tmp", help="where --medium disk puts the pools")
     p.add_argument("--stress-preload", action="store_true",
                    help="pmthreads stress columns: native binary under LD_PRELOAD "
                         "instead of the ported build")
@@ -138,7 +142,7 @@ def main() -> int:
 
     problems = []
     tracker_notes = set()
-    with PoolRoot() as pools:
+    with PoolRoot(args.medium, args.disk_dir) as pools:
         ctx = Context(build, library, pools, args.repeats, args.quick, args.threads,
                       args.timeout, args.pool_size, args.out.resolve(),
                       interval_ms=args.interval, only_workloads=args.workload_list,

@@ -63,10 +63,13 @@ class Result:
 
 
 class PoolRoot:
-    """The temporary directory on /dev/shm that holds every run's pool."""
+    """The temporary directory that holds every run's pool: on /dev/shm
+    (medium "pmem": emulated persistent memory), or under disk_dir (medium
+    "disk": an ordinary file, the log backend)."""
 
-    def __init__(self):
-        self.path = Path(scratch_dir("pmthreads-harness-"))
+    def __init__(self, medium: str = "pmem", disk_dir: str = "/var/tmp"):
+        self.medium = medium
+        self.path = Path(scratch_dir("pmthreads-harness-", disk_dir if medium == "disk" else None))
 
     def fresh(self) -> Path:
         return Path(tempfile.mkdtemp(prefix="run-", dir=self.path))
@@ -118,15 +121,20 @@ def last_checksum(text: str) -> str:
 
 
 def environment(config: Config, pool_dir: Path, library: Path | None, pool_size: str,
-                preload: bool, interval_ms: int = 100) -> dict:
+                preload: bool, interval_ms: int = 100, medium: str = "pmem") -> dict:
     """The environment of one run.  preload: inject libpmthreads.so with
     PMTHREADS_HEAP=config.heap (an unmodified binary); otherwise the binary is
-    expected to be linked with the runtime already (a ported build)."""
+    expected to be linked with the runtime already (a ported build).  medium:
+    "pmem" (PMEM_IS_PMEM_FORCE=1: the pool on /dev/shm stands for persistent
+    memory) or "disk" (an ordinary file: the log backend)."""
     env = dict(os.environ)
     for key in list(env):
         if key.startswith("PMTHREADS_") or key == "LD_PRELOAD":
             del env[key]
-    env["PMEM_IS_PMEM_FORCE"] = "1"
+    if medium == "pmem":
+        env["PMEM_IS_PMEM_FORCE"] = "1"
+    else:
+        env.pop("PMEM_IS_PMEM_FORCE", None)
     if config.kind == "pmthreads":
         env["PMTHREADS_POOL"] = str(pool_dir / "pool")
         env["PMTHREADS_POOL_SIZE"] = pool_size

@@ -114,7 +114,7 @@ def run_stress(ctx: Context, force_preload: bool) -> list:
             if name == PMEMOBJ.name:
                 cmd += ["-P", str(pool_dir / "pmemobj.pool")]
             env = environment(CONFIG_OF[name], pool_dir, ctx.library, ctx.pool_size, preload,
-                              interval_ms=ctx.interval_ms)
+                              interval_ms=ctx.interval_ms, medium=ctx.pools.medium)
             r = run(cmd, env, pool_dir, ctx.timeout)
         finally:
             ctx.pools.drop(pool_dir)

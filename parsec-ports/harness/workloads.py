@@ -53,6 +53,8 @@ class WorkloadRun:
     period_p50_ms: float | None  # achieved time between epochs (PMTHREADS_STATS)
     pause_p99_ms: float | None
     pause_max_ms: float | None
+    flushes_per_epoch: float | None  # device flushes per published epoch
+    device_bytes_per_line: float | None  # bytes sent to storage per line written
 
 
 def configs_for(ctx: Context) -> list:
@@ -87,7 +89,7 @@ def run_workloads(ctx: Context) -> list:
                 pool_dir = ctx.pools.fresh()
                 try:
                     env = environment(config, pool_dir, ctx.library, ctx.pool_size, preload=True,
-                                      interval_ms=ctx.interval_ms)
+                                      interval_ms=ctx.interval_ms, medium=ctx.pools.medium)
                     r = run(cmd, env, pool_dir, ctx.timeout)
                 finally:
                     ctx.pools.drop(pool_dir)
@@ -105,8 +107,16 @@ def run_workloads(ctx: Context) -> list:
                                         str(r.stats.get("tracker", "")),
                                         stat_ms(r.stats, "period_ns_p50"),
                                         stat_ms(r.stats, "pause_ns_p99"),
-                                        stat_ms(r.stats, "pause_ns_max")))
+                                        stat_ms(r.stats, "pause_ns_max"),
+                                        per(r.stats, "device_flushes", "epochs_persisted"),
+                                        per(r.stats, "device_bytes", "lines_written")))
     return rows
+
+
+def per(stats: dict, what: str, unit: str) -> float | None:
+    """stats[what] / stats[unit], None when either is missing or unit is 0."""
+    a, b = stats.get(what), stats.get(unit)
+    return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
 
 
 @dataclass
@@ -120,6 +130,8 @@ class Slowdown:
     pairs: dict        # config name -> number of pairs
     period_ms: dict    # config name -> median of the runs' achieved period p50
     pause_p99_ms: dict # config name -> worst p99 pause over the runs
+    flushes: dict      # config name -> median device flushes per published epoch
+    bytes_per_line: dict  # config name -> median bytes sent to storage per line written
     verdict: dict      # config name -> "ok" | "MISMATCH" | "FAIL" | "-"
 
 
@@ -144,7 +156,7 @@ def summarise(rows: list) -> list:
         mine = [r for r in rows if r.benchmark == bench]
         native = {r.repeat: r.compute_s for r in mine if r.config == NATIVE.name and r.status == "ok"}
         native_sums = {r.checksum for r in mine if r.config == NATIVE.name and r.status == "ok"}
-        s = Slowdown(suite, bench, _median(list(native.values())), {}, {}, {}, {}, {}, {}, {})
+        s = Slowdown(suite, bench, _median(list(native.values())), {}, {}, {}, {}, {}, {}, {}, {}, {})
         for config in configs:
             runs = [r for r in mine if r.config == config]
             if not runs:
@@ -169,6 +181,8 @@ def summarise(rows: list) -> list:
                 s.period_ms[config] = _median([r.period_p50_ms for r in good])
                 p99 = [r.pause_p99_ms for r in good if r.pause_p99_ms is not None]
                 s.pause_p99_ms[config] = max(p99) if p99 else None
+                s.flushes[config] = _median([r.flushes_per_epoch for r in good])
+                s.bytes_per_line[config] = _median([r.device_bytes_per_line for r in good])
         out.append(s)
     return out
 

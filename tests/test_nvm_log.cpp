@@ -399,3 +399,17 @@ TEST_CASE("an I/O error at any write or sync refuses the epoch and every later o
 		nvm_unmap(m);
 	}
 }
+
+TEST_CASE("a pool file cut short under the log refuses the next epoch", "[log]")
+{
+	rig rg(NVM_LOG_MIN_SIZE);
+	workload w{ 29, 20 };
+	nvm *n = rg.open();
+	w.run(n, 1);
+	REQUIRE(nvm_error(n) == 0);
+	REQUIRE(truncate(rg.path.c_str(), (off_t)(rg.len - rg.ring)) == 0);	// the ring is gone
+	w.run(n, 2);
+	CHECK(nvm_error(n) == EIO);
+	n->read_only = true;
+	nvm_unmap(n);
+}

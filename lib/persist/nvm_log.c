@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #define XXH_STATIC_LINKING_ONLY	/* XXH3_state_t on the stack */
 #include <xxhash.h>
@@ -479,10 +480,23 @@ static void log_order(struct nvm *n)
 		fail(n, e);
 }
 
+/* A file cut short under us: the writes to the ring past its new end would
+ * extend it again and succeed, and their sync too, but the next open refuses
+ * a pool whose size is not its header's -- nothing may be acknowledged. */
+static int check_size(const struct nvm *n)
+{
+	struct stat st;
+	if (fstat(n->fd, &st) != 0)
+		return errno;
+	return (uint64_t)st.st_size < n->len ? EIO : 0;
+}
+
 static void log_fence(struct nvm *n)
 {
 	struct log_state *s = n->impl;
-	int e = append(n, s);
+	int e = check_size(n);
+	if (e == 0)
+		e = append(n, s);
 	if (e == 0 && s->unsynced)
 		e = sync_records(n, s);
 	if (e != 0) {

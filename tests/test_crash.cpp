@@ -701,7 +701,11 @@ struct carried_case {
 };
 } // namespace
 
-TEST_CASE("crash at every point of a carried-over attempt and its redo", "[crash][sweep][carried]")
+namespace {
+// Every crash point of a carried-over attempt and its redo, under the
+// backend crash_backend names; check_order: the line simulator's placement
+// of VER_d (sweep).
+sweep_result carried_sweep(bool check_order)
 {
 	prepared pr;
 	image_map images = pr.images;
@@ -709,12 +713,19 @@ TEST_CASE("crash at every point of a carried-over attempt and its redo", "[crash
 	images[pr.ver() + 1] = cc.final_img;
 	child_work w = cc.work();
 	uint64_t total = count_primitives(pr, pr.base, w);
-	sweep_result r = sweep(pr, w, images, pr.ver(), pr.ver() + 1, total, true,
+	sweep_result r = sweep(pr, w, images, pr.ver(), pr.ver() + 1, total, check_order,
 			       [&] { pr.reset_work(); });
 	INFO(first_problems(r));
 	CHECK(r.problems.empty());
 	CHECK(r.crash_points == total * sim_modes().size());
 	CHECK(r.new_image > 0);
+	return r;
+}
+} // namespace
+
+TEST_CASE("crash at every point of a carried-over attempt and its redo", "[crash][sweep][carried]")
+{
+	sweep_result r = carried_sweep(true);
 	WARN("carried-over sweep: " << r.crash_points << " crash points, new image after "
 				    << r.new_image);
 }
@@ -912,18 +923,7 @@ TEST_CASE("log backend: a carried-over attempt and its redo, crashed at every wr
 	  "[crash][sweep][log][carried]")
 {
 	log_backend_scope scope;
-	prepared pr;
-	image_map images = pr.images;
-	carried_case cc(images[pr.ver()]);
-	images[pr.ver() + 1] = cc.final_img;
-	child_work w = cc.work();
-	uint64_t total = count_primitives(pr, pr.base, w);
-	sweep_result r = sweep(pr, w, images, pr.ver(), pr.ver() + 1, total, false,
-			       [&] { pr.reset_work(); });
-	INFO(first_problems(r));
-	CHECK(r.problems.empty());
-	CHECK(r.crash_points == total * sim_modes().size());
-	CHECK(r.new_image > 0);
+	carried_sweep(false);
 }
 
 TEST_CASE("log backend: double crash -- records torn mid-epoch, then recovery and a second epoch "

@@ -80,15 +80,22 @@ void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len)
 	emulate_latency(n, lines);
 }
 
+/* Whether a fence or order is issued: never after a write-back error.  No
+ * blind retry: what the failed fence covered may be gone from the page cache,
+ * so a success now would be a lie. */
+static bool may_fence(struct nvm *n, const char *what)
+{
+	check_writable(n, what);
+	if (n->error == 0)
+		return true;
+	n->stats.fences_skipped++;
+	return false;
+}
+
 void nvm_fence(struct nvm *n)
 {
-	check_writable(n, "fence");
-	if (n->error != 0) {
-		/* No blind retry: what the failed fence covered may be gone
-		 * from the page cache, so a success now would be a lie. */
-		n->stats.fences_skipped++;
+	if (!may_fence(n, "fence"))
 		return;
-	}
 	n->stats.fences++;
 	n->ops->fence(n);
 }
@@ -99,11 +106,8 @@ void nvm_order(struct nvm *n)
 		nvm_fence(n);
 		return;
 	}
-	check_writable(n, "order");
-	if (n->error != 0) {
-		n->stats.fences_skipped++;
+	if (!may_fence(n, "order"))
 		return;
-	}
 	n->stats.orders++;
 	n->ops->order(n);
 }

@@ -103,14 +103,6 @@ static struct log_state *log_of(const struct nvm *n);
 
 /* ---- the device ---- */
 
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 static void dev_crash(struct log_dev *d);
 
 static void dev_primitive(struct log_dev *d)
@@ -183,19 +175,6 @@ static int dev_sync(struct log_dev *d)
 	return e;
 }
 
-static bool sector_survives(struct log_dev *d)
-{
-	switch (d->sim->survival) {
-	case NVM_SIM_KEEP_OLD:
-		return false;
-	case NVM_SIM_KEEP_NEW:
-		return true;
-	case NVM_SIM_RANDOM:
-	default:
-		return splitmix64(&d->rng) & 1;
-	}
-}
-
 /* Power lost: each sector of every unsynced write, newest first, keeps its
  * new bytes or gets back what it overwrote. */
 static void dev_crash(struct log_dev *d)
@@ -204,7 +183,7 @@ static void dev_crash(struct log_dev *d)
 		const struct undo *u = &d->undo[i];
 		for (size_t s = 0; s < u->len; s += SECTOR) {
 			size_t l = u->len - s < SECTOR ? u->len - s : SECTOR;
-			if (!sector_survives(d))
+			if (!nvm_sim_survives(d->sim->survival, &d->rng))
 				(void)pwrite_all(*d->fd, u->old + s, l, u->off + s);
 		}
 	}

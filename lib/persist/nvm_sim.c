@@ -123,16 +123,16 @@ static const struct nvm_ops sim_ops = {
 	.copy_flush = NULL,
 };
 
-static bool line_survives(struct sim_state *s)
+bool nvm_sim_survives(enum nvm_sim_survival survival, uint64_t *rng)
 {
-	switch (s->opt.survival) {
+	switch (survival) {
 	case NVM_SIM_KEEP_OLD:
 		return false;
 	case NVM_SIM_KEEP_NEW:
 		return true;
 	case NVM_SIM_RANDOM:
 	default:
-		return splitmix64(&s->rng) & 1;
+		return splitmix64(rng) & 1;
 	}
 }
 
@@ -150,7 +150,7 @@ void nvm_sim_crash(struct nvm *n)
 			continue;
 		for (size_t l = off; l < off + clen; l += NVM_LINE) {
 			size_t ll = off + clen - l < NVM_LINE ? off + clen - l : NVM_LINE;
-			if (memcmp(map + l, s->media + l, ll) != 0 && !line_survives(s))
+			if (memcmp(map + l, s->media + l, ll) != 0 && !nvm_sim_survives(s->opt.survival, &s->rng))
 				memcpy(map + l, s->media + l, ll);
 		}
 	}

@@ -14,6 +14,7 @@
 
 #include "persist/nvm.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* How the simulator decides, at a crash, which of the lines that differ
@@ -23,6 +24,11 @@ enum nvm_sim_survival {
 	NVM_SIM_KEEP_OLD = 1,	/* every such line reverts to the media */
 	NVM_SIM_KEEP_NEW = 2,	/* every such line keeps the mapping's content */
 };
+
+/* Whether one unfenced line (or, on the log backend's simulated device, one
+ * unsynced sector) keeps its new content at a crash, by survival; rng is the
+ * simulation's random state (seeded from nvm_sim_options.seed). */
+bool nvm_sim_survives(enum nvm_sim_survival survival, uint64_t *rng);
 
 /* Simulator controls, for tests (nvm_sim.c). */
 struct nvm_sim_options {

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """test_pmtkit.py -- the shared pieces of tools/pmtkit (meson test pmtkit):
 the percentile every report quotes, the epoch-log reader, the memcached
-client against a server speaking the protocol from a script."""
+client against a server speaking the protocol from a script, bench.sh's
+options, CSV columns and server commands (mcbench)."""
 
 import os
 import shutil
@@ -18,6 +19,11 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pmtkit.epoch_log import read_epoch_log  # noqa: E402
+from pmtkit.mcbench import cost as mc_cost  # noqa: E402
+from pmtkit.mcbench import options as mc_options  # noqa: E402
+from pmtkit.mcbench import results as mc_results  # noqa: E402
+from pmtkit.mcbench import servers as mc_servers  # noqa: E402
+from pmtkit.mcbench import sweep as mc_sweep  # noqa: E402
 from pmtkit.memcached_client import MemcachedClient  # noqa: E402
 from pmtkit.percentile import percentile  # noqa: E402
 from pmtkit.scratch import scratch_dir  # noqa: E402
@@ -192,6 +198,194 @@ class Scratch(unittest.TestCase):
             os.rmdir(d)
 
 
+class BenchOptions(unittest.TestCase):
+    """memcached-demo/bench.sh's command line and environment (mcbench/options.py)."""
+
+    def test_flags_then_the_output_directory(self):
+        self.assertEqual(mc_options.parse_args([]), (False, False, None))
+        self.assertEqual(mc_options.parse_args(["--cost", "--quick", "out"]), (True, True, "out"))
+        self.assertEqual(mc_options.parse_args(["--quick", "--", "-odd"]), (True, False, "-odd"))
+
+    def test_bad_command_lines_name_the_options(self):
+        with self.assertRaisesRegex(mc_options.BadInput, r"unknown option --qiuck \(--cost"):
+            mc_options.parse_args(["--qiuck"])
+        with self.assertRaisesRegex(mc_options.BadInput, "usage: bench.sh"):
+            mc_options.parse_args(["a", "b"])
+        with self.assertRaises(mc_options.HelpWanted):
+            mc_options.parse_args(["--cost", "-h"])
+
+    def test_sweep_defaults_and_quick(self):
+        s = mc_options.sweep_settings({}, quick=False)
+        self.assertEqual((s.duration, s.repeats, s.keys, s.threads, s.intervals, s.modes),
+                         (5, 1, 10000, ["1", "2", "4"], ["10", "20", "40", "100", "200", "500"],
+                          ["native", "preload", "pmthreads"]))
+        self.assertEqual(s.pmem_is_pmem_force, "1")
+        q = mc_options.sweep_settings({"INTERVALS": "", "THREAD_LIST": "2"}, quick=True)
+        self.assertEqual((q.duration, q.threads, q.intervals), (1, ["2"], ["100"]))
+
+    def test_sweep_refuses_an_unknown_mode(self):
+        with self.assertRaisesRegex(mc_options.BadInput, "MODES: 'pmthread' is not one of"):
+            mc_options.sweep_settings({"MODES": "native pmthread"}, quick=False)
+
+    def test_cost_defaults_and_quick(self):
+        s = mc_options.cost_settings({}, quick=False)
+        self.assertEqual((s.rounds, s.duration, s.threads, s.interval, s.loads),
+                         (5, 3, 4, 100, [(16, 90), (16, 50), (4, 90), (1, 90)]))
+        self.assertEqual((s.pools, s.trackers, s.pmem_dir, s.file_dir),
+                         (["pmem", "file"], ["uffd"], "/dev/shm", "/var/tmp"))
+        q = mc_options.cost_settings({}, quick=True)
+        self.assertEqual((q.rounds, q.duration, q.loads), (2, 1, [(16, 90)]))
+        q = mc_options.cost_settings({"ROUNDS": "3", "LOADS": "4:50"}, quick=True)
+        self.assertEqual((q.rounds, q.loads), (3, [(4, 50)]))
+
+    def test_cost_checks_each_parameter(self):
+        for env, msg in (({"ROUNDS": "0"}, "ROUNDS=0: a positive integer"),
+                         ({"VSIZE": "1k"}, "VSIZE=1k: a positive integer"),
+                         ({"LOADS": "16:101"}, "'16:101' is not CONNS:SET_PERCENT"),
+                         ({"LOADS": "0:50"}, "'0:50' is not CONNS:SET_PERCENT"),
+                         ({"LOADS": "  "}, "LOADS is empty"),
+                         ({"TRACKERS": "uffd soft"}, "TRACKERS: 'soft' is not uffd or mprotect"),
+                         ({"POOLS": "disk"}, "POOLS: 'disk' is not pmem or file"),
+                         ({"CONFIGS": "redis"}, "CONFIGS: 'redis' is not one of native")):
+            with self.assertRaisesRegex(mc_options.BadInput, msg):
+                mc_options.cost_settings(env, quick=False)
+
+    def test_configurations_in_configs_order_redis_last(self):
+        cfgs = mc_options.cost_configurations(
+            ["redis-always", "native", "commit"], ["pmem", "file"], ["uffd", "mprotect"], True)
+        self.assertEqual(cfgs, [("native", "-", "-"), ("commit", "pmem", "uffd"),
+                                ("commit", "pmem", "mprotect"), ("commit", "file", "uffd"),
+                                ("commit", "file", "mprotect"), ("redis-always", "aof", "-")])
+        self.assertEqual(mc_options.cost_configurations(["redis-always"], ["pmem"], ["uffd"],
+                                                        False), [])
+
+    def test_each_round_rotates_the_order_by_one(self):
+        self.assertEqual(mc_options.round_order("abc", 1), ["a", "b", "c"])
+        self.assertEqual(mc_options.round_order("abc", 2), ["b", "c", "a"])
+        self.assertEqual(mc_options.round_order("abc", 4), ["a", "b", "c"])
+
+    def test_minutes_announced(self):
+        self.assertEqual(mc_options.minutes_estimate(140, 3), 11)   # the README's default run
+        self.assertEqual(mc_options.minutes_estimate(1, 1), 1)
+
+
+class BenchResults(unittest.TestCase):
+    """The CSV columns of bench.sh (mcbench/results.py)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="pmtkit-test.")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def stats(self, text):
+        path = os.path.join(self.dir, "stats.json")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def test_sweep_columns_from_nested_or_suffixed_keys(self):
+        # a boolean is not a number: "epochs": true does not hide the nested count
+        p = self.stats('{"epochs": true, "run": {"epochs": 4}, "io": {"bytes_written": 10}, '
+                       '"pause_ns": {"p50": 5, "p99": 7.25, "max": 9}}')
+        self.assertEqual(mc_results.sweep_stats_fields(p), ["4", "10", "2.5", "5", "7.2", "9"])
+
+    def test_sweep_columns_prefer_an_exact_key(self):
+        p = self.stats('{"x_epochs": 1, "epochs": 2, "bytes_written": 8}')
+        self.assertEqual(mc_results.sweep_stats_fields(p)[:3], ["2", "8", "4"])
+
+    def test_missing_or_broken_stats_leave_the_columns_empty(self):
+        self.assertEqual(mc_results.sweep_stats_fields(os.path.join(self.dir, "none")), [""] * 6)
+        self.assertEqual(mc_results.sweep_stats_fields(self.stats('{"epochs": 3')), [""] * 6)
+        self.assertEqual(mc_results.cost_stats_fields(self.stats("")), [""] * 8)
+        self.assertEqual(mc_results.sweep_stats_fields(self.stats('{"epochs": 0}'))[:3],
+                         ["0", "", ""])
+
+    def test_cost_columns(self):
+        p = self.stats('{"output_commit": true, "output_writes_held": 12, "epochs": 30, '
+                       '"output_epochs_demanded": 29, "output_hold_ns_p50": 100, '
+                       '"output_hold_ns_p99": 900, "pause_ns_p99": 50, '
+                       '"persist_ns": 1000, "epochs_persisted": 3}')
+        self.assertEqual(mc_results.cost_stats_fields(p),
+                         ["1", "12", "30", "29", "100", "900", "50", "333"])
+        p = self.stats('{"output_commit": false, "persist_ns": 1000, "epochs_persisted": 0}')
+        self.assertEqual(mc_results.cost_stats_fields(p), ["0"] + [""] * 7)
+
+    def test_headers_have_the_columns_the_rows_fill(self):
+        client = "1,2,3,4,5,6,7,8"
+        self.assertEqual(len(mc_results.SWEEP_HEADER.split(",")), 3 + 8 + 6 + 2)
+        self.assertEqual(len(mc_results.COST_HEADER.split(",")), 7 + len(client.split(",")) + 8 + 1)
+        self.assertEqual(mc_results.COST_HEADER.split(",")[7 + mc_results.CLIENT_P99_US], "p99_us")
+
+    def test_cpu_ticks_count_iowait_as_idle(self):
+        busy, total = mc_results.cpu_ticks("cpu  10 1 5 100 7 2 3 4 0 0\ncpu0 1 2 3\n")
+        self.assertEqual((busy, total), (10 + 1 + 5 + 2 + 3 + 4, 132))
+
+    def test_other_load_is_machine_busy_minus_ours(self):
+        # 2 CPUs, 1 s: 150 jiffies at 100 Hz busy = 1.5 s, ours 0.5 s -> 1 s of 2 = 50 %
+        self.assertEqual(mc_results.other_load_pct(0, 150, 500, 10**9, 100, 2), "50.0")
+        self.assertEqual(mc_results.other_load_pct(0, 10, 900, 10**9, 100, 2), "0.0")
+
+    def test_run_tags(self):
+        self.assertEqual(mc_results.run_tag("native", "-", "-"), "native")
+        self.assertEqual(mc_results.run_tag("redis-always", "aof", "-"), "redis-always-aof")
+        self.assertEqual(mc_results.run_tag("commit", "pmem", "uffd"), "commit-pmem-uffd")
+
+
+class BenchServers(unittest.TestCase):
+    """The commands bench.sh starts (mcbench/sweep.py, cost.py, servers.py)."""
+
+    def test_ports_below_the_ephemeral_range(self):
+        self.assertEqual(mc_servers.port_range_below_ephemeral("32768\t60999\n"), (12768, 20000))
+        self.assertEqual(mc_servers.port_range_below_ephemeral("20000 60999"), (10000, 10000))
+        self.assertEqual(mc_servers.port_range_below_ephemeral("1024 60999"), (20000, 40000))
+        self.assertEqual(mc_servers.port_range_below_ephemeral(""), (20000, 40000))
+
+    def test_a_free_port_can_be_bound(self):
+        p = mc_servers.free_port()
+        with socket.socket() as s:
+            s.bind((mc_servers.MC_HOST, p))
+
+    def test_load_start(self):
+        self.assertEqual(mc_sweep.load_start_ms(1000, 1300, 10000), 300 + 1000 + 200)
+
+    def test_sweep_commands(self):
+        s = mc_options.sweep_settings({"MEMCACHED": "/mc"}, quick=True)
+        self.assertEqual(mc_sweep.server_argv("native", s, "lib.so", "mcp", "P", 100, "S", "E"),
+                         ["/mc"])
+        self.assertEqual(mc_sweep.server_argv("preload", s, "lib.so", "mcp", "P", 100, "S", "E"),
+                         ["env", "LD_PRELOAD=lib.so", "PMTHREADS_HEAP=malloc", "PMTHREADS_POOL=P",
+                          "PMTHREADS_INTERVAL_MS=100", "PMTHREADS_STATS=S",
+                          "PMTHREADS_EPOCH_LOG=E", "/mc"])
+        self.assertEqual(mc_sweep.server_argv("pmthreads", s, "lib.so", "mcp", "P", 20, "S", "E"),
+                         ["env", "PMTHREADS_POOL=P", "PMTHREADS_INTERVAL_MS=20",
+                          "PMTHREADS_STATS=S", "PMTHREADS_EPOCH_LOG=E", "mcp"])
+
+    def test_cost_commands(self):
+        s = mc_options.cost_settings({"MEMCACHED": "/mc", "THREADS": "2", "INTERVAL": "50"},
+                                     quick=True)
+        dirs = {"pmem": "/shm/d", "file": "/var/d"}
+        user = mc_servers.mc_user_args()
+        mc = ["-l", "127.0.0.1", "-p", "99", "-U", "0", "-t", "2", "-m", "256"] + user
+        argv, proto = mc_cost.server_argv("native", "-", "-", 99, "S", s, dirs, "mcp", "rs")
+        self.assertEqual((argv, proto), (["/mc"] + mc, "memcache"))
+        argv, _ = mc_cost.server_argv("commit", "file", "mprotect", 99, "S", s, dirs, "mcp", "rs")
+        self.assertEqual(argv, ["env", "-u", "PMEM_IS_PMEM_FORCE", "PMTHREADS_NVM=msync",
+                                "PMTHREADS_STRICT=1", "PMTHREADS_POOL=/var/d/pool",
+                                "PMTHREADS_TRACKER=mprotect", "PMTHREADS_INTERVAL_MS=50",
+                                "PMTHREADS_OUTPUT=commit", "PMTHREADS_STATS=S", "mcp"] + mc)
+        argv, _ = mc_cost.server_argv("pmthreads", "pmem", "uffd", 99, "S", s, dirs, "mcp", "rs")
+        self.assertEqual(argv[:4] + argv[7:8], ["env", "PMEM_IS_PMEM_FORCE=1", "PMTHREADS_NVM=pmem",
+                                                "PMTHREADS_STRICT=1", "PMTHREADS_OUTPUT=off"])
+        argv, proto = mc_cost.server_argv("redis-everysec", "aof", "-", 99, "S", s, dirs, "mcp",
+                                          "rs")
+        self.assertEqual(proto, "redis")
+        self.assertEqual(argv, ["rs", "--port", "99", "--bind", "127.0.0.1", "--dir",
+                                "/var/d/redis", "--appendonly", "yes", "--appendfsync",
+                                "everysec", "--save", "", "--daemonize", "no",
+                                "--protected-mode", "no", "--logfile", ""])
+
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -201,7 +395,8 @@ class Users(unittest.TestCase):
     directory)."""
 
     def usage(self, script, *args, status):
-        p = subprocess.run([sys.executable, str(ROOT / script), *args], cwd="/",
+        run = [] if script.endswith(".sh") else [sys.executable]
+        p = subprocess.run(run + [str(ROOT / script), *args], cwd="/",
                            capture_output=True, text=True, timeout=60)
         self.assertNotIn("Traceback", p.stderr, p.stderr)
         self.assertEqual(p.returncode, status, p.stdout + p.stderr)
@@ -224,6 +419,15 @@ class Users(unittest.TestCase):
 
     def test_memcached_evict_point(self):
         self.usage("memcached-demo/evict-point.py", status=1)
+
+    def test_memcached_bench(self):
+        self.usage("memcached-demo/bench.sh", "--help", status=0)
+
+    def test_memcached_bench_refuses_an_unknown_option(self):
+        p = subprocess.run([str(ROOT / "memcached-demo/bench.sh"), "--qiuck"], cwd="/",
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stderr, "bench.sh: error: unknown option --qiuck (--cost, --quick, -h)\n")
 
     def test_harness(self):
         self.usage("parsec-ports/harness/run.py", "--help", status=0)

@@ -6,7 +6,9 @@
   memcached_client.py   a memcached text-protocol client
   scratch.py            temporary directories for pools (on /dev/shm)
   soak/                 the kill -9 soak behind bench/soak.sh, one module per program
+  mcbench/              memcached-demo/bench.sh: the interval sweep and the cost table
 
 Its users (bench/soak.py, memcached-demo/*.py, parsec-ports/harness/) put
-tools/ on sys.path and import it from there; see pmtkit_path in each.
+tools/ on sys.path and import it from there; see pmtkit_path in each
+(memcached-demo/bench.sh sets PYTHONPATH and runs python3 -m pmtkit.mcbench).
 """

@@ -26,6 +26,8 @@ from pmtkit.mcbench import servers as mc_servers  # noqa: E402
 from pmtkit.mcbench import sweep as mc_sweep  # noqa: E402
 from pmtkit.memcached_client import MemcachedClient  # noqa: E402
 from pmtkit.percentile import percentile  # noqa: E402
+from pmtkit import ports  # noqa: E402
+from pmtkit import recovery_row  # noqa: E402
 from pmtkit.scratch import scratch_dir  # noqa: E402
 
 
@@ -336,15 +338,15 @@ class BenchServers(unittest.TestCase):
     """The commands bench.sh starts (mcbench/sweep.py, cost.py, servers.py)."""
 
     def test_ports_below_the_ephemeral_range(self):
-        self.assertEqual(mc_servers.port_range_below_ephemeral("32768\t60999\n"), (12768, 20000))
-        self.assertEqual(mc_servers.port_range_below_ephemeral("20000 60999"), (10000, 10000))
-        self.assertEqual(mc_servers.port_range_below_ephemeral("1024 60999"), (20000, 40000))
-        self.assertEqual(mc_servers.port_range_below_ephemeral(""), (20000, 40000))
+        self.assertEqual(ports.port_range_below_ephemeral("32768\t60999\n"), (12768, 20000))
+        self.assertEqual(ports.port_range_below_ephemeral("20000 60999"), (10000, 10000))
+        self.assertEqual(ports.port_range_below_ephemeral("1024 60999"), (20000, 40000))
+        self.assertEqual(ports.port_range_below_ephemeral(""), (20000, 40000))
 
     def test_a_free_port_can_be_bound(self):
-        p = mc_servers.free_port()
+        p = ports.free_port()
         with socket.socket() as s:
-            s.bind((mc_servers.MC_HOST, p))
+            s.bind((ports.MC_HOST, p))
 
     def test_load_start(self):
         self.assertEqual(mc_sweep.load_start_ms(1000, 1300, 10000), 300 + 1000 + 200)
@@ -384,6 +386,71 @@ class BenchServers(unittest.TestCase):
                                 "/var/d/redis", "--appendonly", "yes", "--appendfsync",
                                 "everysec", "--save", "", "--daemonize", "no",
                                 "--protected-mode", "no", "--logfile", ""])
+
+
+class RecoveryRow(unittest.TestCase):
+    """parsec-ports/recovery/crash_recover.sh's rows (pmtkit/recovery_row.py)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="pmtkit-test.")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def write(self, name, text):
+        with open(os.path.join(self.dir, name), "w") as f:
+            f.write(text)
+
+    def epochs(self, periods):
+        self.write("epochs.csv", "t_ms,epoch,pause_us,pages,bytes_dirty,bytes_written,stage_us,"
+                   "persist_us,period_us\n" +
+                   "".join(f"{i},{i},1,1,1,1,1,1,{p}\n" for i, p in enumerate(periods)))
+        return os.path.join(self.dir, "epochs.csv")
+
+    def test_the_last_value_of_a_key(self):
+        text = "inserted=5 x\\ninserted=12 reinserted=99\\n"
+        self.assertEqual(recovery_row.value_of("inserted", "inserted=5 x\ninserted=12 y\n"), "12")
+        self.assertIsNone(recovery_row.value_of("check", text))
+
+    def test_median_period_skips_the_first_epoch_and_takes_the_last(self):
+        log = self.epochs([0, 4000, 1000, 3000, 2000, 9000, 8000, 7000])
+        self.assertEqual(recovery_row.median_period(log), "4.0")           # of 1,2,3,4,7,8,9 ms
+        self.assertEqual(recovery_row.median_period(log, 5), "7.0")        # of 3,2,9,8,7 ms
+        self.assertEqual(recovery_row.median_period(log, 4), "7.5")        # of 2,9,8,7 ms
+        self.assertEqual(recovery_row.median_period(os.path.join(self.dir, "none")), "")
+
+    def test_a_row_from_a_run_directory(self):
+        self.write("run.out", "inserted=100\ninserted=200\n")
+        self.write("recover.out", "recovered=150 recovery_ms=12.5 check=ok\n")
+        self.write("stats.json", '{"epochs": 3, "recovery_ns": 2500000}')
+        self.epochs([0, 10000, 30000])
+        with open(os.path.join(self.dir, "pool"), "wb") as f:
+            f.truncate(10 << 20)  # sparse: 10 MiB long, nothing occupied
+        table, csv = recovery_row.format_row("pmthreads", "10", "2", "1",
+                                             recovery_row.measure(self.dir))
+        self.assertEqual(table.split(), ["pmthreads", "10", "20.0", "20.0", "200", "150", "50",
+                                         "25.00", "12.5", "2.50", "10.0", "0.0", "ok"])
+        self.assertEqual(csv.split(",")[:10] + csv.split(",")[12:],
+                         ["pmthreads", "10", "2", "1", "200", "150", "50", "25.0000", "12.5",
+                          "2.50", "ok", "20.0", "20.0"])
+        self.assertEqual(csv.split(",")[10:12], [str(10 << 20), "0"])
+
+    def test_a_failed_recovery_and_more_recovered_than_printed(self):
+        self.write("run.out", "inserted=10\n")
+        self.write("recover.out", "recovered=11\n")
+        self.write("recover.err", "pool: bad, header\nsecond line\n")
+        table, csv = recovery_row.format_row("pmemobj", "-", "2", "1",
+                                             recovery_row.measure(self.dir))
+        self.assertEqual(table.split()[4:10], ["10", "11", "0", "0.00", "nan", "-"])
+        self.assertTrue(table.endswith("FAILED(pool: bad  header second line )"), table)
+        self.assertEqual(csv.split(",")[9], "")
+
+    def test_header_and_row_have_the_same_columns(self):
+        m = dict(inserted=1, recovered=1, recovery_ms="1", rt_ns="", check="ok", period_ms="",
+                 period_last_ms="", pool_bytes=0, used_bytes=0)
+        table, csv = recovery_row.format_row("b", "1", "1", "1", m)
+        self.assertEqual(len(table.split()), len(recovery_row.HEADER.split()))
+        self.assertEqual(len(csv.split(",")), len(recovery_row.CSV_HEADER.split(",")))
 
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,6 +5,8 @@
   epoch_log.py          reading a PMTHREADS_EPOCH_LOG, a line cut by a kill included
   memcached_client.py   a memcached text-protocol client
   scratch.py            temporary directories for pools (on /dev/shm)
+  ports.py              a free loopback port for a test server
+  recovery_row.py       parsec-ports/recovery/crash_recover.sh's table and CSV rows
   soak/                 the kill -9 soak behind bench/soak.sh, one module per program
   mcbench/              memcached-demo/bench.sh: the interval sweep and the cost table
 

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from pmtkit.mcbench import options, results
-from pmtkit.mcbench.servers import MC_HOST, find_memcached_pmthreads, free_port, mc_user_args
+from pmtkit.mcbench.servers import find_memcached_pmthreads, mc_user_args
+from pmtkit.ports import MC_HOST, free_port
 
 
 def server_argv(kind, pool, tracker, port, stats, s, dirs, binary, redis):

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from pmtkit.mcbench import cost, options, sweep
-from pmtkit.mcbench.servers import DEMO_DIR, MC_HOST, Processes, build_client, build_dir
+from pmtkit.mcbench.servers import DEMO_DIR, Processes, build_client, build_dir
+from pmtkit.ports import MC_HOST
 
 
 class Bench:

@@ -4,7 +4,6 @@ it (a watchdog kills each after MC_MAX_SECONDS, and exit kills the rest),
 the ports they listen on, the client it compiles, the binaries it finds."""
 
 import os
-import random
 import shutil
 import signal
 import socket
@@ -14,48 +13,15 @@ import threading
 import time
 from pathlib import Path
 
+from pmtkit.ports import MC_HOST
 from pmtkit.scratch import scratch_dir
 
-MC_HOST = "127.0.0.1"
 DEMO_DIR = Path(__file__).resolve().parents[3] / "memcached-demo"
 SRC_DIR = DEMO_DIR.parent
 
 
 def build_dir(env):
     return Path(env.get("BUILD_DIR") or SRC_DIR / "build")
-
-
-def port_range_below_ephemeral(range_text):
-    """(lo, span) to draw listening ports from: below the kernel's ephemeral
-    range when there is room there (an ephemeral port can be the local end of
-    some connection, which a listener cannot bind)."""
-    lo, span = 20000, 40000
-    try:
-        elo = int(range_text.split()[0])
-    except (IndexError, ValueError):
-        elo = 0
-    if elo > 12000:
-        lo = elo - 20000 if elo > 30000 else 10000
-        span = elo - lo
-    return lo, span
-
-
-def free_port():
-    """A TCP port on MC_HOST nothing listens on (None after 100 tries)."""
-    try:
-        text = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text()
-    except OSError:
-        text = ""
-    lo, span = port_range_below_ephemeral(text)
-    for _ in range(100):
-        p = lo + random.randrange(span)
-        with socket.socket() as s:
-            try:
-                s.bind((MC_HOST, p))
-                return p
-            except OSError:
-                continue
-    return None
 
 
 def mc_user_args():

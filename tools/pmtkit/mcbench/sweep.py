@@ -8,8 +8,8 @@ import time
 
 from pmtkit.mcbench import results
 from pmtkit.mcbench.options import BadInput, sweep_settings
-from pmtkit.mcbench.servers import (MC_HOST, find_libpmthreads, find_memcached_pmthreads,
-                                    free_port, mc_user_args)
+from pmtkit.mcbench.servers import find_libpmthreads, find_memcached_pmthreads, mc_user_args
+from pmtkit.ports import MC_HOST, free_port
 
 
 def now_ms():

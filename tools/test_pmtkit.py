@@ -18,6 +18,7 @@ from pathlib import Path
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from pmtkit import cpu_split  # noqa: E402
 from pmtkit.epoch_log import read_epoch_log  # noqa: E402
 from pmtkit.mcbench import cost as mc_cost  # noqa: E402
 from pmtkit.mcbench import options as mc_options  # noqa: E402
@@ -451,6 +452,102 @@ class RecoveryRow(unittest.TestCase):
         table, csv = recovery_row.format_row("b", "1", "1", "1", m)
         self.assertEqual(len(table.split()), len(recovery_row.HEADER.split()))
         self.assertEqual(len(csv.split(",")), len(recovery_row.CSV_HEADER.split(",")))
+
+
+PERF_SCRIPT = """\
+mc_client   100/101
+\tffffffff81001000 __sys_sendto
+\tffffffff81002000 __x64_sys_sendto
+\tffffffff81003000 do_syscall_64
+\tffffffff81004000 entry_SYSCALL_64_after_hwframe
+\t7f0000001000 send
+
+memcached-pmthr 200/200
+\tffffffff81001000 clear_page_erms
+\tffffffff81002000 exc_page_fault
+\t55550001000 item_alloc
+
+memcached-pmthr 200/205
+\tffffffff81005000 __x64_sys_ioctl
+\tffffffff81003000 do_syscall_64
+
+mc-worker 200/203
+\tffffffff81005000 __x64_sys_pread64
+\tffffffff81003000 do_syscall_64
+
+mc-worker 200/203
+\t55550002000 process_command
+
+swapper     0/0
+\tffffffff81009000 default_idle
+
+kworker/0:1 30/30
+\tffffffff81005000 worker_thread
+"""
+
+
+class CpuSplit(unittest.TestCase):
+    """memcached-demo/cpu-split.sh's samples, medians and table (pmtkit/cpu_split.py)."""
+
+    def test_each_sample_has_a_group_and_an_activity(self):
+        self.assertEqual(list(cpu_split.samples(PERF_SCRIPT.splitlines(True))),
+                         [("client", "send"), ("server", "page-fault"),
+                          ("runtime", "tracker-ioctl"), ("server", "recv"), ("server", "user"),
+                          ("idle", "-"), ("other", "user")])  # no system call frame
+
+    def test_the_handler_under_do_syscall_64_names_the_call(self):
+        for handler, act in (("__x64_sys_epoll_wait", "epoll"), ("__x64_sys_futex", "futex+membarrier"),
+                             ("__x64_sys_membarrier", "futex+membarrier"),
+                             ("ksys_write", "send"), ("__x64_sys_nanosleep", "other-kernel")):
+            text = f"mc_client 1/1\n\tf {handler}\n\tf do_syscall_64\n"
+            self.assertEqual(list(cpu_split.samples(text.splitlines(True))), [("client", act)])
+
+    def test_the_frame_nearest_the_leaf_decides(self):
+        # a fault in a system call's copy is a page fault; a call under a fault is the call
+        for frames, act in ((["exc_page_fault", "_copy_to_user", "__x64_sys_recvfrom",
+                              "do_syscall_64"], "page-fault"),
+                            (["__x64_sys_recvfrom", "do_syscall_64", "exc_page_fault"], "recv"),
+                            (["sendto_readable", "do_syscall_64"], "send")):  # send's names first
+            text = "mc_client 1/1\n" + "".join(f"\tf {fr}\n" for fr in frames)
+            self.assertEqual(list(cpu_split.samples(text.splitlines(True))), [("client", act)])
+
+    def test_microseconds_per_request(self):
+        # 2 server samples at 250 us each over 100 requests: 5 us per request
+        lines = cpu_split.split(PERF_SCRIPT.splitlines(True), 100, 250)
+        self.assertIn("server TOTAL 7.50", lines)
+        self.assertIn("server recv 2.50", lines)
+        self.assertIn("idle - 2.50", lines)
+        self.assertEqual(lines, sorted(lines))
+
+    def test_medians_and_table(self):
+        out = tempfile.mkdtemp(prefix="pmtkit-test.")
+        try:
+            for mode, rnd, ops, server, send in (("native", 1, 100, 4.0, 1.0),
+                                                 ("native", 2, 300, 6.0, 2.0),
+                                                 ("commit", 1, 50, 9.0, 3.0)):
+                with open(os.path.join(out, f"{mode}-r{rnd}.result"), "w") as f:
+                    f.write(f"1,1,{ops}.0,1,1,1,1,1\n")
+                with open(os.path.join(out, f"{mode}-r{rnd}.split"), "w") as f:
+                    f.write(f"client TOTAL 1.00\nidle - 0.50\nidle TOTAL 0.50\nother user 0.25\n"
+                            f"server TOTAL {server}\nserver send {send}\n")
+            with open(os.path.join(out, "commit-r1.split"), "a") as f:
+                f.write("runtime TOTAL 2.00\nruntime user 2.00\n")
+            found = cpu_split.medians(out, ["native", "commit", "pmthreads"])
+            self.assertEqual(list(found), ["native", "commit"])   # pmthreads had no run
+            self.assertEqual(found["native"][0], "200.00")
+            self.assertEqual(found["native"][1][("server", "TOTAL")], "5.00")
+            self.assertEqual(cpu_split.table(found), [
+                "| thread group | activity | native (200 ops/s) | commit (50 ops/s) |",
+                "| --- | --- | ---: | ---: |",
+                "| **client** | **all** | 1.00 | 1.00 |",
+                "| **server** | **all** | 5.00 | 9.00 |",
+                "|  | send | 1.50 | 3.00 |",
+                "| **runtime** | **all** | - | 2.00 |",
+                "|  | user | - | 2.00 |",
+                "| **idle** | **all** | 0.50 | 0.50 |",   # other's parts are not shown
+                "| **busy** | client + server + runtime + other | 6.00 | 12.00 |"])
+        finally:
+            shutil.rmtree(out)
 
 
 ROOT = Path(__file__).resolve().parent.parent

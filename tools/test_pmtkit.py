@@ -30,6 +30,7 @@ from pmtkit.percentile import percentile  # noqa: E402
 from pmtkit import ports  # noqa: E402
 from pmtkit import recovery_row  # noqa: E402
 from pmtkit.scratch import scratch_dir  # noqa: E402
+from pmtkit import t_suite  # noqa: E402
 
 
 class Percentile(unittest.TestCase):
@@ -548,6 +549,56 @@ class CpuSplit(unittest.TestCase):
                 "| **busy** | client + server + runtime + other | 6.00 | 12.00 |"])
         finally:
             shutil.rmtree(out)
+
+
+class TSuite(unittest.TestCase):
+    """memcached-demo/run-t-suite.sh's verdicts, rows and summary (pmtkit/t_suite.py)."""
+
+    def test_verdicts(self):
+        self.assertEqual(t_suite.verdict("a.t", "ok 1\nAll tests successful.\n", 0), "pass")
+        self.assertEqual(t_suite.verdict("ssl.t", "t/ssl.t .. skipped: SSL not enabled\n", 0),
+                         "skip: SSL not enabled")
+        self.assertEqual(t_suite.verdict("x.t", "1..0 # skip no extstore\n", 0), "skip: ")
+        # another file's skip line is not this file's
+        self.assertEqual(t_suite.verdict("a.t", "t/b.t .. skipped: x\n", 1)[:5], "fail:")
+        log = ("not ok 3 - get, then set\nnot ok 4\n# Looks like\nDubious, test returned 2\n"
+               "Failed 2/9 subtests\n")
+        self.assertEqual(t_suite.verdict("a.t", log, 1),
+                         "fail: not ok 3 - get; then set not ok 4 Dubious; test returned 2 ")
+        self.assertEqual(len(t_suite.verdict("a.t", "not ok " + "x" * 500, 1)), 206)
+
+    def test_rows_quote_the_detail(self):
+        self.assertEqual(t_suite.csv_row("stock", "uffd", "a.t", "pass"), 'stock,uffd,a.t,pass,""')
+        self.assertEqual(t_suite.csv_row("stock", "uffd", "a.t", 'fail: not ok 1 "q"'),
+                         "stock,uffd,a.t,fail,\"not ok 1 'q'\"")
+        self.assertEqual(t_suite.csv_row("native", "none", "b.t", "skip: "),
+                         'native,none,b.t,skip,""')
+
+    def test_collect_counts_and_tells_expected_failures_apart(self):
+        d = tempfile.mkdtemp(prefix="pmtkit-test.")
+        try:
+            out = os.path.join(d, "results.csv")
+            tsv = "b.t\tfail: not ok 2\na.t\tpass\nc.t\tskip: no ssl\nd.t\tfail: Dubious\n"
+            notes, unexpected = t_suite.collect(tsv, "pmthreads", "uffd", ("b.t",), out, 7)
+            self.assertTrue(unexpected)
+            self.assertEqual(notes, ["pmthreads-uffd: b.t failed (expected: see README)",
+                                     "pmthreads-uffd: d.t FAILED: Dubious",
+                                     "pmthreads-uffd: 1 pass, 1 skip, 2 fail in 7 s"])
+            with open(out) as f:
+                self.assertEqual([ln.split(",")[2] for ln in f], ["a.t", "b.t", "c.t", "d.t"])
+            _, unexpected = t_suite.collect("b.t\tfail: x\n", "pmthreads", "uffd", ("b.t",), out, 1)
+            self.assertFalse(unexpected)
+        finally:
+            shutil.rmtree(d)
+
+    def test_summary(self):
+        rows = [dict(mode="stock", tracker="uffd", file="b.t", result="fail", detail="x" * 70),
+                dict(mode="stock", tracker="uffd", file="a.t", result="pass", detail=""),
+                dict(mode="native", tracker="none", file="a.t", result="skip", detail="why")]
+        self.assertEqual(t_suite.summary(rows), [
+            "| file | stock/uffd | native/none |", "| --- | --- | --- |",
+            "| a.t | pass | skip |", "| b.t | fail (" + "x" * 60 + ") |  |", "",
+            "- stock/uffd: 1 pass, 0 skip, 1 fail", "- native/none: 0 pass, 1 skip, 0 fail"])
 
 
 ROOT = Path(__file__).resolve().parent.parent

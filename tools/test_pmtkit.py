@@ -19,6 +19,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pmtkit import cpu_split  # noqa: E402
+from pmtkit import crash_loss  # noqa: E402
 from pmtkit.epoch_log import read_epoch_log  # noqa: E402
 from pmtkit.mcbench import cost as mc_cost  # noqa: E402
 from pmtkit.mcbench import options as mc_options  # noqa: E402
@@ -599,6 +600,48 @@ class TSuite(unittest.TestCase):
             "| file | stock/uffd | native/none |", "| --- | --- | --- |",
             "| a.t | pass | skip |", "| b.t | fail (" + "x" * 60 + ") |  |", "",
             "- stock/uffd: 1 pass, 0 skip, 1 fail", "- native/none: 0 pass, 1 skip, 0 fail"])
+
+
+class CrashLoss(unittest.TestCase):
+    """memcached-demo/crash-test.sh's loss report (pmtkit/crash_loss.py)."""
+
+    LINE = ("round=2 acked=3575 required=0 present=3427 missing_required=0 wrong=0 "
+            "present_unacked=0 lost_within_window=148 oldest_lost_ack_ns=%d last_ack_ns=%d")
+
+    def test_the_lower_median_of_the_last_ten_epochs_with_a_value(self):
+        rows = [dict(period_us=p) for p in [0, 9000, 9000, 9000] + list(range(100, 1100, 100))]
+        self.assertEqual(crash_loss.epoch_median(rows, "period_us"), 500)  # of 100..1000
+        rows = [dict(period_us=p) for p in (0, 30, 10, 20, 40)]
+        self.assertEqual(crash_loss.epoch_median(rows, "period_us"), 20)   # lower of 20, 30
+        self.assertEqual(crash_loss.epoch_median([dict(period_us=0)], "period_us"), 0)
+
+    def test_a_loss_in_achieved_periods(self):
+        kill = 10**18
+        text, x1000 = crash_loss.loss(kill, 40000, 113, self.LINE % (kill - 50_000_000, kill - 1))
+        self.assertEqual(x1000, 1250)
+        self.assertEqual(text, "  loss: 148 of 3575 acknowledged sets lost, the oldest acknowledged "
+                         "50 ms before the kill = 1.25 achieved epoch periods (40 ms; median "
+                         "pause + write-back of an epoch: 113 us)")
+        self.assertEqual(crash_loss.loss(kill, 0, 1, self.LINE % (kill - 5, kill))[1], 0)
+
+    def test_no_loss(self):
+        kill = 10**18
+        text, x1000 = crash_loss.loss(kill, 99000, 1, self.LINE % (0, kill - 7_500_000))
+        self.assertEqual((text, x1000), ("  loss: 0 of 3575 acknowledged sets lost (last ack 7 ms "
+                                         "before the kill; achieved epoch period 99 ms)", 0))
+
+    def test_the_worst_window_over_the_rounds(self):
+        d = tempfile.mkdtemp(prefix="pmtkit-test.")
+        try:
+            w = os.path.join(d, "windows")
+            with open(w, "w") as f:
+                f.write("1250\n5220\n0\n")
+            p = subprocess.run([sys.executable, "-B", "-m", "pmtkit.crash_loss", "worst", w],
+                               cwd=str(Path(__file__).resolve().parent), capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(p.stdout, "largest loss window: 5.22 achieved epoch periods\n")
+        finally:
+            shutil.rmtree(d)
 
 
 ROOT = Path(__file__).resolve().parent.parent

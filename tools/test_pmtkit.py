@@ -7,6 +7,7 @@ options, CSV columns and server commands (mcbench)."""
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from pmtkit.mcbench import servers as mc_servers  # noqa: E402
 from pmtkit.mcbench import sweep as mc_sweep  # noqa: E402
 from pmtkit.memcached_client import MemcachedClient  # noqa: E402
 from pmtkit.percentile import percentile  # noqa: E402
+from pmtkit import posix_conformance as posix  # noqa: E402
 from pmtkit import ports  # noqa: E402
 from pmtkit import recovery_row  # noqa: E402
 from pmtkit.scratch import scratch_dir  # noqa: E402
@@ -642,6 +644,84 @@ class CrashLoss(unittest.TestCase):
             self.assertEqual(p.stdout, "largest loss window: 5.22 achieved epoch periods\n")
         finally:
             shutil.rmtree(d)
+
+
+class PosixConformance(unittest.TestCase):
+    """tools/posix-conformance's command line, results and table
+    (pmtkit/posix_conformance.py)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="pmtkit-test.")
+        self.suite = os.path.join(self.dir, "ltp/testcases/open_posix_testsuite")
+        os.makedirs(os.path.join(self.suite, "include"))
+        open(os.path.join(self.suite, "include/posixtest.h"), "w").close()
+        self.build = os.path.join(self.dir, "build")
+        os.makedirs(os.path.join(self.build, "tools"))
+        os.makedirs(os.path.join(self.build, "preload"))
+        open(os.path.join(self.build, "preload/libpmthreads.so"), "w").close()
+        launcher = os.path.join(self.build, "tools/pmthreads")
+        open(launcher, "w").close()
+        os.chmod(launcher, 0o755)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_defaults_and_an_ltp_tree(self):
+        o = posix.parse(["--build", self.build, os.path.join(self.dir, "ltp")], {"USER": "u"})
+        self.assertEqual(o["source"], os.path.realpath(self.suite))
+        self.assertEqual((o["work"], o["modes"], o["timeout_s"], o["jobs"], o["rebuild"]),
+                         ("/tmp/pmthreads-posix-u", "native,nvmalloc,malloc-uffd,malloc-mprotect",
+                          "60", "1", "false"))
+        self.assertEqual(o["launcher"], os.path.join(os.path.realpath(self.build), "tools/pmthreads"))
+        self.assertTrue(o["interfaces"].startswith("pthread_* sem_* "))
+
+    def test_options(self):
+        o = posix.parse(["--rebuild", "--jobs", "2", "--timeout", "0", "--modes", "native,nvmalloc",
+                         "--interfaces", "fork", "--work", "/w", "--build", self.build, self.suite],
+                        {"USER": "u"})
+        self.assertEqual((o["rebuild"], o["jobs"], o["timeout_s"], o["modes"], o["interfaces"],
+                          o["work"]), ("true", "2", "0", "native,nvmalloc", "fork", "/w"))
+        self.assertIn("mode_list=(native nvmalloc)", posix.shell_assignments(o))
+        self.assertIn("work=/w\n", posix.shell_assignments(o))
+        self.assertIsNone(posix.parse(["--jobs", "0", "--help"], {}))
+
+    def test_bad_command_lines(self):
+        b = ["--build", self.build]
+        for args, msg in ((["--bogus"], "unknown option --bogus"),
+                          ([self.suite, self.suite], "one SOURCE only"),
+                          (["--timeout"], "--timeout needs seconds"),
+                          (b, "give the suite's source"),
+                          (b + [self.dir], "is not the Open POSIX Test Suite"),
+                          (b + ["--timeout", "1.5", self.suite], "--timeout takes whole seconds"),
+                          (b + ["--jobs", "0", self.suite], "--jobs takes a positive number"),
+                          (["--build", "/nonexistent", self.suite], "no build tree /nonexistent"),
+                          (["--build", self.dir, self.suite], "has no tools/pmthreads"),
+                          (b + ["--modes", "native,uffd", self.suite], "unknown mode uffd")):
+            with self.assertRaisesRegex(posix.BadInput, msg):
+                posix.parse(args, {"USER": "u"})
+
+    def test_results_from_exit_statuses(self):
+        self.assertEqual([posix.result_of(s) for s in (0, 1, 2, 4, 5, 137, 3, 139, 134)],
+                         ["PASS", "FAIL", "UNRESOLVED", "UNSUPPORTED", "UNTESTED", "HUNG", "EXIT3",
+                          "SIGSEGV", "SIGABRT"])
+        lo, hi = signal.SIGRTMIN, signal.SIGRTMAX
+        self.assertEqual([posix.signal_name(n) for n in (lo, lo + 3, hi - 1, hi, 99)],
+                         ["RTMIN", "RTMIN+3", "RTMAX-1", "RTMAX", "99"])
+
+    def test_results_tsv_sorted_with_a_header(self):
+        self.assertEqual(posix.results_tsv(["b/1-1\t0\t137\n", "a/2-1\t1\t0\n", "cut\t0\n"],
+                                           ["native", "nvmalloc"]),
+                         ["test\tnative\tnvmalloc", "a/2-1\tFAIL\tPASS", "b/1-1\tPASS\tHUNG"])
+
+    def test_table(self):
+        lines = ["test\tnative\tnvmalloc\tmalloc-uffd\n", "a\tPASS\tPASS\tFAIL\n",
+                 "b\tPASS\tHUNG\tSIGSEGV\n", "c\tFAIL\tPASS\tFAIL\n"]
+        self.assertEqual(posix.table(lines), [
+            "| mode | tests | pass | pass natively, not here |", "|---|---|---|---|",
+            "| native | 3 | 2 | - |", "| nvmalloc | 3 | 2 | 1 |", "| malloc-uffd | 3 | 0 | 2 |",
+            "", "nvmalloc: 1 test(s) pass natively but not here:", "  b: HUNG",
+            "", "malloc-uffd: 2 test(s) pass natively but not here:", "  a: FAIL",
+            "  b: SIGSEGV"])
 
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,6 +7,10 @@
   scratch.py            temporary directories for pools (on /dev/shm)
   ports.py              a free loopback port for a test server
   recovery_row.py       parsec-ports/recovery/crash_recover.sh's table and CSV rows
+  cpu_split.py          memcached-demo/cpu-split.sh's sample classes, medians, table
+  t_suite.py            memcached-demo/run-t-suite.sh's verdicts, rows, summary
+  crash_loss.py         memcached-demo/crash-test.sh's loss report
+  posix_conformance.py  tools/posix-conformance's command line, results, table
   soak/                 the kill -9 soak behind bench/soak.sh, one module per program
   mcbench/              memcached-demo/bench.sh: the interval sweep and the cost table
 

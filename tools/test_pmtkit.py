@@ -27,6 +27,7 @@ from pmtkit.mcbench import options as mc_options  # noqa: E402
 from pmtkit.mcbench import results as mc_results  # noqa: E402
 from pmtkit.mcbench import servers as mc_servers  # noqa: E402
 from pmtkit.mcbench import sweep as mc_sweep  # noqa: E402
+from pmtkit import memcached_build  # noqa: E402
 from pmtkit.memcached_client import MemcachedClient  # noqa: E402
 from pmtkit.percentile import percentile  # noqa: E402
 from pmtkit import posix_conformance as posix  # noqa: E402
@@ -722,6 +723,89 @@ class PosixConformance(unittest.TestCase):
             "", "nvmalloc: 1 test(s) pass natively but not here:", "  b: HUNG",
             "", "malloc-uffd: 2 test(s) pass natively but not here:", "  a: FAIL",
             "  b: SIGSEGV"])
+
+
+class MemcachedBuild(unittest.TestCase):
+    """memcached-demo/fetch-and-build.sh's decisions (pmtkit/memcached_build.py)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="pmtkit-test.")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_command_line_as_getopts_reads_it(self):
+        o, h = memcached_build.parse(["-fS", "-Bbuild", "-o", "out", "rest", "-F"])
+        self.assertEqual((o, h), (dict(B="build", o="out", f=True, F=False, S=True), False))
+        self.assertTrue(memcached_build.parse(["-f", "-h", "-x"])[1])
+        for bad in (["-x"], ["-B"], ["-fq"]):
+            with self.assertRaisesRegex(memcached_build.Failed, "usage: fetch-and-build.sh"):
+                memcached_build.parse(bad)
+
+    def test_link_against_a_build_directory(self):
+        os.makedirs(os.path.join(self.dir, "preload"))
+        with self.assertRaisesRegex(memcached_build.Failed, "libpmthreads.so not found"):
+            memcached_build.link(self.dir, False)
+        open(os.path.join(self.dir, "preload/libpmthreads.so"), "w").close()
+        d = os.path.realpath(self.dir)
+        self.assertEqual(memcached_build.link(self.dir, False),
+                         (d, f"-I{memcached_build.SRC_DIR}/lib/include",
+                          f"-L{d}/preload -Wl,-rpath,{d}/preload -lpmthreads",
+                          f"{d}/preload/libpmthreads.so"))
+        self.assertEqual(memcached_build.link(self.dir, True), ("", "", "", ""))
+        with self.assertRaisesRegex(memcached_build.Failed, "no such directory: /nonexistent"):
+            memcached_build.link("/nonexistent", False)
+
+    def test_link_against_an_installed_pmthreads(self):
+        answers = {("--exists", "pmthreads"): "", ("--variable=libdir", "pmthreads"): "/usr/lib",
+                   ("--cflags", "pmthreads"): "-I/usr/include/pmthreads",
+                   ("--libs", "pmthreads"): "-lpmthreads"}
+        self.assertEqual(memcached_build.link("", False, pkg=lambda *a: answers.get(a))[1:],
+                         ("-I/usr/include/pmthreads", "-lpmthreads -Wl,-rpath,/usr/lib",
+                          "/usr/lib/libpmthreads.so"))
+
+    def test_never_inside_the_source_checkout(self):
+        src = os.path.realpath(self.dir)
+        self.assertEqual(memcached_build.out_dir("", f"{src}/build", src), f"{src}/build/memcached-demo")
+        self.assertEqual(memcached_build.out_dir(f"{src}/build-asan/x", "", src), f"{src}/build-asan/x")
+        self.assertEqual(memcached_build.out_dir(f"{src}-other", "", src), f"{src}-other")
+        with self.assertRaisesRegex(memcached_build.Failed, "refusing to build inside"):
+            memcached_build.out_dir(f"{src}/lib", "", src)
+
+    def test_dependencies_and_configure_options(self):
+        notes = []
+        opts = memcached_build.configure_options(which=lambda t: "/bin/" + t,
+                                                 pkg=lambda *a: None if a[1] == "openssl" else "",
+                                                 note=notes.append)
+        self.assertEqual(opts, ["--enable-sasl", "--disable-coverage"])
+        self.assertEqual(notes, ["libssl-dev not installed: building without TLS"])
+        self.assertIn("--enable-tls", memcached_build.configure_options(
+            which=lambda t: "/bin/" + t, pkg=lambda *a: ""))
+        with self.assertRaises(memcached_build.Failed) as e:
+            memcached_build.configure_options(which=lambda t: None if t in ("patch", "cc") else t,
+                                              pkg=lambda *a: None if a[1] == "libsasl2" else "")
+        self.assertEqual(e.exception.status, 4)
+        self.assertTrue(str(e.exception).startswith("error: missing: patch cc libsasl2(-dev)\n"
+                                                    "  install: apt-get install "))
+
+    def test_deb_entries_become_deb_src(self):
+        etc, dest = os.path.join(self.dir, "etc"), os.path.join(self.dir, "dest")
+        os.makedirs(os.path.join(etc, "sources.list.d"))
+        os.makedirs(dest)
+        self.assertEqual(memcached_build.deb_src(etc, dest), 0)
+        with open(os.path.join(etc, "sources.list"), "w") as f:
+            f.write("# deb http://x y main\n  deb\thttp://a bookworm main\ndeb-src http://b c d\n")
+        with open(os.path.join(etc, "sources.list.d/d.sources"), "w") as f:
+            f.write("Types: deb\nURIs: http://a\n\nTypes: deb deb-src\nURIs: http://b\n")
+        with open(os.path.join(etc, "sources.list.d/rpm.sources"), "w") as f:
+            f.write("Types: rpm\n")
+        self.assertEqual(memcached_build.deb_src(etc, dest), 2)
+        self.assertEqual(sorted(os.listdir(dest)), ["d.sources", "sources.list"])
+        with open(os.path.join(dest, "sources.list")) as f:
+            self.assertEqual(f.read(), "deb-src http://a bookworm main\n")
+        with open(os.path.join(dest, "d.sources")) as f:
+            self.assertEqual(f.read(), "Types: deb-src\nURIs: http://a\n\nTypes: deb-src\n"
+                             "URIs: http://b\n")
 
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -817,7 +817,7 @@ class Users(unittest.TestCase):
     directory)."""
 
     def usage(self, script, *args, status):
-        run = [] if script.endswith(".sh") else [sys.executable]
+        run = [] if not script.endswith(".py") else [sys.executable]
         p = subprocess.run(run + [str(ROOT / script), *args], cwd="/",
                            capture_output=True, text=True, timeout=60)
         self.assertNotIn("Traceback", p.stderr, p.stderr)
@@ -850,6 +850,29 @@ class Users(unittest.TestCase):
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 2)
         self.assertEqual(p.stderr, "bench.sh: error: unknown option --qiuck (--cost, --quick, -h)\n")
+
+    def test_posix_conformance(self):
+        p = subprocess.run([str(ROOT / "tools/posix-conformance"), "--help"], cwd="/",
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertIn("  tools/posix-conformance [options] SOURCE\n", p.stdout)
+        self.assertIn("  --jobs N ", p.stdout)
+
+    def test_fetch_and_build_refuses_an_unknown_option(self):
+        p = subprocess.run([str(ROOT / "memcached-demo/fetch-and-build.sh"), "-x"], cwd="/",
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("fetch-and-build.sh: error: usage: fetch-and-build.sh [-B", p.stderr)
+
+    def test_the_scripts_modules_run_as_commands(self):
+        for module in ("cpu_split", "t_suite", "crash_loss", "recovery_row", "posix_conformance",
+                       "memcached_build"):
+            p = subprocess.run([sys.executable, "-B", "-m", "pmtkit." + module], cwd="/",
+                               env=dict(os.environ, PYTHONPATH=str(ROOT / "tools")),
+                               capture_output=True, text=True, timeout=60)
+            self.assertNotIn("Traceback", p.stderr, p.stderr)
+            self.assertEqual(p.returncode, 1, module)
+            self.assertIn("python3 -m pmtkit." + module, p.stderr)
 
     def test_harness(self):
         self.usage("parsec-ports/harness/run.py", "--help", status=0)

@@ -14,7 +14,9 @@
   soak/                 the kill -9 soak behind bench/soak.sh, one module per program
   mcbench/              memcached-demo/bench.sh: the interval sweep and the cost table
 
-Its users (bench/soak.py, memcached-demo/*.py, parsec-ports/harness/) put
-tools/ on sys.path and import it from there; see pmtkit_path in each
-(memcached-demo/bench.sh sets PYTHONPATH and runs python3 -m pmtkit.mcbench).
+Its Python users (bench/soak.py, memcached-demo/*.py, parsec-ports/harness/)
+put tools/ on sys.path and import it from there; see pmtkit_path in each.
+The shell scripts run a module with PYTHONPATH=<src>/tools python3 -B -m
+pmtkit.NAME (bench.sh: pmtkit.mcbench); each module's docstring shows its
+command line.
 """

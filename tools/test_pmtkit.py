@@ -340,6 +340,35 @@ class BenchResults(unittest.TestCase):
         self.assertEqual(mc_results.run_tag("commit", "pmem", "uffd"), "commit-pmem-uffd")
 
 
+class BenchWatchdog(unittest.TestCase):
+    """A server bench.sh starts cannot outlive it (mcbench/servers.py)."""
+
+    def start(self, max_seconds):
+        self.dir = tempfile.mkdtemp(prefix="pmtkit-test.")
+        self.procs = mc_servers.Processes({}, max_seconds, lambda msg: None)
+        port = ports.free_port()
+        listen = ("import socket, time; s = socket.socket(); "
+                  f"s.bind(('127.0.0.1', {port})); s.listen(); time.sleep(60)")
+        self.assertTrue(self.procs.start(os.path.join(self.dir, "log"), port,
+                                         [sys.executable, "-c", listen]))
+        return self.procs.server
+
+    def tearDown(self):
+        self.procs.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_the_watchdog_kills_a_server_its_bench_left(self):
+        p = self.start(1)
+        self.assertEqual(os.getsid(p.watchdog.pid), p.watchdog.pid)  # survives the bench's kill
+        self.assertEqual(p.wait(timeout=30), -signal.SIGKILL)
+
+    def test_a_stopped_server_takes_its_watchdog_along(self):
+        p = self.start(300)
+        self.procs.stop()
+        self.assertEqual(p.returncode, -signal.SIGTERM)
+        self.assertIsNotNone(p.watchdog.poll())
+
+
 class BenchServers(unittest.TestCase):
     """The commands bench.sh starts (mcbench/sweep.py, cost.py, servers.py)."""
 
@@ -842,12 +871,24 @@ class Users(unittest.TestCase):
     def test_memcached_evict_point(self):
         self.usage("memcached-demo/evict-point.py", status=1)
 
+    def bench(self, *args):
+        """bench.sh from an empty directory with a MODES and CONFIGS no run
+        accepts: a broken command line cannot start a real bench here."""
+        d = tempfile.mkdtemp(prefix="pmtkit-test.")
+        try:
+            return subprocess.run([str(ROOT / "memcached-demo/bench.sh"), *args], cwd=d,
+                                  env=dict(os.environ, MODES="none", CONFIGS="none"),
+                                  capture_output=True, text=True, timeout=60)
+        finally:
+            shutil.rmtree(d)
+
     def test_memcached_bench(self):
-        self.usage("memcached-demo/bench.sh", "--help", status=0)
+        p = self.bench("--help")
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertIn("usage: bench.sh [--quick] [OUT_DIR]", p.stdout)
 
     def test_memcached_bench_refuses_an_unknown_option(self):
-        p = subprocess.run([str(ROOT / "memcached-demo/bench.sh"), "--qiuck"], cwd="/",
-                           capture_output=True, text=True, timeout=60)
+        p = self.bench("--qiuck")
         self.assertEqual(p.returncode, 2)
         self.assertEqual(p.stderr, "bench.sh: error: unknown option --qiuck (--cost, --quick, -h)\n")
 

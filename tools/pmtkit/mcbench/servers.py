@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """servers.py -- the processes bench.sh runs: servers that cannot outlive
-it (a watchdog kills each after MC_MAX_SECONDS, and exit kills the rest),
+it (a watchdog process kills each after MC_MAX_SECONDS, even when the bench
+was killed; exit kills the rest),
 the ports they listen on, the client it compiles, the binaries it finds."""
 
 import os
@@ -9,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -50,9 +50,12 @@ class Processes:
         with open(log, "ab") as out:
             p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, env=env)
-        p.watchdog = threading.Timer(self.max_seconds, p.kill)
-        p.watchdog.daemon = True
-        p.watchdog.start()
+        # a process of its own, so that it kills the server even when the
+        # bench itself is killed with SIGKILL
+        p.watchdog = subprocess.Popen(
+            ["sh", "-c", f"sleep {self.max_seconds}; kill -9 {p.pid} 2>/dev/null"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
         self.servers.append(p)
         self.server = p
         for _ in range(30 * 20):
@@ -84,14 +87,27 @@ class Processes:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
-        p.watchdog.cancel()
+        self._cancel(p)
+
+    @staticmethod
+    def _cancel(p):
+        """Stops p's watchdog (its shell and the shell's sleep)."""
+        if p.watchdog.poll() is None:
+            try:
+                os.killpg(p.watchdog.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        try:
+            p.watchdog.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass  # it goes by itself after MC_MAX_SECONDS
 
     def close(self):
         for p in self.servers:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-            p.watchdog.cancel()
+            self._cancel(p)
         if not self.env.get("KEEP_TMP"):
             for d in self.dirs:
                 shutil.rmtree(d, ignore_errors=True)

@@ -41,24 +41,9 @@ mc_tmpdir() {
 	_mc_tmpdirs+=("$TMP")
 }
 
-# A TCP port nobody listens on, below the kernel's ephemeral range when there
-# is room there: an ephemeral port can be the local end of some connection,
-# which a listener cannot bind even when nothing listens on it.
+# A TCP port nobody listens on (tools/pmtkit/ports.py says where it is drawn from).
 free_port() {
-	local p i lo=20000 span=40000 elo
-	read -r elo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null
-	if [ "${elo:-0}" -gt 12000 ]; then
-		lo=$((elo > 30000 ? elo - 20000 : 10000))
-		span=$((elo - lo))
-	fi
-	for i in $(seq 1 100); do
-		p=$((lo + RANDOM % span))
-		if ! ss -Htln "sport = :$p" 2>/dev/null | grep -q .; then
-			echo "$p"
-			return 0
-		fi
-	done
-	die "no free port found"
+	PYTHONPATH=$SRC_DIR/tools python3 -B -m pmtkit.ports || die "no free port found"
 }
 
 # wait_port PORT SECONDS PID: until something accepts on PORT; fails early when

@@ -55,41 +55,15 @@ mc_tmpdir
 CLIENT=$(build_client "$TMP")
 read -ra USER_ARGS <<<"$(mc_user_args)"
 
-# split PERF_DATA OPS: "group activity us_per_request" lines.  The epoch
-# thread is the server process's thread named after the program that is not
-# its main thread.
+# cpu_split split|table ...: tools/pmtkit/cpu_split.py (the samples' thread
+# groups and activities, the medians and the table).
+cpu_split() {
+	PYTHONPATH=$SRC_DIR/tools python3 -B -m pmtkit.cpu_split "$@"
+}
+
+# split PERF_DATA OPS PERIOD_US: "group activity us_per_request" lines.
 split() {
-	perf script -i "$1" -F comm,pid,tid,ip,sym 2>/dev/null | awk -v ops="$2" -v period_us="$3" '
-	function flush() {
-		if (comm == "") return
-		g = "other"
-		if (comm == "mc_client") g = "client"
-		else if (comm ~ /^(mc-|memcached)/) g = (comm ~ /^memcached-pmthr/ && pid != tid) ? "runtime" : "server"
-		else if (comm == "swapper") g = "idle"
-		a = act
-		if (g == "idle") a = "-"
-		else if (a ~ /sendmsg|sendto|sendmmsg|sys_write/) a = "send"
-		else if (a ~ /recvfrom|recvmsg|read/) a = "recv"
-		else if (a ~ /epoll/) a = "epoll"
-		else if (a ~ /ioctl/) a = "tracker-ioctl"
-		else if (a ~ /futex|membarrier/) a = "futex+membarrier"
-		else if (a != "user" && a != "page-fault") a = "other-kernel"
-		n[g " " a]++
-		tot[g]++
-	}
-	/^[^ \t]/ { flush(); comm = $1; split($2, pt, "/"); pid = pt[1]; tid = pt[2]; act = "user"; prev = ""; next }
-	/^[ \t]/ {
-		s = $2
-		if (act == "user" && s == "do_syscall_64") act = prev
-		if (act == "user" && s ~ /exc_page_fault/) act = "page-fault"
-		prev = s
-		next
-	}
-	END {
-		flush()
-		for (k in n) { split(k, p, " "); printf "%s %s %.2f\n", p[1], p[2], n[k] * period_us / ops }
-		for (g in tot) printf "%s TOTAL %.2f\n", g, tot[g] * period_us / ops
-	}' | sort
+	perf script -i "$1" -F comm,pid,tid,ip,sym 2>/dev/null | cpu_split split "$2" "$3"
 }
 
 run() {
@@ -136,52 +110,6 @@ for rep in $(seq 1 "$ROUNDS"); do
 done
 
 # The table: one column per mode, each cell the median over the rounds.
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-: >"$OUT/medians"
-header="| thread group | activity |"
-rule="| --- | --- |"
-for mode in $MODES; do
-	ls "$OUT"/"$mode"-r*.split >/dev/null 2>&1 || continue
-	opsps=$(cat "$OUT"/"$mode"-r*.result | awk -F, '{ print $3 }' | median)
-	header="$header $mode (${opsps%.*} ops/s) |"
-	rule="$rule ---: |"
-	cat "$OUT"/"$mode"-r*.split | awk '$2 != "-" { k = $1 " " $2; v[k] = v[k] " " $3 }
-		END { for (k in v) print k, v[k] }' | while read -r g a vals; do
-		echo "$mode $g $a $(echo "$vals" | tr ' ' '\n' | median)"
-	done >>"$OUT/medians"
-done
-{
-	echo "# CPU per request (µs), $CONNS connections, $SET_PERCENT % sets, tracker $TRACKER"
-	echo
-	echo "Command: \`ROUNDS=$ROUNDS SECONDS_PER_RUN=$SECONDS_PER_RUN CONNS=$CONNS SET_PERCENT=$SET_PERCENT TRACKER=$TRACKER MODES='$MODES' memcached-demo/cpu-split.sh\`"
-	echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs; load average before the table: $(cut -d' ' -f1-3 /proc/loadavg)."
-	echo "Medians over $ROUNDS round(s); ops/s while perf sampled (sampling slows every mode a little)."
-	echo
-	echo "$header"
-	echo "$rule"
-	awk -v modes="$MODES" '
-		{ cell[$2 " " $3, $1] = $4; key[$2 " " $3] = 1 }
-		END {
-			nm = split(modes, m, " ")
-			ng = split("client server runtime idle other", order, " ")
-			na = split("TOTAL send recv epoll futex+membarrier tracker-ioctl page-fault user other-kernel", acts, " ")
-			for (gi = 1; gi <= ng; gi++)
-				for (ai = 1; ai <= na; ai++) {
-					k = order[gi] " " acts[ai]
-					if (!(k in key) || (ai > 1 && order[gi] ~ /idle|other/)) continue
-					line = "| " (ai == 1 ? "**" order[gi] "**" : "") " | " (ai == 1 ? "**all**" : acts[ai]) " |"
-					for (i = 1; i <= nm; i++) line = line " " ((k, m[i]) in cell ? cell[k, m[i]] : "-") " |"
-					print line
-				}
-			line = "| **busy** | client + server + runtime + other |"
-			for (i = 1; i <= nm; i++) {
-				t = 0
-				for (gi = 1; gi <= ng; gi++)
-					if (order[gi] != "idle" && ((order[gi] " TOTAL", m[i]) in cell)) t += cell[order[gi] " TOTAL", m[i]]
-				line = line " " sprintf("%.2f", t) " |"
-			}
-			print line
-		}' "$OUT/medians"
-	echo
-} | tee "$OUT/cpu-split.md"
+cpu_split table "$OUT" "$MODES" "$ROUNDS" "$SECONDS_PER_RUN" "$CONNS" "$SET_PERCENT" "$TRACKER" |
+	tee "$OUT/cpu-split.md"
 note "table in $OUT/cpu-split.md"

@@ -55,7 +55,6 @@ note "binary $BIN, pool $PMTHREADS_POOL, port $PORT, $ROUNDS rounds of $KEYS key
 cutoff=()     # per round: keys acknowledged before this (ns) must survive
 fail=0
 nstart=0
-worst_periods=0   # the largest loss window over the rounds, in achieved periods (x1000)
 
 # start: the next server, with its own epoch log (epochs.N.csv)
 start() {
@@ -63,33 +62,10 @@ start() {
 	PMTHREADS_EPOCH_LOG=$TMP/epochs.$nstart.csv start_server "$LOG" "$PORT" "$BIN" "${ARGS[@]}"
 }
 
-# epoch_median N COLUMN: the median of a column of server N's last 10 epochs
-# (9: period_us, since the previous epoch began; 8: persist_us, pause and
-# write-back)
-epoch_median() {
-	tail -n +2 "$TMP/epochs.$1.csv" 2>/dev/null | cut -d, -f"$2" | awk '$1 > 0' | tail -n 10 |
-		sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print 0 }'
-}
-
-# loss_report ROUND KILL_NS PERIOD_US VERIFY_LINE: lost acknowledged sets, and
-# how far before the kill the oldest of them was acknowledged
-loss_report() {
-	local r=$1 kill_ns=$2 per=$3 line=$4 acked present oldest last age_us
-	acked=$(echo "$line" | sed -n 's/.* acked=\([0-9]*\).*/\1/p')
-	present=$(echo "$line" | sed -n 's/.* present=\([0-9]*\).*/\1/p')
-	oldest=$(echo "$line" | sed -n 's/.*oldest_lost_ack_ns=\([0-9]*\).*/\1/p')
-	last=$(echo "$line" | sed -n 's/.*last_ack_ns=\([0-9]*\).*/\1/p')
-	if [ -z "$oldest" ] || [ "$oldest" = 0 ]; then
-		echo "  loss: 0 of $acked acknowledged sets lost (last ack $(( (kill_ns - last) / 1000000 )) ms before the kill; achieved epoch period $((per / 1000)) ms)"
-		return
-	fi
-	age_us=$(( (kill_ns - oldest) / 1000 ))
-	local x1000=0
-	[ "$per" -gt 0 ] && x1000=$(( age_us * 1000 / per ))
-	[ $x1000 -gt $worst_periods ] && worst_periods=$x1000
-	echo "  loss: $((acked - present)) of $acked acknowledged sets lost, the oldest acknowledged" \
-		"$((age_us / 1000)) ms before the kill = $(printf '%d.%02d' $((x1000 / 1000)) $(( (x1000 % 1000) / 10 )))" \
-		"achieved epoch periods ($((per / 1000)) ms; median pause + write-back of an epoch: $persist us)"
+# crash_loss loss|worst ...: tools/pmtkit/crash_loss.py (lost acknowledged
+# sets, and how far before the kill the oldest of them was acknowledged)
+crash_loss() {
+	PYTHONPATH=$SRC_DIR/tools python3 -B -m pmtkit.crash_loss "$@"
 }
 
 # verify_all: check every round so far against the running server.
@@ -138,17 +114,16 @@ for r in $(seq 1 "$ROUNDS"); do
 	kill_ns=$(date +%s%N)   # after the kill: no set is acknowledged later
 	wait "$MC_PID" 2>/dev/null
 	wait "$loader"
-	per=$(epoch_median "$nstart" 9)
-	persist=$(epoch_median "$nstart" 8)
+	killed_log=$TMP/epochs.$nstart.csv
 	cutoff[$r]=$(( kill_ns - (PMTHREADS_INTERVAL_MS + MARGIN_MS) * 1000000 ))
 	echo "round $r: killed $(( (kill_ns - t0) / 1000000 )) ms into the load; $(cat "$TMP/load.$r")"
 	from=$(( $(wc -l <"$LOG") + 1 ))
 	start || { fail=1; break; }
 	check_log "$from"
 	verify_all "$r"
-	loss_report "$r" "$kill_ns" "$per" "$last_verify"
+	crash_loss loss "$kill_ns" "$killed_log" "$last_verify" "$TMP/loss-windows"
 done
-[ $fail -eq 0 ] && echo "largest loss window: $(printf '%d.%02d' $((worst_periods / 1000)) $(( (worst_periods % 1000) / 10 ))) achieved epoch periods"
+[ $fail -eq 0 ] && crash_loss worst "$TMP/loss-windows"
 
 if [ $fail -eq 0 ]; then
 	echo "clean stop and restart:"

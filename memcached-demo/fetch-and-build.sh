@@ -39,77 +39,13 @@ PATCH=$DEMO_DIR/memcached-pmthreads.patch
 die() { echo "fetch-and-build.sh: error: $*" >&2; exit 1; }
 note() { echo "fetch-and-build.sh: $*" >&2; }
 
-PM_BUILD=""
-OUT=""
-FORCE=0
-FETCH_ONLY=0
-STOCK=0
-while getopts "B:o:fFSh" opt; do
-	case $opt in
-	B) PM_BUILD=$OPTARG ;;
-	o) OUT=$OPTARG ;;
-	f) FORCE=1 ;;
-	F) FETCH_ONLY=1 ;;
-	S) STOCK=1 ;;
-	h) sed -n '3,33p' "$0"; exit 0 ;;
-	*) die "usage: $0 [-B PMTHREADS_BUILD_DIR] [-o OUT_DIR] [-f] [-F] [-S]" ;;
-	esac
-done
-
-# --- how to link libpmthreads ---
-if [ $FETCH_ONLY = 1 ] && [ -n "$OUT" ]; then
-	PM_CFLAGS="" PM_LIBS="" PM_LIBFILE=""    # not needed to fetch
-elif [ -n "$PM_BUILD" ]; then
-	PM_BUILD=$(cd "$PM_BUILD" && pwd) || die "no such directory: $PM_BUILD"
-	[ -f "$PM_BUILD/preload/libpmthreads.so" ] ||
-		die "$PM_BUILD/preload/libpmthreads.so not found: build pmthreads first (meson compile -C $PM_BUILD)"
-	PM_CFLAGS="-I$SRC_DIR/lib/include"
-	PM_LIBS="-L$PM_BUILD/preload -Wl,-rpath,$PM_BUILD/preload -lpmthreads"
-	PM_LIBFILE=$PM_BUILD/preload/libpmthreads.so
-elif pkg-config --exists pmthreads 2>/dev/null; then
-	PM_CFLAGS=$(pkg-config --cflags pmthreads)
-	libdir=$(pkg-config --variable=libdir pmthreads)
-	PM_LIBS="$(pkg-config --libs pmthreads) -Wl,-rpath,$libdir"
-	PM_LIBFILE=$libdir/libpmthreads.so
-	PM_BUILD=$SRC_DIR/build
-elif [ -f "$SRC_DIR/build/preload/libpmthreads.so" ]; then
-	PM_BUILD=$SRC_DIR/build
-	PM_CFLAGS="-I$SRC_DIR/lib/include"
-	PM_LIBS="-L$PM_BUILD/preload -Wl,-rpath,$PM_BUILD/preload -lpmthreads"
-	PM_LIBFILE=$PM_BUILD/preload/libpmthreads.so
-else
-	die "libpmthreads not found: pass -B <pmthreads build dir>, or install pmthreads (pkg-config pmthreads)"
-fi
-[ -n "$OUT" ] || OUT=$PM_BUILD/memcached-demo
-OUT=$(realpath -m "$OUT")
-case "$OUT/" in
-"$SRC_DIR"/build*/*) ;;
-"$SRC_DIR"/*) die "refusing to build inside the source checkout ($OUT); use a build directory" ;;
-esac
-mkdir -p "$OUT" || die "cannot create $OUT"
-
-# --- tools and build dependencies ---
-missing=""
-for t in apt-get dpkg-source patch make cc pkg-config; do
-	command -v "$t" >/dev/null || missing="$missing $t"
-done
-for p in libevent libsasl2; do
-	pkg-config --exists "$p" 2>/dev/null || missing="$missing $p(-dev)"
-done
-if [ -n "$missing" ]; then
-	note "error: missing:$missing
-  install: apt-get install build-essential dpkg-dev pkg-config libevent-dev libsasl2-dev libssl-dev"
-	exit 4
-fi
-# Debian builds with TLS; without libssl-dev the demo is built without it.
-# --disable-coverage: the debug build would write gcov files into the tree at
-# every exit
-CONFIGURE_OPTS=(--enable-sasl --disable-coverage)
-if pkg-config --exists openssl 2>/dev/null; then
-	CONFIGURE_OPTS+=(--enable-tls)
-else
-	note "libssl-dev not installed: building without TLS"
-fi
+# the command line, how to link libpmthreads, OUT, the build dependencies and
+# configure options: tools/pmtkit/memcached_build.py
+mb() {
+	PYTHONPATH=$SRC_DIR/tools python3 -B -m pmtkit.memcached_build "$@"
+}
+settings=$(mb setup "$@") || exit $?
+eval "$settings"
 
 # --- fetch the source package (once) ---
 APT=$OUT/apt
@@ -121,23 +57,7 @@ APT_OPTS=(-o "Dir::Etc::SourceList=$APT/empty.list" -o "Dir::Etc::SourceParts=$A
 
 if ! ls "$OUT"/memcached_*.dsc >/dev/null 2>&1; then
 	# deb -> deb-src, from the machine's own configuration
-	found=0
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -f "$f" ] || continue
-		if grep -Eq '^Types:.*\bdeb\b' "$f"; then
-			sed -E 's/^Types:.*$/Types: deb-src/' "$f" >"$APT/sources/$(basename "$f")"
-			found=1
-		fi
-	done
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[ -f "$f" ] || continue
-		if grep -Eq '^[[:space:]]*deb[[:space:]]' "$f"; then
-			grep -E '^[[:space:]]*deb[[:space:]]' "$f" |
-				sed -E 's/^[[:space:]]*deb[[:space:]]/deb-src /' >"$APT/sources/$(basename "$f")"
-			found=1
-		fi
-	done
-	[ $found = 1 ] || die "no deb entries in /etc/apt/sources.list or /etc/apt/sources.list.d/"
+	mb deb-src /etc/apt "$APT/sources"
 	note "apt-get update (private state in $APT)"
 	apt-get -q "${APT_OPTS[@]}" update >"$OUT/apt-update.log" 2>&1 ||
 		{ note "apt-get update failed, see $OUT/apt-update.log"; exit 3; }

@@ -24,19 +24,13 @@
 # Every server a test starts gets its own pool on /dev/shm (unless -e names
 # one), PMEM_IS_PMEM_FORCE=1; the pools are removed after each file.
 # Exit status: 0 every file passed or was skipped, or failed only as listed in
-# EXPECTED_FAIL below (memcached-pmthreads); 1 another failure; 2 setup error.
+# EXPECTED_FAIL in tools/pmtkit/t_suite.py; 1 another failure; 2 setup error.
 set -u
 DEMO_DIR=$(cd "$(dirname "$0")" && pwd)
 SRC_DIR=$(cd "$DEMO_DIR/.." && pwd)
 
 die() { echo "run-t-suite.sh: error: $*" >&2; exit 2; }
 note() { echo "run-t-suite.sh: $*" >&2; }
-
-# Files whose expectation contradicts a persistent cache, per mode (the README
-# says why and what memcached-pmthreads does instead).  Empty: none.
-EXPECTED_FAIL_pmthreads=""
-EXPECTED_FAIL_stock=""
-EXPECTED_FAIL_native=""
 
 PM_BUILD=$SRC_DIR/build
 OUT=""
@@ -80,12 +74,8 @@ POOLBASE=/dev/shm
 SCRATCH=$(mktemp -d "$POOLBASE/mc-t-suite.XXXXXX") || die "mktemp failed"
 trap 'rm -rf "$SCRATCH"' EXIT
 
-if [ $# -gt 0 ]; then
-	FILES=("$@")
-else
-	FILES=()
-	for f in "$SRC"/t/*.t; do FILES+=("$(basename "$f")"); done
-fi
+FILES=("$@")
+[ $# -gt 0 ] || read -ra FILES <<<"$(cd "$SRC/t" && echo *.t)"
 
 # A directory that looks like memcached's build tree to t/lib/MemcachedTest.pm
 # (it runs ./memcached-debug and ./timedrun from the current directory): t/ is
@@ -121,16 +111,14 @@ run_file() {
 	(cd "$dir" && timeout 900 prove -v "t/$f") >"$log" 2>&1
 	rc=$?
 	rm -rf "$dir/pools"/* 2>/dev/null
-	if grep -q "^t/$f .*skipped:" "$log" || grep -q "^1\.\.0 # [Ss]kip" "$log"; then
-		echo "skip: $(grep -o 'skipped: .*' "$log" | head -n 1 | cut -c 10-)"
-	elif [ $rc -eq 0 ]; then
-		echo "pass"
-	else
-		echo "fail: $(grep -E '^Failed [0-9]+/[0-9]+|^not ok|Dubious|Parse errors' "$log" |
-			head -n 3 | tr '\n' ' ' | tr ',' ';' | cut -c 1-200)"
-	fi
+	t_suite verdict "$f" "$log" "$rc"
 }
-export -f run_file
+# the verdicts, results.csv's rows and summary.md: tools/pmtkit/t_suite.py
+t_suite() {
+	PYTHONPATH=$TOOLS python3 -B -m pmtkit.t_suite "$@"
+}
+export -f run_file t_suite
+export TOOLS=$SRC_DIR/tools
 
 CSV=$OUT/results.csv
 echo "mode,tracker,file,result,detail" >"$CSV"
@@ -148,50 +136,12 @@ for mode in $MODES; do
 		printf '%s\n' "${FILES[@]}" |
 			xargs -P "$JOBS" -I{} bash -c 'r=$(run_file "$1" "$2" "$3"); printf "%s\t%s\n" "$2" "$r"' _ \
 				"$dir" {} "$OUT/logs/$tag/{}.log" >"$OUT/$tag.tsv"
-		sort "$OUT/$tag.tsv" | while IFS=$'\t' read -r f r; do
-			res=${r%%:*}
-			detail=""
-			[ "$res" = "$r" ] || detail=${r#*: }
-			echo "$mode,$tr,$f,$res,\"${detail//\"/\'}\""
-		done >>"$CSV"
-		expected_var=EXPECTED_FAIL_$mode
-		while IFS=$'\t' read -r f r; do
-			case $r in fail*)
-				case " ${!expected_var} " in
-				*" $f "*) note "$tag: $f failed (expected: see README)" ;;
-				*) note "$tag: $f FAILED: ${r#fail: }"; unexpected=1 ;;
-				esac ;;
-			esac
-		done <"$OUT/$tag.tsv"
-		note "$tag: $(grep -c "	pass" "$OUT/$tag.tsv") pass, $(grep -c "	skip" "$OUT/$tag.tsv") skip," \
-			"$(grep -c "	fail" "$OUT/$tag.tsv") fail in $(( $(date +%s) - t0 )) s"
+		t_suite collect "$OUT/$tag.tsv" "$mode" "$tr" "$CSV" "$(($(date +%s) - t0))" || unexpected=1
 		rm -f "$OUT/$tag.tsv"
 	done
 done
 
-python3 - "$CSV" >"$OUT/summary.md" <<'EOF'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-cols = []
-for r in rows:
-    c = r["mode"] + "/" + r["tracker"]
-    if c not in cols:
-        cols.append(c)
-files = sorted({r["file"] for r in rows})
-cell = {(r["file"], r["mode"] + "/" + r["tracker"]): r for r in rows}
-print("| file | " + " | ".join(cols) + " |")
-print("| --- |" + " --- |" * len(cols))
-for f in files:
-    out = []
-    for c in cols:
-        r = cell.get((f, c))
-        out.append("" if r is None else r["result"] + (" (" + r["detail"][:60] + ")" if r["result"] == "fail" else ""))
-    print("| " + f + " | " + " | ".join(out) + " |")
-print()
-for c in cols:
-    n = {k: sum(1 for r in rows if r["mode"] + "/" + r["tracker"] == c and r["result"] == k) for k in ("pass", "skip", "fail")}
-    print("- %s: %d pass, %d skip, %d fail" % (c, n["pass"], n["skip"], n["fail"]))
-EOF
+t_suite summary "$CSV" >"$OUT/summary.md"
 cat "$OUT/summary.md" | tail -n "$(echo $MODES $TRACKERS | wc -w)"
 note "results: $OUT/results.csv, $OUT/summary.md, logs in $OUT/logs"
 exit $unexpected

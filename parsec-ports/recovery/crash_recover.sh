@@ -69,23 +69,15 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 export PMEM_IS_PMEM_FORCE=1
+tools=$(cd "$(dirname "$0")/../../tools" && pwd)
 
-# value_of KEY FILE: the value of the last `KEY=value` word in FILE.
-value_of() {
-    grep -o "$1=[^ ]*" "$2" 2>/dev/null | tail -n 1 | cut -d= -f2
+# The table and CSV rows: tools/pmtkit/recovery_row.py (it reads each run's
+# directory: outputs, PMTHREADS_STATS, epoch log, pool).
+row() {
+    PYTHONPATH=$tools python3 -B -m pmtkit.recovery_row "$@"
 }
-
-printf '%-9s %8s %9s %9s %10s %10s %9s %7s %11s %14s %9s %9s %s\n' backend asked_ms period_ms last_ms \
-    inserted recovered lost lost_% recovery_ms rt_recovery_ms pool_MiB used_MiB check
-[ -n "$csv" ] && echo "backend,interval_ms,threads,seconds,inserted,recovered,lost,lost_pct,recovery_ms,rt_recovery_ms,pool_bytes,pool_used_bytes,check,period_ms,period_last_ms" >"$csv"
-
-# median_period EPOCH_LOG LAST: the median period_us of the log's epochs (of
-# its last LAST epochs when LAST > 0) in ms; nothing without a log.
-median_period() {
-    [ -s "$1" ] || return 0
-    awk -F, 'NR > 1 && $9 > 0 { print $9 }' "$1" | { if [ "$2" -gt 0 ]; then tail -n "$2"; else cat; fi; } |
-        sort -n | awk '{ v[NR] = $1 } END { if (NR > 0) printf "%.1f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1000 }'
-}
+row --header
+[ -n "$csv" ] && row --csv-header >"$csv"
 
 # one_run BACKEND INTERVAL EXE: the experiment once; prints a table row.
 one_run() {
@@ -102,38 +94,11 @@ one_run() {
     sleep "$seconds"
     kill -9 "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
-    inserted=$(value_of inserted "$dir/run.out")
-    inserted=${inserted:-0}
-
     PMTHREADS_POOL=$pool PMTHREADS_POOL_SIZE=${PMTHREADS_POOL_SIZE:-1G} \
         PMTHREADS_INTERVAL_MS=$interval PMTHREADS_STATS=$dir/stats.json \
         STRESS_T0_NS=$(date +%s%N) \
         "$exe" -r -P "$pool" >"$dir/recover.out" 2>"$dir/recover.err" || true
-    recovered=$(value_of recovered "$dir/recover.out")
-    recovered=${recovered:-0}
-    recovery_ms=$(value_of recovery_ms "$dir/recover.out")
-    check=$(value_of check "$dir/recover.out")
-    [ -n "$check" ] || check="FAILED($(head -c 80 "$dir/recover.err" | tr '\n,' '  '))"
-    rt_ns=$(grep -o '"recovery_ns": *[0-9]*' "$dir/stats.json" 2>/dev/null | grep -o '[0-9]*$' || true)
-    # achieved period: median of the epoch log's period_us (column 9; 0 for
-    # the first epoch, which has no predecessor), over the run and over its
-    # last 5 epochs
-    period_ms=$(median_period "$dir/epochs.csv" 0)
-    period_last_ms=$(median_period "$dir/epochs.csv" 5)
-    pool_bytes=$(stat -c %s "$pool" 2>/dev/null || echo 0)
-    used_bytes=$(( $(du -k "$pool" 2>/dev/null | cut -f1 || echo 0) * 1024 ))
-
-    awk -v b="$backend" -v i="$interval" -v t="$threads" -v s="$seconds" -v ins="$inserted" \
-        -v rec="$recovered" -v rms="${recovery_ms:-nan}" -v rtns="${rt_ns:-}" \
-        -v pb="$pool_bytes" -v ub="$used_bytes" -v ck="$check" -v csv="$csv" \
-        -v pm="${period_ms:-}" -v pl="${period_last_ms:-}" 'BEGIN {
-        lost = ins - rec; if (lost < 0) lost = 0
-        pct = ins > 0 ? 100 * lost / ins : 0
-        rt = rtns == "" ? "-" : sprintf("%.2f", rtns / 1e6)
-        printf "%-9s %8s %9s %9s %10d %10d %9d %7.2f %11s %14s %9.1f %9.1f %s\n", b, i, (pm == "" ? "-" : pm), (pl == "" ? "-" : pl), ins, rec, lost, pct, rms, rt, pb / 1048576, ub / 1048576, ck
-        if (csv != "")
-            printf "%s,%s,%s,%s,%d,%d,%d,%.4f,%s,%s,%.0f,%.0f,%s,%s,%s\n", b, i, t, s, ins, rec, lost, pct, rms, (rt == "-" ? "" : rt), pb, ub, ck, pm, pl >> csv
-    }'
+    row "$dir" "$backend" "$interval" "$threads" "$seconds" "$csv"
     rm -f "$pool"
 }
 

@@ -253,7 +253,7 @@ class BenchOptions(unittest.TestCase):
                          ({"LOADS": "0:50"}, "'0:50' is not CONNS:SET_PERCENT"),
                          ({"LOADS": "  "}, "LOADS is empty"),
                          ({"TRACKERS": "uffd soft"}, "TRACKERS: 'soft' is not uffd or mprotect"),
-                         ({"POOLS": "disk"}, "POOLS: 'disk' is not pmem or file"),
+                         ({"POOLS": "disk"}, "POOLS: 'disk' is not pmem, file or msync"),
                          ({"CONFIGS": "redis"}, "CONFIGS: 'redis' is not one of native")):
             with self.assertRaisesRegex(mc_options.BadInput, msg):
                 mc_options.cost_settings(env, quick=False)
@@ -401,13 +401,17 @@ class BenchServers(unittest.TestCase):
     def test_cost_commands(self):
         s = mc_options.cost_settings({"MEMCACHED": "/mc", "THREADS": "2", "INTERVAL": "50"},
                                      quick=True)
-        dirs = {"pmem": "/shm/d", "file": "/var/d"}
+        dirs = {"pmem": "/shm/d", "file": "/var/d", "msync": "/var/m"}
         user = mc_servers.mc_user_args()
         mc = ["-l", "127.0.0.1", "-p", "99", "-U", "0", "-t", "2", "-m", "256"] + user
         argv, proto = mc_cost.server_argv("native", "-", "-", 99, "S", s, dirs, "mcp", "rs")
         self.assertEqual((argv, proto), (["/mc"] + mc, "memcache"))
+        argv, _ = mc_cost.server_argv("commit", "msync", "uffd", 99, "S", s, dirs, "mcp", "rs")
+        self.assertEqual(argv[:5], ["env", "-u", "PMEM_IS_PMEM_FORCE", "PMTHREADS_NVM=msync",
+                                    "PMTHREADS_STRICT=1"])
+        self.assertEqual(argv[5], "PMTHREADS_POOL=/var/m/pool")
         argv, _ = mc_cost.server_argv("commit", "file", "mprotect", 99, "S", s, dirs, "mcp", "rs")
-        self.assertEqual(argv, ["env", "-u", "PMEM_IS_PMEM_FORCE", "PMTHREADS_NVM=msync",
+        self.assertEqual(argv, ["env", "-u", "PMEM_IS_PMEM_FORCE", "PMTHREADS_NVM=log",
                                 "PMTHREADS_STRICT=1", "PMTHREADS_POOL=/var/d/pool",
                                 "PMTHREADS_TRACKER=mprotect", "PMTHREADS_INTERVAL_MS=50",
                                 "PMTHREADS_OUTPUT=commit", "PMTHREADS_STATS=S", "mcp"] + mc)

@@ -50,8 +50,10 @@ What output commit costs, side by side, on the same client load:
   redis-everysec  the same with appendfsync everysec
 The memcached-pmthreads rows on each pool kind of $POOLS -- pmem: a pool in
 $PMEM_DIR with PMEM_IS_PMEM_FORCE=1 PMTHREADS_NVM=pmem (emulated persistent
-memory, cache-line flushes); file: a pool in $FILE_DIR with
-PMTHREADS_NVM=msync (an ordinary file, msync at every epoch) -- and each
+memory, cache-line flushes); file: a pool in $FILE_DIR, an ordinary file
+with PMTHREADS_NVM=log (a record of the changed lines and one fdatasync an
+epoch); msync: the same file with PMTHREADS_NVM=msync (every fence an msync,
+the backend before the log) -- and each
 tracker of $TRACKERS, with PMTHREADS_STRICT=1 (a configuration the runtime
 cannot honour fails the run instead of running without persistence).
 Redis's AOF is in $FILE_DIR too, RDB snapshots off (--save "").  Every run
@@ -72,7 +74,7 @@ time, per core), in cost.csv.
 
 environment: ROUNDS (5), DURATION (3), LOADS ("16:90 16:50 4:90 1:90"),
   TRACKERS ("uffd"; "uffd mprotect" adds the mprotect rows), POOLS ("pmem
-  file"), CONFIGS ("native pmthreads commit redis-always redis-everysec"),
+  file"; msync adds the msync rows), CONFIGS ("native pmthreads commit redis-always redis-everysec"),
   THREADS memcached's -t (4), KEYS (10000), VSIZE (100), INTERVAL
   (PMTHREADS_INTERVAL_MS, 100), PMEM_DIR (/dev/shm), FILE_DIR (/var/tmp),
   MEMCACHED, MEMCACHED_PMTHREADS, REDIS_SERVER (default: redis-server in

@@ -17,8 +17,8 @@ from pmtkit.ports import MC_HOST, free_port
 
 def server_argv(kind, pool, tracker, port, stats, s, dirs, binary, redis):
     """(argv, protocol) of one configuration's server; a memcached-pmthreads
-    pool path is in dirs[pool] ("pmem" or "file"), Redis's AOF directory in
-    dirs["file"]/redis."""
+    pool path is in dirs[pool] ("pmem", "file" or "msync"), Redis's AOF
+    directory in dirs["file"]/redis."""
     user = mc_user_args()
     mc_opts = ["-l", MC_HOST, "-p", str(port), "-U", "0", "-t", str(s.threads), "-m", "256"]
     if kind == "native":
@@ -26,7 +26,8 @@ def server_argv(kind, pool, tracker, port, stats, s, dirs, binary, redis):
     if kind in ("pmthreads", "commit"):
         path = os.path.join(dirs[pool], "pool")
         env = (["env", "PMEM_IS_PMEM_FORCE=1", "PMTHREADS_NVM=pmem"] if pool == "pmem" else
-               ["env", "-u", "PMEM_IS_PMEM_FORCE", "PMTHREADS_NVM=msync"])
+               ["env", "-u", "PMEM_IS_PMEM_FORCE",
+                "PMTHREADS_NVM=" + ("msync" if pool == "msync" else "log")])
         return env + ["PMTHREADS_STRICT=1", f"PMTHREADS_POOL={path}",
                       f"PMTHREADS_TRACKER={tracker}", f"PMTHREADS_INTERVAL_MS={s.interval}",
                       "PMTHREADS_OUTPUT=" + ("commit" if kind == "commit" else "off"),
@@ -149,7 +150,7 @@ def main(b, quick):
     b.tmp = b.procs.scratch()
     b.build_client()
     dirs = {}
-    for pool, parent in (("pmem", s.pmem_dir), ("file", s.file_dir)):
+    for pool, parent in (("pmem", s.pmem_dir), ("file", s.file_dir), ("msync", s.file_dir)):
         try:
             dirs[pool] = b.procs.scratch("pmthreads-bench.", parent)
         except OSError:

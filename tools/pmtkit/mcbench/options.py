@@ -131,7 +131,7 @@ def cost_settings(env, quick):
     s.loads_text = _get(env, "LOADS", "16:90" if quick else "16:90 16:50 4:90 1:90")
     s.loads = parse_loads(s.loads_text)
     s.trackers = _words_of(env, "TRACKERS", "uffd", ("uffd", "mprotect"), "uffd or mprotect")
-    s.pools = _words_of(env, "POOLS", "pmem file", ("pmem", "file"), "pmem or file")
+    s.pools = _words_of(env, "POOLS", "pmem file", ("pmem", "file", "msync"), "pmem, file or msync")
     s.configs = _words_of(env, "CONFIGS", " ".join(COST_KINDS), COST_KINDS,
                           "one of " + " ".join(COST_KINDS))
     s.pmem_dir = _get(env, "PMEM_DIR", "/dev/shm")

@@ -274,7 +274,8 @@ def cost_label(kind, pool, tracker, info):
               "redis-everysec": f"{redis}, AOF, appendfsync everysec"}[kind]
     file_dir = info.get("file_dir", "").replace(" (", ", ").rstrip(")")
     where = {"pmem": f"emulated pmem ({info.get('pmem_dir', '').replace(' (', ', ').rstrip(')')})",
-             "file": f"file, msync ({file_dir})",
+             "file": f"file, log ({file_dir})",
+             "msync": f"file, msync ({file_dir})",
              "aof": f"AOF file ({file_dir})",
              "-": "-"}[pool]
     return config, where, tracker
@@ -282,7 +283,8 @@ def cost_label(kind, pool, tracker, info):
 
 def cost_order(key):
     kind, pool, tracker = key
-    return ({"-": 0, "pmem": 1, "file": 2, "aof": 3}[pool], tracker, COST_KINDS.index(kind))
+    return ({"-": 0, "pmem": 1, "file": 2, "msync": 3, "aof": 4}[pool], tracker,
+            COST_KINDS.index(kind))
 
 
 def ms(us):

@@ -223,10 +223,11 @@ struct server_run {
 	std::string log;
 };
 
-// argv_for(port) is the server's command line.  A server that exits before
-// it listens because its port was taken meanwhile is started again on
-// another (at most 5 times); any other failure to listen, answer or stop
-// fails the case with the server's log.
+// argv_for(port) is the server's command line.  A server that exits because
+// its port was taken meanwhile (whoever took it may have been the one that
+// answered) is started again on another, at most 5 times; any other failure
+// to listen, answer or stop, or an exit before SIGTERM, fails the case with
+// the server's log.
 server_run serve(const std::function<std::vector<std::string>(int port)> &argv_for,
 		 const std::map<std::string, std::string> &env, const std::vector<session> &sessions,
 		 const std::string &log_path, const std::string &what)
@@ -235,12 +236,15 @@ server_run serve(const std::function<std::vector<std::string>(int port)> &argv_f
 	for (int attempt = 0;; attempt++) {
 		int port = free_port();
 		server_process s(argv_for(port), env, log_path);
+		// Whether it exited because the port was taken meanwhile.
+		auto port_taken = [&]() {
+			return s.has_exited() && s.log().find("in use") != std::string::npos && attempt < 5;
+		};
 		std::vector<int> first;
 		first.push_back(connect_when_listening(port, s));
 		if (first[0] < 0) {
 			std::string log = s.log();
-			bool taken = s.exited && log.find("in use") != std::string::npos;
-			if (taken && attempt < 5)
+			if (port_taken())
 				continue;
 			INFO(what << ": did not listen on 127.0.0.1:" << port << " within "
 				  << listen_bound.count() << " s ("
@@ -261,6 +265,8 @@ server_run serve(const std::function<std::vector<std::string>(int port)> &argv_f
 			bool answered = converse(fds, ses.requests, replies, ses.complete);
 			for (int fd : fds)
 				close(fd);
+			if (!answered && port_taken())
+				break;
 			if (!answered) {
 				std::string got;
 				for (auto &r : replies)
@@ -273,6 +279,15 @@ server_run serve(const std::function<std::vector<std::string>(int port)> &argv_f
 				FAIL("the server did not answer");
 			}
 			out.replies.push_back(replies);
+		}
+		// A server that took the port first answered instead of this one.
+		if (port_taken()) {
+			out.replies.clear();
+			continue;
+		}
+		{
+			INFO(what << ": " << how_it_ended(s.wait_status) << " before SIGTERM\n--- log:\n" << s.log());
+			REQUIRE_FALSE(s.has_exited());
 		}
 		bool stopped = s.stop();
 		out.log = s.log();

@@ -157,9 +157,10 @@ using complete_fn = std::function<bool(const std::string &replies)>;
 
 // Send each connection its request and read its replies, all connections at
 // once (as concurrent clients), until each is complete or the server closes
-// it; false when the bound passed first.
+// it; false when the bound passed first or give_up() said so.
 bool converse(const std::vector<int> &fds, const std::vector<std::string> &requests,
-	      std::vector<std::string> &replies, const complete_fn &complete)
+	      std::vector<std::string> &replies, const complete_fn &complete,
+	      const std::function<bool()> &give_up)
 {
 	size_t n = fds.size();
 	std::vector<size_t> sent(n, 0);
@@ -170,7 +171,7 @@ bool converse(const std::vector<int> &fds, const std::vector<std::string> &reque
 	auto deadline = clock_type::now() + answer_bound;
 	while (std::count(done.begin(), done.end(), false) > 0) {
 		auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
-		if (left.count() <= 0)
+		if (left.count() <= 0 || give_up())
 			return false;
 		std::vector<pollfd> p;
 		std::vector<size_t> which;
@@ -262,7 +263,7 @@ server_run serve(const std::function<std::vector<std::string>(int port)> &argv_f
 				fds.push_back(fd);
 			}
 			std::vector<std::string> replies;
-			bool answered = converse(fds, ses.requests, replies, ses.complete);
+			bool answered = converse(fds, ses.requests, replies, ses.complete, port_taken);
 			for (int fd : fds)
 				close(fd);
 			if (!answered && port_taken())

@@ -38,6 +38,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <string.h>
 #include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
@@ -219,9 +220,43 @@ PMT_EXPORT int epoll_pwait2(int fd, struct epoll_event *ev, int n, const struct 
 	WITH_CALL_MASK(mask, epoll_pwait2_as_given(fd, ev, n, t, kmask_));
 }
 
+/* poll and ppoll write every revents back when they return -- after a
+ * timeout or a signal too -- and an epoch may write-protect the array again
+ * while they wait (the caller is outside any FASE): the write-back then
+ * fails with EFAULT after the call consumed its timeout or its signal, so
+ * a retry would wait again (a timeout five times over, a signal's EINTR
+ * lost; varnishd's manager missed its SIGTERM).  An array in the heap is
+ * polled through a copy on the stack, and the revents go back by ordinary
+ * stores; a longer one is pre-faulted and retried. */
+enum { POLL_COPY_MAX = 256 };	/* 2 KiB */
+
+/* Not inlined: glibc declares poll's array write-only (access attribute),
+ * and GCC would take the test of where it is for a read of its elements. */
+__attribute__((noinline)) static bool poll_through_copy(void *fds, nfds_t n)
+{
+	return n > 0 && n <= POLL_COPY_MAX && heap_contains(fds);
+}
+
+static void poll_copy_back(struct pollfd *fds, const struct pollfd *copy, nfds_t n)
+{
+	int e = errno;
+	prefault(fds, n * sizeof(*fds));
+	for (nfds_t i = 0; i < n; i++)
+		fds[i].revents = copy[i].revents;
+	errno = e;
+}
+
 PMT_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	struct timespec t = { timeout / 1000, (timeout % 1000) * 1000000L };
+	if (poll_through_copy(fds, n)) {
+		struct pollfd copy[POLL_COPY_MAX];
+		memcpy(copy, fds, n * sizeof(*fds));
+		int r = output_poll_needed() ? output_ppoll(copy, n, timeout < 0 ? NULL : &t, NULL)
+					     : REAL(poll)(copy, n, timeout);
+		poll_copy_back(fds, copy, n);
+		return r;
+	}
 	PREFAULTED(int, prefault(fds, n * sizeof(*fds)),
 		   output_poll_needed() ? output_ppoll(fds, n, timeout < 0 ? NULL : &t, NULL)
 					: REAL(poll)(fds, n, timeout));
@@ -230,6 +265,14 @@ PMT_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 static int ppoll_as_given(struct pollfd *fds, nfds_t n, const struct timespec *t,
 			  const sigset_t *mask)
 {
+	if (poll_through_copy(fds, n)) {
+		struct pollfd copy[POLL_COPY_MAX];
+		memcpy(copy, fds, n * sizeof(*fds));
+		int r = output_poll_needed() ? output_ppoll(copy, n, t, mask)
+					     : REAL(ppoll)(copy, n, t, mask);
+		poll_copy_back(fds, copy, n);
+		return r;
+	}
 	PREFAULTED(int, prefault(fds, n * sizeof(*fds)),
 		   output_poll_needed() ? output_ppoll(fds, n, t, mask)
 					: REAL(ppoll)(fds, n, t, mask));

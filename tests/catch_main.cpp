@@ -12,6 +12,10 @@
 //   userns              `/usr/bin/unshare -rm` works (user and mount namespaces)
 //   populate-write      madvise(MADV_POPULATE_WRITE), Linux >= 5.14
 //   java                a `java` on PATH (the JVM case of the corpus)
+//   node, redis-server, varnishd
+//                       that program (find_program.hpp: PATH, then /usr/sbin
+//                       and the other system directories): the corpus cases
+//                       of programs tools/setup-deps may not install
 // Several, comma-separated, when a test needs each (uffd,java).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
@@ -25,6 +29,7 @@
 extern "C" {
 #include "track/tracker.h"
 }
+#include "find_program.hpp"
 #include "lossyfs_mount.hpp"
 
 namespace {
@@ -85,10 +90,22 @@ std::string missing(const char *need)
 		(void)!system((std::string("rm -rf '") + dir + "'").c_str());
 		return ok ? "" : "mounting a FUSE file system is not allowed here (or fusermount3 is missing)";
 	}
-	if (strcmp(need, "java") == 0)
-		return system("command -v java >/dev/null 2>&1") == 0
-			       ? ""
-			       : "no `java` on PATH (Debian: default-jre-headless)";
+	// The corpus' programs, with the Debian package that has each and
+	// why tools/setup-deps leaves it out or where a user may lack it.
+	static const struct {
+		const char *program, *why;
+	} programs[] = {
+		{ "java", "no `java` on PATH (Debian: default-jre-headless, about 230 MB installed: "
+			  "tools/setup-deps leaves it out)" },
+		{ "node", "no `node` (Debian: nodejs, about 90 MB installed with libnode and ICU: "
+			  "tools/setup-deps leaves it out)" },
+		{ "redis-server", "no `redis-server` (Debian: redis-server; tools/setup-deps installs it)" },
+		{ "varnishd", "no `varnishd` on PATH or in /usr/sbin (Debian: varnish; tools/setup-deps "
+			      "installs it)" },
+	};
+	for (const auto &p : programs)
+		if (strcmp(need, p.program) == 0)
+			return find_program(p.program).empty() ? p.why : "";
 	return std::string("unknown PMT_TEST_NEEDS value '") + need + "'";
 }
 
@@ -107,7 +124,7 @@ int main(int argc, char **argv)
 		std::string why = missing(need.c_str());
 		if (why.rfind("unknown", 0) == 0) {
 			fprintf(stderr, "%s (expected uffd, uffd-kernel-faults, debug, root, userns, "
-				"populate-write, fuse or java)\n", why.c_str());
+				"populate-write, fuse, java, node, redis-server or varnishd)\n", why.c_str());
 			return 2;
 		}
 		if (!why.empty()) {

@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // The corpus: unmodified threaded programs from Debian packages (xz, zstd,
-// pzstd, pigz, pbzip2, lbzip2, plzip, pixz, sort --parallel), each run
-// natively and under `pmthreads run` -- interception only (nvmalloc) and
+// pzstd, pigz, pbzip2, lbzip2, plzip, pixz, sort --parallel) and language
+// runtimes running a script (python3 and perl with threads, the sqlite3
+// shell; node and a JVM in meson tests of their own that skip where they are
+// not installed), each run natively and under `pmthreads run` -- interception only (nvmalloc) and
 // with the persistent heap behind malloc under each tracker, a fresh pool
 // every run, epochs every 10 ms -- must write the same bytes and exit the
 // same way.  Compressors are checked on a generated text (compressible, not
 // trivially), decompressors on what the native compressor made of it, which
-// must come back as the text itself.  tools/setup-deps installs the
-// packages; a program that is missing fails its case with the package to
-// install.
-#include "subprocess.hpp"
-#include "uffd_half.h"
+// must come back as the text itself; scripts print what they computed.
+// Under pmthreads the runtime may print no error (runtime_complaints).
+// tools/setup-deps installs the packages; a program that is missing fails
+// its case with the package to install.  Servers: test_corpus_servers.cpp.
+#include "corpus.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -26,19 +28,8 @@
 
 namespace {
 
-// A scratch directory in /dev/shm, removed with what it holds.
-struct pooltest_shm_dir {
-	std::string path;
-	pooltest_shm_dir()
-	{
-		char t[] = "/dev/shm/pmt-corpus-XXXXXX";
-		REQUIRE(mkdtemp(t) != nullptr);
-		path = t;
-	}
-	~pooltest_shm_dir() { (void)!system(("rm -rf '" + path + "'").c_str()); }
-};
-
 using namespace subprocess;
+using namespace corpus;
 
 // The input: 16 MiB of lines drawn from a dictionary of made-up words, with
 // numbers.  Big enough that the compressors split it into several blocks
@@ -125,13 +116,7 @@ std::string program(const std::string &name, const std::string &package)
 
 std::string how_it_ended(const run_result &r)
 {
-	std::ostringstream s;
-	if (WIFEXITED(r.wait_status))
-		s << "exit " << WEXITSTATUS(r.wait_status);
-	else if (WIFSIGNALED(r.wait_status))
-		s << "killed by signal " << WTERMSIG(r.wait_status) << " ("
-		  << strsignal(WTERMSIG(r.wait_status)) << ")";
-	return s.str();
+	return corpus::how_it_ended(r.wait_status);
 }
 
 // Where two outputs first differ, for the failure message (they may be
@@ -148,39 +133,6 @@ std::string difference(const std::string &want, const std::string &got)
 	else if (want.size() != got.size())
 		s << "; one is a prefix of the other";
 	return s.str();
-}
-
-std::string command_line(const std::vector<std::string> &argv)
-{
-	std::string s;
-	for (auto &a : argv)
-		s += (s.empty() ? "" : " ") + a;
-	return s;
-}
-
-std::map<std::string, std::string> base_env(const std::string &tmp)
-{
-	// Messages and sort order independent of the caller's locale; sort's
-	// temporary files in the scratch directory.
-	return { { "LC_ALL", "C" }, { "TMPDIR", tmp } };
-}
-
-// PMT_CORPUS_ENV="NAME=VALUE ...": more variables for the runs under
-// pmthreads, to try another configuration by hand (run() passes no
-// PMTHREADS_* variable of the test's own environment through).
-std::map<std::string, std::string> extra_env()
-{
-	std::map<std::string, std::string> env;
-	const char *e = getenv("PMT_CORPUS_ENV");
-	std::istringstream words(e != nullptr ? e : "");
-	std::string w;
-	while (words >> w) {
-		auto eq = w.find('=');
-		if (eq == std::string::npos || eq == 0)
-			FAIL("PMT_CORPUS_ENV: '" << w << "' is not NAME=VALUE");
-		env[w.substr(0, eq)] = w.substr(eq + 1);
-	}
-	return env;
 }
 
 // Run argv natively, and under `pmthreads run` in each of this half's
@@ -200,7 +152,6 @@ struct expect {
 std::string compare_with_native(const std::vector<std::string> &argv,
 				const std::string &expected = std::string(), expect want = expect())
 {
-	std::string launcher = env_or_fail("PMT_LAUNCHER"), lib = env_or_fail("PMT_LIB");
 	scratch_dir dir;
 	std::string cmd = command_line(argv);
 	run_result native = run(argv, base_env(dir.path));
@@ -213,39 +164,18 @@ std::string compare_with_native(const std::vector<std::string> &argv,
 			REQUIRE(same_as_expected);
 		}
 	}
-	// Pools in memory where there is some (/dev/shm, emulated pmem: an
-	// epoch every interval); an msync write-back to a disk-backed /tmp on
-	// a loaded machine can take longer than the whole run.
-	bool shm = access("/dev/shm", W_OK) == 0;
-	std::string pool_dir = dir.path;
-	std::unique_ptr<pooltest_shm_dir> shm_dir;
-	if (shm) {
-		shm_dir = std::make_unique<pooltest_shm_dir>();
-		pool_dir = shm_dir->path;
-	}
+	pool_place pools(dir.path);
 	for (const preload_mode &m : preload_modes()) {
 		std::string tag = std::string(m.heap) + "-" + m.tracker;
 		std::string json = dir.path + "/" + tag + ".json";
-		std::vector<std::string> pm = { launcher, "run", "--" };
-		pm.insert(pm.end(), argv.begin(), argv.end());
-		auto env = base_env(dir.path);
-		env.insert({ { "PMTHREADS_LIBRARY", lib },
-			     { "PMTHREADS_POOL", pool_dir + "/" + tag + ".pool" },
-			     { "PMTHREADS_POOL_SIZE", "256M" },
-			     { "PMTHREADS_HEAP", m.heap },
-			     { "PMTHREADS_TRACKER", m.tracker },
-			     { "PMTHREADS_INTERVAL_MS", std::to_string(interval_ms) },
-			     { "PMTHREADS_STATS", json } });
-		if (shm)
-			env["PMEM_IS_PMEM_FORCE"] = "1";
-		for (auto &kv : extra_env())
-			env[kv.first] = kv.second;
-		run_result r = run(pm, env);
+		pmthreads_run pm = under_pmthreads(argv, base_env(dir.path), m, pools, json, interval_ms);
+		run_result r = run(pm.argv, pm.env);
 		std::string stats = slurp(json);
 		INFO(cmd << "\nunder pmthreads, " << m.name << ": " << how_it_ended(r)
 			 << "\n--- stderr:\n" << r.err << "--- statistics:\n"
 			 << stats);
 		CHECK(how_it_ended(r) == how_it_ended(native));
+		CHECK(runtime_complaints(r.err) == "");
 		{
 			// A bool, so that a failure does not print megabytes.
 			INFO("stdout: " << difference(native.out, r.out));
@@ -377,11 +307,7 @@ TEST_CASE("sort --parallel=2, merging temporary files", "[corpus][trackers]")
 // (corpus-jvm, corpus-jvm-uffd) skip where there is no java.
 TEST_CASE("java -Xint, 120,000 NullPointerExceptions from two threads", "[jvm]")
 {
-	std::string java;	// from PATH, as catch_main.cpp's check found it
-	std::istringstream path(getenv("PATH") != nullptr ? getenv("PATH") : "");
-	for (std::string d; java.empty() && std::getline(path, d, ':');)
-		if (!d.empty() && access((d + "/java").c_str(), X_OK) == 0)
-			java = d + "/java";
+	std::string java = find_program("java");	// as catch_main.cpp's check found it
 	REQUIRE_FALSE(java.empty());
 	scratch_dir dir;
 	std::string src = dir.path + "/Npe.java";
@@ -409,4 +335,133 @@ TEST_CASE("java -Xint, 120,000 NullPointerExceptions from two threads", "[jvm]")
 			"}\n");
 	compare_with_native({ java, "-Xint", "-XX:-UsePerfData", src },
 			    "caught 60000 + 60000\n");
+}
+
+// Interpreters whose threads share one heap through their own locks
+// (CPython's GIL, perl's ithreads with shared variables), and the sqlite3
+// shell writing a database in WAL mode (its -shm file mmapped, fsyncs): each
+// prints what it computed, which must be the same under pmthreads.  Each
+// runs for several 10 ms intervals at least.
+TEST_CASE("python3, four threads hashing and building dicts", "[corpus][trackers]")
+{
+	std::string python = program("python3", "python3");
+	scratch_dir dir;
+	std::string script = dir.path + "/threads.py";
+	write_file(script, "import threading, queue, hashlib, json, sqlite3, zlib\n"
+			   "done = queue.Queue()\n"
+			   "results = {}\n"
+			   "lock = threading.Lock()\n"
+			   "def work(n):\n"
+			   "    h = hashlib.sha256()\n"
+			   "    d = {}\n"
+			   "    for i in range(40000):\n"
+			   "        d['k%d' % i] = [i, str(i * n) * 3]\n"
+			   "        h.update(('%d:%d' % (n, i)).encode())\n"
+			   "    with lock:\n"
+			   "        results[n] = (h.hexdigest(), len(json.dumps(d)))\n"
+			   "    done.put(n)\n"
+			   "ts = [threading.Thread(target=work, args=(n,)) for n in range(4)]\n"
+			   "for t in ts: t.start()\n"
+			   "for t in ts: t.join()\n"
+			   "print(sorted(done.get() for _ in range(4)))\n"
+			   "for n in sorted(results): print(n, *results[n])\n"
+			   "db = sqlite3.connect(':memory:')\n"
+			   "db.execute('create table t(k integer primary key, v text)')\n"
+			   "db.executemany('insert into t values(?, ?)',\n"
+			   "               ((i, 'v%d' % (i * 7)) for i in range(20000)))\n"
+			   "print(db.execute('select count(*), sum(k), max(v) from t').fetchone())\n"
+			   "print(len(zlib.compress(b'abc' * 100000)))\n");
+	// -I: no user site directory or PYTHON* variables of the caller's.
+	compare_with_native({ python, "-I", script });
+}
+
+TEST_CASE("perl, four ithreads with shared variables", "[corpus][trackers]")
+{
+	std::string perl = program("perl", "perl");
+	scratch_dir dir;
+	std::string script = dir.path + "/threads.pl";
+	write_file(script, "use strict; use warnings; use threads; use threads::shared;\n"
+			   "use Digest::MD5 qw(md5_hex);\n"
+			   "my %shared :shared; my $total :shared = 0;\n"
+			   "my @t = map { my $n = $_; threads->create(sub {\n"
+			   "  my %h; my $s = '';\n"
+			   "  for my $i (1 .. 30000) { $h{\"k$i\"} = $i * $n; $s .= chr(65 + ($i * $n) % 26); }\n"
+			   "  { lock($total); $total += scalar(keys %h);\n"
+			   "    $shared{$n} = md5_hex($s) . ' ' . length($s); }\n"
+			   "  return $n * 10; }) } 1 .. 4;\n"
+			   "my @r = map { $_->join } @t;\n"
+			   "print \"joined @r total $total\\n\";\n"
+			   "print \"$_ $shared{$_}\\n\" for sort keys %shared;\n"
+			   "my @sorted = sort { $a <=> $b } map { ($_ * 7919) % 100003 } 1 .. 100000;\n"
+			   "print \"sorted $sorted[0] $sorted[-1] \", scalar(@sorted), \"\\n\";\n");
+	compare_with_native({ perl, script });
+}
+
+TEST_CASE("sqlite3 shell, a WAL database of 50,000 rows", "[corpus][trackers]")
+{
+	std::string sqlite3 = program("sqlite3", "sqlite3");
+	scratch_dir dir;
+	std::string sql = dir.path + "/load.sql", db = dir.path + "/test.db";
+	// The same database for every run: each starts by dropping the table.
+	write_file(sql, "pragma journal_mode = wal;\n"
+			"drop table if exists t;\n"
+			"create table t(k integer primary key, v text);\n"
+			"with recursive c(i) as (select 1 union all select i + 1 from c where i < 50000)\n"
+			"  insert into t select i, printf('v%08d', i * 7 % 50021) from c;\n"
+			"create index tv on t(v);\n"
+			"select count(*), sum(k), min(v), max(v) from t;\n"
+			"select k, v from t where v between 'v00001000' and 'v00001100' order by v limit 5;\n"
+			"update t set v = v || 'x' where k % 3 = 0;\n"
+			"select count(*) from t where v like '%x';\n"
+			"pragma integrity_check;\n");
+	compare_with_native({ sqlite3, "-batch", db, ".read " + sql });
+}
+
+// node (issue 33): V8 on libuv, two worker_threads, zlib on libuv's thread
+// pool, and an HTTP server and client in the one process on a loopback
+// port the kernel chooses.  Its main thread holds V8's Locker while it waits
+// in epoll_pwait, so epochs come only between (issue 33 item 4).  Its own
+// meson tests (corpus-node, corpus-node-uffd) skip where there is no node.
+TEST_CASE("node, worker_threads, zlib and an HTTP round trip", "[node]")
+{
+	std::string node = find_program("node");	// as catch_main.cpp's check found it
+	REQUIRE_FALSE(node.empty());
+	scratch_dir dir;
+	std::string script = dir.path + "/threads.js";
+	write_file(script,
+		   "const { Worker, isMainThread, parentPort, workerData } = require('worker_threads');\n"
+		   "const http = require('http'), crypto = require('crypto'), zlib = require('zlib');\n"
+		   "if (!isMainThread) {\n"
+		   "  const h = crypto.createHash('sha256');\n"
+		   "  for (let i = 0; i < 20000; i++) h.update('block ' + workerData + ' ' + i);\n"
+		   "  parentPort.postMessage(h.digest('hex'));\n"
+		   "  return;\n"
+		   "}\n"
+		   "async function main() {\n"
+		   "  const digests = await Promise.all([1, 2].map(n => new Promise((ok, fail) => {\n"
+		   "    const w = new Worker(__filename, { workerData: n });\n"
+		   "    w.on('message', ok); w.on('error', fail);\n"
+		   "  })));\n"
+		   "  console.log('workers', digests.join(' '));\n"
+		   "  const big = Buffer.from('x'.repeat(1 << 20) + JSON.stringify({ a: [1, 2, 3] }));\n"
+		   "  const z = await new Promise((ok, fail) => zlib.gzip(big, (e, b) => e ? fail(e) : ok(b)));\n"
+		   "  console.log('gzip round trip', zlib.gunzipSync(z).equals(big));\n"
+		   "  const server = http.createServer((req, res) => res.end('hello ' + req.url));\n"
+		   "  await new Promise(ok => server.listen(0, '127.0.0.1', ok));\n"
+		   "  const port = server.address().port, replies = [];\n"
+		   "  for (let i = 0; i < 50; i++)\n"
+		   "    replies.push(await new Promise((ok, fail) =>\n"
+		   "      http.get({ host: '127.0.0.1', port, path: '/r' + i }, r => {\n"
+		   "        let b = ''; r.on('data', d => b += d); r.on('end', () => ok(r.statusCode + ' ' + b));\n"
+		   "      }).on('error', fail)));\n"
+		   "  server.close();\n"
+		   "  console.log(replies.join(', '));\n"
+		   "  const m = new Map();\n"
+		   "  for (let i = 0; i < 200000; i++) m.set('k' + i, i * 2);\n"
+		   "  let s = 0; for (const v of m.values()) s += v;\n"
+		   "  console.log('map sum', s);\n"
+		   "}\n"
+		   "main().catch(e => { console.error(e); process.exit(1); });\n");
+	std::string out = compare_with_native({ node, script });
+	CHECK(out.find("gzip round trip true\n200 hello /r0, ") != std::string::npos);
 }

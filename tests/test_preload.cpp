@@ -322,6 +322,15 @@ TEST_CASE("fread into the heap from a pipe whose data comes after epochs", "[pre
 	compare_with_native("prog_freadwait");
 }
 
+TEST_CASE("poll and ppoll on the heap that wait across epochs end as natively", "[preload][trackers]")
+{
+	// Under the mprotect tracker the kernel's write-back of revents into
+	// a page an epoch protected during the wait failed with EFAULT: a
+	// timeout came back as an error five timeouts later, a signal's EINTR
+	// was lost.
+	compare_with_native("prog_pollwait");
+}
+
 TEST_CASE("the runtime's descriptors survive close_range, closefrom, close, dup2 and fd limits",
 	  "[preload][trackers]")
 {

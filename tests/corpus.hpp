@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// What the corpus suites share (tests/test_corpus.cpp: programs that run to
+// their end; tests/test_corpus_servers.cpp: servers driven by a client):
+// finding a program, the environment of a run under `pmthreads run` in one
+// of this half's modes (uffd_half.h), how a run ended, and what the runtime
+// printed that it should not have.
+#ifndef PMT_TESTS_CORPUS_HPP
+#define PMT_TESTS_CORPUS_HPP
+
+#include "find_program.hpp"
+#include "subprocess.hpp"
+#include "uffd_half.h"
+
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace corpus {
+
+// A scratch directory in /dev/shm, removed with what it holds.
+struct shm_dir {
+	std::string path;
+	shm_dir()
+	{
+		char t[] = "/dev/shm/pmt-corpus-XXXXXX";
+		REQUIRE(mkdtemp(t) != nullptr);
+		path = t;
+	}
+	~shm_dir() { (void)!system(("rm -rf '" + path + "'").c_str()); }
+};
+
+inline std::string how_it_ended(int wait_status)
+{
+	std::ostringstream s;
+	if (WIFEXITED(wait_status))
+		s << "exit " << WEXITSTATUS(wait_status);
+	else if (WIFSIGNALED(wait_status))
+		s << "killed by signal " << WTERMSIG(wait_status) << " ("
+		  << strsignal(WTERMSIG(wait_status)) << ")";
+	return s.str();
+}
+
+inline std::string command_line(const std::vector<std::string> &argv)
+{
+	std::string s;
+	for (auto &a : argv)
+		s += (s.empty() ? "" : " ") + a;
+	return s;
+}
+
+inline std::map<std::string, std::string> base_env(const std::string &tmp)
+{
+	// Messages and sort order independent of the caller's locale;
+	// temporary files in the scratch directory.
+	return { { "LC_ALL", "C" }, { "TMPDIR", tmp } };
+}
+
+// PMT_CORPUS_ENV="NAME=VALUE ...": more variables for the runs under
+// pmthreads, to try another configuration by hand (subprocess::run passes
+// no PMTHREADS_* variable of the test's own environment through).
+inline std::map<std::string, std::string> extra_env()
+{
+	std::map<std::string, std::string> env;
+	const char *e = getenv("PMT_CORPUS_ENV");
+	std::istringstream words(e != nullptr ? e : "");
+	std::string w;
+	while (words >> w) {
+		auto eq = w.find('=');
+		if (eq == std::string::npos || eq == 0)
+			FAIL("PMT_CORPUS_ENV: '" << w << "' is not NAME=VALUE");
+		env[w.substr(0, eq)] = w.substr(eq + 1);
+	}
+	return env;
+}
+
+// Where a case's pools go: in memory where there is some (/dev/shm,
+// emulated pmem: an epoch every interval); an msync write-back to a
+// disk-backed /tmp on a loaded machine can take longer than the whole run.
+struct pool_place {
+	std::string dir;
+	bool shm = false;
+	std::unique_ptr<shm_dir> mem;
+	explicit pool_place(const std::string &fallback) : dir(fallback)
+	{
+		if (access("/dev/shm", W_OK) == 0) {
+			mem = std::make_unique<shm_dir>();
+			dir = mem->path;
+			shm = true;
+		}
+	}
+};
+
+// `pmthreads run -- argv` in mode m: its command line and environment, a
+// fresh pool per mode, the statistics report at `stats`.
+struct pmthreads_run {
+	std::vector<std::string> argv;
+	std::map<std::string, std::string> env;
+};
+
+inline pmthreads_run under_pmthreads(const std::vector<std::string> &argv,
+				     std::map<std::string, std::string> env, const preload_mode &m,
+				     const pool_place &pools, const std::string &stats,
+				     unsigned interval_ms)
+{
+	std::string tag = std::string(m.heap) + "-" + m.tracker;
+	pmthreads_run r;
+	r.argv = { subprocess::env_or_fail("PMT_LAUNCHER"), "run", "--" };
+	r.argv.insert(r.argv.end(), argv.begin(), argv.end());
+	env.insert({ { "PMTHREADS_LIBRARY", subprocess::env_or_fail("PMT_LIB") },
+		     { "PMTHREADS_POOL", pools.dir + "/" + tag + ".pool" },
+		     { "PMTHREADS_POOL_SIZE", "256M" },
+		     { "PMTHREADS_HEAP", m.heap },
+		     { "PMTHREADS_TRACKER", m.tracker },
+		     { "PMTHREADS_INTERVAL_MS", std::to_string(interval_ms) },
+		     { "PMTHREADS_STATS", stats } });
+	if (pools.shm)
+		env["PMEM_IS_PMEM_FORCE"] = "1";
+	for (auto &kv : extra_env())
+		env[kv.first] = kv.second;
+	r.env = env;
+	return r;
+}
+
+// The lines of the runtime's messages in `err` that say something went
+// wrong: every error and failed assertion, and each warning but those a
+// correct run of these programs may print -- the note that a program not
+// using the API persists nothing in the nvmalloc mode, and what a program
+// whose locks keep quiescent points from happening is told (redis' GIL,
+// node's V8 Locker, HotSpot's VM thread: the message names the lock or the
+// quiescent point).  Empty when there is none.
+inline std::string runtime_complaints(const std::string &err)
+{
+	static const char *const benign_warnings[] = { "does not call the pmthreads API",
+						       "quiescent", " lock" };
+	std::istringstream lines(err);
+	std::string out;
+	for (std::string line; std::getline(lines, line);) {
+		auto at = line.find("pmthreads: ");
+		if (at == std::string::npos)
+			continue;
+		std::string rest = line.substr(at + 11);
+		if (rest.rfind("info: ", 0) == 0 || rest.rfind("debug: ", 0) == 0)
+			continue;
+		bool benign = false;
+		if (rest.rfind("warning: ", 0) == 0)
+			for (const char *b : benign_warnings)
+				benign = benign || rest.find(b) != std::string::npos;
+		if (!benign)
+			out += line + "\n";
+	}
+	return out;
+}
+
+} // namespace corpus
+
+#endif

@@ -182,6 +182,16 @@ bool nvm_claim_fault(const siginfo_t *si, void *ucontext)
 	return true;
 }
 
+/* What every mapping of the pool file records of it: the descriptor (the
+ * pool's, registered: own_fds may move it), the length, the latency. */
+static void set_mapped(struct nvm *n, int fd, size_t len, unsigned latency_ns)
+{
+	n->len = len;
+	n->fd = fd;
+	own_fd_keep(&n->fd, "pool file");
+	n->latency_ns = latency_ns;
+}
+
 static int map_shared(int fd, const char *path, size_t len, int prot, bool try_sync, void **out,
 		      bool *synced)
 {
@@ -220,10 +230,7 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 		free(n);
 		return -1;
 	}
-	n->len = len;
-	n->fd = fd;
-	own_fd_keep(&n->fd, "pool file");
-	n->latency_ns = latency_ns;
+	set_mapped(n, fd, len, latency_ns);
 
 	int rc;
 	switch (kind) {
@@ -287,10 +294,7 @@ static int map_log(struct nvm **out, int fd, const char *path, size_t len, unsig
 		free(n);
 		return -1;
 	}
-	n->len = len;
-	n->fd = fd;
-	own_fd_keep(&n->fd, "pool file");
-	n->latency_ns = latency_ns;
+	set_mapped(n, fd, len, latency_ns);
 	n->read_only = read_only;
 	n->private_map = true;
 	if (nvm_log_init(n, log, sim, read_only) != 0) {
@@ -370,9 +374,7 @@ int nvm_map_readonly(struct nvm **out, int fd, const char *path, size_t len)
 		return -1;
 	}
 	n->ops = &readonly_ops;
-	n->len = len;
-	n->fd = fd;
-	own_fd_keep(&n->fd, "pool file");
+	set_mapped(n, fd, len, 0);
 	n->read_only = true;
 	*out = n;
 	return 0;

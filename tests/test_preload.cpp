@@ -322,7 +322,8 @@ TEST_CASE("fread into the heap from a pipe whose data comes after epochs", "[pre
 	compare_with_native("prog_freadwait");
 }
 
-TEST_CASE("poll and ppoll on the heap that wait across epochs end as natively", "[preload][trackers]")
+TEST_CASE("poll, ppoll, select and pselect on the heap that wait across epochs end as natively",
+	  "[preload][trackers]")
 {
 	// Under the mprotect tracker the kernel's write-back of revents into
 	// a page an epoch protected during the wait failed with EFAULT: a

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* poll and ppoll on arrays in malloc'd memory that wait across epochs (10 ms
+/* poll, ppoll, select and pselect on arrays and sets in malloc'd memory that
+ * wait across epochs (10 ms
  * in the test), outside any critical section.  The kernel writes every
  * revents back when the call returns -- after a timeout and a signal too --
  * and under the mprotect tracker an epoch had made the array read-only
@@ -13,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/select.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -65,6 +67,34 @@ int main(void)
 	r = ppoll(fds, 2, &limit, NULL);
 	report("ppoll, data", r, fds);
 	pthread_join(w, NULL);
+	char byte;
+	if (read(pipe_fds[0], &byte, 1) != 1)
+		return 3;
+
+	/* select and pselect: the sets and select's time left in the heap. */
+	fd_set *rd = malloc(sizeof(*rd));
+	struct timeval *tv = malloc(sizeof(*tv));
+	FD_ZERO(rd);
+	FD_SET(pipe_fds[0], rd);
+	*tv = (struct timeval){ 0, 300000 };
+	r = select(pipe_fds[0] + 1, rd, NULL, NULL, tv);
+	printf("select, timeout: %d %s set %d left %ld.%06ld\n", r, r < 0 ? strerror(errno) : "-",
+	       FD_ISSET(pipe_fds[0], rd) ? 1 : 0, (long)tv->tv_sec, (long)tv->tv_usec);
+
+	FD_SET(pipe_fds[0], rd);
+	*tv = (struct timeval){ 3, 0 };
+	setitimer(ITIMER_REAL, &once, NULL);
+	r = select(pipe_fds[0] + 1, rd, NULL, NULL, tv);
+	printf("select, SIGALRM: %d %s\n", r, r < 0 ? strerror(errno) : "-");
+
+	FD_SET(pipe_fds[0], rd);
+	pthread_create(&w, NULL, late_writer, NULL);
+	r = pselect(pipe_fds[0] + 1, rd, NULL, NULL, &limit, NULL);
+	printf("pselect, data: %d %s set %d\n", r, r < 0 ? strerror(errno) : "-",
+	       FD_ISSET(pipe_fds[0], rd) ? 1 : 0);
+	pthread_join(w, NULL);
+	free(rd);
+	free(tv);
 	free(fds);
 	return 0;
 }

@@ -347,17 +347,17 @@ int nvm_map_pool(struct nvm **out, int fd, const char *path, size_t len, enum nv
 	return nvm_map(out, fd, path, len, kind, latency_ns, sim);
 }
 
-static void readonly_flush(struct nvm *n, const void *addr, size_t len)
+void nvm_readonly_flush(struct nvm *n, const void *addr, size_t len)
 {
 	(void)n, (void)addr, (void)len;
 }
-static void readonly_fence(struct nvm *n) { (void)n; }
+void nvm_readonly_fence(struct nvm *n) { (void)n; }
 static void readonly_unmap(struct nvm *n) { (void)n; }
 
 static const struct nvm_ops readonly_ops = {
 	.name = "read-only",
-	.flush = readonly_flush,
-	.fence = readonly_fence,
+	.flush = nvm_readonly_flush,
+	.fence = nvm_readonly_fence,
 	.unmap = readonly_unmap,
 };
 

@@ -27,6 +27,11 @@ struct nvm_log_region;
 int nvm_log_init(struct nvm *n, const struct nvm_log_region *r, const struct nvm_sim_options *sim,
 		 bool read_only);
 
+/* flush and fence of a read-only mapping, never called (nvm_flush and
+ * nvm_fence refuse one first): the ops of every backend's read-only map. */
+void nvm_readonly_flush(struct nvm *n, const void *addr, size_t len);
+void nvm_readonly_fence(struct nvm *n);
+
 /* A backend's fence failed with errno err: keep the first error (nvm.h). */
 static inline void nvm_latch_error(struct nvm *n, int err)
 {

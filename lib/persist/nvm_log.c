@@ -96,7 +96,6 @@ struct log_state {
 	bool unsynced;			/* records appended since the last sync */
 
 	unsigned char *buf;		/* record assembly, r.size bytes reserved */
-	uint64_t replayed_records, replayed_bytes;
 };
 
 static struct log_state *log_of(const struct nvm *n);
@@ -406,12 +405,19 @@ static int write_record(struct log_state *s, const unsigned char *rec, size_t le
 	return e;
 }
 
-static int write_through(struct nvm *n, struct log_state *s)
+/* The pending ranges are now in a record or written through: their pages
+ * are the next checkpoint's. */
+static void take_pending(struct log_state *s)
 {
 	for (size_t i = 0; i < s->npending; i++)
 		touch(s, s->pending[i].off, s->pending[i].len);
 	s->npending = 0;
 	s->pending_bytes = 0;
+}
+
+static int write_through(struct nvm *n, struct log_state *s)
+{
+	take_pending(s);
 	n->stats.writes_through++;
 	return checkpoint(n, s);
 }
@@ -436,11 +442,12 @@ static int append(struct nvm *n, struct log_state *s)
 		s->unsynced = true;
 		n->stats.log_records++;
 		n->stats.log_bytes += rl;
-		for (size_t i = 0; i < s->npending; i++)
-			touch(s, s->pending[i].off, s->pending[i].len);
+		take_pending(s);
+	} else {
+		/* The error is latched: nothing is appended again. */
+		s->npending = 0;
+		s->pending_bytes = 0;
 	}
-	s->npending = 0;
-	s->pending_bytes = 0;
 	return e;
 }
 
@@ -625,14 +632,12 @@ static int replay(struct nvm *n, struct log_state *s)
 			break;
 		s->tail += len;
 		s->next_seq++;
-		s->replayed_records++;
-		s->replayed_bytes += len;
+		n->stats.log_replayed_records++;
+		n->stats.log_replayed_bytes += len;
 	}
 	prim_unmap(scratch, s->r.size / 2);
 	if (rc != 0)
 		return rc;
-	n->stats.log_replayed_records += s->replayed_records;
-	n->stats.log_replayed_bytes += s->replayed_bytes;
 	n->stats.log_replay_us += (prim_now_ns() - t0) / 1000;
 	return 0;
 }
@@ -663,9 +668,6 @@ static void log_unmap(struct nvm *n)
 	n->impl = NULL;
 }
 
-static void readonly_flush(struct nvm *n, const void *a, size_t l) { (void)n, (void)a, (void)l; }
-static void readonly_fence(struct nvm *n) { (void)n; }
-
 static const struct nvm_ops log_ops = {
 	.name = "log",
 	.flush = log_flush,
@@ -677,8 +679,8 @@ static const struct nvm_ops log_ops = {
 
 static const struct nvm_ops log_readonly_ops = {
 	.name = "log (read-only)",
-	.flush = readonly_flush,
-	.fence = readonly_fence,
+	.flush = nvm_readonly_flush,
+	.fence = nvm_readonly_fence,
 	.unmap = log_unmap,
 	.copy_flush = NULL,
 };
@@ -694,7 +696,7 @@ int nvm_log_get_info(const struct nvm *n, struct nvm_log_info *out)
 	if (s == NULL)
 		return -1;
 	*out = (struct nvm_log_info){ s->head, s->tail, s->head_seq, s->next_seq,
-				      s->replayed_records, s->replayed_bytes, s->r.size,
+				      n->stats.log_replayed_records, n->stats.log_replayed_bytes, s->r.size,
 				      s->head_slot };
 	return 0;
 }

@@ -158,6 +158,12 @@ struct pool_records {
 	struct ver_record r[2];
 	int cur;		/* -1: neither usable (inspect mode only) */
 };
+/* The version records in buf (the header's first POOL_HEADER_READ bytes: as
+ * read from the file, or once replayed, from the mapping) and which is
+ * current.  -1 with err_get() set when neither is usable (but for
+ * o->inspect). */
+int pool_read_records(const unsigned char *buf, const struct pool_header *h, const char *path,
+		      const struct pool_open_options *o, bool replayed, struct pool_records *rec);
 /* The header in buf (POOL_HEADER_READ bytes of the file at path, whose
  * status is st), copied into h, and its records into rec: refused (-1,
  * err_get() naming the problem and the fix) unless it is a pool o may open

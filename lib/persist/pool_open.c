@@ -146,23 +146,6 @@ static void fill_from_header(struct pool *p, const struct pool_header *h,
 	p->torn_invalidated = p->created;
 }
 
-static int reread_records(struct pool *p, const struct pool_header *h,
-			  const struct pool_open_options *o, struct pool_records *rec)
-{
-	const unsigned char *base = p->nvm->base;
-	memcpy(&rec->r[0], base + POOL_REC_OFF(0), sizeof(rec->r[0]));
-	memcpy(&rec->r[1], base + POOL_REC_OFF(1), sizeof(rec->r[1]));
-	rec->cur = pool_current_record(rec->r, h->uuid);
-	if (rec->cur < 0 && !o->inspect) {
-		err_set("pool %s has no valid version record (VER_d) once its log is replayed: the "
-			"records at offsets %d and %d fail their checksums or contradict each "
-			"other (the file is corrupt); it was left untouched: %s", p->path,
-			POOL_REC_OFF(0), POOL_REC_OFF(1), POOL_REFUSE_FIX);
-		return -1;
-	}
-	return 0;
-}
-
 static int map_and_fill(struct pool *p, const struct pool_header *h,
 			const struct pool_records *rec, const struct pool_open_options *o)
 {
@@ -174,7 +157,8 @@ static int map_and_fill(struct pool *p, const struct pool_header *h,
 		return -1;
 	/* The version records as the log left them, not as the file had them. */
 	struct pool_records now = *rec;
-	if (l.log_size != 0 && reread_records(p, h, o, &now) != 0) {
+	if (l.log_size != 0 &&
+	    pool_read_records(p->nvm->base, h, p->path, o, true, &now) != 0) {
 		nvm_unmap(p->nvm);
 		p->nvm = NULL;
 		return -1;

@@ -97,16 +97,17 @@ static int check_layout(const struct pool_header *h, const struct stat *st, cons
 }
 
 /* The current version record, into rec; in inspect mode there may be none. */
-static int read_records(const unsigned char *buf, const struct pool_header *h, const char *path,
-			const struct pool_open_options *o, struct pool_records *rec)
+int pool_read_records(const unsigned char *buf, const struct pool_header *h, const char *path,
+		      const struct pool_open_options *o, bool replayed, struct pool_records *rec)
 {
 	memcpy(&rec->r[0], buf + POOL_REC_OFF(0), sizeof(rec->r[0]));
 	memcpy(&rec->r[1], buf + POOL_REC_OFF(1), sizeof(rec->r[1]));
 	rec->cur = pool_current_record(rec->r, h->uuid);
 	if (rec->cur < 0 && !o->inspect) {
-		err_set("pool %s has no valid version record (VER_d): the records at offsets %d "
+		err_set("pool %s has no valid version record (VER_d)%s: the records at offsets %d "
 			"and %d fail their checksums or contradict each other (the file is "
-			"corrupt); it was left untouched: %s", path, POOL_REC_OFF(0),
+			"corrupt); it was left untouched: %s", path,
+			replayed ? " once its log is replayed" : "", POOL_REC_OFF(0),
 			POOL_REC_OFF(1), POOL_REFUSE_FIX);
 		return -1;
 	}
@@ -138,7 +139,7 @@ int pool_validate_header(const unsigned char *buf, const struct stat *st, const 
 {
 	memcpy(h, buf, sizeof(*h));
 	if (check_version(buf, h, path, o) != 0 || check_layout(h, st, path, page_size) != 0 ||
-	    read_records(buf, h, path, o, rec) != 0 || check_creator(h, path, o) != 0)
+	    pool_read_records(buf, h, path, o, false, rec) != 0 || check_creator(h, path, o) != 0)
 		return -1;
 	return 0;
 }

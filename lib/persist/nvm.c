@@ -114,6 +114,11 @@ void nvm_order(struct nvm *n)
 
 int nvm_error(const struct nvm *n) { return n->error; }
 
+size_t nvm_group_room(const struct nvm *n)
+{
+	return n->ops->group_room != NULL && !n->read_only ? n->ops->group_room(n) : 0;
+}
+
 /* ---- a store the file system cannot take (nvm.h) ---- */
 
 static _Atomic(struct nvm *) watched;

@@ -72,6 +72,8 @@ struct nvm_ops {
 	/* Order every line flushed so far before any flushed later (nvm.h);
 	 * NULL: fence. */
 	void (*order)(struct nvm *n);
+	/* nvm_group_room; NULL: 0. */
+	size_t (*group_room)(const struct nvm *n);
 	void (*unmap)(struct nvm *n);
 	/* Store len bytes from src at dst (inside the mapping) and begin their
 	 * write-back, as one primitive.  NULL: memcpy then flush.  The pmem
@@ -156,6 +158,16 @@ void nvm_flush(struct nvm *n, const void *addr, size_t len);
 void nvm_fence(struct nvm *n);
 /* See the contract above. */
 void nvm_order(struct nvm *n);
+/* Groups (the log backend): everything flushed and ordered from one fence
+ * to the next reaches the file all at once or not at all -- a crash before
+ * the fence returns loses all of it, whatever orders it held.  So stores
+ * that must not be seen before a fence (persist.c's in-place write-back)
+ * are safe while the group is small enough to stay in the log: this is how
+ * many more bytes may be flushed (lines and range headers, as the log
+ * counts them) before the next fence with that holding.  0 where the
+ * backend has no such groups (pmem, msync, the simulator) or after an
+ * error. */
+size_t nvm_group_room(const struct nvm *n);
 /* 0, or the errno of the first write-back that failed on this mapping: from
  * then on nothing flushed is known durable, and the mapping never becomes
  * trustworthy again (a new nvm_map after recovery is). */

@@ -3,6 +3,7 @@
  * nvm_log.h for the design and nvm.h for the contract it keeps. */
 #include "persist/nvm_log.h"
 
+#include "base/assert.h"
 #include "base/log.h"
 #include "persist/nvm_backend.h"
 #include "persist/nvm_sim.h"
@@ -17,7 +18,11 @@
 #define XXH_STATIC_LINKING_ONLY	/* XXH3_state_t on the stack */
 #include <xxhash.h>
 
-#define REC_MAGIC 0x31524c544d504dULL	/* "PMTLR1\0" little-endian-ish tag */
+/* Records of the first format 6 pools (before groups) each counted alone;
+ * a record of a group counts only with the group's commit record. */
+#define REC_MAGIC_SINGLE 0x31524c544d504dULL	/* "PMTLR1\0" little-endian-ish tag */
+#define REC_MAGIC 0x32524c544d504dULL		/* "PMTLR2\0" */
+#define REC_COMMIT 1ULL
 #define REC_ALIGN NVM_LINE
 /* A range header: offset/8 in bits 16-63, length/8 in bits 0-15. */
 #define RANGE_MAX_BYTES (0xffffu * 8u)
@@ -32,17 +37,26 @@ struct log_rec {
 	uint32_t nranges;
 	uint64_t payload;	/* bytes of range headers and data after this head */
 	uint64_t check;		/* XXH3 of the record with check = 0 */
-	uint64_t reserved[2];
+	uint64_t flags;		/* REC_COMMIT: the last record of a group */
+	uint64_t reserved;
 };
 _Static_assert(sizeof(struct log_rec) == REC_ALIGN, "a record head is one line");
 
-/* One head slot: the position and seq of the oldest record still needed. */
+/* One head slot: the position and seq of the oldest record still needed;
+ * and where a run that opened the pool after a crash began appending, with
+ * the seq it skipped to there (jump_past_stale).  The resume fields have
+ * their own checksum: slots written before them (zeros) have none, and
+ * resume where nothing does. */
 struct log_head {
 	uint64_t gen;
 	uint64_t pos;
 	uint64_t seq;
-	uint64_t check;
+	uint64_t check;		/* of gen, pos, seq */
+	uint64_t resume_pos;
+	uint64_t resume_seq;
+	uint64_t resume_check;	/* of everything before it */
 };
+_Static_assert(sizeof(struct log_head) <= NVM_LINE, "a head slot is one line");
 
 struct range {
 	uint64_t off;
@@ -83,6 +97,9 @@ struct log_state {
 	uint64_t head_seq, next_seq;
 	uint64_t head_gen;
 	int head_slot;
+	/* The record at resume_pos has seq resume_seq (not one more than the
+	 * one before it): struct log_head. */
+	uint64_t resume_pos, resume_seq;
 
 	/* Ranges flushed since the last fence. */
 	struct range *pending;
@@ -94,6 +111,10 @@ struct log_state {
 	size_t touched_words;
 	bool any_touched;
 	bool unsynced;			/* records appended since the last sync */
+	bool group_open;		/* records appended since the last commit */
+	/* The next append first checkpoints and moves the head past a gap of
+	 * seq numbers (see jump_past_stale). */
+	bool jump_pending;
 
 	unsigned char *buf;		/* record assembly, r.size bytes reserved */
 };
@@ -200,7 +221,11 @@ static uint64_t rec_check(const struct log_state *s, const unsigned char *rec, s
 	struct log_rec h;
 	memcpy(&h, rec, sizeof(h));
 	h.check = 0;
+	/* A state on the stack must be initialised first: the reset skips
+	 * deriving the seed's secret when the garbage it finds there names
+	 * the same seed (xxhash.h, XXH3_INITSTATE). */
 	XXH3_state_t st;
+	XXH3_INITSTATE(&st);
 	XXH3_64bits_reset_withSeed(&st, s->r.seed);
 	XXH3_64bits_update(&st, &h, sizeof(h));
 	XXH3_64bits_update(&st, rec + sizeof(h), len - sizeof(h));
@@ -240,12 +265,20 @@ static bool range_allowed(const struct nvm *n, const struct log_state *s, uint64
 	return !(off < s->r.head_off + NVM_LOG_HEAD_BYTES && off + len > s->r.head_off);
 }
 
-static int write_head(struct nvm *n, struct log_state *s, uint64_t pos, uint64_t seq)
+static uint64_t resume_check(const struct log_head *h, int slot, uint64_t seed)
+{
+	return XXH3_64bits_withSeed(h, offsetof(struct log_head, resume_check),
+				    seed ^ (0x52534d45ULL + (uint64_t)slot));
+}
+
+static int write_head_resume(struct nvm *n, struct log_state *s, uint64_t pos, uint64_t seq,
+			     uint64_t resume_pos, uint64_t resume_seq)
 {
 	int slot = 1 - s->head_slot;
 	_Alignas(NVM_LINE) unsigned char line[NVM_LINE] = { 0 };
-	struct log_head h = { s->head_gen + 1, pos, seq, 0 };
+	struct log_head h = { s->head_gen + 1, pos, seq, 0, resume_pos, resume_seq, 0 };
 	h.check = head_check(&h, slot, s->r.seed);
+	h.resume_check = resume_check(&h, slot, s->r.seed);
 	memcpy(line, &h, sizeof(h));
 	uint64_t off = s->r.head_off + (uint64_t)slot * NVM_LINE;
 	int e = dev_write(&s->dev, line, sizeof(line), off);
@@ -260,7 +293,14 @@ static int write_head(struct nvm *n, struct log_state *s, uint64_t pos, uint64_t
 	memcpy((unsigned char *)n->base + off, line, sizeof(line));
 	s->head_slot = slot;
 	s->head_gen = h.gen;
+	s->resume_pos = resume_pos;
+	s->resume_seq = resume_seq;
 	return 0;
+}
+
+static int write_head(struct nvm *n, struct log_state *s, uint64_t pos, uint64_t seq)
+{
+	return write_head_resume(n, s, pos, seq, pos, seq);
 }
 
 /* ---- checkpoint ---- */
@@ -322,8 +362,11 @@ static int checkpoint(struct nvm *n, struct log_state *s)
 	s->any_touched = false;
 	n->stats.device_bytes += bytes;
 	n->stats.checkpoint_bytes += bytes;
-	int e = dev_sync(&s->dev);
-	n->stats.device_flushes++;
+	int e = 0;
+	if (bytes != 0) {
+		e = dev_sync(&s->dev);
+		n->stats.device_flushes++;
+	}
 	if (e == 0)
 		e = write_head(n, s, s->tail, s->next_seq);
 	if (e != 0)
@@ -366,7 +409,7 @@ static void log_flush(struct nvm *n, const void *addr, size_t len)
 }
 
 /* The record of the pending ranges, assembled in s->buf; its length. */
-static size_t assemble(const struct nvm *n, struct log_state *s, uint64_t pos)
+static size_t assemble(const struct nvm *n, struct log_state *s, uint64_t pos, uint64_t flags)
 {
 	unsigned char *b = s->buf + sizeof(struct log_rec);
 	uint32_t nranges = 0;
@@ -386,7 +429,7 @@ static size_t assemble(const struct nvm *n, struct log_state *s, uint64_t pos)
 	uint64_t payload = (uint64_t)(b - (s->buf + sizeof(struct log_rec)));
 	size_t len = (size_t)rec_bytes(payload);
 	memset(b, 0, len - sizeof(struct log_rec) - payload);
-	struct log_rec h = { REC_MAGIC, s->next_seq, pos, (uint32_t)len, nranges, payload, 0, { 0, 0 } };
+	struct log_rec h = { REC_MAGIC, s->next_seq, pos, (uint32_t)len, nranges, payload, 0, flags, 0 };
 	memcpy(s->buf, &h, sizeof(h));
 	h.check = rec_check(s, s->buf, len);
 	memcpy(s->buf, &h, sizeof(h));
@@ -419,27 +462,69 @@ static int write_through(struct nvm *n, struct log_state *s)
 {
 	take_pending(s);
 	n->stats.writes_through++;
+	/* Whatever the group had appended is in place now, with the rest. */
+	s->group_open = false;
 	return checkpoint(n, s);
 }
 
-/* Append the pending ranges as the next record (no sync).  0 or an errno. */
-static int append(struct nvm *n, struct log_state *s)
+/* After an open the ring past the records replayed may hold records of the
+ * run that crashed: uncommitted ones, or ones behind a torn record, each
+ * with the seq and position the chain would expect there next.  Appended
+ * over, a new record that is torn could leave such a stale one (or a stale
+ * commit after a new record of the same length) in the chain, replayed as
+ * ours.  So the first append skips every seq the old run can have used in
+ * this lap (at most one a line of the ring), and the head slot says where
+ * the skip is -- written and synced first, the head itself unmoved (the
+ * slot has room for one skip: nvm_log_init checkpoints an older one away
+ * before anything is stored). */
+static int jump_past_stale(struct nvm *n, struct log_state *s)
 {
-	if (s->npending == 0)
+	PMT_ASSERT(s->resume_pos <= s->head);
+	/* Past the skip of a run that crashed before this one, too. */
+	uint64_t from = s->resume_seq > s->next_seq ? s->resume_seq : s->next_seq;
+	uint64_t seq = from + s->r.size / REC_ALIGN + 1;
+	int e = s->tail == s->head ? write_head(n, s, s->head, seq)
+				   : write_head_resume(n, s, s->head, s->head_seq, s->tail, seq);
+	if (e == 0 && s->tail == s->head)
+		s->head_seq = seq;
+	if (e == 0) {
+		s->next_seq = seq;
+		s->jump_pending = false;
+	}
+	return e;
+}
+
+/* The seq the record at pos must have, the one before it having seq - 1. */
+static uint64_t seq_at(const struct log_state *s, uint64_t pos, uint64_t seq)
+{
+	return pos == s->resume_pos ? s->resume_seq : seq;
+}
+
+/* Append the pending ranges as the next record (no sync); commit: as the
+ * group's last record, even with nothing pending.  0 or an errno. */
+static int append(struct nvm *n, struct log_state *s, bool commit)
+{
+	if (s->npending == 0 && !(commit && s->group_open))
 		return 0;
+	if (s->jump_pending) {
+		int e = jump_past_stale(n, s);
+		if (e != 0)
+			return e;
+	}
 	uint64_t len = rec_bytes(s->pending_bytes);
 	/* After every fence at most half the ring is in use (log_fence), so
 	 * a record of up to half of it fits unless orders without a fence
 	 * filled it; a larger group is written through (nvm_log.h). */
 	if (len > s->r.size / 2 || s->tail + len - s->head > s->r.size)
 		return write_through(n, s);
-	size_t rl = assemble(n, s, s->tail);
+	size_t rl = assemble(n, s, s->tail, commit ? REC_COMMIT : 0);
 	int e = write_record(s, s->buf, rl, s->tail);
 	n->stats.device_bytes += rl;
 	if (e == 0) {
 		s->tail += rl;
 		s->next_seq++;
 		s->unsynced = true;
+		s->group_open = !commit;
 		n->stats.log_records++;
 		n->stats.log_bytes += rl;
 		take_pending(s);
@@ -461,7 +546,7 @@ static void fail(struct nvm *n, int e)
  * complete, so appending one orders it after every earlier one: no sync. */
 static void log_order(struct nvm *n)
 {
-	int e = append(n, n->impl);
+	int e = append(n, n->impl, false);
 	if (e != 0)
 		fail(n, e);
 }
@@ -482,7 +567,7 @@ static void log_fence(struct nvm *n)
 	struct log_state *s = n->impl;
 	int e = check_size(n);
 	if (e == 0)
-		e = append(n, s);
+		e = append(n, s, true);
 	if (e == 0 && s->unsynced)
 		e = sync_records(n, s);
 	if (e != 0) {
@@ -536,6 +621,21 @@ uint64_t nvm_log_touched_end(const struct nvm *n, uint64_t lo, uint64_t hi)
 	return lo;
 }
 
+/* What the open group may still take with none of it written in place: its
+ * records all fit in the ring (after those it has), none over half of it
+ * (append writes such a one through). */
+static size_t log_group_room(const struct nvm *n)
+{
+	const struct log_state *s = n->impl;
+	if (n->error != 0 || s->jump_pending)
+		return 0;
+	uint64_t room = s->r.size - (s->tail - s->head);
+	if (room > s->r.size / 2)
+		room = s->r.size / 2;
+	uint64_t held = rec_bytes(s->pending_bytes);
+	return room > held ? (size_t)(room - held) : 0;
+}
+
 /* ---- replay ---- */
 
 /* The log is read with pread, not through the mapping: a hole of a full
@@ -561,7 +661,8 @@ static const unsigned char *record_at(const struct log_state *s, uint64_t pos, u
 	struct log_rec h;
 	if (!read_at(s, &h, sizeof(h), s->r.off + in))	/* a line never wraps */
 		return NULL;
-	if (h.magic != REC_MAGIC || h.seq != seq || h.pos != pos || h.len % REC_ALIGN != 0 ||
+	if ((h.magic != REC_MAGIC && h.magic != REC_MAGIC_SINGLE) || h.seq != seq || h.pos != pos ||
+	    h.len % REC_ALIGN != 0 ||
 	    h.len < sizeof(h) || h.len > s->r.size / 2 || h.payload > h.len - sizeof(h))
 		return NULL;
 	size_t first = in + h.len > s->r.size ? (size_t)(s->r.size - in) : h.len;
@@ -613,21 +714,47 @@ static int replay(struct nvm *n, struct log_state *s)
 	s->head_gen = h[cur].gen;
 	s->head = s->tail = h[cur].pos;
 	s->head_seq = s->next_seq = h[cur].seq;
+	bool resumes = h[cur].resume_check == resume_check(&h[cur], cur, s->r.seed) &&
+		       h[cur].resume_pos >= h[cur].pos && h[cur].resume_pos % REC_ALIGN == 0;
+	s->resume_pos = resumes ? h[cur].resume_pos : h[cur].pos;
+	s->resume_seq = resumes ? h[cur].resume_seq : h[cur].seq;
 	uint64_t t0 = prim_now_ns();
 	unsigned char *scratch = prim_map_any(s->r.size / 2);
 	if (scratch == NULL) {
 		err_set_errno(ENOMEM, "cannot reserve the buffer to replay the pool's log");
 		return -1;
 	}
-	int rc = 0;
+	/* First the end of the last complete group: a record counts only
+	 * with its group's commit (nvm_log.h). */
+	uint64_t end = s->head, pos = s->head, seq = s->head_seq;
 	for (;;) {
-		const unsigned char *rec = record_at(s, s->tail, s->next_seq, scratch);
+		seq = seq_at(s, pos, seq);
+		const unsigned char *rec = record_at(s, pos, seq, scratch);
 		if (rec == NULL)
 			break;
+		struct log_rec r;
+		memcpy(&r, rec, sizeof(r));
+		if (pos + r.len - s->head > s->r.size)
+			break;	/* it would overlap the head: not of this lap */
+		pos += r.len;
+		seq++;
+		if (r.magic == REC_MAGIC_SINGLE || (r.flags & REC_COMMIT))
+			end = pos;
+	}
+	int rc = 0;
+	while (s->tail < end) {
+		s->next_seq = seq_at(s, s->tail, s->next_seq);
+		const unsigned char *rec = record_at(s, s->tail, s->next_seq, scratch);
+		if (rec == NULL) {
+			/* Read back as it was read a moment ago: only the
+			 * device can have changed it. */
+			err_set("the pool's log record %llu changed while it was replayed",
+				(unsigned long long)s->next_seq);
+			rc = -1;
+			break;
+		}
 		uint32_t len;
 		memcpy(&len, rec + offsetof(struct log_rec, len), sizeof(len));
-		if (s->tail + len - s->head > s->r.size)
-			break;	/* it would overlap the head: not of this lap */
 		if ((rc = apply(n, s, rec)) != 0)
 			break;
 		s->tail += len;
@@ -673,6 +800,7 @@ static const struct nvm_ops log_ops = {
 	.flush = log_flush,
 	.fence = log_fence,
 	.order = log_order,
+	.group_room = log_group_room,
 	.unmap = log_unmap,
 	.copy_flush = NULL,
 };
@@ -760,6 +888,19 @@ int nvm_log_init(struct nvm *n, const struct nvm_log_region *r, const struct nvm
 		log_unmap(n);
 		return -1;
 	}
+	s->jump_pending = !read_only;
+	/* The skip of an earlier run still in the log (it crashed before a
+	 * checkpoint, and so did the run before it): the head moves past it
+	 * now, while the mapping holds only what the log made durable. */
+	if (!read_only && s->resume_pos > s->head) {
+		int e = checkpoint(n, s);
+		if (e != 0) {
+			err_set_errno(e, "cannot checkpoint the pool's log after replaying it");
+			n->read_only = true;
+			log_unmap(n);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -786,8 +927,9 @@ int nvm_log_format(int fd, const char *path, const struct nvm_log_region *r, boo
 	}
 	for (int slot = 0; slot < 2; slot++) {
 		_Alignas(NVM_LINE) unsigned char line[NVM_LINE] = { 0 };
-		struct log_head h = { (uint64_t)slot, 0, 1, 0 };
+		struct log_head h = { (uint64_t)slot, 0, 1, 0, 0, 1, 0 };
 		h.check = head_check(&h, slot, r->seed);
+		h.resume_check = resume_check(&h, slot, r->seed);
 		memcpy(line, &h, sizeof(h));
 		int e = pwrite_all(fd, line, sizeof(line), r->head_off + (uint64_t)slot * NVM_LINE);
 		if (e != 0) {

@@ -15,11 +15,14 @@
  *   flush       records the byte range (no I/O).
  *   order       appends the ranges flushed since the previous order or
  *               fence, with their bytes, as one checksummed record to a ring
- *               in the pool file (one pwrite, no sync).  Replay applies
- *               records in order and stops at the first incomplete one, so a
- *               record never counts without every record before it: the
- *               ordering a fence gives, without a device flush.
- *   fence       the same, then fdatasync: a device flush.  An epoch's three
+ *               in the pool file (one pwrite, no sync).
+ *   fence       the same, the record marked as its group's commit, then
+ *               fdatasync: a device flush.  The records from one fence to
+ *               the next are a group, and replay applies a group only with
+ *               its commit: a crash before a fence returns loses every
+ *               order since the last one, which is more than the ordering
+ *               nvm.h promises -- all or nothing (nvm_group_room), what
+ *               persist.c's in-place write-back builds on.  An epoch's three
  *               fences (persist.c) are two orders and one fence: three
  *               records, one flush.
  *   checkpoint  once the ring is half full (and at a clean close), the
@@ -31,12 +34,16 @@
  *               leaves the old head, and replaying from it rewrites every
  *               line those records changed, whatever part of the pages
  *               reached the disk.
- *   open        replays every complete record from the head, in order, onto
+ *   open        replays every complete group from the head, in order, onto
  *               the private mapping: the mapping is the pool as of the last
  *               fence that returned (or a later complete one).  A torn or
- *               stale record ends the replay; the next fence overwrites it.
+ *               stale record ends the replay; what follows it is never
+ *               replayed: the first append after an open numbers its records
+ *               past any the crashed run can have left (the head slot says
+ *               where), so none of those can continue the new run's chain.
  *
- * A group larger than half the ring is written through instead: every
+ * A record larger than half the ring (or one the ring has no room for) is
+ * written through instead -- then its group is not all-or-nothing: every
  * record appended so far synced, then checkpointed with the group's ranges
  * written in place, fdatasync, the head moved -- durable and in order as
  * well, just not as one sequential write.

@@ -24,7 +24,6 @@
 #include "track/tracker.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <limits.h>
 #include <stdatomic.h>
@@ -178,12 +177,10 @@ static void close_pipeline(bool fork_child)
 static void program_identity(char *out, size_t len)
 {
 	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0) {
+	if (prim_readlink("/proc/self/exe", exe, sizeof(exe)) <= 0) {
 		snprintf(out, len, "%s", program_invocation_short_name);
 		return;
 	}
-	exe[n] = '\0';
 	const char *base = strrchr(exe, '/');
 	base = base != NULL ? base + 1 : exe;
 	size_t n_base = strlen(base);
@@ -265,14 +262,8 @@ static bool is_ancestor(pid_t pid)
 			return true;
 		char path[64], buf[512];
 		snprintf(path, sizeof(path), "/proc/%d/stat", (int)p);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		if (prim_read_file(path, buf, sizeof(buf)) <= 0)
 			return false;
-		ssize_t n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			return false;
-		buf[n] = '\0';
 		/* "pid (comm) state ppid ...": comm may contain spaces and ')'. */
 		char *close_paren = strrchr(buf, ')');
 		int ppid;

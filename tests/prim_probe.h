@@ -4,6 +4,7 @@
 #ifndef PMT_TESTS_PRIM_PROBE_H
 #define PMT_TESTS_PRIM_PROBE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -27,6 +28,11 @@ int prim_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 ssize_t prim_pread_all(int fd, void *buf, size_t len, off_t off);
 int prim_sync_dir(const char *dir);
 int prim_next_data(int fd, off_t from, off_t end, off_t *start, off_t *stop);
+ssize_t prim_read_file(const char *path, char *buf, size_t len);
+ssize_t prim_readlink(const char *path, char *buf, size_t len);
+bool prim_same_file(const char *a, const char *b);
+struct rlimit;
+int prim_get_rlimit(int resource, struct rlimit *rl);
 
 #ifdef __cplusplus
 }

@@ -43,6 +43,36 @@ TEST_CASE("config defaults need no environment", "[config]")
 	CHECK(c.stats_path[0] == '\0');
 }
 
+// Each default is written once, as a typed value in the option table: what
+// --help shows for it is what config_defaults stores.  A value the table shows
+// as a value of its kind, set from that text, changes no field.
+TEST_CASE("config defaults are the table's, as --help shows them", "[config]")
+{
+	struct config defaults;
+	config_defaults(&defaults);
+	size_t n;
+	const struct config_option *opts = config_options(&n);
+	size_t checked = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct config_option *o = &opts[i];
+		if (o->def_text != nullptr || o->kind == CONFIG_TOOL)
+			continue;
+		char buf[32];
+		const char *text = config_default_text(o, buf, sizeof(buf));
+		struct config set = defaults;
+		INFO(o->env << " default " << text);
+		REQUIRE(config_set(&set, o, text) == 0);
+		set.pool_size_given = defaults.pool_size_given;
+		set.verbose_given = defaults.verbose_given;
+		CHECK(std::memcmp(&set, &defaults, sizeof(set)) == 0);
+		checked++;
+	}
+	CHECK(checked >= 15);
+	CHECK(defaults.sync_timeout_ms == CONFIG_DEFAULT_SYNC_TIMEOUT_MS);
+	CHECK(defaults.shadow_base == 0x600000000000ULL);
+	CHECK(defaults.interval_ms_asked == defaults.interval_ms);
+}
+
 TEST_CASE("config reads every option", "[config]")
 {
 	clean_env env;

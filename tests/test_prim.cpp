@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <string>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
@@ -161,4 +162,39 @@ TEST_CASE("prim: syncing a directory", "[prim][file]")
 	errno = 0;
 	CHECK(prim_sync_dir(f.path.c_str()) == -1);
 	CHECK(errno == ENOTDIR);
+}
+
+TEST_CASE("prim: small files, links and limits for the runtime", "[prim][file]")
+{
+	scratch_file f;
+	REQUIRE(prim_pwrite_all(f.fd, "12 34\n", 6, 0) == 0);
+	char buf[8];
+	memset(buf, 'x', sizeof(buf));
+	CHECK(prim_read_file(f.path.c_str(), buf, sizeof(buf)) == 6);
+	CHECK(std::string(buf) == "12 34\n");
+	// At most len - 1 bytes, always terminated.
+	CHECK(prim_read_file(f.path.c_str(), buf, 4) == 3);
+	CHECK(std::string(buf) == "12 ");
+	errno = 0;
+	CHECK(prim_read_file("/nonexistent/pmt-prim", buf, sizeof(buf)) == -1);
+	CHECK(errno == ENOENT);
+
+	std::string link = f.path + ".link";
+	REQUIRE(symlink(f.path.c_str(), link.c_str()) == 0);
+	char target[4096];
+	CHECK(prim_readlink(link.c_str(), target, sizeof(target)) == (ssize_t)f.path.size());
+	CHECK(std::string(target) == f.path);
+	CHECK(prim_readlink(link.c_str(), target, 5) == 4);
+	CHECK(std::string(target) == f.path.substr(0, 4));
+	CHECK(prim_same_file(link.c_str(), f.path.c_str()));
+	scratch_file other;
+	CHECK_FALSE(prim_same_file(other.path.c_str(), f.path.c_str()));
+	CHECK_FALSE(prim_same_file("/nonexistent/pmt-prim", f.path.c_str()));
+	unlink(link.c_str());
+
+	struct rlimit mine, kernel;
+	REQUIRE(getrlimit(RLIMIT_NOFILE, &mine) == 0);
+	REQUIRE(prim_get_rlimit(RLIMIT_NOFILE, &kernel) == 0);
+	CHECK(kernel.rlim_cur == mine.rlim_cur);
+	CHECK(kernel.rlim_max == mine.rlim_max);
 }

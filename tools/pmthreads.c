@@ -53,8 +53,9 @@ static void print_help(FILE *f)
 			snprintf(left, sizeof(left), "%s[=%s]", o->flag, o->metavar);
 		else
 			snprintf(left, sizeof(left), "%s %s", o->flag, o->metavar);
+		char def[32];
 		fprintf(f, "  %-24s %s\n  %-24s   %s, default %s\n", left, o->help, "", o->env,
-			o->def);
+			config_default_text(o, def, sizeof(def)));
 	}
 	fprintf(f, "  %-24s %s\n", "-h, --help", "this text");
 	fprintf(f, "  %-24s %s\n", "-V, --version", "the version");

@@ -49,73 +49,176 @@ static const char *size_text(unsigned long long v, char *buf, size_t len)
 #define NO_FIELD ((size_t)-1)
 
 static const struct config_option options[] = {
-	{ "PMTHREADS_POOL", "--pool", "PATH", false, NULL,
-	  "~/.local/share/pmthreads/PROGRAM.pool",
-	  "the pool file", CONFIG_PATH, NULL, 0, 0, 0, FIELD(pool_path) },
-	{ "PMTHREADS_POOL_SIZE", "--pool-size", "SIZE", false, NULL, "8G",
-	  "heap capacity of a new pool (K/M/G/T suffixes)", CONFIG_SIZE, NULL, 0,
-	  CONFIG_MIN_POOL_SIZE, CONFIG_MAX_POOL_SIZE, FIELD(pool_size) },
-	{ "PMTHREADS_LOG_SIZE", "--log-size", "SIZE", false, NULL, "auto",
-	  "the redo log of a new pool, for the log backend (a quarter of the heap, 256K to 64M)",
-	  CONFIG_SIZE, NULL, 0, 256ULL << 10, 64ULL << 30, FIELD(log_size) },
-	{ "PMTHREADS_INTERVAL_MS", "--interval", "MS", false, NULL, "100",
-	  "the epoch interval in milliseconds", CONFIG_UINT, NULL, 0, 1, 3600000,
-	  FIELD(interval_ms) },
-	{ "PMTHREADS_HEAP", "--heap", "MODE", false, NULL, "nvmalloc",
-	  "nvmalloc: only nvmalloc'd objects persist; malloc: the whole malloc family",
-	  CONFIG_CHOICE, heap_names, 2, 0, 0, FIELD(heap) },
-	{ "PMTHREADS_TRACKER", "--tracker", "KIND", false, NULL, "auto",
-	  "write tracking: auto, uffd (userfaultfd write-protect), mprotect",
-	  CONFIG_CHOICE, tracker_names, 3, 0, 0, FIELD(tracker) },
-	{ "PMTHREADS_WRITEBACK", "--writeback", "WHEN", false, NULL, "live",
-	  "live: write back after the pause, hot pages copied in it; paused: copy all in it",
-	  CONFIG_CHOICE, writeback_names, 2, 0, 0, FIELD(writeback) },
-	{ "PMTHREADS_RESTORE", "--restore", "HOW", false, NULL, "auto",
-	  "after a crash: lazy (pages on first touch), eager (copy all first), auto",
-	  CONFIG_CHOICE, restore_names, 3, 0, 0, FIELD(restore) },
-	{ "PMTHREADS_NVM", "--nvm", "KIND", false, NULL, "auto",
-	  "auto (pmem on persistent memory, else log), pmem (cache-line flushes), log (a redo "
-	  "log in the pool: one device flush per epoch) or msync (every fence an msync)",
-	  CONFIG_CHOICE, nvm_names, 4, 0, 0, FIELD(nvm) },
-	{ "PMTHREADS_NVM_LATENCY_NS", "--nvm-latency", "NS", false, NULL, "0",
-	  "emulated extra write latency per flushed 64-byte line", CONFIG_UINT, NULL, 0,
-	  0, 1000000, FIELD(nvm_latency_ns) },
-	{ "PMTHREADS_STATS", "--stats", "FILE", false, NULL, "off",
-	  "JSON statistics, rewritten every second and at exit (-: stderr at exit)",
-	  CONFIG_PATH, NULL, 0, 0, 0, FIELD(stats_path) },
-	{ "PMTHREADS_EPOCH_LOG", "--epoch-log", "FILE", false, NULL, "off",
-	  "one CSV line per epoch", CONFIG_PATH, NULL, 0, 0, 0, FIELD(epoch_log_path) },
-	{ "PMTHREADS_CHECK", "--check", "fail", true, "1", "0",
-	  "1: report writes to the heap outside any lock; fail: and exit 1 if any",
-	  CONFIG_CHOICE, check_names, 3, 0, 0, FIELD(check) },
-	{ "PMTHREADS_STRICT", "--strict", NULL, false, "1", "0",
-	  "1: a configuration or pool error, or a failed write-back, exits instead of running "
-	  "unpersisted",
-	  CONFIG_BOOL, NULL, 0, 0, 1, FIELD(strict) },
-	{ "PMTHREADS_FOLLOW_CHILDREN", "--follow-children", NULL, false, "1", "0",
-	  "1: programs the target starts are persisted too (each its own pool)",
-	  CONFIG_BOOL, NULL, 0, 0, 1, FIELD(follow_children) },
-	{ "PMTHREADS_OUTPUT", "--output-commit", NULL, false, "commit", "off",
-	  "commit: output to sockets and pipes is held until the heap state is durable",
-	  CONFIG_CHOICE, output_names, 2, 0, 0, FIELD(output) },
-	{ "PMTHREADS_NOT_FASE", "--not-fase", "FUNCS", false, NULL, "none",
-	  "locks taken by these functions (comma-separated) are no critical sections: they "
-	  "never hold epochs up (see pmthreads(7) for the risk)",
-	  CONFIG_NAMES, NULL, 0, 0, 0, FIELD(not_fase) },
-	{ "PMTHREADS_SYNC_TIMEOUT_MS", "--sync-timeout", "MS", false, NULL, "10000",
-	  "pmthreads_sync fails with ETIMEDOUT when no quiescent point was possible this long",
-	  CONFIG_UINT, NULL, 0, 1, 86400000, FIELD(sync_timeout_ms) },
-	{ "PMTHREADS_VERBOSE", "--verbose", NULL, false, "1", "0",
-	  "0: errors only; 1: print the configuration and pool at start; 2: debug", CONFIG_UINT, NULL, 0,
-	  0, 2, FIELD(verbose) },
-	{ "PMTHREADS_SHADOW_BASE", "--shadow-base", "ADDR", false, NULL, "0x600000000000",
-	  "heap address for new pools (2 MiB aligned)", CONFIG_ADDR, NULL, 0,
-	  1ULL << 32, 0x7e0000000000ULL, FIELD(shadow_base) },
-	{ "PMTHREADS_PROGRAM", "--program", "PATH", false, NULL, "COMMAND's program",
-	  "the one executable that owns the pool (set by pmthreads run)", CONFIG_PATH, NULL, 0,
-	  0, 0, FIELD(program) },
-	{ "PMTHREADS_LIBRARY", NULL, "PATH", false, NULL, "the installed one",
-	  "the library pmthreads run preloads", CONFIG_TOOL, NULL, 0, 0, 0, NO_FIELD },
+	{ .env = "PMTHREADS_POOL",
+	  .flag = "--pool",
+	  .metavar = "PATH",
+	  .help = "the pool file",
+	  .kind = CONFIG_PATH,
+	  .def_text = "~/.local/share/pmthreads/PROGRAM.pool",
+	  .offset = FIELD(pool_path) },
+	{ .env = "PMTHREADS_POOL_SIZE",
+	  .flag = "--pool-size",
+	  .metavar = "SIZE",
+	  .help = "heap capacity of a new pool (K/M/G/T suffixes)",
+	  .kind = CONFIG_SIZE,
+	  .min = CONFIG_MIN_POOL_SIZE, .max = CONFIG_MAX_POOL_SIZE,
+	  .def = CONFIG_DEFAULT_POOL_SIZE,
+	  .offset = FIELD(pool_size) },
+	{ .env = "PMTHREADS_LOG_SIZE",
+	  .flag = "--log-size",
+	  .metavar = "SIZE",
+	  .help = "the redo log of a new pool, for the log backend (a quarter of the heap, 256K to 64M)",
+	  .kind = CONFIG_SIZE,
+	  .min = 256ULL << 10, .max = 64ULL << 30,
+	  .def_text = "auto",
+	  .offset = FIELD(log_size) },
+	{ .env = "PMTHREADS_INTERVAL_MS",
+	  .flag = "--interval",
+	  .metavar = "MS",
+	  .help = "the epoch interval in milliseconds",
+	  .kind = CONFIG_UINT,
+	  .min = 1, .max = 3600000,
+	  .def = 100,
+	  .offset = FIELD(interval_ms) },
+	{ .env = "PMTHREADS_HEAP",
+	  .flag = "--heap",
+	  .metavar = "MODE",
+	  .help = "nvmalloc: only nvmalloc'd objects persist; malloc: the whole malloc family",
+	  .kind = CONFIG_CHOICE,
+	  .choices = heap_names, .n_choices = 2,
+	  .def = HEAP_NVMALLOC,
+	  .offset = FIELD(heap) },
+	{ .env = "PMTHREADS_TRACKER",
+	  .flag = "--tracker",
+	  .metavar = "KIND",
+	  .help = "write tracking: auto, uffd (userfaultfd write-protect), mprotect",
+	  .kind = CONFIG_CHOICE,
+	  .choices = tracker_names, .n_choices = 3,
+	  .def = TRACKER_AUTO,
+	  .offset = FIELD(tracker) },
+	{ .env = "PMTHREADS_WRITEBACK",
+	  .flag = "--writeback",
+	  .metavar = "WHEN",
+	  .help = "live: write back after the pause, hot pages copied in it; paused: copy all in it",
+	  .kind = CONFIG_CHOICE,
+	  .choices = writeback_names, .n_choices = 2,
+	  .def = WRITEBACK_LIVE,
+	  .offset = FIELD(writeback) },
+	{ .env = "PMTHREADS_RESTORE",
+	  .flag = "--restore",
+	  .metavar = "HOW",
+	  .help = "after a crash: lazy (pages on first touch), eager (copy all first), auto",
+	  .kind = CONFIG_CHOICE,
+	  .choices = restore_names, .n_choices = 3,
+	  .def = RESTORE_AUTO,
+	  .offset = FIELD(restore) },
+	{ .env = "PMTHREADS_NVM",
+	  .flag = "--nvm",
+	  .metavar = "KIND",
+	  .help = "auto (pmem on persistent memory, else log), pmem (cache-line flushes), log (a redo "
+		  "log in the pool: one device flush per epoch) or msync (every fence an msync)",
+	  .kind = CONFIG_CHOICE,
+	  .choices = nvm_names, .n_choices = 4,
+	  .def = NVM_AUTO,
+	  .offset = FIELD(nvm) },
+	{ .env = "PMTHREADS_NVM_LATENCY_NS",
+	  .flag = "--nvm-latency",
+	  .metavar = "NS",
+	  .help = "emulated extra write latency per flushed 64-byte line",
+	  .kind = CONFIG_UINT,
+	  .min = 0, .max = 1000000,
+	  .offset = FIELD(nvm_latency_ns) },
+	{ .env = "PMTHREADS_STATS",
+	  .flag = "--stats",
+	  .metavar = "FILE",
+	  .help = "JSON statistics, rewritten every second and at exit (-: stderr at exit)",
+	  .kind = CONFIG_PATH,
+	  .def_text = "off",
+	  .offset = FIELD(stats_path) },
+	{ .env = "PMTHREADS_EPOCH_LOG",
+	  .flag = "--epoch-log",
+	  .metavar = "FILE",
+	  .help = "one CSV line per epoch",
+	  .kind = CONFIG_PATH,
+	  .def_text = "off",
+	  .offset = FIELD(epoch_log_path) },
+	{ .env = "PMTHREADS_CHECK",
+	  .flag = "--check",
+	  .metavar = "fail",
+	  .optional_arg = true,
+	  .flag_value = "1",
+	  .help = "1: report writes to the heap outside any lock; fail: and exit 1 if any",
+	  .kind = CONFIG_CHOICE,
+	  .choices = check_names, .n_choices = 3,
+	  .def = CHECK_OFF,
+	  .offset = FIELD(check) },
+	{ .env = "PMTHREADS_STRICT",
+	  .flag = "--strict",
+	  .flag_value = "1",
+	  .help = "1: a configuration or pool error, or a failed write-back, exits instead of running "
+		  "unpersisted",
+	  .kind = CONFIG_BOOL,
+	  .min = 0, .max = 1,
+	  .offset = FIELD(strict) },
+	{ .env = "PMTHREADS_FOLLOW_CHILDREN",
+	  .flag = "--follow-children",
+	  .flag_value = "1",
+	  .help = "1: programs the target starts are persisted too (each its own pool)",
+	  .kind = CONFIG_BOOL,
+	  .min = 0, .max = 1,
+	  .offset = FIELD(follow_children) },
+	{ .env = "PMTHREADS_OUTPUT",
+	  .flag = "--output-commit",
+	  .flag_value = "commit",
+	  .help = "commit: output to sockets and pipes is held until the heap state is durable",
+	  .kind = CONFIG_CHOICE,
+	  .choices = output_names, .n_choices = 2,
+	  .def = OUTPUT_OFF,
+	  .offset = FIELD(output) },
+	{ .env = "PMTHREADS_NOT_FASE",
+	  .flag = "--not-fase",
+	  .metavar = "FUNCS",
+	  .help = "locks taken by these functions (comma-separated) are no critical sections: they "
+		  "never hold epochs up (see pmthreads(7) for the risk)",
+	  .kind = CONFIG_NAMES,
+	  .def_text = "none",
+	  .offset = FIELD(not_fase) },
+	{ .env = "PMTHREADS_SYNC_TIMEOUT_MS",
+	  .flag = "--sync-timeout",
+	  .metavar = "MS",
+	  .help = "pmthreads_sync fails with ETIMEDOUT when no quiescent point was possible this long",
+	  .kind = CONFIG_UINT,
+	  .min = 1, .max = 86400000,
+	  .def = CONFIG_DEFAULT_SYNC_TIMEOUT_MS,
+	  .offset = FIELD(sync_timeout_ms) },
+	{ .env = "PMTHREADS_VERBOSE",
+	  .flag = "--verbose",
+	  .flag_value = "1",
+	  .help = "0: errors only; 1: print the configuration and pool at start; 2: debug",
+	  .kind = CONFIG_UINT,
+	  .min = 0, .max = 2,
+	  .offset = FIELD(verbose) },
+	{ .env = "PMTHREADS_SHADOW_BASE",
+	  .flag = "--shadow-base",
+	  .metavar = "ADDR",
+	  .help = "heap address for new pools (2 MiB aligned)",
+	  .kind = CONFIG_ADDR,
+	  .min = 1ULL << 32, .max = 0x7e0000000000ULL,
+	  .def = 0x600000000000ULL,
+	  .offset = FIELD(shadow_base) },
+	{ .env = "PMTHREADS_PROGRAM",
+	  .flag = "--program",
+	  .metavar = "PATH",
+	  .help = "the one executable that owns the pool (set by pmthreads run)",
+	  .kind = CONFIG_PATH,
+	  .def_text = "COMMAND's program",
+	  .offset = FIELD(program) },
+	{ .env = "PMTHREADS_LIBRARY",
+	  .metavar = "PATH",
+	  .help = "the library pmthreads run preloads",
+	  .kind = CONFIG_TOOL,
+	  .def_text = "the installed one",
+	  .offset = NO_FIELD },
 };
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -132,6 +235,49 @@ const struct config_option *config_option_by_env(const char *env)
 		if (strcmp(options[i].env, env) == 0)
 			return &options[i];
 	return NULL;
+}
+
+const char *config_default_text(const struct config_option *o, char *buf, size_t len)
+{
+	if (o->def_text != NULL)
+		return o->def_text;
+	switch (o->kind) {
+	case CONFIG_SIZE:
+		return size_text(o->def, buf, len);
+	case CONFIG_ADDR:
+		snprintf(buf, len, "%#llx", o->def);
+		return buf;
+	case CONFIG_CHOICE:
+		return o->choices[o->def];
+	default:
+		snprintf(buf, len, "%llu", o->def);
+		return buf;
+	}
+}
+
+/* v (already checked against o) into o's field of c; the kinds held as
+ * text are left alone. */
+static void store_number(struct config *c, const struct config_option *o, unsigned long long v)
+{
+	void *field = (char *)c + o->offset;
+	switch (o->kind) {
+	case CONFIG_SIZE:
+	case CONFIG_ADDR:
+		*(uint64_t *)field = v;
+		break;
+	case CONFIG_UINT:
+		*(unsigned *)field = (unsigned)v;
+		break;
+	case CONFIG_BOOL:
+		*(bool *)field = v != 0;
+		break;
+	case CONFIG_CHOICE:
+		/* Every choice field is an enum. */
+		*(int *)field = (int)v;
+		break;
+	default:
+		break;
+	}
 }
 
 /* A set-user-ID (or capability-raising) program must not honour the
@@ -177,17 +323,11 @@ void config_defaults(struct config *c)
 	memset(c, 0, sizeof(*c));
 	default_pool_path(c);
 	c->pool_path_is_default = true;
-	c->pool_size = CONFIG_DEFAULT_POOL_SIZE;
-	c->interval_ms = CONFIG_DEFAULT_INTERVAL_MS;
+	for (size_t i = 0; i < N_OPTIONS; i++)
+		if (options[i].offset != NO_FIELD)
+			store_number(c, &options[i], options[i].def);
 	c->interval_ms_asked = c->interval_ms;
-	c->sync_timeout_ms = CONFIG_DEFAULT_SYNC_TIMEOUT_MS;
-	c->heap = HEAP_NVMALLOC;
-	c->tracker = TRACKER_AUTO;
-	c->tracker_asked = TRACKER_AUTO;
-	c->nvm = NVM_AUTO;
-	c->writeback = WRITEBACK_LIVE;
-	c->check = CHECK_OFF;
-	c->shadow_base = CONFIG_DEFAULT_SHADOW_BASE;
+	c->tracker_asked = c->tracker;
 }
 
 /* A decimal number: digits only, no sign, no base prefix (strtoull's base 0
@@ -335,7 +475,7 @@ int config_set(struct config *c, const struct config_option *o, const char *v)
 				size_text(o->max, hi, sizeof(hi)));
 			return -1;
 		}
-		*(uint64_t *)field = sz;
+		store_number(c, o, sz);
 		if (field == &c->pool_size)
 			c->pool_size_given = true;
 		return 0;
@@ -345,7 +485,7 @@ int config_set(struct config *c, const struct config_option *o, const char *v)
 				"to %llu", o->env, v, o->min, o->max);
 			return -1;
 		}
-		*(unsigned *)field = (unsigned)u;
+		store_number(c, o, u);
 		if (field == &c->verbose)
 			c->verbose_given = true;
 		return 0;
@@ -355,20 +495,19 @@ int config_set(struct config *c, const struct config_option *o, const char *v)
 				"%#llx to %#llx such as 0x600000000000", o->env, v, o->min, o->max);
 			return -1;
 		}
-		*(uint64_t *)field = u;
+		store_number(c, o, u);
 		return 0;
 	case CONFIG_BOOL:
 		if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
 			err_set("%s=\"%s\" is not valid: expected 0 or 1", o->env, v);
 			return -1;
 		}
-		*(bool *)field = v[0] == '1';
+		store_number(c, o, v[0] == '1');
 		return 0;
 	case CONFIG_CHOICE:
 		for (unsigned i = 0; i < o->n_choices; i++) {
 			if (strcmp(v, o->choices[i]) == 0) {
-				/* Every choice field is an enum. */
-				*(int *)field = (int)i;
+				store_number(c, o, i);
 				return 0;
 			}
 		}

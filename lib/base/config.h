@@ -37,12 +37,12 @@ enum output_mode { OUTPUT_OFF = 0, OUTPUT_COMMIT = 1 };
 /* PMTHREADS_CHECK: off, report unlocked writes, report and exit non-zero. */
 enum check_mode { CHECK_OFF = 0, CHECK_REPORT = 1, CHECK_FAIL = 2 };
 
-#define CONFIG_DEFAULT_POOL_SIZE (8ULL << 30)	/* heap capacity, bytes: address space, the pool is sparse */
 #define CONFIG_MIN_POOL_SIZE (1ULL << 20)
 #define CONFIG_MAX_POOL_SIZE (1ULL << 40)
-#define CONFIG_DEFAULT_INTERVAL_MS 100
-#define CONFIG_DEFAULT_SYNC_TIMEOUT_MS 10000
-#define CONFIG_DEFAULT_SHADOW_BASE 0x600000000000ULL
+/* The defaults that code outside the option table needs by name (the
+ * others are written in the table only). */
+#define CONFIG_DEFAULT_POOL_SIZE (8ULL << 30)	/* heap capacity, bytes: address space, the pool is sparse */
+#define CONFIG_DEFAULT_SYNC_TIMEOUT_MS 10000	/* quiesce's, before the runtime sets it */
 /* Check mode's epoch interval ceiling, ms: pages are re-protected at every
  * quiescent point, so a shorter interval lets more first writes fault. */
 #define CONFIG_CHECK_INTERVAL_MS 10
@@ -96,17 +96,24 @@ struct config_option {
 	const char *metavar;		/* its argument ("MS"), NULL: a switch */
 	bool optional_arg;		/* --flag alone, or --flag=VALUE */
 	const char *flag_value;		/* what a switch (or --flag alone) sets */
-	const char *def;		/* the default, as text for --help */
 	const char *help;		/* one line */
 	enum config_kind kind;
 	const char *const *choices;	/* CONFIG_CHOICE: accepted values */
 	unsigned n_choices;
 	unsigned long long min, max;	/* CONFIG_UINT / CONFIG_SIZE / CONFIG_ADDR */
+	/* The default: a value of the kind (CONFIG_SIZE, _UINT, _ADDR, _BOOL;
+	 * the index of a choice), which config_defaults stores and
+	 * config_default_text writes; or, where the default is no such value
+	 * (a path made at run time, "off", "auto"), its description. */
+	unsigned long long def;
+	const char *def_text;
 	size_t offset;			/* in struct config; (size_t)-1 none */
 };
 
 /* The table, in the order --help lists it. */
 const struct config_option *config_options(size_t *count);
+/* o's default as --help shows it (in buf, or o->def_text). */
+const char *config_default_text(const struct config_option *o, char *buf, size_t len);
 /* The entry for a variable name, or NULL. */
 const struct config_option *config_option_by_env(const char *env);
 
@@ -136,7 +143,7 @@ int config_from_env(struct config *c);
  * validates its flags with this).  Returns 0 or -1 with err_get() set. */
 int config_set(struct config *c, const struct config_option *o, const char *value);
 
-/* The defaults, with the default pool path for this program. */
+/* The defaults (the table's), with the default pool path for this program. */
 void config_defaults(struct config *c);
 
 /* Parse a decimal size with an optional K/M/G/T suffix (powers of 1024,

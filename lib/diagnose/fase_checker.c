@@ -24,12 +24,6 @@
 /* Open addressing at load factor <= 1/2 keeps probe sequences short. */
 #define TABLE_SLOTS (2 * CHECKER_MAX_SITES)
 
-/* Call-site keys; 0 marks a free slot.  Slots only ever go from 0 to a key,
- * so a compare-and-swap is all the synchronisation needed, and two threads
- * faulting at the same site at once cannot both win. */
-static _Atomic uint64_t sites[TABLE_SLOTS];
-static atomic_uint sites_used;
-
 /* What the summary at exit lists: per reported site (in the order they were
  * first seen) its backtrace, and per table slot the writes counted there. */
 struct site_record {
@@ -38,15 +32,32 @@ struct site_record {
 	void *addr;
 	size_t slot;
 };
-static struct site_record records[CHECKER_MAX_SITES];
-static atomic_uint n_records;
-static _Atomic uint64_t slot_writes[TABLE_SLOTS];
+
+/* The sites of unlocked writes. */
+static struct {
+	/* Call-site keys; 0 marks a free slot.  Slots only ever go from 0 to a
+	 * key, so a compare-and-swap is all the synchronisation needed, and
+	 * two threads faulting at the same site at once cannot both win. */
+	_Atomic uint64_t keys[TABLE_SLOTS];
+	atomic_uint used;		/* keys taken (atomic) */
+	/* The reported sites: an entry is claimed by incrementing n_records
+	 * (atomic) and written by its claimer only. */
+	struct site_record records[CHECKER_MAX_SITES];
+	atomic_uint n_records;
+	_Atomic uint64_t slot_writes[TABLE_SLOTS];	/* per key slot (atomic) */
+} sites;
 
 static atomic_bool initialised;
-/* The C library's mapped span (see site_key). */
-static uintptr_t libc_lo, libc_hi;
+/* The C library's mapped span (see site_key): written once, before
+ * initialised is set. */
+static struct {
+	uintptr_t lo, hi;
+} libc;
 
-static _Atomic uint64_t n_checked, n_unlocked, n_reported, n_dropped;
+/* The report's figures (fase_checker_get_stats): relaxed atomics. */
+static struct {
+	_Atomic uint64_t checked, unlocked, reported, dropped;
+} counts;
 
 /* One report at a time, so that the lines of two threads' reports do not
  * interleave.  A spin flag, because a handler cannot use a sleeping lock
@@ -78,14 +89,14 @@ static int find_libc(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	if (probe < lo || probe >= hi)
 		return 0;
-	libc_lo = lo;
-	libc_hi = hi;
+	libc.lo = lo;
+	libc.hi = hi;
 	return 1;
 }
 
 static bool in_libc(uintptr_t ip)
 {
-	return ip >= libc_lo && ip < libc_hi;
+	return ip >= libc.lo && ip < libc.hi;
 }
 
 /* ---- unwinding (no allocation) ---- */
@@ -147,24 +158,24 @@ static bool first_time(uint64_t key, size_t *slot)
 	*slot = TABLE_SLOTS;
 	for (size_t probes = 0; probes < TABLE_SLOTS; probes++, i = (i + 1) % TABLE_SLOTS) {
 		*slot = i;
-		uint64_t cur = atomic_load_explicit(&sites[i], memory_order_acquire);
+		uint64_t cur = atomic_load_explicit(&sites.keys[i], memory_order_acquire);
 		if (cur == key)
 			return false;
 		if (cur != 0)
 			continue;
-		if (atomic_fetch_add(&sites_used, 1) >= CHECKER_MAX_SITES) {
-			atomic_fetch_sub(&sites_used, 1);
+		if (atomic_fetch_add(&sites.used, 1) >= CHECKER_MAX_SITES) {
+			atomic_fetch_sub(&sites.used, 1);
 			break;
 		}
 		uint64_t expected = 0;
-		if (atomic_compare_exchange_strong(&sites[i], &expected, key))
+		if (atomic_compare_exchange_strong(&sites.keys[i], &expected, key))
 			return true;
-		atomic_fetch_sub(&sites_used, 1);
+		atomic_fetch_sub(&sites.used, 1);
 		if (expected == key)
 			return false;	/* another thread took this site just now */
 	}
 	*slot = TABLE_SLOTS;
-	if (atomic_fetch_add(&n_dropped, 1) == 0)
+	if (atomic_fetch_add(&counts.dropped, 1) == 0)
 		log_msg(LOG_WARN, "the FASE checker has seen %d distinct sites of unlocked "
 			"writes; further new sites are not reported", CHECKER_MAX_SITES);
 	return false;
@@ -230,27 +241,27 @@ void fase_checker_on_write(void *addr, void *ucontext)
 {
 	if (in_hook || !atomic_load_explicit(&initialised, memory_order_acquire))
 		return;
-	atomic_fetch_add_explicit(&n_checked, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&counts.checked, 1, memory_order_relaxed);
 	if (fase_depth() != 0)
 		return;
 	in_hook = true;
-	atomic_fetch_add_explicit(&n_unlocked, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&counts.unlocked, 1, memory_order_relaxed);
 	uintptr_t ips[CHECKER_MAX_FRAMES];
 	int n = walk(ucontext, ips, CHECKER_MAX_FRAMES);
 	size_t slot;
 	if (n > 0 && first_time(site_key(ips, n), &slot)) {
-		atomic_fetch_add_explicit(&n_reported, 1, memory_order_relaxed);
-		unsigned r = atomic_fetch_add(&n_records, 1);
+		atomic_fetch_add_explicit(&counts.reported, 1, memory_order_relaxed);
+		unsigned r = atomic_fetch_add(&sites.n_records, 1);
 		if (r < CHECKER_MAX_SITES) {
-			memcpy(records[r].ips, ips, sizeof(ips[0]) * (size_t)n);
-			records[r].n = n;
-			records[r].addr = addr;
-			records[r].slot = slot;
+			memcpy(sites.records[r].ips, ips, sizeof(ips[0]) * (size_t)n);
+			sites.records[r].n = n;
+			sites.records[r].addr = addr;
+			sites.records[r].slot = slot;
 		}
 		report(addr, ucontext, n);
 	}
 	if (n > 0 && slot < TABLE_SLOTS)
-		atomic_fetch_add_explicit(&slot_writes[slot], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&sites.slot_writes[slot], 1, memory_order_relaxed);
 	in_hook = false;
 }
 
@@ -265,7 +276,7 @@ int fase_checker_init(void)
 		return -1;
 	}
 	dl_iterate_phdr(find_libc, (void *)(uintptr_t)&abort);
-	if (libc_hi == 0)
+	if (libc.hi == 0)
 		log_msg(LOG_INFO, "the FASE checker did not find the C library's mapping; "
 			"writes inside memcpy and friends are keyed by their own address only");
 	/* Warm-up: libunwind initialises itself lazily (address space, unwind
@@ -289,15 +300,15 @@ int fase_checker_init(void)
 
 void fase_checker_get_stats(struct fase_checker_stats *out)
 {
-	out->writes_checked = atomic_load_explicit(&n_checked, memory_order_relaxed);
-	out->unlocked_writes = atomic_load_explicit(&n_unlocked, memory_order_relaxed);
-	out->sites_reported = atomic_load_explicit(&n_reported, memory_order_relaxed);
-	out->sites_dropped = atomic_load_explicit(&n_dropped, memory_order_relaxed);
+	out->writes_checked = atomic_load_explicit(&counts.checked, memory_order_relaxed);
+	out->unlocked_writes = atomic_load_explicit(&counts.unlocked, memory_order_relaxed);
+	out->sites_reported = atomic_load_explicit(&counts.reported, memory_order_relaxed);
+	out->sites_dropped = atomic_load_explicit(&counts.dropped, memory_order_relaxed);
 }
 
 uint64_t fase_checker_violations(void)
 {
-	return atomic_load(&n_unlocked);
+	return atomic_load(&counts.unlocked);
 }
 
 /* Frames of the runtime itself (the preload's lock wrappers, the signal
@@ -322,14 +333,14 @@ void fase_checker_print_summary(void)
 	if (cs.unlocked_writes == 0 || log_get_level() < LOG_WARN)
 		return;
 	bool lines = symbolize_open();
-	unsigned n = atomic_load(&n_records);
+	unsigned n = atomic_load(&sites.n_records);
 	if (n > CHECKER_MAX_SITES)
 		n = CHECKER_MAX_SITES;
 	bool any_line = false;
 	for (unsigned r = 0; r < n; r++) {
-		const struct site_record *rec = &records[r];
+		const struct site_record *rec = &sites.records[r];
 		log_msg(LOG_WARN, "  site %u: %llu unlocked first writes (the first to %p):", r + 1,
-			(unsigned long long)atomic_load(&slot_writes[rec->slot]), rec->addr);
+			(unsigned long long)atomic_load(&sites.slot_writes[rec->slot]), rec->addr);
 		int shown = 0;
 		for (int i = 0; i < rec->n && shown < 4; i++) {
 			struct symbol sym;

@@ -94,14 +94,15 @@ static atomic_int durable_waiters;		/* threads in wait_durable: the
 						 * for them */
 static _Atomic uint64_t demanded_for;
 
-/* Statistics; the hold-time histogram is base/histogram.h's. */
-static prim_lock_t stats_lock = PRIM_LOCK_INIT;
-static struct {
-	uint64_t writes_held, bytes_held, bytes_released, bytes_dropped, epochs_demanded;
-	uint64_t waits_full, over_bound_in_fase, release_errors;
-	uint64_t holds, hold_max;
+/* Statistics, under lock: the counters the report shows kept in the
+ * report's own struct (the percentiles are filled in by output_get_stats),
+ * and the hold-time histogram (base/histogram.h's) with its samples. */
+static struct output_counters {
+	prim_lock_t lock;
+	struct output_stats counts;
+	uint64_t holds;
 	uint64_t hist[HIST_BUCKETS];
-} stats;
+} stats = { .lock = PRIM_LOCK_INIT };
 /* Set while this thread is inside output_hold: a signal handler that writes
  * to a pipe (the self-pipe wake-up) while its thread is in here would
  * deadlock on the queue's lock, so such a nested call is not held. */
@@ -110,9 +111,9 @@ static atomic_bool told_over_bound, told_ancillary, told_high_fd, told_stale;
 
 static void count(uint64_t *field, uint64_t n)
 {
-	prim_lock(&stats_lock);
+	prim_lock(&stats.lock);
 	*field += n;
-	prim_unlock(&stats_lock);
+	prim_unlock(&stats.lock);
 }
 
 /* ---- descriptors ---- */
@@ -235,7 +236,7 @@ static void drop_queue(struct fdq *q)
 	q->head = q->tail = NULL;
 	atomic_store(&q->queued, 0);
 	if (dropped != 0)
-		count(&stats.bytes_dropped, dropped);
+		count(&stats.counts.bytes_dropped, dropped);
 	note_bytes_left(q);
 }
 
@@ -327,7 +328,7 @@ static bool release_fd(struct fdq *q, int fd)
 			q->delayed_err = errno;
 			log_msg(LOG_DEBUG, "output commit: descriptor %d: %s at release; the program's "
 				"next call on it returns it", fd, strerror(errno));
-			count(&stats.release_errors, 1);
+			count(&stats.counts.release_errors, 1);
 			drop_queue(q);
 			progressed = false;
 			break;
@@ -335,17 +336,17 @@ static bool release_fd(struct fdq *q, int fd)
 		c->off += (size_t)w;
 		atomic_fetch_sub(&q->queued, (size_t)w);
 		progressed = true;
-		count(&stats.bytes_released, (uint64_t)w);
+		count(&stats.counts.bytes_released, (uint64_t)w);
 		/* A datagram goes whole or not at all. */
 		if (c->off < c->len)
 			continue;
 		uint64_t held = prim_now_ns() - c->t_ns;
-		prim_lock(&stats_lock);
+		prim_lock(&stats.lock);
 		stats.holds++;
 		stats.hist[hist_bucket_of(held)]++;
-		if (held > stats.hold_max)
-			stats.hold_max = held;
-		prim_unlock(&stats_lock);
+		if (held > stats.counts.hold_ns_max)
+			stats.counts.hold_ns_max = held;
+		prim_unlock(&stats.lock);
 		q->head = c->next;
 		if (q->head == NULL)
 			q->tail = NULL;
@@ -370,7 +371,7 @@ static void demand(uint64_t stamp)
 	while (stamp > d) {
 		if (atomic_compare_exchange_weak(&demanded_for, &d, stamp)) {
 			quiesce_request_epoch();
-			count(&stats.epochs_demanded, 1);
+			count(&stats.counts.epochs_demanded, 1);
 			return;
 		}
 	}
@@ -516,7 +517,7 @@ static int make_room(struct fdq *q, int fd, size_t *n, int send_flags)
 		if (fase_depth() != 0) {
 			/* Waiting here would wait for an epoch this thread's own
 			 * lock keeps from starting. */
-			count(&stats.over_bound_in_fase, 1);
+			count(&stats.counts.over_bound_in_fase, 1);
 			if (!atomic_exchange(&told_over_bound, true))
 				log_msg(LOG_WARN, "output commit: a thread holding a lock wrote more "
 					"than %u MiB to descriptor %d before it was durable; held "
@@ -524,7 +525,7 @@ static int make_room(struct fdq *q, int fd, size_t *n, int send_flags)
 					"the lock)", OUTPUT_QUEUE_MAX >> 20, fd);
 			return 0;
 		}
-		count(&stats.waits_full, 1);
+		count(&stats.counts.waits_full, 1);
 		uint64_t last = q->tail->stamp;
 		atomic_fetch_add(&q->space_waiters, 1);
 		unsigned seen = atomic_load(&q->space);
@@ -621,10 +622,10 @@ static ssize_t enqueue(struct fdq *q, struct chunk *c)
 	atomic_fetch_add(&q->queued, c->len);
 	update_full(q);
 	prim_unlock(&q->lock);
-	prim_lock(&stats_lock);
-	stats.writes_held++;
-	stats.bytes_held += len;
-	prim_unlock(&stats_lock);
+	prim_lock(&stats.lock);
+	stats.counts.writes_held++;
+	stats.counts.bytes_held += len;
+	prim_unlock(&stats.lock);
 	demand(stamp);
 	return (ssize_t)len;
 }
@@ -1060,7 +1061,7 @@ void output_atfork_child(void)
 {
 	atomic_store(&output_on, false);
 	table_lock = (prim_lock_t)PRIM_LOCK_INIT;
-	stats_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	stats.lock = (prim_lock_t)PRIM_LOCK_INIT;
 	/* The parent's queues stay the parent's: forget them (their memory
 	 * is the child's copy, left as is). */
 	atomic_store(&table, NULL);
@@ -1072,28 +1073,19 @@ void output_atfork_child(void)
 void output_epoch_columns(bool *demanded, uint64_t *released)
 {
 	static uint64_t last_demanded, last_released;
-	prim_lock(&stats_lock);
-	*demanded = stats.epochs_demanded != last_demanded;
-	*released = stats.bytes_released - last_released;
-	last_demanded = stats.epochs_demanded;
-	last_released = stats.bytes_released;
-	prim_unlock(&stats_lock);
+	prim_lock(&stats.lock);
+	*demanded = stats.counts.epochs_demanded != last_demanded;
+	*released = stats.counts.bytes_released - last_released;
+	last_demanded = stats.counts.epochs_demanded;
+	last_released = stats.counts.bytes_released;
+	prim_unlock(&stats.lock);
 }
 
 void output_get_stats(struct output_stats *st)
 {
-	prim_lock(&stats_lock);
-	memset(st, 0, sizeof(*st));
-	st->writes_held = stats.writes_held;
-	st->bytes_held = stats.bytes_held;
-	st->bytes_released = stats.bytes_released;
-	st->bytes_dropped = stats.bytes_dropped;
-	st->epochs_demanded = stats.epochs_demanded;
-	st->waits_full = stats.waits_full;
-	st->over_bound_in_fase = stats.over_bound_in_fase;
-	st->release_errors = stats.release_errors;
-	st->hold_ns_p50 = hist_percentile(stats.hist, stats.holds, 50, stats.hold_max);
-	st->hold_ns_p99 = hist_percentile(stats.hist, stats.holds, 99, stats.hold_max);
-	st->hold_ns_max = stats.hold_max;
-	prim_unlock(&stats_lock);
+	prim_lock(&stats.lock);
+	*st = stats.counts;
+	st->hold_ns_p50 = hist_percentile(stats.hist, stats.holds, 50, st->hold_ns_max);
+	st->hold_ns_p99 = hist_percentile(stats.hist, stats.holds, 99, st->hold_ns_max);
+	prim_unlock(&stats.lock);
 }

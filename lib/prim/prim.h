@@ -75,6 +75,22 @@ int prim_sync_dir(const char *dir);
  * -1 with errno set when the file system cannot say (no SEEK_DATA). */
 int prim_next_data(int fd, off_t from, off_t end, off_t *start, off_t *stop);
 
+/* A small file (under /proc, say) read whole into buf with raw system calls
+ * (no interposed open/read/close, no malloc): at most len - 1 bytes,
+ * NUL-terminated.  Returns the bytes read, or -1 with errno set. */
+ssize_t prim_read_file(const char *path, char *buf, size_t len);
+/* The target of the symbolic link path, NUL-terminated in buf (cut to len -
+ * 1 bytes).  Returns its length, or -1 with errno set. */
+ssize_t prim_readlink(const char *path, char *buf, size_t len);
+/* Whether paths a and b name the same file (device and inode); false when
+ * either cannot be examined. */
+bool prim_same_file(const char *a, const char *b);
+/* The kernel's limit on resource (RLIMIT_AS...) for this process, by the
+ * raw system call: not the program's view, which the interposed
+ * getrlimit gives.  0, or -1 with errno set. */
+struct rlimit;
+int prim_get_rlimit(int resource, struct rlimit *rl);
+
 /* Wait while *addr == expected, at most timeout_ns (0: no bound).  Returns 0
  * when woken or the value changed, -1 with errno ETIMEDOUT on time-out. */
 int prim_futex_wait(atomic_uint *addr, unsigned expected, uint64_t timeout_ns);

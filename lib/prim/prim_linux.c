@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -319,17 +321,51 @@ void prim_set_interrupted_sigmask(void *ucontext, const sigset_t *mask)
 	((ucontext_t *)ucontext)->uc_sigmask = *mask;
 }
 
+ssize_t prim_read_file(const char *path, char *buf, size_t len)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	long n = syscall(SYS_read, fd, buf, len - 1);
+	int e = errno;
+	syscall(SYS_close, fd);
+	if (n < 0) {
+		errno = e;
+		return -1;
+	}
+	buf[n] = '\0';
+	return n;
+}
+
+ssize_t prim_readlink(const char *path, char *buf, size_t len)
+{
+	ssize_t n = readlink(path, buf, len - 1);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
+bool prim_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	if (stat(a, &sa) != 0 || stat(b, &sb) != 0)
+		return false;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int prim_get_rlimit(int resource, struct rlimit *rl)
+{
+	return syscall(SYS_prlimit64, 0, resource, NULL, rl) == 0 ? 0 : -1;
+}
+
 /* /proc/self/task/TID/<what> into buf (NUL-terminated, trailing newline
  * cut); its length, or -1. */
 static long read_task_file(pid_t tid, const char *what, char *buf, size_t len)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, what);
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	long n = syscall(SYS_read, fd, buf, len - 1);
-	syscall(SYS_close, fd);
+	long n = prim_read_file(path, buf, len);
 	if (n < 0)
 		return -1;
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))

@@ -4,6 +4,7 @@
  * it is. */
 #include "quiesce/quiesce.h"
 
+#include "base/config.h"
 #include "base/histogram.h"
 #include "base/log.h"
 #include "prim/prim.h"
@@ -14,6 +15,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -31,20 +33,174 @@ struct slab {
 	struct quiesce_rec recs[RECS_PER_SLAB];
 };
 
-static struct slab *_Atomic slabs;
-static prim_lock_t registry_lock = PRIM_LOCK_INIT;
-static atomic_uint registered;
+/* The state of this module, one struct per concern; each field says what
+ * guards it.  A fork child resets them in quiesce_atfork_child. */
 
-__thread struct quiesce_thread quiesce_self __attribute__((tls_model("initial-exec")));
-static __thread bool on_epoch_thread __attribute__((tls_model("initial-exec")));
+/* The threads: every application thread's record, how many there are, the
+ * runtime's own threads, and how to create them. */
+static struct threads {
+	/* The slab list: pushed under lock, walked without it (slabs are never
+	 * unmapped). */
+	struct slab *_Atomic slabs;
+	prim_lock_t lock;		/* adding a slab */
+	atomic_uint registered;		/* records in use (atomic) */
+	/* The end of the process (quiesce_set_last_thread_fn): application
+	 * threads alive (main counts from the start) and the runtime's own
+	 * threads alive (atomics), the function that ends it (atomic), and the
+	 * main thread's signal mask at quiesce_start for the exit on the epoch
+	 * thread (written under epoch.control_lock before the epoch thread is
+	 * created, read by it). */
+	atomic_int app;
+	atomic_int internal;
+	_Atomic(quiesce_last_thread_fn) last_thread_fn;
+	sigset_t start_mask;
+	/* How the runtime's threads are created and joined: set before
+	 * quiesce_start (quiesce_set_thread_functions), read after. */
+	quiesce_create_fn create;
+	quiesce_join_fn join;
+} threads = {
+	.lock = PRIM_LOCK_INIT,
+	.app = 1,
+	.create = pthread_create,
+	.join = pthread_join,
+};
 
 /* The epoch thread's record: never in a slab, so the scan never sees it, and
  * its depth starts far from 0, so fase_enter/fase_leave on the epoch thread
- * (heap operations in the epoch procedure) never reach the gate.  Only the
- * epoch thread touches it. */
+ * (heap operations in the epoch procedure) never reach the gate. */
 #define EPOCH_REC_DEPTH (1u << 30)
-static struct quiesce_rec epoch_rec = { .depth = EPOCH_REC_DEPTH };
 
+/* The epoch thread: its procedure, its schedule and the requests it
+ * serves. */
+static struct epoch_thread {
+	/* Held by the epoch thread from each scan that finds every depth 0
+	 * until the gate is open again, so fase_reenter can wait out a running
+	 * epoch by taking it, and a reentry that saw CLOSING is serialised
+	 * against the final scan. */
+	prim_lock_t lock;
+	prim_lock_t control_lock;	/* quiesce_start / quiesce_stop */
+	pthread_t thread;		/* under control_lock */
+	/* The procedure, under lock (swapped between epochs, never during
+	 * one).  after runs after the gate reopened, before sync waiters are
+	 * released: the slow half of the epoch (persisting what fn staged)
+	 * must not stall FASEs, yet pmthreads_sync promises durability, not a
+	 * snapshot. */
+	quiesce_epoch_fn fn;
+	quiesce_after_fn after;
+	void *arg;
+	atomic_uint interval_ms;	/* set by quiesce_start (atomic) */
+	/* Atomics: the thread runs; it was asked to stop (after a final
+	 * epoch: final_requested; final_skip: the exiting thread holds a
+	 * lock). */
+	atomic_bool running;
+	atomic_bool stopping;
+	atomic_bool final_requested;
+	atomic_bool final_skip;
+	/* An after procedure said QUIESCE_FAILED: nothing becomes durable
+	 * again, so the program is never paused again (the epoch thread stays,
+	 * for sync requests and the end of the process).  Atomic. */
+	atomic_bool failed_for_good;
+	/* Set on the epoch thread around the final attempt only, so the
+	 * runtime can tell shutdown's final epoch from a regular one that
+	 * happened to run while shutdown was starting.  Atomic. */
+	atomic_bool in_final_attempt;
+	/* Set by the epoch thread while the procedures of an attempt run that
+	 * a sync or a demand (output commit) issued before it began waits for.
+	 * Atomic. */
+	atomic_bool attempt_awaited;
+	/* The epoch thread sleeps on wake_word (futex); everything that wants
+	 * it to look again (a sync request, stop, the last lock released while
+	 * CLOSING) bumps it and wakes it. */
+	atomic_uint wake_word;
+	/* Sync requests issued, and the latest request an epoch has covered
+	 * (the requests issued before that epoch closed the gate).  Waiters
+	 * sleep on served (futex). */
+	atomic_uint requested;
+	atomic_uint served;
+	/* Quiescent points reached, and the latest one made durable
+	 * (quiesce.h).  Atomic. */
+	_Atomic uint64_t pauses;
+	_Atomic uint64_t durable_pause;
+	/* Written and read on the epoch thread only: its own record, the last
+	 * pause and period, and the attempt start of the previous epoch. */
+	struct quiesce_rec rec;
+	uint64_t last_pause_ns;
+	uint64_t last_period_ns;
+	uint64_t last_start_ns;
+} epoch = {
+	.lock = PRIM_LOCK_INIT,
+	.control_lock = PRIM_LOCK_INIT,
+	.rec = { .depth = EPOCH_REC_DEPTH },
+};
+
+/* The FASEs that blocked the last abandoned attempt; more than fit are not
+ * waited for (the next attempt marks them). */
+#define MAX_BLOCKERS 16
+
+/* Stalls (quiesce.h): what blocks durability, and its reports. */
+static struct stall_state {
+	/* The blocking FASEs' records, marked (bit 0 of lock), and how many
+	 * there were: epoch thread only. */
+	struct quiesce_rec *blockers[MAX_BLOCKERS];
+	unsigned n_blockers;
+	unsigned n_blocked_total;
+	/* When the last quiescent point was reached (at quiesce_start: then);
+	 * atomic. */
+	_Atomic uint64_t last_point_ns;
+	atomic_bool on;			/* attempts abandoned since then (atomic) */
+	/* Under stats.lock (the snapshot is read by the report and the
+	 * statistics): stood_ns of the next report, whether this stall was
+	 * reported, the last snapshot (for quiesce_get_stall). */
+	uint64_t next_report_ns;
+	bool reported;
+	struct quiesce_stall now;
+	/* A pmthreads_sync timed out: report now, whatever the schedule
+	 * (atomic); reports_answered is bumped (and woken: futex) when such a
+	 * report is out. */
+	atomic_bool report_asked;
+	atomic_uint reports_answered;
+	_Atomic(quiesce_stall_fn) fn;	/* atomic */
+	atomic_uint sync_timeout_ms;	/* atomic */
+} stall = {
+	.sync_timeout_ms = CONFIG_DEFAULT_SYNC_TIMEOUT_MS,
+};
+
+/* Statistics.  The counters the report shows are kept in the report's own
+ * struct; the pause and period histograms are base/histogram.h's
+ * log-linear ones. */
+static struct quiesce_counters {
+	prim_lock_t lock;
+	/* Under lock, written by the epoch thread (syncs, sync_timeouts: by the
+	 * caller of quiesce_sync).  The percentiles, stalled, stall_ns,
+	 * not_fase_sites, membarrier and blocking_in_fase are filled in by
+	 * quiesce_get_stats. */
+	struct quiesce_stats counts;
+	uint64_t pause_hist[HIST_BUCKETS];	/* under lock */
+	/* Achieved period: from one quiescent point's attempt start to the
+	 * next one's; under lock. */
+	uint64_t periods;
+	uint64_t period_total;
+	uint64_t period_hist[HIST_BUCKETS];
+	/* Relaxed atomics, any thread; a fork child keeps them. */
+	atomic_uint_fast64_t not_fase_sites;
+	atomic_uint_fast64_t blocking_in_fase;
+} stats = { .lock = PRIM_LOCK_INIT };
+
+/* The classifier's answers by call site: open addressing, lock-free
+ * (a site is claimed with a CAS, its verdict published after it). */
+#define SITE_SLOTS 1024
+
+/* PMTHREADS_NOT_FASE: the classifier of call sites and its answers. */
+static struct sites {
+	_Atomic(quiesce_site_fn) fn;	/* atomic */
+	struct {
+		_Atomic uintptr_t site;	/* claimed with a CAS */
+		atomic_uchar verdict;	/* published (release) after it */
+	} cache[SITE_SLOTS];
+} sites;
+
+/* The gate and what the fast path in quiesce.h reads (declared there). */
+__thread struct quiesce_thread quiesce_self __attribute__((tls_model("initial-exec")));
 /* The gate; threads wait on it with a futex. */
 atomic_uint quiesce_gate = GATE_OPEN;
 /* When membarrier(2) is unavailable fase_enter pays a full fence instead.
@@ -52,106 +208,32 @@ atomic_uint quiesce_gate = GATE_OPEN;
 atomic_uint quiesce_need_fence = 1;
 atomic_uint quiesce_exclusions;
 
-/* Held by the epoch thread from each scan that finds every depth 0 until the
- * gate is open again, so fase_reenter can wait out a running epoch by taking
- * it, and a reentry that saw CLOSING is serialised against the final scan. */
-static prim_lock_t epoch_lock = PRIM_LOCK_INIT;
-/* quiesce_start / quiesce_stop. */
-static prim_lock_t control_lock = PRIM_LOCK_INIT;
-
-static quiesce_epoch_fn epoch_fn;
-/* Run after the gate reopened, before sync waiters are released: the slow
- * half of the epoch (persisting what epoch_fn staged) must not stall FASEs,
- * yet pmthreads_sync promises durability, not a snapshot. */
-static quiesce_after_fn after_fn;
-static void *epoch_arg;
-static atomic_uint interval_ms = 100;
-static atomic_bool running;
-static atomic_bool stopping;
-static atomic_bool final_requested;
-/* An after procedure said QUIESCE_FAILED: nothing becomes durable again, so
- * the program is never paused again (the epoch thread stays, for sync
- * requests and the end of the process). */
-static atomic_bool failed_for_good;
-/* Set on the epoch thread around the final attempt only, so the runtime can
- * tell shutdown's final epoch from a regular one that happened to run while
- * shutdown was starting. */
-static atomic_bool in_final_attempt;
-
-bool quiesce_in_final_epoch(void) { return atomic_load(&in_final_attempt); }
-/* Set by the epoch thread while the procedures of an attempt run that a
- * sync or a demand (output commit) issued before it began waits for. */
-static atomic_bool attempt_awaited;
-
-bool quiesce_epoch_awaited(void) { return atomic_load_explicit(&attempt_awaited, memory_order_relaxed); }
-static pthread_t epoch_thread;
-
-/* The epoch thread sleeps on wake_word; everything that wants it to look
- * again (a sync request, stop, the last lock released while CLOSING) bumps
- * it and wakes it. */
-static atomic_uint wake_word;
-/* Sync requests issued, and the latest request an epoch has covered (the
- * requests issued before that epoch closed the gate).  Waiters sleep on
- * served. */
-static atomic_uint requested;
-static atomic_uint served;
-/* Quiescent points reached, and the latest one made durable (quiesce.h). */
-static _Atomic uint64_t pauses;
-static _Atomic uint64_t durable_pause;
-
-static quiesce_create_fn create_fn = pthread_create;
-static quiesce_join_fn join_fn = pthread_join;
-
-/* The end of the process (quiesce_set_last_thread_fn): application threads
- * alive (main counts from the start), the runtime's own threads alive, and
- * the main thread's signal mask at quiesce_start, for the exit on the epoch
- * thread. */
-static atomic_int app_threads = 1;
-static atomic_int internal_threads;
-static _Atomic(quiesce_last_thread_fn) last_thread_fn;
-static sigset_t app_start_mask;
-
-/* Statistics, written by the epoch thread under stats_lock; the pause and
- * period histograms are base/histogram.h's log-linear ones. */
-static prim_lock_t stats_lock = PRIM_LOCK_INIT;
-static struct {
-	uint64_t epochs, abandoned, syncs;
-	uint64_t pause_max, pause_total, abandoned_total;
-	uint64_t hist[HIST_BUCKETS];
-	/* Achieved period: from one quiescent point's attempt start to the
-	 * next one's, same histogram. */
-	uint64_t periods, period_max, period_total;
-	uint64_t period_hist[HIST_BUCKETS];
-	/* Periodic epochs that could not start when due because the previous
-	 * epoch's after procedure (the write-back) was still running. */
-	uint64_t late, late_total;
-	uint64_t gate_closings, deferred, stalls, stall_max, sync_timeouts;
-} stats;
-static atomic_uint_fast64_t not_fase_sites;
-/* Written and read on the epoch thread only. */
-static uint64_t last_pause_ns, last_period_ns;
-static uint64_t last_epoch_start_ns;	/* attempt start of the previous epoch */
+bool quiesce_in_final_epoch(void) { return atomic_load(&epoch.in_final_attempt); }
+bool quiesce_epoch_awaited(void)
+{
+	return atomic_load_explicit(&epoch.attempt_awaited, memory_order_relaxed);
+}
 
 /* ---- records ---- */
 
 static struct quiesce_rec *claim_record(void)
 {
 	for (;;) {
-		for (struct slab *s = atomic_load_explicit(&slabs, memory_order_acquire); s != NULL;
+		for (struct slab *s = atomic_load_explicit(&threads.slabs, memory_order_acquire); s != NULL;
 		     s = atomic_load_explicit(&s->next, memory_order_acquire))
 			for (unsigned i = 0; i < RECS_PER_SLAB; i++) {
 				unsigned free_ = 0;
 				if (atomic_load_explicit(&s->recs[i].in_use, memory_order_relaxed) == 0 &&
 				    atomic_compare_exchange_strong(&s->recs[i].in_use, &free_, 1)) {
-					atomic_fetch_add(&registered, 1);
+					atomic_fetch_add(&threads.registered, 1);
 					atomic_store_explicit(&s->recs[i].tid, (int)prim_gettid(),
 							      memory_order_relaxed);
 					return &s->recs[i];
 				}
 			}
 		/* All taken: add a slab, unless another thread just did. */
-		prim_lock(&registry_lock);
-		struct slab *head = atomic_load(&slabs);
+		prim_lock(&threads.lock);
+		struct slab *head = atomic_load(&threads.slabs);
 		bool full = true;
 		for (struct slab *s = head; s != NULL && full; s = atomic_load(&s->next))
 			for (unsigned i = 0; i < RECS_PER_SLAB && full; i++)
@@ -161,9 +243,9 @@ static struct quiesce_rec *claim_record(void)
 			if (n == NULL)
 				log_fatal("cannot map memory for thread records");
 			atomic_store_explicit(&n->next, head, memory_order_relaxed);
-			atomic_store_explicit(&slabs, n, memory_order_release);
+			atomic_store_explicit(&threads.slabs, n, memory_order_release);
 		}
-		prim_unlock(&registry_lock);
+		prim_unlock(&threads.lock);
 	}
 }
 
@@ -179,14 +261,14 @@ static inline struct quiesce_rec *my_record(void)
 
 void quiesce_thread_start(void)
 {
-	if (!on_epoch_thread)
+	if (!quiesce_self.on_epoch_thread)
 		(void)my_record();
 }
 
 void quiesce_thread_exit(void)
 {
 	struct quiesce_rec *r = quiesce_self.rec;
-	if (r == NULL || on_epoch_thread)
+	if (r == NULL || quiesce_self.on_epoch_thread)
 		return;
 	quiesce_self.rec = NULL;
 	quiesce_self.depth = 0;
@@ -195,20 +277,20 @@ void quiesce_thread_exit(void)
 	 * would stall every later epoch until abandonment. */
 	atomic_store_explicit(&r->depth, 0, memory_order_release);
 	atomic_store_explicit(&r->in_use, 0, memory_order_release);
-	unsigned was_registered = atomic_fetch_sub(&registered, 1);
+	unsigned was_registered = atomic_fetch_sub(&threads.registered, 1);
 	PMT_ASSERT(was_registered > 0);
 	if (atomic_load_explicit(&quiesce_gate, memory_order_relaxed) == GATE_CLOSING) {
-		atomic_fetch_add(&wake_word, 1);
-		prim_futex_wake(&wake_word, 1);
+		atomic_fetch_add(&epoch.wake_word, 1);
+		prim_futex_wake(&epoch.wake_word, 1);
 	}
 }
 
-unsigned quiesce_registered_threads(void) { return atomic_load(&registered); }
+unsigned quiesce_registered_threads(void) { return atomic_load(&threads.registered); }
 
 unsigned quiesce_busy_threads(void)
 {
 	unsigned busy = 0;
-	for (struct slab *s = atomic_load_explicit(&slabs, memory_order_acquire); s != NULL;
+	for (struct slab *s = atomic_load_explicit(&threads.slabs, memory_order_acquire); s != NULL;
 	     s = atomic_load_explicit(&s->next, memory_order_acquire))
 		for (unsigned i = 0; i < RECS_PER_SLAB; i++)
 			if (atomic_load_explicit(&s->recs[i].depth, memory_order_acquire) != 0)
@@ -233,7 +315,7 @@ void fase_enter_slow(struct quiesce_rec *r, const void *lock, const void *site)
 {
 	if (r == NULL) {
 		/* Unregistered, so depth is 0 (the fast path took d != 0). */
-		if (on_epoch_thread)
+		if (quiesce_self.on_epoch_thread)
 			return;
 		r = my_record();
 		atomic_store_explicit(&r->lock, (uintptr_t)lock, memory_order_relaxed);
@@ -267,8 +349,8 @@ void fase_enter_slow(struct quiesce_rec *r, const void *lock, const void *site)
 
 void fase_wake_epoch(void)
 {
-	atomic_fetch_add(&wake_word, 1);
-	prim_futex_wake(&wake_word, 1);
+	atomic_fetch_add(&epoch.wake_word, 1);
+	prim_futex_wake(&epoch.wake_word, 1);
 }
 
 void fase_reenter(void)
@@ -278,7 +360,7 @@ void fase_reenter(void)
 
 void fase_reenter_lock(const void *lock, const void *site)
 {
-	if (on_epoch_thread)
+	if (quiesce_self.on_epoch_thread)
 		return;
 	struct quiesce_rec *r = my_record();
 	unsigned d = quiesce_self.depth;
@@ -294,33 +376,24 @@ void fase_reenter_lock(const void *lock, const void *site)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&quiesce_gate, memory_order_acquire) == GATE_OPEN)
 		return;
-	/* CLOSING: the epoch thread scans under epoch_lock, so once we hold it
+	/* CLOSING: the epoch thread scans under epoch.lock, so once we hold it
 	 * any later scan sees our depth and waits for us -- we keep the mutex
-	 * and proceed.  RUNNING: the epoch thread holds epoch_lock until the
+	 * and proceed.  RUNNING: the epoch thread holds epoch.lock until the
 	 * gate reopens, so taking it waits the epoch out without waiting for
 	 * any application lock. */
-	prim_lock(&epoch_lock);
-	prim_unlock(&epoch_lock);
+	prim_lock(&epoch.lock);
+	prim_unlock(&epoch.lock);
 }
 
 void fase_leave(void) { fase_leave_fast(); }
 
 /* ---- locks that are no critical section (PMTHREADS_NOT_FASE) ---- */
 
-static _Atomic(quiesce_site_fn) site_fn;
-
-/* The classifier's answers by call site: open addressing, lock-free
- * (a site is claimed with a CAS, its verdict published after it). */
-#define SITE_SLOTS 1024
 enum { VERDICT_UNKNOWN = 0, VERDICT_COUNTS = 1, VERDICT_EXCLUDED = 2 };
-static struct {
-	_Atomic uintptr_t site;
-	atomic_uchar verdict;
-} site_cache[SITE_SLOTS];
 
 void quiesce_set_site_classifier(quiesce_site_fn fn)
 {
-	atomic_store(&site_fn, fn);
+	atomic_store(&sites.fn, fn);
 	atomic_store(&quiesce_exclusions, fn != NULL);
 }
 
@@ -329,9 +402,9 @@ static unsigned site_verdict(uintptr_t site)
 	unsigned h = (unsigned)((site * 0x9e3779b97f4a7c15ULL) >> 54) % SITE_SLOTS;
 	for (unsigned i = 0; i < SITE_SLOTS; i++) {
 		unsigned at = (h + i) % SITE_SLOTS;
-		uintptr_t k = atomic_load_explicit(&site_cache[at].site, memory_order_acquire);
+		uintptr_t k = atomic_load_explicit(&sites.cache[at].site, memory_order_acquire);
 		if (k == site)
-			return atomic_load_explicit(&site_cache[at].verdict, memory_order_acquire);
+			return atomic_load_explicit(&sites.cache[at].verdict, memory_order_acquire);
 		if (k == 0)
 			return VERDICT_UNKNOWN;
 	}
@@ -344,8 +417,8 @@ static void site_remember(uintptr_t site, unsigned verdict)
 	for (unsigned i = 0; i < SITE_SLOTS; i++) {
 		unsigned at = (h + i) % SITE_SLOTS;
 		uintptr_t k = 0;
-		if (atomic_compare_exchange_strong(&site_cache[at].site, &k, site) || k == site) {
-			atomic_store_explicit(&site_cache[at].verdict, (unsigned char)verdict,
+		if (atomic_compare_exchange_strong(&sites.cache[at].site, &k, site) || k == site) {
+			atomic_store_explicit(&sites.cache[at].verdict, (unsigned char)verdict,
 					      memory_order_release);
 			return;
 		}
@@ -355,7 +428,7 @@ static void site_remember(uintptr_t site, unsigned verdict)
 
 bool fase_excluded_acquire(const void *lock, const void *site)
 {
-	quiesce_site_fn fn = atomic_load_explicit(&site_fn, memory_order_acquire);
+	quiesce_site_fn fn = atomic_load_explicit(&sites.fn, memory_order_acquire);
 	if (fn == NULL || lock == NULL || quiesce_self.classifying)
 		return false;
 	unsigned v = site_verdict((uintptr_t)site);
@@ -369,7 +442,7 @@ bool fase_excluded_acquire(const void *lock, const void *site)
 		if (site_verdict((uintptr_t)site) == VERDICT_UNKNOWN) {
 			site_remember((uintptr_t)site, v);
 			if (excluded)
-				atomic_fetch_add_explicit(&not_fase_sites, 1, memory_order_relaxed);
+				atomic_fetch_add_explicit(&stats.not_fase_sites, 1, memory_order_relaxed);
 		}
 	}
 	if (v != VERDICT_EXCLUDED || quiesce_self.n_excluded == QUIESCE_MAX_EXCLUDED)
@@ -409,8 +482,8 @@ void fase_pass_gate(void)
 
 unsigned fase_depth(void)
 {
-	/* The epoch thread's record only looks busy (see epoch_rec). */
-	return on_epoch_thread ? 0 : quiesce_self.depth;
+	/* The epoch thread's record only looks busy (see epoch.rec). */
+	return quiesce_self.on_epoch_thread ? 0 : quiesce_self.depth;
 }
 
 /* ---- the epoch thread ---- */
@@ -433,7 +506,7 @@ static void barrier_all_threads(void)
 
 static bool all_idle(void)
 {
-	for (struct slab *s = atomic_load_explicit(&slabs, memory_order_acquire); s != NULL;
+	for (struct slab *s = atomic_load_explicit(&threads.slabs, memory_order_acquire); s != NULL;
 	     s = atomic_load_explicit(&s->next, memory_order_acquire))
 		for (unsigned i = 0; i < RECS_PER_SLAB; i++)
 			if (atomic_load_explicit(&s->recs[i].depth, memory_order_acquire) != 0)
@@ -443,40 +516,19 @@ static bool all_idle(void)
 
 static uint64_t abandon_bound_ns(void)
 {
-	uint64_t half = (uint64_t)atomic_load(&interval_ms) * 500000ULL;
+	uint64_t half = (uint64_t)atomic_load(&epoch.interval_ms) * 500000ULL;
 	return half > 20000000ULL ? half : 20000000ULL;
 }
 
 /* ---- stalls (quiesce.h) ---- */
 
-/* The FASEs that blocked the last abandoned attempt: their records, marked
- * (bit 0 of lock).  Epoch thread only; more than fit are not waited for
- * (the next attempt marks them). */
-#define MAX_BLOCKERS 16
-static struct quiesce_rec *blockers[MAX_BLOCKERS];
-static unsigned n_blockers, n_blocked_total;
-/* When the last quiescent point was reached (at quiesce_start: then). */
-static _Atomic uint64_t last_point_ns;
-/* Attempts have been abandoned since that point. */
-static atomic_bool stall_on;
-/* stood_ns of the next report; whether this stall was reported.  Under
- * stats_lock (the snapshot is read by the report and the statistics). */
-static uint64_t next_report_ns;
-static bool stall_reported;
-/* A pmthreads_sync timed out: report now, whatever the schedule; bumped
- * (and woken) when such a report is out. */
-static atomic_bool report_asked;
-static atomic_uint reports_answered;
-static _Atomic(quiesce_stall_fn) stall_fn;
-static atomic_uint sync_timeout_ms = 10000;
-
-void quiesce_set_stall_fn(quiesce_stall_fn fn) { atomic_store(&stall_fn, fn); }
-void quiesce_set_sync_timeout(unsigned ms) { atomic_store(&sync_timeout_ms, ms > 0 ? ms : 1); }
+void quiesce_set_stall_fn(quiesce_stall_fn fn) { atomic_store(&stall.fn, fn); }
+void quiesce_set_sync_timeout(unsigned ms) { atomic_store(&stall.sync_timeout_ms, ms > 0 ? ms : 1); }
 
 static uint64_t first_report_ns(void)
 {
 	/* With a long interval durability stands still that long anyway. */
-	uint64_t twice = 2ULL * atomic_load(&interval_ms) * 1000000ULL;
+	uint64_t twice = 2ULL * atomic_load(&epoch.interval_ms) * 1000000ULL;
 	return twice > QUIESCE_STALL_REPORT_NS ? twice : QUIESCE_STALL_REPORT_NS;
 }
 
@@ -485,9 +537,9 @@ static uint64_t first_report_ns(void)
  * has just begun another (the CAS fails then). */
 static void mark_blockers(void)
 {
-	n_blockers = 0;
-	n_blocked_total = 0;
-	for (struct slab *s = atomic_load_explicit(&slabs, memory_order_acquire); s != NULL;
+	stall.n_blockers = 0;
+	stall.n_blocked_total = 0;
+	for (struct slab *s = atomic_load_explicit(&threads.slabs, memory_order_acquire); s != NULL;
 	     s = atomic_load_explicit(&s->next, memory_order_acquire))
 		for (unsigned i = 0; i < RECS_PER_SLAB; i++) {
 			struct quiesce_rec *r = &s->recs[i];
@@ -500,9 +552,9 @@ static void mark_blockers(void)
 				atomic_load_explicit(&r->tid, memory_order_relaxed),
 				(unsigned long)(l & ~(uintptr_t)1),
 				(unsigned long)atomic_load_explicit(&r->site, memory_order_relaxed));
-			n_blocked_total++;
-			if (n_blockers < MAX_BLOCKERS)
-				blockers[n_blockers++] = r;
+			stall.n_blocked_total++;
+			if (stall.n_blockers < MAX_BLOCKERS)
+				stall.blockers[stall.n_blockers++] = r;
 		}
 }
 
@@ -510,8 +562,8 @@ static void mark_blockers(void)
  * now would close the gate against it again. */
 static bool still_blocked(void)
 {
-	for (unsigned i = 0; i < n_blockers; i++) {
-		struct quiesce_rec *r = blockers[i];
+	for (unsigned i = 0; i < stall.n_blockers; i++) {
+		struct quiesce_rec *r = stall.blockers[i];
 		if (atomic_load_explicit(&r->depth, memory_order_acquire) != 0 &&
 		    (atomic_load_explicit(&r->lock, memory_order_relaxed) & 1) != 0)
 			return true;
@@ -523,11 +575,11 @@ static void stall_snapshot(struct quiesce_stall *st, uint64_t now)
 {
 	memset(st, 0, sizeof(*st));
 	st->stalled = true;
-	st->stood_ns = now - atomic_load(&last_point_ns);
-	st->durable_pause = atomic_load(&durable_pause);
-	st->sync_timeout_ns = (uint64_t)atomic_load(&sync_timeout_ms) * 1000000ULL;
-	for (unsigned i = 0; i < n_blockers; i++) {
-		struct quiesce_rec *r = blockers[i];
+	st->stood_ns = now - atomic_load(&stall.last_point_ns);
+	st->durable_pause = atomic_load(&epoch.durable_pause);
+	st->sync_timeout_ns = (uint64_t)atomic_load(&stall.sync_timeout_ms) * 1000000ULL;
+	for (unsigned i = 0; i < stall.n_blockers; i++) {
+		struct quiesce_rec *r = stall.blockers[i];
 		if (atomic_load_explicit(&r->depth, memory_order_acquire) == 0 ||
 		    (atomic_load_explicit(&r->lock, memory_order_relaxed) & 1) == 0)
 			continue;	/* ended since */
@@ -539,37 +591,33 @@ static void stall_snapshot(struct quiesce_stall *st, uint64_t now)
 		h->lock = atomic_load_explicit(&r->lock, memory_order_relaxed) & ~(uintptr_t)1;
 		h->site = atomic_load_explicit(&r->site, memory_order_relaxed);
 	}
-	if (n_blocked_total > n_blockers)
-		st->n_holders += n_blocked_total - n_blockers;
+	if (stall.n_blocked_total > stall.n_blockers)
+		st->n_holders += stall.n_blocked_total - stall.n_blockers;
 }
-
-/* The last snapshot, for quiesce_get_stall from any thread (under
- * stats_lock). */
-static struct quiesce_stall stall_now;
 
 /* A timed-out pmthreads_sync's request for a report has been dealt with. */
 static void answer_ask(void)
 {
-	atomic_fetch_add(&reports_answered, 1);
-	prim_futex_wake(&reports_answered, INT_MAX);
+	atomic_fetch_add(&stall.reports_answered, 1);
+	prim_futex_wake(&stall.reports_answered, INT_MAX);
 }
 
 /* Only a procedure that persists makes durability something to wait for;
  * without a stall function nobody is told. */
 static quiesce_stall_fn stall_reporter(void)
 {
-	quiesce_stall_fn fn = atomic_load(&stall_fn);
-	prim_lock(&epoch_lock);
-	bool persisting = epoch_fn != NULL;
-	prim_unlock(&epoch_lock);
+	quiesce_stall_fn fn = atomic_load(&stall.fn);
+	prim_lock(&epoch.lock);
+	bool persisting = epoch.fn != NULL;
+	prim_unlock(&epoch.lock);
 	return persisting ? fn : NULL;
 }
 
 /* Epoch thread, each turn of its loop: report a stall when it is due. */
 static void stall_check(uint64_t now)
 {
-	bool asked = atomic_exchange(&report_asked, false);
-	if (!atomic_load(&stall_on)) {
+	bool asked = atomic_exchange(&stall.report_asked, false);
+	if (!atomic_load(&stall.on)) {
 		if (asked)
 			answer_ask();
 		return;
@@ -577,22 +625,22 @@ static void stall_check(uint64_t now)
 	struct quiesce_stall st;
 	stall_snapshot(&st, now);
 	quiesce_stall_fn fn = stall_reporter();
-	prim_lock(&stats_lock);
-	if (next_report_ns == 0)
-		next_report_ns = first_report_ns();
-	bool due = fn != NULL && (asked || st.stood_ns >= next_report_ns);
+	prim_lock(&stats.lock);
+	if (stall.next_report_ns == 0)
+		stall.next_report_ns = first_report_ns();
+	bool due = fn != NULL && (asked || st.stood_ns >= stall.next_report_ns);
 	if (due) {
-		if (!stall_reported)
-			stats.stalls++;
-		stall_reported = true;
-		while (next_report_ns <= st.stood_ns)
-			next_report_ns *= 2;
+		if (!stall.reported)
+			stats.counts.stalls++;
+		stall.reported = true;
+		while (stall.next_report_ns <= st.stood_ns)
+			stall.next_report_ns *= 2;
 	}
-	st.next_report_ns = next_report_ns;
-	if (st.stood_ns > stats.stall_max)
-		stats.stall_max = st.stood_ns;
-	stall_now = st;
-	prim_unlock(&stats_lock);
+	st.next_report_ns = stall.next_report_ns;
+	if (st.stood_ns > stats.counts.stall_ns_max)
+		stats.counts.stall_ns_max = st.stood_ns;
+	stall.now = st;
+	prim_unlock(&stats.lock);
 	if (due)
 		fn(&st, false);
 	if (asked)
@@ -602,24 +650,24 @@ static void stall_check(uint64_t now)
 /* A quiescent point was reached at now. */
 static void stall_clear(uint64_t now)
 {
-	uint64_t since = atomic_exchange(&last_point_ns, now);
-	if (!atomic_exchange(&stall_on, false))
+	uint64_t since = atomic_exchange(&stall.last_point_ns, now);
+	if (!atomic_exchange(&stall.on, false))
 		return;
-	n_blockers = 0;
-	n_blocked_total = 0;
+	stall.n_blockers = 0;
+	stall.n_blocked_total = 0;
 	struct quiesce_stall st;
 	memset(&st, 0, sizeof(st));
 	st.stood_ns = now - since;
-	st.durable_pause = atomic_load(&durable_pause);
-	prim_lock(&stats_lock);
-	bool reported = stall_reported;
-	stall_reported = false;
-	next_report_ns = first_report_ns();
-	if (st.stood_ns > stats.stall_max)
-		stats.stall_max = st.stood_ns;
-	memset(&stall_now, 0, sizeof(stall_now));
-	prim_unlock(&stats_lock);
-	atomic_store(&report_asked, false);
+	st.durable_pause = atomic_load(&epoch.durable_pause);
+	prim_lock(&stats.lock);
+	bool reported = stall.reported;
+	stall.reported = false;
+	stall.next_report_ns = first_report_ns();
+	if (st.stood_ns > stats.counts.stall_ns_max)
+		stats.counts.stall_ns_max = st.stood_ns;
+	memset(&stall.now, 0, sizeof(stall.now));
+	prim_unlock(&stats.lock);
+	atomic_store(&stall.report_asked, false);
 	quiesce_stall_fn fn = reported ? stall_reporter() : NULL;
 	if (fn != NULL)
 		fn(&st, true);
@@ -627,15 +675,15 @@ static void stall_clear(uint64_t now)
 
 bool quiesce_get_stall(struct quiesce_stall *st)
 {
-	prim_lock(&stats_lock);
-	*st = stall_now;
-	prim_unlock(&stats_lock);
+	prim_lock(&stats.lock);
+	*st = stall.now;
+	prim_unlock(&stats.lock);
 	if (!st->stalled)
 		return false;
 	/* How long until now, not until the epoch thread's last look. */
-	uint64_t since = atomic_load(&last_point_ns);
+	uint64_t since = atomic_load(&stall.last_point_ns);
 	uint64_t now = prim_now_ns();
-	if (atomic_load(&stall_on) && now > since)
+	if (atomic_load(&stall.on) && now > since)
 		st->stood_ns = now - since;
 	return true;
 }
@@ -655,85 +703,85 @@ enum attempt { ATTEMPT_ABANDONED, ATTEMPT_ENDED, ATTEMPT_CARRIED };
  * over and this one completes it -- not the start of a new period. */
 static enum attempt attempt_epoch(bool retry)
 {
-	unsigned covers = atomic_load(&requested);
-	bool awaited = covers != atomic_load(&served);
+	unsigned covers = atomic_load(&epoch.requested);
+	bool awaited = covers != atomic_load(&epoch.served);
 	uint64_t t0 = prim_now_ns();
 	uint64_t bound = abandon_bound_ns();
 	atomic_store(&quiesce_gate, GATE_CLOSING);
-	prim_lock(&stats_lock);
-	stats.gate_closings++;
-	prim_unlock(&stats_lock);
+	prim_lock(&stats.lock);
+	stats.counts.gate_closings++;
+	prim_unlock(&stats.lock);
 	barrier_all_threads();
 	uint64_t sleep_ns = 20000;
 	for (;;) {
-		unsigned seen = atomic_load(&wake_word);
-		prim_lock(&epoch_lock);
+		unsigned seen = atomic_load(&epoch.wake_word);
+		prim_lock(&epoch.lock);
 		if (all_idle()) {
 			atomic_store(&quiesce_gate, GATE_RUNNING);
 			/* Numbered before the procedure collects: a writer that
 			 * reads the old number stamps its output with this one,
 			 * and every heap write it made is collected here. */
-			uint64_t this_pause = atomic_fetch_add(&pauses, 1) + 1;
-			/* Taken under epoch_lock, so that quiesce_start swapping
+			uint64_t this_pause = atomic_fetch_add(&epoch.pauses, 1) + 1;
+			/* Taken under epoch.lock, so that quiesce_start swapping
 			 * the procedure cannot pair one epoch's fn with another's
 			 * after. */
-			quiesce_epoch_fn fn = epoch_fn;
-			quiesce_after_fn after = after_fn;
-			void *arg = epoch_arg;
-			atomic_store_explicit(&attempt_awaited, awaited, memory_order_relaxed);
+			quiesce_epoch_fn fn = epoch.fn;
+			quiesce_after_fn after = epoch.after;
+			void *arg = epoch.arg;
+			atomic_store_explicit(&epoch.attempt_awaited, awaited, memory_order_relaxed);
 			if (fn != NULL)
 				fn(arg);
 			open_gate();
-			prim_unlock(&epoch_lock);
+			prim_unlock(&epoch.lock);
 			/* The pause is what the application waited for: the gate
 			 * is open now, whatever after still does. */
 			uint64_t pause = prim_now_ns() - t0;
 			stall_clear(t0 + pause);
-			prim_lock(&stats_lock);
-			stats.epochs++;
-			stats.pause_total += pause;
-			if (pause > stats.pause_max)
-				stats.pause_max = pause;
-			stats.hist[hist_bucket_of(pause)]++;
+			prim_lock(&stats.lock);
+			stats.counts.epochs++;
+			stats.counts.pause_ns_total += pause;
+			if (pause > stats.counts.pause_ns_max)
+				stats.counts.pause_ns_max = pause;
+			stats.pause_hist[hist_bucket_of(pause)]++;
 			/* For a retry: since the attempt it completes began; only
 			 * the attempts that start a period make the histogram. */
-			last_period_ns = last_epoch_start_ns != 0 ? t0 - last_epoch_start_ns : 0;
-			if (last_period_ns != 0 && !retry) {
+			epoch.last_period_ns = epoch.last_start_ns != 0 ? t0 - epoch.last_start_ns : 0;
+			if (epoch.last_period_ns != 0 && !retry) {
 				stats.periods++;
-				stats.period_total += last_period_ns;
-				if (last_period_ns > stats.period_max)
-					stats.period_max = last_period_ns;
-				stats.period_hist[hist_bucket_of(last_period_ns)]++;
+				stats.period_total += epoch.last_period_ns;
+				if (epoch.last_period_ns > stats.counts.period_ns_max)
+					stats.counts.period_ns_max = epoch.last_period_ns;
+				stats.period_hist[hist_bucket_of(epoch.last_period_ns)]++;
 			}
-			prim_unlock(&stats_lock);
+			prim_unlock(&stats.lock);
 			if (!retry)
-				last_epoch_start_ns = t0;
-			last_pause_ns = pause;
+				epoch.last_start_ns = t0;
+			epoch.last_pause_ns = pause;
 			/* On this thread, so the next quiescent point (which
 			 * this thread also runs) cannot start before it is
 			 * done: epochs stay ordered and never overlap. */
 			enum quiesce_outcome o = after == NULL ? QUIESCE_DURABLE : after(arg);
-			atomic_store_explicit(&attempt_awaited, false, memory_order_relaxed);
+			atomic_store_explicit(&epoch.attempt_awaited, false, memory_order_relaxed);
 			if (o == QUIESCE_CARRIED)
 				return ATTEMPT_CARRIED;
 			if (o == QUIESCE_DURABLE)
-				atomic_store(&durable_pause, this_pause);
+				atomic_store(&epoch.durable_pause, this_pause);
 			if (o == QUIESCE_FAILED)
-				atomic_store(&failed_for_good, true);
-			atomic_store_explicit(&served, covers, memory_order_release);
-			prim_futex_wake(&served, INT_MAX);
+				atomic_store(&epoch.failed_for_good, true);
+			atomic_store_explicit(&epoch.served, covers, memory_order_release);
+			prim_futex_wake(&epoch.served, INT_MAX);
 			return ATTEMPT_ENDED;
 		}
-		prim_unlock(&epoch_lock);
+		prim_unlock(&epoch.lock);
 		uint64_t waited = prim_now_ns() - t0;
 		if (waited >= bound) {
 			mark_blockers();
-			atomic_store(&stall_on, true);
+			atomic_store(&stall.on, true);
 			open_gate();
-			prim_lock(&stats_lock);
-			stats.abandoned++;
-			stats.abandoned_total += waited;
-			prim_unlock(&stats_lock);
+			prim_lock(&stats.lock);
+			stats.counts.abandoned++;
+			stats.counts.abandoned_ns_total += waited;
+			prim_unlock(&stats.lock);
 			log_msg(LOG_DEBUG, "epoch abandoned: a thread held a lock for %llu ms",
 				(unsigned long long)(waited / 1000000));
 			return ATTEMPT_ABANDONED;
@@ -743,7 +791,7 @@ static enum attempt attempt_epoch(bool retry)
 		 * sched_yield: on a loaded machine it gives the processor away
 		 * for a whole time slice. */
 		uint64_t left = bound - waited;
-		prim_futex_wait(&wake_word, seen, sleep_ns < left ? sleep_ns : left);
+		prim_futex_wait(&epoch.wake_word, seen, sleep_ns < left ? sleep_ns : left);
 		if (sleep_ns < 1000000)
 			sleep_ns *= 2;
 	}
@@ -753,19 +801,19 @@ static enum attempt attempt_epoch(bool retry)
 
 void quiesce_set_last_thread_fn(quiesce_last_thread_fn fn)
 {
-	atomic_store(&last_thread_fn, fn);
+	atomic_store(&threads.last_thread_fn, fn);
 }
 
 void quiesce_app_thread_added(void)
 {
-	atomic_fetch_add(&app_threads, 1);
+	atomic_fetch_add(&threads.app, 1);
 }
 
 void quiesce_app_thread_gone(void)
 {
-	if (atomic_fetch_sub(&app_threads, 1) == 1) {
-		atomic_fetch_add(&wake_word, 1);
-		prim_futex_wake(&wake_word, 1);
+	if (atomic_fetch_sub(&threads.app, 1) == 1) {
+		atomic_fetch_add(&epoch.wake_word, 1);
+		prim_futex_wake(&epoch.wake_word, 1);
 	}
 }
 
@@ -778,17 +826,17 @@ int quiesce_create_internal_thread(pthread_t *th, void *(*fn)(void *), void *arg
 	 * it into an error (nvm.h); blocked, it would end the process. */
 	sigdelset(&all, SIGBUS);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	atomic_fetch_add(&internal_threads, 1);
-	int e = create_fn(th, NULL, fn, arg);
+	atomic_fetch_add(&threads.internal, 1);
+	int e = threads.create(th, NULL, fn, arg);
 	if (e != 0)
-		atomic_fetch_sub(&internal_threads, 1);
+		atomic_fetch_sub(&threads.internal, 1);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return e;
 }
 
 void quiesce_internal_thread_done(void)
 {
-	atomic_fetch_sub(&internal_threads, 1);
+	atomic_fetch_sub(&threads.internal, 1);
 }
 
 /* On the epoch thread, while no application thread is counted: whether
@@ -797,48 +845,48 @@ void quiesce_internal_thread_done(void)
  * finishing, or one the wrapper never saw, only delays it. */
 static void check_last_thread(void)
 {
-	quiesce_last_thread_fn fn = atomic_load(&last_thread_fn);
+	quiesce_last_thread_fn fn = atomic_load(&threads.last_thread_fn);
 	if (fn == NULL)
 		return;
 	int live = prim_live_threads();
-	if (live < 0 || live > atomic_load(&internal_threads))
+	if (live < 0 || live > atomic_load(&threads.internal))
 		return;
 	/* The exit handlers (the program's too) run here: with the mask the
 	 * program started with, as on its own last thread. */
-	pthread_sigmask(SIG_SETMASK, &app_start_mask, NULL);
+	pthread_sigmask(SIG_SETMASK, &threads.start_mask, NULL);
 	fn();
 }
 
 /* Shutdown's final epoch; an attempt carried over is completed as at any
  * other time (the pipeline bounds how many in a row there can be). */
-static atomic_bool final_skip;	/* the exiting thread holds a lock */
+
 
 static void final_epoch(void)
 {
 	/* Exit never waits for a lock held at exit: not the exiting thread's
 	 * own, not one that has blocked every attempt so far. */
-	if (atomic_load(&final_skip) || still_blocked()) {
+	if (atomic_load(&epoch.final_skip) || still_blocked()) {
 		log_msg(LOG_INFO, "no final epoch: %s holds a lock at exit",
-			atomic_load(&final_skip) ? "the exiting thread" : "a thread that blocked the "
+			atomic_load(&epoch.final_skip) ? "the exiting thread" : "a thread that blocked the "
 			"last attempt still");
 		return;
 	}
-	atomic_store(&in_final_attempt, true);
+	atomic_store(&epoch.in_final_attempt, true);
 	enum attempt a = attempt_epoch(false);
 	for (int tries = 0; a == ATTEMPT_CARRIED && tries < 16; tries++)
 		a = attempt_epoch(true);
-	atomic_store(&in_final_attempt, false);
+	atomic_store(&epoch.in_final_attempt, false);
 }
 
 static void *epoch_main(void *unused)
 {
 	(void)unused;
-	on_epoch_thread = true;
-	quiesce_self.rec = &epoch_rec;
-	quiesce_self.depth = atomic_load_explicit(&epoch_rec.depth, memory_order_relaxed);
+	quiesce_self.on_epoch_thread = true;
+	quiesce_self.rec = &epoch.rec;
+	quiesce_self.depth = atomic_load_explicit(&epoch.rec.depth, memory_order_relaxed);
 
 	uint64_t backoff = 0;
-	uint64_t next_due = prim_now_ns() + (uint64_t)atomic_load(&interval_ms) * 1000000ULL;
+	uint64_t next_due = prim_now_ns() + (uint64_t)atomic_load(&epoch.interval_ms) * 1000000ULL;
 	uint64_t not_before = 0;	/* after an abandoned attempt */
 	/* The last epoch was carried over (its write-back saw the program
 	 * write pages it read): complete it at once, while the pages written
@@ -846,26 +894,26 @@ static void *epoch_main(void *unused)
 	 * the previous write-back, so the retries shrink. */
 	bool retry = false;
 	uint64_t last_thread_poll = 1000000;	/* ns, doubled while threads remain */
-	while (!atomic_load(&stopping)) {
-		unsigned seen = atomic_load(&wake_word);
+	while (!atomic_load(&epoch.stopping)) {
+		unsigned seen = atomic_load(&epoch.wake_word);
 		uint64_t now = prim_now_ns();
-		bool sync_pending = atomic_load(&requested) != atomic_load(&served);
-		if (atomic_load(&failed_for_good)) {
+		bool sync_pending = atomic_load(&epoch.requested) != atomic_load(&epoch.served);
+		if (atomic_load(&epoch.failed_for_good)) {
 			/* A pause would persist nothing: release what waits
 			 * for one (its caller reports the error) and stay
 			 * idle, each interval, but for the last-thread check. */
 			if (sync_pending) {
-				atomic_store_explicit(&served, atomic_load(&requested),
+				atomic_store_explicit(&epoch.served, atomic_load(&epoch.requested),
 						      memory_order_release);
-				prim_futex_wake(&served, INT_MAX);
+				prim_futex_wake(&epoch.served, INT_MAX);
 				sync_pending = false;
 			}
 			retry = false;
 			if (next_due <= now)
-				next_due = now + (uint64_t)atomic_load(&interval_ms) * 1000000ULL;
+				next_due = now + (uint64_t)atomic_load(&epoch.interval_ms) * 1000000ULL;
 		}
 		uint64_t due = sync_pending || retry ? (not_before > now ? not_before : now) : next_due;
-		if (atomic_load(&app_threads) <= 0) {
+		if (atomic_load(&threads.app) <= 0) {
 			check_last_thread();
 			if (now < due && due - now > last_thread_poll)
 				due = now + last_thread_poll;
@@ -875,25 +923,25 @@ static void *epoch_main(void *unused)
 			last_thread_poll = 1000000;
 		}
 		stall_check(now);
-		if (now < due || atomic_load(&failed_for_good)) {
+		if (now < due || atomic_load(&epoch.failed_for_good)) {
 			if (now < due)
-				prim_futex_wait(&wake_word, seen, due - now);
+				prim_futex_wait(&epoch.wake_word, seen, due - now);
 			continue;
 		}
-		uint64_t interval_ns = (uint64_t)atomic_load(&interval_ms) * 1000000ULL;
+		uint64_t interval_ns = (uint64_t)atomic_load(&epoch.interval_ms) * 1000000ULL;
 		if (still_blocked()) {
 			/* No gate churn: the FASE that blocked the last attempt
 			 * would block this one too.  Look again soon (a
 			 * sync waits), count one deferral per interval. */
 			if (now >= next_due) {
-				prim_lock(&stats_lock);
-				stats.deferred++;
-				prim_unlock(&stats_lock);
+				prim_lock(&stats.lock);
+				stats.counts.attempts_deferred++;
+				prim_unlock(&stats.lock);
 				next_due = now + interval_ns;
 			}
 			uint64_t poll = interval_ns / 10;
 			poll = poll < 1000000 ? 1000000 : poll > 10000000 ? 10000000 : poll;
-			prim_futex_wait(&wake_word, seen, poll);
+			prim_futex_wait(&epoch.wake_word, seen, poll);
 			continue;
 		}
 		uint64_t started = now;
@@ -917,10 +965,10 @@ static void *epoch_main(void *unused)
 			if (now > next_due) {
 				/* The write-back overran the interval: a backlog.
 				 * Start the next epoch at once and say so. */
-				prim_lock(&stats_lock);
-				stats.late++;
-				stats.late_total += now - next_due;
-				prim_unlock(&stats_lock);
+				prim_lock(&stats.lock);
+				stats.counts.late_epochs++;
+				stats.counts.late_ns_total += now - next_due;
+				prim_unlock(&stats.lock);
 				next_due = now;
 			}
 		} else {
@@ -932,7 +980,7 @@ static void *epoch_main(void *unused)
 			not_before = next_due = prim_now_ns() + backoff;
 		}
 	}
-	if (atomic_load(&final_requested) && !atomic_load(&failed_for_good))
+	if (atomic_load(&epoch.final_requested) && !atomic_load(&epoch.failed_for_good))
 		final_epoch();
 	quiesce_internal_thread_done();
 	return NULL;
@@ -940,12 +988,12 @@ static void *epoch_main(void *unused)
 
 void quiesce_set_thread_functions(quiesce_create_fn create, quiesce_join_fn join)
 {
-	create_fn = create != NULL ? create : pthread_create;
-	join_fn = join != NULL ? join : pthread_join;
+	threads.create = create != NULL ? create : pthread_create;
+	threads.join = join != NULL ? join : pthread_join;
 }
 
-quiesce_create_fn quiesce_thread_create_fn(void) { return create_fn; }
-quiesce_join_fn quiesce_thread_join_fn(void) { return join_fn; }
+quiesce_create_fn quiesce_thread_create_fn(void) { return threads.create; }
+quiesce_join_fn quiesce_thread_join_fn(void) { return threads.join; }
 
 int quiesce_start(unsigned ms, quiesce_epoch_fn fn, void *arg)
 {
@@ -958,79 +1006,79 @@ int quiesce_start_split(unsigned ms, quiesce_epoch_fn fn, quiesce_after_fn after
 		err_set("quiesce: the epoch interval must be at least 1 ms");
 		return -1;
 	}
-	prim_lock(&control_lock);
-	if (atomic_load(&running)) {
+	prim_lock(&epoch.control_lock);
+	if (atomic_load(&epoch.running)) {
 		/* Swap the procedure between epochs, never during one. */
-		prim_lock(&epoch_lock);
-		epoch_fn = fn;
-		after_fn = after;
-		epoch_arg = arg;
-		atomic_store(&interval_ms, ms);
-		atomic_store(&failed_for_good, false);	/* a new procedure */
-		prim_unlock(&epoch_lock);
-		atomic_fetch_add(&wake_word, 1);
-		prim_futex_wake(&wake_word, 1);
-		prim_unlock(&control_lock);
+		prim_lock(&epoch.lock);
+		epoch.fn = fn;
+		epoch.after = after;
+		epoch.arg = arg;
+		atomic_store(&epoch.interval_ms, ms);
+		atomic_store(&epoch.failed_for_good, false);	/* a new procedure */
+		prim_unlock(&epoch.lock);
+		atomic_fetch_add(&epoch.wake_word, 1);
+		prim_futex_wake(&epoch.wake_word, 1);
+		prim_unlock(&epoch.control_lock);
 		return 0;
 	}
 	atomic_store(&quiesce_need_fence, !membarrier_register());
 	if (atomic_load(&quiesce_need_fence))
 		log_msg(LOG_INFO, "membarrier(2) is unavailable; the lock path uses a full fence");
-	epoch_fn = fn;
-	after_fn = after;
-	epoch_arg = arg;
-	atomic_store(&interval_ms, ms);
-	atomic_store(&stopping, false);
-	atomic_store(&final_requested, false);
-	atomic_store(&final_skip, false);
-	atomic_store(&failed_for_good, false);
-	atomic_store(&last_point_ns, prim_now_ns());
-	prim_lock(&stats_lock);
-	next_report_ns = first_report_ns();
-	prim_unlock(&stats_lock);
-	pthread_sigmask(SIG_BLOCK, NULL, &app_start_mask);
-	int e = quiesce_create_internal_thread(&epoch_thread, epoch_main, NULL);
+	epoch.fn = fn;
+	epoch.after = after;
+	epoch.arg = arg;
+	atomic_store(&epoch.interval_ms, ms);
+	atomic_store(&epoch.stopping, false);
+	atomic_store(&epoch.final_requested, false);
+	atomic_store(&epoch.final_skip, false);
+	atomic_store(&epoch.failed_for_good, false);
+	atomic_store(&stall.last_point_ns, prim_now_ns());
+	prim_lock(&stats.lock);
+	stall.next_report_ns = first_report_ns();
+	prim_unlock(&stats.lock);
+	pthread_sigmask(SIG_BLOCK, NULL, &threads.start_mask);
+	int e = quiesce_create_internal_thread(&epoch.thread, epoch_main, NULL);
 	if (e != 0) {
-		prim_unlock(&control_lock);
+		prim_unlock(&epoch.control_lock);
 		err_set_errno(e, "quiesce: cannot create the epoch thread");
 		return -1;
 	}
-	atomic_store(&running, true);
-	prim_unlock(&control_lock);
+	atomic_store(&epoch.running, true);
+	prim_unlock(&epoch.control_lock);
 	return 0;
 }
 
 void quiesce_stop(bool final)
 {
-	prim_lock(&control_lock);
-	if (!atomic_load(&running)) {
-		prim_unlock(&control_lock);
+	prim_lock(&epoch.control_lock);
+	if (!atomic_load(&epoch.running)) {
+		prim_unlock(&epoch.control_lock);
 		return;
 	}
-	atomic_store(&final_requested, final);
-	atomic_store(&final_skip, fase_depth() != 0);
-	atomic_store(&stopping, true);
-	if (on_epoch_thread) {
+	atomic_store(&epoch.final_requested, final);
+	atomic_store(&epoch.final_skip, fase_depth() != 0);
+	atomic_store(&epoch.stopping, true);
+	if (quiesce_self.on_epoch_thread) {
 		/* exit() on the epoch thread (quiesce_set_last_thread_fn): it
 		 * cannot join itself; the final attempt runs here, and the
 		 * thread ends with the process. */
 		if (final)
 			final_epoch();
-		atomic_store(&running, false);
-		prim_futex_wake(&served, INT_MAX);
-		prim_unlock(&control_lock);
+		atomic_store(&epoch.running, false);
+		prim_futex_wake(&epoch.served, INT_MAX);
+		prim_unlock(&epoch.control_lock);
 		return;
 	}
-	atomic_fetch_add(&wake_word, 1);
-	prim_futex_wake(&wake_word, 1);
-	join_fn(epoch_thread, NULL);
-	atomic_store(&running, false);
+	atomic_fetch_add(&epoch.wake_word, 1);
+	prim_futex_wake(&epoch.wake_word, 1);
+	threads.join(epoch.thread, NULL);
+	atomic_store(&epoch.running, false);
 	/* Sync waiters learn that no epoch will come. */
-	prim_futex_wake(&served, INT_MAX);
-	prim_unlock(&control_lock);
+	prim_futex_wake(&epoch.served, INT_MAX);
+	prim_unlock(&epoch.control_lock);
 }
 
-bool quiesce_running(void) { return atomic_load(&running); }
+bool quiesce_running(void) { return atomic_load(&epoch.running); }
 
 int quiesce_sync(void)
 {
@@ -1040,48 +1088,48 @@ int quiesce_sync(void)
 		errno = EDEADLK;
 		return -1;
 	}
-	if (!atomic_load(&running)) {
+	if (!atomic_load(&epoch.running)) {
 		err_set("pmthreads_sync: no epoch thread is running");
 		errno = ESRCH;
 		return -1;
 	}
-	prim_lock(&stats_lock);
-	stats.syncs++;
-	prim_unlock(&stats_lock);
-	unsigned mine = atomic_fetch_add(&requested, 1) + 1;
-	atomic_fetch_add(&wake_word, 1);
-	prim_futex_wake(&wake_word, 1);
+	prim_lock(&stats.lock);
+	stats.counts.syncs++;
+	prim_unlock(&stats.lock);
+	unsigned mine = atomic_fetch_add(&epoch.requested, 1) + 1;
+	atomic_fetch_add(&epoch.wake_word, 1);
+	prim_futex_wake(&epoch.wake_word, 1);
 	/* The timeout runs while no quiescent point is reached: a slow
 	 * write-back (points reached, carried over) is waited for. */
-	uint64_t timeout = (uint64_t)atomic_load(&sync_timeout_ms) * 1000000ULL;
-	uint64_t points = atomic_load(&pauses), since = prim_now_ns();
+	uint64_t timeout = (uint64_t)atomic_load(&stall.sync_timeout_ms) * 1000000ULL;
+	uint64_t points = atomic_load(&epoch.pauses), since = prim_now_ns();
 	for (;;) {
-		unsigned s = atomic_load_explicit(&served, memory_order_acquire);
+		unsigned s = atomic_load_explicit(&epoch.served, memory_order_acquire);
 		if ((int)(s - mine) >= 0)
 			return 0;
-		if (!atomic_load(&running) || atomic_load(&stopping)) {
+		if (!atomic_load(&epoch.running) || atomic_load(&epoch.stopping)) {
 			err_set("pmthreads_sync: the epoch thread stopped");
 			errno = ESRCH;
 			return -1;
 		}
-		uint64_t now = prim_now_ns(), p = atomic_load(&pauses);
+		uint64_t now = prim_now_ns(), p = atomic_load(&epoch.pauses);
 		if (p != points) {
 			points = p;
 			since = now;
 		} else if (now - since >= timeout) {
-			prim_lock(&stats_lock);
-			stats.sync_timeouts++;
-			prim_unlock(&stats_lock);
+			prim_lock(&stats.lock);
+			stats.counts.sync_timeouts++;
+			prim_unlock(&stats.lock);
 			/* The stall report, now, from the epoch thread, out
 			 * before this returns (the program may exit next). */
-			unsigned answered = atomic_load(&reports_answered);
-			atomic_store(&report_asked, true);
-			atomic_fetch_add(&wake_word, 1);
-			prim_futex_wake(&wake_word, 1);
+			unsigned answered = atomic_load(&stall.reports_answered);
+			atomic_store(&stall.report_asked, true);
+			atomic_fetch_add(&epoch.wake_word, 1);
+			prim_futex_wake(&epoch.wake_word, 1);
 			uint64_t ask_end = prim_now_ns() + 1000000000ULL;
-			while (atomic_load(&reports_answered) == answered && atomic_load(&running) &&
+			while (atomic_load(&stall.reports_answered) == answered && atomic_load(&epoch.running) &&
 			       prim_now_ns() < ask_end)
-				prim_futex_wait(&reports_answered, answered, 10000000ULL);
+				prim_futex_wait(&stall.reports_answered, answered, 10000000ULL);
 			err_set("pmthreads_sync: no quiescent point for %llu ms: a thread holds a lock "
 				"(see the stall report on standard error; PMTHREADS_SYNC_TIMEOUT_MS "
 				"sets the bound)", (unsigned long long)(timeout / 1000000));
@@ -1089,13 +1137,13 @@ int quiesce_sync(void)
 			return -1;
 		}
 		uint64_t left = timeout - (now - since);
-		prim_futex_wait(&served, s, left < 100000000ULL ? left : 100000000ULL);
+		prim_futex_wait(&epoch.served, s, left < 100000000ULL ? left : 100000000ULL);
 	}
 }
 
-uint64_t quiesce_pauses(void) { return atomic_load(&pauses); }
-uint64_t quiesce_durable_pause(void) { return atomic_load(&durable_pause); }
-uint64_t quiesce_current_pause(void) { return atomic_load(&pauses); }
+uint64_t quiesce_pauses(void) { return atomic_load(&epoch.pauses); }
+uint64_t quiesce_durable_pause(void) { return atomic_load(&epoch.durable_pause); }
+uint64_t quiesce_current_pause(void) { return atomic_load(&epoch.pauses); }
 
 void quiesce_request_epoch(void)
 {
@@ -1105,23 +1153,21 @@ void quiesce_request_epoch(void)
 	 * (a pending one is served by an epoch that closes the gate after
 	 * this bump was made, or by an earlier one that leaves requested !=
 	 * served behind it, which the loop sees). */
-	unsigned before = atomic_fetch_add(&requested, 1);
-	if (before == atomic_load(&served)) {
-		atomic_fetch_add(&wake_word, 1);
-		prim_futex_wake(&wake_word, 1);
+	unsigned before = atomic_fetch_add(&epoch.requested, 1);
+	if (before == atomic_load(&epoch.served)) {
+		atomic_fetch_add(&epoch.wake_word, 1);
+		prim_futex_wake(&epoch.wake_word, 1);
 	}
 }
 
 void quiesce_atfork_child(void)
 {
-	/* Only the forking thread exists here; the parent's epoch thread and
-	 * its locks do not. */
-	registry_lock = (prim_lock_t)PRIM_LOCK_INIT;
-	epoch_lock = (prim_lock_t)PRIM_LOCK_INIT;
-	control_lock = (prim_lock_t)PRIM_LOCK_INIT;
-	stats_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	/* Only the forking thread exists here: the parent's epoch thread, the
+	 * other threads' records and the locks they held are not the child's.
+	 * Each struct of the module is reset here and nowhere else. */
+	threads.lock = (prim_lock_t)PRIM_LOCK_INIT;
 	unsigned n = 0;
-	for (struct slab *s = atomic_load(&slabs); s != NULL; s = atomic_load(&s->next))
+	for (struct slab *s = atomic_load(&threads.slabs); s != NULL; s = atomic_load(&s->next))
 		for (unsigned i = 0; i < RECS_PER_SLAB; i++) {
 			struct quiesce_rec *r = &s->recs[i];
 			if (r == quiesce_self.rec) {
@@ -1132,74 +1178,67 @@ void quiesce_atfork_child(void)
 			atomic_store(&r->depth, 0);
 			atomic_store(&r->in_use, 0);
 		}
-	atomic_store(&registered, n);
-	atomic_store(&app_threads, 1);
-	atomic_store(&internal_threads, 0);
-	atomic_store(&running, false);
-	atomic_store(&stopping, false);
-	atomic_store(&failed_for_good, false);
-	atomic_store(&requested, 0);
-	atomic_store(&served, 0);
-	atomic_store(&quiesce_gate, GATE_OPEN);
-	memset(&stats, 0, sizeof(stats));
-	n_blockers = 0;
-	n_blocked_total = 0;
-	atomic_store(&stall_on, false);
-	stall_reported = false;
-	memset(&stall_now, 0, sizeof(stall_now));
-}
+	atomic_store(&threads.registered, n);
+	atomic_store(&threads.app, 1);
+	atomic_store(&threads.internal, 0);
 
-static atomic_uint_fast64_t blocking_in_fase;
+	/* No epoch thread; the procedure and the interval stay for a
+	 * quiesce_start in the child. */
+	epoch.lock = (prim_lock_t)PRIM_LOCK_INIT;
+	epoch.control_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	atomic_store(&epoch.running, false);
+	atomic_store(&epoch.stopping, false);
+	atomic_store(&epoch.failed_for_good, false);
+	atomic_store(&epoch.requested, 0);
+	atomic_store(&epoch.served, 0);
+	atomic_store(&quiesce_gate, GATE_OPEN);
+
+	/* The counters under the lock start again; the relaxed atomics after
+	 * them are kept. */
+	memset(&stats, 0, offsetof(struct quiesce_counters, not_fase_sites));
+
+	stall.n_blockers = 0;
+	stall.n_blocked_total = 0;
+	atomic_store(&stall.on, false);
+	stall.reported = false;
+	memset(&stall.now, 0, sizeof(stall.now));
+}
 
 void quiesce_note_blocking_in_fase(const char *call)
 {
-	if (atomic_fetch_add_explicit(&blocking_in_fase, 1, memory_order_relaxed) < 8)
+	if (atomic_fetch_add_explicit(&stats.blocking_in_fase, 1, memory_order_relaxed) < 8)
 		log_msg(LOG_INFO, "a thread blocks in %s while holding a lock: epochs cannot start "
 			"until it returns (attempts are abandoned and retried meanwhile)", call);
 }
 
 uint64_t quiesce_last_pause_ns(void)
 {
-	return last_pause_ns;
+	return epoch.last_pause_ns;
 }
 
 uint64_t quiesce_last_period_ns(void)
 {
-	return last_period_ns;
+	return epoch.last_period_ns;
 }
 
 void quiesce_get_stats(struct quiesce_stats *st)
 {
-	prim_lock(&stats_lock);
-	memset(st, 0, sizeof(*st));
-	st->epochs = stats.epochs;
-	st->abandoned = stats.abandoned;
-	st->syncs = stats.syncs;
-	st->pause_ns_max = stats.pause_max;
-	st->pause_ns_total = stats.pause_total;
-	st->abandoned_ns_total = stats.abandoned_total;
-	st->pause_ns_p50 = hist_percentile(stats.hist, stats.epochs, 50, stats.pause_max);
-	st->pause_ns_p99 = hist_percentile(stats.hist, stats.epochs, 99, stats.pause_max);
-	st->period_ns_p50 = hist_percentile(stats.period_hist, stats.periods, 50, stats.period_max);
-	st->period_ns_p99 = hist_percentile(stats.period_hist, stats.periods, 99, stats.period_max);
-	st->period_ns_max = stats.period_max;
+	prim_lock(&stats.lock);
+	*st = stats.counts;
+	st->pause_ns_p50 = hist_percentile(stats.pause_hist, st->epochs, 50, st->pause_ns_max);
+	st->pause_ns_p99 = hist_percentile(stats.pause_hist, st->epochs, 99, st->pause_ns_max);
+	st->period_ns_p50 = hist_percentile(stats.period_hist, stats.periods, 50, st->period_ns_max);
+	st->period_ns_p99 = hist_percentile(stats.period_hist, stats.periods, 99, st->period_ns_max);
 	st->period_ns_mean = stats.periods != 0 ? stats.period_total / stats.periods : 0;
-	st->late_epochs = stats.late;
-	st->late_ns_total = stats.late_total;
-	st->gate_closings = stats.gate_closings;
-	st->attempts_deferred = stats.deferred;
-	st->stalls = stats.stalls;
-	st->stall_ns_max = stats.stall_max;
-	st->sync_timeouts = stats.sync_timeouts;
-	prim_unlock(&stats_lock);
-	st->stalled = atomic_load(&stall_on);
+	prim_unlock(&stats.lock);
+	st->stalled = atomic_load(&stall.on);
 	if (st->stalled) {
-		uint64_t now = prim_now_ns(), since = atomic_load(&last_point_ns);
+		uint64_t now = prim_now_ns(), since = atomic_load(&stall.last_point_ns);
 		st->stall_ns = now > since ? now - since : 0;
 		if (st->stall_ns > st->stall_ns_max)
 			st->stall_ns_max = st->stall_ns;
 	}
-	st->not_fase_sites = atomic_load_explicit(&not_fase_sites, memory_order_relaxed);
+	st->not_fase_sites = atomic_load_explicit(&stats.not_fase_sites, memory_order_relaxed);
 	st->membarrier = !atomic_load(&quiesce_need_fence);
-	st->blocking_in_fase = atomic_load_explicit(&blocking_in_fase, memory_order_relaxed);
+	st->blocking_in_fase = atomic_load_explicit(&stats.blocking_in_fase, memory_order_relaxed);
 }

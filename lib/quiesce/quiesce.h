@@ -121,6 +121,7 @@ struct quiesce_thread {
 	unsigned depth;
 	unsigned n_excluded;		/* entries of excluded in use */
 	bool classifying;		/* inside the site classifier */
+	bool on_epoch_thread;		/* set once, when the epoch thread starts */
 	const void *excluded[QUIESCE_MAX_EXCLUDED];
 };
 /* initial-exec: %fs-relative loads, no __tls_get_addr call.  The library is

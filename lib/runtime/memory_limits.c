@@ -5,9 +5,7 @@
 
 #include "prim/prim.h"
 
-#include <fcntl.h>
 #include <stdatomic.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 static atomic_bool active;
@@ -63,12 +61,8 @@ void memory_limits_to_program(int resource, struct rlimit *rl)
  * shared text lib data dt. */
 static bool read_statm(uint64_t out[7])
 {
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
 	char buf[256];
-	long n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
-	syscall(SYS_close, fd);
+	long n = prim_read_file("/proc/self/statm", buf, sizeof(buf));
 	if (n <= 0)
 		return false;
 	int k = 0;
@@ -89,7 +83,7 @@ static bool read_statm(uint64_t out[7])
 static uint64_t program_limit(int resource)
 {
 	struct rlimit rl;
-	if (syscall(SYS_prlimit64, 0, resource, NULL, &rl) != 0)
+	if (prim_get_rlimit(resource, &rl) != 0)
 		return UINT64_MAX;
 	memory_limits_to_program(resource, &rl);
 	return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : rl.rlim_cur;

@@ -24,7 +24,6 @@
 #include "track/tracker.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <limits.h>
 #include <stdatomic.h>
@@ -35,78 +34,111 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static _Atomic int state = RUNTIME_NONE;
-static prim_lock_t init_lock = PRIM_LOCK_INIT;
+/* The runtime's state, one struct per concern; each field says what guards
+ * it.  A fork child resets them in runtime_atfork_child. */
+
+/* The runtime and the modules it brought up. */
+static struct runtime {
+	_Atomic int state;		/* enum runtime_state: changed under init_lock, read atomically */
+	prim_lock_t init_lock;		/* start-up and shutdown */
+	/* The start-up failure, kept so that every later caller gets the
+	 * reason: under init_lock. */
+	char init_error[512];
+	/* Written by start() under init_lock, before state says RUNNING;
+	 * read-only after: */
+	struct config cfg;
+	void *heap_base;
+	size_t heap_len;
+	bool previous_run_crashed;
+	bool child_of_holder;		/* start-up failed: our parent holds the pool */
+	bool not_target;		/* start-up refused: not PMTHREADS_PROGRAM */
+	uint64_t startup_ns;		/* runtime_init's start(), whole */
+	uint64_t pipeline_opened_ns;	/* the epoch log's time origin */
+	uint64_t reset_heap_bytes;	/* malloc mode: unreachable heap emptied */
+	/* Opened by start(), closed by shutdown or a fork child, under
+	 * init_lock; the epoch thread uses them between (the tracker also
+	 * under growth.lock: the heap's growth hook). */
+	struct pool *pool;
+	struct tracker *tracker;
+	struct epoch_pipeline *pipeline;
+	struct restore *restorer;	/* lazy restore in progress or serving */
+	/* The pool's latched write-back error (nvm.h), kept past pool_close so
+	 * that pmthreads_sync keeps failing after shutdown too; 0: none.
+	 * Atomic; io_error_epoch, the last durable epoch when it struck, is
+	 * written before it. */
+	_Atomic int io_error;
+	uint64_t io_error_epoch;
+} rt = {
+	.state = RUNTIME_NONE,
+	.init_lock = PRIM_LOCK_INIT,
+};
+/* Set on the thread running start(). */
 static _Thread_local bool initialising_here;
-/* The start-up failure, kept so that every later caller gets the reason. */
-static char init_error[512];
 
-static struct config cfg;
-static struct pool *pool;
-static struct tracker *tracker;
-static void *heap_base;
-static size_t heap_len;
-static bool previous_run_crashed;
-static bool child_of_holder;	/* start-up failed: our parent holds the pool */
-static bool not_target;		/* start-up refused: not PMTHREADS_PROGRAM */
-static struct epoch_pipeline *pipeline;
-static struct restore *restorer;	/* lazy restore in progress or serving */
-static uint64_t startup_ns;		/* runtime_init's start(), whole */
-/* The pipeline's counters as they stood when it was closed (the stats
- * report is written after shutdown). */
-static struct epoch_counters closed_counters;
-static uint64_t reset_heap_bytes;	/* malloc mode: unreachable heap emptied */
-/* The pool's write-back counters as they stood when it was closed. */
-static struct nvm_stats closed_nvm;
-/* The trackers' counters, summed as each is closed (the report is written
- * after the last one is), and the last one's backend name. */
-static prim_lock_t closed_tracker_lock = PRIM_LOCK_INIT;
-static struct tracker_stats closed_tracker;
-static const char *closed_tracker_name;
-/* The pool's latched write-back error (nvm.h), kept past pool_close so that
- * pmthreads_sync keeps failing after shutdown too; 0: none. */
-static _Atomic int io_error;
-static uint64_t io_error_epoch;		/* the last durable epoch when it struck */
+/* The modules' counters as they stood when each was closed: the stats
+ * report is written after shutdown. */
+static struct closed_figures {
+	/* The pipeline's and the pool's write-back counters: written when
+	 * they close (under rt.init_lock, or by a fork child). */
+	struct epoch_counters counters;
+	struct nvm_stats nvm;
+	/* The trackers' counters, summed as each is closed, and the last
+	 * one's backend name: under lock. */
+	prim_lock_t lock;
+	struct tracker_stats tracker;
+	const char *tracker_name;
+} closed = { .lock = PRIM_LOCK_INIT };
 
-enum runtime_state runtime_state(void) { return atomic_load(&state); }
+/* The heap's growth hook: disk space for its new pages before it uses them
+ * (a full file system is an allocation failure, not a SIGBUS), and exact
+ * write tracking of them (the tracker was opened to be covered as the heap
+ * grows: TRACKER_OPEN_COVER_LATER).  Shutdown and a fork child turn it off
+ * under lock before the tracker and the pool go: the heap stays in use
+ * after them, and may grow. */
+static struct growth {
+	prim_lock_t lock;
+	bool off;			/* under lock */
+} growth = { .lock = PRIM_LOCK_INIT };
+
+enum runtime_state runtime_state(void) { return atomic_load(&rt.state); }
 bool runtime_in_init(void) { return initialising_here; }
-void *runtime_heap_base(void) { return heap_base; }
-bool runtime_crashed(void) { return previous_run_crashed; }
+void *runtime_heap_base(void) { return rt.heap_base; }
+bool runtime_crashed(void) { return rt.previous_run_crashed; }
 
 ptrdiff_t runtime_heap_offset(void)
 {
-	if (pool == NULL || heap_base == NULL)
+	if (rt.pool == NULL || rt.heap_base == NULL)
 		return 0;
-	return (ptrdiff_t)((uintptr_t)heap_base - (uintptr_t)pool->shadow_base);
+	return (ptrdiff_t)((uintptr_t)rt.heap_base - (uintptr_t)rt.pool->shadow_base);
 }
 
 uint64_t runtime_durable_epoch(void)
 {
-	return pool != NULL ? *pool->ver_d : io_error_epoch;
+	return rt.pool != NULL ? *rt.pool->ver_d : rt.io_error_epoch;
 }
 
-int runtime_io_error(void) { return atomic_load(&io_error); }
+int runtime_io_error(void) { return atomic_load(&rt.io_error); }
 
 void runtime_get_stats(struct stats_runtime *out)
 {
 	memset(out, 0, sizeof(*out));
-	enum runtime_state st = atomic_load(&state);
-	out->persistence = st == RUNTIME_RUNNING || (st == RUNTIME_DETACHED && heap_base != NULL);
-	if (pipeline != NULL)
-		epoch_get_counters(pipeline, &out->epoch);
+	enum runtime_state st = atomic_load(&rt.state);
+	out->persistence = st == RUNTIME_RUNNING || (st == RUNTIME_DETACHED && rt.heap_base != NULL);
+	if (rt.pipeline != NULL)
+		epoch_get_counters(rt.pipeline, &out->epoch);
 	else
-		out->epoch = closed_counters;
-	restore_get_stats(restorer, &out->restore);
+		out->epoch = closed.counters;
+	restore_get_stats(rt.restorer, &out->restore);
 	/* Read by the epoch thread, which is the one writing them, or after
 	 * the pool is closed. */
-	out->nvm = pool != NULL ? pool->nvm->stats : closed_nvm;
-	prim_lock(&closed_tracker_lock);
-	out->tracker = closed_tracker_name;
-	out->tracker_stats = closed_tracker;
-	prim_unlock(&closed_tracker_lock);
-	out->startup_ns = startup_ns;
-	out->heap_reset_bytes = reset_heap_bytes;
-	out->io_error = atomic_load(&io_error);
+	out->nvm = rt.pool != NULL ? rt.pool->nvm->stats : closed.nvm;
+	prim_lock(&closed.lock);
+	out->tracker = closed.tracker_name;
+	out->tracker_stats = closed.tracker;
+	prim_unlock(&closed.lock);
+	out->startup_ns = rt.startup_ns;
+	out->heap_reset_bytes = rt.reset_heap_bytes;
+	out->io_error = atomic_load(&rt.io_error);
 }
 
 int runtime_write_final_stats(void)
@@ -120,24 +152,24 @@ int runtime_write_final_stats(void)
  * copy abandoned: the parent writes the pool). */
 static void close_pool(bool fork_child)
 {
-	closed_nvm = pool->nvm->stats;
+	closed.nvm = rt.pool->nvm->stats;
 	if (fork_child)
-		pool_abandon(pool);
+		pool_abandon(rt.pool);
 	else
-		pool_close(pool);
-	pool = NULL;
+		pool_close(rt.pool);
+	rt.pool = NULL;
 }
 
 static void close_pipeline(bool fork_child)
 {
-	if (pipeline == NULL)
+	if (rt.pipeline == NULL)
 		return;
-	epoch_get_counters(pipeline, &closed_counters);
+	epoch_get_counters(rt.pipeline, &closed.counters);
 	if (fork_child)
-		epoch_pipeline_abandon(pipeline);
+		epoch_pipeline_abandon(rt.pipeline);
 	else
-		epoch_pipeline_close(pipeline);
-	pipeline = NULL;
+		epoch_pipeline_close(rt.pipeline);
+	rt.pipeline = NULL;
 }
 
 /* The program's identity recorded in a new pool: the executable's file name,
@@ -145,12 +177,10 @@ static void close_pipeline(bool fork_child)
 static void program_identity(char *out, size_t len)
 {
 	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0) {
+	if (prim_readlink("/proc/self/exe", exe, sizeof(exe)) <= 0) {
 		snprintf(out, len, "%s", program_invocation_short_name);
 		return;
 	}
-	exe[n] = '\0';
 	const char *base = strrchr(exe, '/');
 	base = base != NULL ? base + 1 : exe;
 	size_t n_base = strlen(base);
@@ -200,7 +230,7 @@ static int make_parent_dirs(const char *path)
 	}
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		goto fail;
-	if (cfg.pool_dir_is_tmp)
+	if (rt.cfg.pool_dir_is_tmp)
 		return check_private_dir(dir);
 	return 0;
 fail:
@@ -213,12 +243,12 @@ static void log_configuration(void)
 {
 	log_msg(LOG_INFO, "pool %s%s, capacity %llu MiB, heap at %p (%s), interval %u ms, "
 		"tracker %s, nvm %s, write-back %s, heap mode %s%s",
-		cfg.pool_path, cfg.pool_path_is_default ? " (default)" : "",
-		(unsigned long long)(heap_len >> 20), heap_base,
+		rt.cfg.pool_path, rt.cfg.pool_path_is_default ? " (default)" : "",
+		(unsigned long long)(rt.heap_len >> 20), rt.heap_base,
 		runtime_heap_offset() == 0 ? "as recorded" : "RELOCATED",
-		cfg.interval_ms, tracker_name(tracker), pool->nvm->ops->name,
-		config_writeback_name(cfg.writeback), config_heap_name(cfg.heap),
-		pool->created ? ", new pool" : (previous_run_crashed ? ", recovered after a crash"
+		rt.cfg.interval_ms, tracker_name(rt.tracker), rt.pool->nvm->ops->name,
+		config_writeback_name(rt.cfg.writeback), config_heap_name(rt.cfg.heap),
+		rt.pool->created ? ", new pool" : (rt.previous_run_crashed ? ", recovered after a crash"
 									  : ", reopened after a clean exit"));
 }
 
@@ -232,14 +262,8 @@ static bool is_ancestor(pid_t pid)
 			return true;
 		char path[64], buf[512];
 		snprintf(path, sizeof(path), "/proc/%d/stat", (int)p);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		if (prim_read_file(path, buf, sizeof(buf)) <= 0)
 			return false;
-		ssize_t n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			return false;
-		buf[n] = '\0';
 		/* "pid (comm) state ppid ...": comm may contain spaces and ')'. */
 		char *close_paren = strrchr(buf, ')');
 		int ppid;
@@ -253,40 +277,31 @@ static bool is_ancestor(pid_t pid)
 /* holder: where pool_open puts the pid holding the pool, when locked. */
 static enum pool_error open_pool(pid_t *holder)
 {
-	if (cfg.pool_path_is_default && make_parent_dirs(cfg.pool_path) != 0)
+	if (rt.cfg.pool_path_is_default && make_parent_dirs(rt.cfg.pool_path) != 0)
 		return POOL_ERR_REFUSED;
 	char creator[POOL_CREATOR_MAX];
 	program_identity(creator, sizeof(creator));
 	struct pool_open_options o = {
-		.path = cfg.pool_path,
-		.capacity = cfg.pool_size,
-		.log_size = cfg.log_size,
-		.shadow_base = cfg.shadow_base,
+		.path = rt.cfg.pool_path,
+		.capacity = rt.cfg.pool_size,
+		.log_size = rt.cfg.log_size,
+		.shadow_base = rt.cfg.shadow_base,
 		.creator = creator,
 		.create = true,
 		.read_only = false,
-		.nvm = cfg.nvm,
-		.latency_ns = cfg.nvm_latency_ns,
+		.nvm = rt.cfg.nvm,
+		.latency_ns = rt.cfg.nvm_latency_ns,
 		.sim = NULL,
 		.lock_holder = holder,
 	};
-	return pool_open(&pool, &o);
+	return pool_open(&rt.pool, &o);
 }
-
-/* The heap's growth hook: disk space for its new pages before it uses them
- * (a full file system is an allocation failure, not a SIGBUS), and exact
- * write tracking of them (the tracker was opened to be covered as the heap
- * grows: TRACKER_OPEN_COVER_LATER).  Shutdown and a fork child turn it off
- * under growth_lock before the tracker and the pool go: the heap stays in
- * use after them, and may grow. */
-static prim_lock_t growth_lock = PRIM_LOCK_INIT;
-static bool growth_off;
 
 static void growth_hook_off(void)
 {
-	prim_lock(&growth_lock);
-	growth_off = true;
-	prim_unlock(&growth_lock);
+	prim_lock(&growth.lock);
+	growth.off = true;
+	prim_unlock(&growth.lock);
 }
 
 static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
@@ -296,17 +311,17 @@ static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 	/* malloc mode: the heap is the program's malloc, and grows only as far
 	 * as RLIMIT_AS / RLIMIT_DATA would let glibc's; the refusal is an
 	 * ordinary ENOMEM, said nowhere, as natively. */
-	if (cfg.heap == HEAP_MALLOC && !memory_limits_allow(end * p->page_size))
+	if (rt.cfg.heap == HEAP_MALLOC && !memory_limits_allow(end * p->page_size))
 		return -1;
 	int rc = 0;
-	prim_lock(&growth_lock);
-	if (!growth_off) {
-		if (tracker_cover(tracker, end * p->page_size) != 0)
+	prim_lock(&growth.lock);
+	if (!growth.off) {
+		if (tracker_cover(rt.tracker, end * p->page_size) != 0)
 			log_msg(LOG_DEBUG, "%s; those pages count as written once on first touch",
 				err_get());
 		rc = pool_reserve(p, first, end);
 	}
-	prim_unlock(&growth_lock);
+	prim_unlock(&growth.lock);
 	if (rc == 0)
 		return 0;
 	if (!atomic_exchange(&told, true))
@@ -314,40 +329,40 @@ static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 	return -1;
 }
 
-/* Under growth_lock, like the growth hook: shutdown and a fork child close
+/* Under growth.lock, like the growth hook: shutdown and a fork child close
  * the tracker under it. */
 int runtime_pin_writable(void *addr, size_t len)
 {
 	int rc = 0;
-	prim_lock(&growth_lock);
-	if (!growth_off && tracker != NULL)
-		rc = tracker_pin_writable(tracker, addr, len);
-	prim_unlock(&growth_lock);
+	prim_lock(&growth.lock);
+	if (!growth.off && rt.tracker != NULL)
+		rc = tracker_pin_writable(rt.tracker, addr, len);
+	prim_unlock(&growth.lock);
 	return rc;
 }
 
 void runtime_unpin(void *addr, size_t len)
 {
-	prim_lock(&growth_lock);
-	if (!growth_off && tracker != NULL)
-		tracker_unpin(tracker, addr, len);
-	prim_unlock(&growth_lock);
+	prim_lock(&growth.lock);
+	if (!growth.off && rt.tracker != NULL)
+		tracker_unpin(rt.tracker, addr, len);
+	prim_unlock(&growth.lock);
 }
 
 /* PMTHREADS_CHECK (fase_checker.h): config.c has already switched to the mprotect
  * tracker and the short interval; say so when that overrides a request. */
 static int check_mode_setup(void)
 {
-	if (cfg.check == CHECK_OFF)
+	if (rt.cfg.check == CHECK_OFF)
 		return 0;
-	if (cfg.tracker_asked == TRACKER_UFFD)
+	if (rt.cfg.tracker_asked == TRACKER_UFFD)
 		log_msg(LOG_WARN, "PMTHREADS_CHECK=1 needs the mprotect write tracker (with uffd "
 			"the kernel resolves first writes without saying which thread made "
 			"them); using mprotect instead of the requested uffd");
-	if (cfg.interval_ms != cfg.interval_ms_asked)
+	if (rt.cfg.interval_ms != rt.cfg.interval_ms_asked)
 		log_msg(LOG_INFO, "PMTHREADS_CHECK: epoch interval %u ms instead of %u ms, so "
 			"that pages are re-protected (and writes checked) more often",
-			cfg.interval_ms, cfg.interval_ms_asked);
+			rt.cfg.interval_ms, rt.cfg.interval_ms_asked);
 	return fase_checker_init();
 }
 
@@ -355,13 +370,13 @@ static int check_mode_setup(void)
  * capacity, and a size given explicitly that differs is worth a word. */
 static void check_pool_size(void)
 {
-	uint64_t capacity = pool->npages * pool->page_size;
-	if (pool->created || !cfg.pool_size_given || capacity == cfg.pool_size)
+	uint64_t capacity = rt.pool->npages * rt.pool->page_size;
+	if (rt.pool->created || !rt.cfg.pool_size_given || capacity == rt.cfg.pool_size)
 		return;
 	log_msg(LOG_WARN, "PMTHREADS_POOL_SIZE=%llu MiB is ignored: the existing pool %s holds "
 		"%llu MiB (the size applies to a new pool; remove the pool with "
 		"pmthreads-recover rm to start over with the new size)",
-		(unsigned long long)(cfg.pool_size >> 20), cfg.pool_path,
+		(unsigned long long)(rt.cfg.pool_size >> 20), rt.cfg.pool_path,
 		(unsigned long long)(capacity >> 20));
 }
 
@@ -381,7 +396,7 @@ static void count_name(const char *name, void *p, size_t size, void *arg)
  * reach the pool). */
 static int reset_unreachable_heap(void)
 {
-	if (cfg.heap != HEAP_MALLOC)
+	if (rt.cfg.heap != HEAP_MALLOC)
 		return 0;
 	size_t names = 0;
 	heap_name_foreach(count_name, &names);
@@ -392,9 +407,9 @@ static int reset_unreachable_heap(void)
 	if (hs.bytes_in_use == 0)
 		return 0;
 	size_t used = heap_high_water();
-	if (used > heap_len)
-		used = heap_len;
-	if (previous_run_crashed)
+	if (used > rt.heap_len)
+		used = rt.heap_len;
+	if (rt.previous_run_crashed)
 		log_msg(LOG_WARN, "the previous run of this program crashed, but its heap (%llu "
 			"KiB in use) names no object, so a restarted program cannot find any of "
 			"it: starting with an empty heap.  To get state back after a crash, "
@@ -403,11 +418,11 @@ static int reset_unreachable_heap(void)
 	else
 		log_msg(LOG_INFO, "the previous run's heap (%llu KiB in use) names no object: "
 			"starting with an empty heap", (unsigned long long)(hs.bytes_in_use >> 10));
-	reset_heap_bytes = hs.bytes_in_use;
+	rt.reset_heap_bytes = hs.bytes_in_use;
 	fase_enter();	/* one failure-atomic step, and no checker report */
-	memset(heap_base, 0, used);
+	memset(rt.heap_base, 0, used);
 	fase_leave();
-	return heap_init(heap_base, heap_len, true);
+	return heap_init(rt.heap_base, rt.heap_len, true);
 }
 
 /* A write-back failed (nvm.h: latched, the epoch was not published): say so
@@ -422,22 +437,22 @@ static int reset_unreachable_heap(void)
  * supervises it restart it from the last durable epoch. */
 static void note_io_error(void)
 {
-	int e = nvm_error(pool->nvm);
-	if (e == 0 || atomic_load(&io_error) != 0)
+	int e = nvm_error(rt.pool->nvm);
+	if (e == 0 || atomic_load(&rt.io_error) != 0)
 		return;
-	io_error_epoch = *pool->ver_d;
-	atomic_store(&io_error, e);
+	rt.io_error_epoch = *rt.pool->ver_d;
+	atomic_store(&rt.io_error, e);
 	log_msg(LOG_ERR, "a write-back to the pool %s failed: %s.  Nothing after epoch %llu "
 		"is durable, and nothing will be: the program %s WITHOUT persistence "
 		"(pmthreads_sync() fails with this error; the stats report's \"io_error\" is "
 		"set).  Fix the storage under the pool; the next run recovers epoch %llu",
-		pool->path, strerror(e), (unsigned long long)io_error_epoch,
-		cfg.strict ? "exits (PMTHREADS_STRICT=1)"
-		: cfg.output == OUTPUT_COMMIT ? "exits (output commit: what it holds could never be "
+		rt.pool->path, strerror(e), (unsigned long long)rt.io_error_epoch,
+		rt.cfg.strict ? "exits (PMTHREADS_STRICT=1)"
+		: rt.cfg.output == OUTPUT_COMMIT ? "exits (output commit: what it holds could never be "
 						"released, and it is dropped, as at a crash)"
 		: "keeps running",
-		(unsigned long long)io_error_epoch);
-	if (cfg.strict || cfg.output == OUTPUT_COMMIT) {
+		(unsigned long long)rt.io_error_epoch);
+	if (rt.cfg.strict || rt.cfg.output == OUTPUT_COMMIT) {
 		/* From the epoch thread: exit() would run runtime_shutdown,
 		 * which joins this very thread.  So no atexit handler runs
 		 * and stdio buffers are not flushed. */
@@ -451,7 +466,7 @@ static void note_io_error(void)
  * msync, never a SIGBUS that ends the program (nvm.h). */
 static void watch_pool_faults(void)
 {
-	nvm_watch_faults(pool->nvm);
+	nvm_watch_faults(rt.pool->nvm);
 	if (fault_signal_install_for(SIGBUS, nvm_claim_fault) != 0)
 		log_msg(LOG_WARN, "cannot install the SIGBUS handler (%s): a write-back to a "
 			"full file system would end the program", strerror(errno));
@@ -478,11 +493,8 @@ static enum quiesce_outcome after_epoch(void *arg)
 		return QUIESCE_DURABLE;
 	/* After a storage error nothing becomes durable again: retrying at
 	 * once would only spin (pmthreads_sync reports the error itself). */
-	return atomic_load(&io_error) != 0 ? QUIESCE_FAILED : QUIESCE_CARRIED;
+	return atomic_load(&rt.io_error) != 0 ? QUIESCE_FAILED : QUIESCE_CARRIED;
 }
-
-/* When the epoch pipeline opened: the epoch log's time origin. */
-static uint64_t pipeline_opened_ns;
 
 /* The epoch thread: durability stands still (or resumes); quiesce.h's
  * Stalls.  Said at the default verbosity, in the epoch log too. */
@@ -501,7 +513,7 @@ static void report_stall(const struct quiesce_stall *s, bool cleared)
 	stall_summary(s, cleared, note, sizeof(note));
 	char line[512];
 	snprintf(line, sizeof(line), "t_ms=%llu %s",
-		 (unsigned long long)((prim_now_ns() - pipeline_opened_ns) / 1000000), note);
+		 (unsigned long long)((prim_now_ns() - rt.pipeline_opened_ns) / 1000000), note);
 	epoch_log_note(line);
 }
 
@@ -510,7 +522,7 @@ static void report_stall(const struct quiesce_stall *s, bool cleared)
  * dirty (they are already in the pool). */
 static int start(void)
 {
-	cfg = *config_get();
+	rt.cfg = *config_get();
 	if (config_error() != NULL) {
 		err_set("%s", config_error());
 		return -1;
@@ -519,11 +531,11 @@ static int start(void)
 		/* A wrapper or child that is not the program pmthreads run was
 		 * asked to run: it never touches a pool. */
 		err_set("this process is not %s (PMTHREADS_PROGRAM), which owns the pool; it "
-			"runs without persistence", cfg.program);
-		not_target = true;
+			"runs without persistence", rt.cfg.program);
+		rt.not_target = true;
 		return -1;
 	}
-	log_set_level((enum log_level)config_log_level(&cfg));
+	log_set_level((enum log_level)config_log_level(&rt.cfg));
 
 	if (check_mode_setup() != 0)
 		return -1;
@@ -535,76 +547,76 @@ static int start(void)
 		if (holder != 0 && is_ancestor(holder)) {
 			log_msg(LOG_INFO, "%s; this child of the holder runs without persistence",
 				err_get());
-			child_of_holder = true;
+			rt.child_of_holder = true;
 		}
 		return -1;
 	}
 
 	/* Only once the pool is ours: a program the holder exec'd with the
 	 * same environment must not truncate the holder's log. */
-	if (cfg.epoch_log_path[0] != '\0' && epoch_log_open(cfg.epoch_log_path) != 0)
+	if (rt.cfg.epoch_log_path[0] != '\0' && epoch_log_open(rt.cfg.epoch_log_path) != 0)
 		goto fail_pool;
 
 	check_pool_size();
-	heap_len = (size_t)(pool->npages * pool->page_size);
-	heap_base = shadow_reserve(pool->shadow_base, heap_len);
-	if (heap_base == NULL)
+	rt.heap_len = (size_t)(rt.pool->npages * rt.pool->page_size);
+	rt.heap_base = shadow_reserve(rt.pool->shadow_base, rt.heap_len);
+	if (rt.heap_base == NULL)
 		goto fail_pool;
-	if ((uintptr_t)heap_base != pool->shadow_base)
+	if ((uintptr_t)rt.heap_base != rt.pool->shadow_base)
 		log_msg(LOG_WARN, "the heap's address %#llx is taken in this process; it was "
 			"restored at %p and pointers stored in it are off by "
-			"pmthreads_heap_offset()", (unsigned long long)pool->shadow_base, heap_base);
+			"pmthreads_heap_offset()", (unsigned long long)rt.pool->shadow_base, rt.heap_base);
 
 	/* Torn copies are invalidated first and durably, then the heap is
 	 * served from the pool: lazily on first touch through the tracker's
 	 * userfaultfd (restored pages count as clean, later writes as
 	 * written), or copied before the tracker attaches. */
-	struct restore_options ro = { .policy = cfg.restore };
-	if (restore_open(&restorer, &tracker, pool, heap_base, heap_len, cfg.tracker, &ro) != 0)
+	struct restore_options ro = { .policy = rt.cfg.restore };
+	if (restore_open(&rt.restorer, &rt.tracker, rt.pool, rt.heap_base, rt.heap_len, rt.cfg.tracker, &ro) != 0)
 		goto fail_shadow;
-	previous_run_crashed = !pool->created && !pool->was_clean;
+	rt.previous_run_crashed = !rt.pool->created && !rt.pool->was_clean;
 	/* Before heap_init: its writes happen inside a FASE and must pass. */
-	if (cfg.check)
+	if (rt.cfg.check)
 		tracker_set_write_hook(fase_checker_on_write);
 
 	/* Only a pool that never made an epoch durable holds no heap yet; any
 	 * other is adopted or refused, never formatted again. */
-	prim_lock(&growth_lock);
-	growth_off = false;
-	prim_unlock(&growth_lock);
-	heap_set_reserve(reserve_heap_pages, pool);
+	prim_lock(&growth.lock);
+	growth.off = false;
+	prim_unlock(&growth.lock);
+	heap_set_reserve(reserve_heap_pages, rt.pool);
 	/* From here the program's memory limits leave out the heap's range
 	 * and the pool's mapping (memory_limits.h); the kernel's still count
 	 * them, raised by as much when the program sets one. */
-	memory_limits_set_ours(true, pool->nvm->len, pool->nvm->private_map ? pool->nvm->len : 0);
+	memory_limits_set_ours(true, rt.pool->nvm->len, rt.pool->nvm->private_map ? rt.pool->nvm->len : 0);
 	/* Adoption verifies the metadata pages (as restored) against the
 	 * pool's checksums; each epoch records new ones. */
-	meta_sums_bind(pool);
+	meta_sums_bind(rt.pool);
 	watch_pool_faults();
-	if (heap_init(heap_base, heap_len, pool->created || *pool->ver_d == 0) != 0)
+	if (heap_init(rt.heap_base, rt.heap_len, rt.pool->created || *rt.pool->ver_d == 0) != 0)
 		goto fail_tracker;
-	heap_name_after_crash(previous_run_crashed);
+	heap_name_after_crash(rt.previous_run_crashed);
 	/* The first write to the pool: it passed every check. */
-	int werr = pool_set_clean(pool, false);
+	int werr = pool_set_clean(rt.pool, false);
 	if (werr != 0) {
 		err_set_errno(werr, "cannot write to the pool %s (its file system failed); fix the "
 			      "storage under it and start again -- nothing in the pool changed",
-			      pool->path);
+			      rt.pool->path);
 		goto fail_tracker;
 	}
-	if (!pool->created && reset_unreachable_heap() != 0)
+	if (!rt.pool->created && reset_unreachable_heap() != 0)
 		goto fail_tracker;
 
-	struct epoch_options eo = { .copy_in_pause = cfg.writeback == WRITEBACK_PAUSED };
-	if (epoch_pipeline_open(&pipeline, pool, tracker, heap_base, heap_high_water, &eo) != 0)
+	struct epoch_options eo = { .copy_in_pause = rt.cfg.writeback == WRITEBACK_PAUSED };
+	if (epoch_pipeline_open(&rt.pipeline, rt.pool, rt.tracker, rt.heap_base, heap_high_water, &eo) != 0)
 		goto fail_tracker;
-	pipeline_opened_ns = prim_now_ns();
+	rt.pipeline_opened_ns = prim_now_ns();
 	log_configuration();
-	quiesce_set_sync_timeout(cfg.sync_timeout_ms);
+	quiesce_set_sync_timeout(rt.cfg.sync_timeout_ms);
 	quiesce_set_stall_fn(report_stall);
-	if (quiesce_start_split(cfg.interval_ms, epoch_on_quiescent, after_epoch, pipeline) != 0)
+	if (quiesce_start_split(rt.cfg.interval_ms, epoch_on_quiescent, after_epoch, rt.pipeline) != 0)
 		goto fail_pipeline;
-	if (cfg.output == OUTPUT_COMMIT) {
+	if (rt.cfg.output == OUTPUT_COMMIT) {
 		epoch_log_set_output(output_epoch_columns);
 		output_enable();
 		output_stdout_hold();
@@ -615,27 +627,27 @@ fail_pipeline:
 	close_pipeline(false);
 fail_tracker:
 	growth_hook_off();
-	restore_close(restorer);
-	restorer = NULL;
-	tracker_close(tracker);
-	tracker = NULL;
+	restore_close(rt.restorer);
+	rt.restorer = NULL;
+	tracker_close(rt.tracker);
+	rt.tracker = NULL;
 fail_shadow:
 	memory_limits_set_ours(false, 0, 0);
-	shadow_release(heap_base, heap_len);
-	heap_base = NULL;
+	shadow_release(rt.heap_base, rt.heap_len);
+	rt.heap_base = NULL;
 fail_pool:
 	meta_sums_bind(NULL);
 	unwatch_pool_faults();
-	pool_close(pool);
-	pool = NULL;
+	pool_close(rt.pool);
+	rt.pool = NULL;
 	epoch_log_close();
 	return -1;
 }
 
 int runtime_init(void)
 {
-	int s = atomic_load_explicit(&state, memory_order_acquire);
-	if (s == RUNTIME_RUNNING || (s == RUNTIME_DETACHED && heap_base != NULL))
+	int s = atomic_load_explicit(&rt.state, memory_order_acquire);
+	if (s == RUNTIME_RUNNING || (s == RUNTIME_DETACHED && rt.heap_base != NULL))
 		return 0;
 	if (initialising_here) {
 		/* Re-entered from something start() called (e.g. libpmem's
@@ -643,37 +655,37 @@ int runtime_init(void)
 		err_set("the pmthreads runtime is still starting");
 		return -1;
 	}
-	prim_lock(&init_lock);
-	s = atomic_load(&state);
+	prim_lock(&rt.init_lock);
+	s = atomic_load(&rt.state);
 	if (s == RUNTIME_NONE) {
-		atomic_store(&state, RUNTIME_STARTING);
+		atomic_store(&rt.state, RUNTIME_STARTING);
 		initialising_here = true;
 		uint64_t t0 = prim_now_ns();
 		int r = start();
-		startup_ns = prim_now_ns() - t0;
+		rt.startup_ns = prim_now_ns() - t0;
 		initialising_here = false;
 		if (r == 0) {
-			atomic_store_explicit(&state, RUNTIME_RUNNING, memory_order_release);
+			atomic_store_explicit(&rt.state, RUNTIME_RUNNING, memory_order_release);
 			atexit(runtime_shutdown);
 		} else {
-			snprintf(init_error, sizeof(init_error), "%s", err_get());
-			if (!child_of_holder && !not_target)
-				log_msg(LOG_ERR, "%s", init_error);
-			atomic_store_explicit(&state, RUNTIME_FAILED, memory_order_release);
+			snprintf(rt.init_error, sizeof(rt.init_error), "%s", err_get());
+			if (!rt.child_of_holder && !rt.not_target)
+				log_msg(LOG_ERR, "%s", rt.init_error);
+			atomic_store_explicit(&rt.state, RUNTIME_FAILED, memory_order_release);
 		}
-		s = atomic_load(&state);
+		s = atomic_load(&rt.state);
 	}
-	prim_unlock(&init_lock);
-	if (s == RUNTIME_RUNNING || (s == RUNTIME_DETACHED && heap_base != NULL))
+	prim_unlock(&rt.init_lock);
+	if (s == RUNTIME_RUNNING || (s == RUNTIME_DETACHED && rt.heap_base != NULL))
 		return 0;
-	if (s == RUNTIME_FAILED && cfg.strict && !child_of_holder && !not_target) {
+	if (s == RUNTIME_FAILED && rt.cfg.strict && !rt.child_of_holder && !rt.not_target) {
 		/* PMTHREADS_STRICT=1: fail closed rather than run unpersisted.
 		 * After the lock is released: exit runs runtime_shutdown. */
 		log_msg(LOG_ERR, "PMTHREADS_STRICT=1: exiting (status %d) instead of running "
 			"without persistence", RUNTIME_STRICT_EXIT);
 		exit(RUNTIME_STRICT_EXIT);
 	}
-	err_set("%s", s == RUNTIME_FAILED ? init_error : "the pmthreads runtime has shut down");
+	err_set("%s", s == RUNTIME_FAILED ? rt.init_error : "the pmthreads runtime has shut down");
 	return -1;
 }
 
@@ -681,18 +693,18 @@ int runtime_init(void)
 static void note_tracker_stats(void)
 {
 	struct tracker_stats st;
-	tracker_get_stats(tracker, &st);
-	prim_lock(&closed_tracker_lock);
-	closed_tracker_name = tracker_name(tracker);
-	tracker_stats_add(&closed_tracker, &st);
-	prim_unlock(&closed_tracker_lock);
+	tracker_get_stats(rt.tracker, &st);
+	prim_lock(&closed.lock);
+	closed.tracker_name = tracker_name(rt.tracker);
+	tracker_stats_add(&closed.tracker, &st);
+	prim_unlock(&closed.lock);
 }
 
 void runtime_shutdown(void)
 {
-	prim_lock(&init_lock);
-	if (atomic_load(&state) != RUNTIME_RUNNING) {
-		prim_unlock(&init_lock);
+	prim_lock(&rt.init_lock);
+	if (atomic_load(&rt.state) != RUNTIME_RUNNING) {
+		prim_unlock(&rt.init_lock);
 		return;
 	}
 	/* A clean exit leaves nothing to recover: objects the heap held for
@@ -707,48 +719,48 @@ void runtime_shutdown(void)
 	 * cover never does. */
 	output_drain_all();
 	output_disable();
-	if (atomic_load(&io_error) == 0 && epoch_final_done(pipeline)) {
-		if (pool_set_clean(pool, true) != 0)
+	if (atomic_load(&rt.io_error) == 0 && epoch_final_done(rt.pipeline)) {
+		if (pool_set_clean(rt.pool, true) != 0)
 			note_io_error();
-	} else if (atomic_load(&io_error) == 0) {
+	} else if (atomic_load(&rt.io_error) == 0) {
 		log_msg(LOG_WARN, "no quiescent point could be reached at exit (a thread held a "
 			"lock); the next run recovers epoch %llu",
-			(unsigned long long)*pool->ver_d);
+			(unsigned long long)*rt.pool->ver_d);
 	}
-	if (atomic_load(&io_error) != 0)
+	if (atomic_load(&rt.io_error) != 0)
 		log_msg(LOG_WARN, "the pool %s is left marked as crashed (a write-back failed); the "
-			"next run recovers epoch %llu", pool->path,
-			(unsigned long long)*pool->ver_d);
+			"next run recovers epoch %llu", rt.pool->path,
+			(unsigned long long)*rt.pool->ver_d);
 	/* The epoch thread is joined: no batch is in flight, and nothing
 	 * writes the epoch log. */
 	close_pipeline(false);
 	/* The heap stays usable after shutdown: every page must be there
 	 * before the tracker's userfaultfd goes. */
-	restore_close(restorer);
-	restorer = NULL;
+	restore_close(rt.restorer);
+	rt.restorer = NULL;
 	growth_hook_off();
 	note_tracker_stats();
-	tracker_close(tracker);
-	tracker = NULL;
+	tracker_close(rt.tracker);
+	rt.tracker = NULL;
 	epoch_log_close();
 	/* The heap stays mapped: other threads and later destructors may still
 	 * use memory from it; it is simply no longer persisted. */
-	atomic_store(&state, RUNTIME_DETACHED);
+	atomic_store(&rt.state, RUNTIME_DETACHED);
 	meta_sums_bind(NULL);
 	unwatch_pool_faults();
 	close_pool(false);
-	prim_unlock(&init_lock);
+	prim_unlock(&rt.init_lock);
 }
 
 void runtime_atfork_child(void)
 {
 	/* Only this thread exists in the child; the locks the parent's other
 	 * threads held are meaningless here. */
-	init_lock = (prim_lock_t)PRIM_LOCK_INIT;
-	growth_lock = (prim_lock_t)PRIM_LOCK_INIT;
-	closed_tracker_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	rt.init_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	growth.lock = (prim_lock_t)PRIM_LOCK_INIT;
+	closed.lock = (prim_lock_t)PRIM_LOCK_INIT;
 	kernel_stacks_atfork_child();
-	if (atomic_load(&state) != RUNTIME_RUNNING)
+	if (atomic_load(&rt.state) != RUNTIME_RUNNING)
 		return;
 	growth_hook_off();
 	quiesce_atfork_child();
@@ -759,14 +771,14 @@ void runtime_atfork_child(void)
 	close_pipeline(true);
 	/* Completed in the parent before fork (restore.c's atfork handler);
 	 * the restorer thread is the parent's. */
-	restore_abandon(restorer);
-	restorer = NULL;
-	if (tracker != NULL) {
+	restore_abandon(rt.restorer);
+	rt.restorer = NULL;
+	if (rt.tracker != NULL) {
 		note_tracker_stats();
-		tracker_close(tracker);
-		tracker = NULL;
+		tracker_close(rt.tracker);
+		rt.tracker = NULL;
 	}
-	if (pool != NULL) {
+	if (rt.pool != NULL) {
 		/* Closing the child's descriptor does not release the parent's
 		 * lock: the lock belongs to the open file description the
 		 * parent still holds.  Unmapping drops the child's view. */
@@ -775,5 +787,5 @@ void runtime_atfork_child(void)
 		close_pool(true);
 		memory_limits_set_ours(true, 0, 0);	/* the heap stays mapped */
 	}
-	atomic_store(&state, RUNTIME_DETACHED);
+	atomic_store(&rt.state, RUNTIME_DETACHED);
 }

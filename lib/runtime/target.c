@@ -3,25 +3,16 @@
 #include "runtime/target.h"
 
 #include "base/config.h"
-
-#include <sys/stat.h>
+#include "prim/prim.h"
 
 static int self_state;	/* 0 unknown, 1 target, 2 not */
-
-static bool same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-	if (stat(a, &sa) != 0 || stat(b, &sb) != 0)
-		return false;
-	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
 
 bool target_is_path(const char *path)
 {
 	const struct config *c = config_get();
 	if (c->program[0] == '\0')
 		return true;
-	return same_file(path, c->program);
+	return prim_same_file(path, c->program);
 }
 
 bool target_is_self(void)

@@ -24,6 +24,7 @@ extern "C" {
 #include "track/tracker.h"
 }
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <random>
@@ -198,6 +199,8 @@ child_result run_child(const std::string &path, const child_work &w, uint64_t cr
 		pool *p = nullptr;
 		if (pool_open(&p, &o) != 0)
 			_exit(10);
+		std::vector<uint64_t> redo;
+		const std::vector<uint64_t> *dirty = w.dirty;
 		if (w.lazy)
 			lazy_child(p, w);
 		else if (w.recover) {
@@ -218,9 +221,18 @@ child_result run_child(const std::string &path, const child_work &w, uint64_t cr
 			persist_attempt_begin(&e, p, w.carried_dirty->data(), w.carried_dirty->size());
 			persist_attempt_write(&e, &src, w.carried_dirty->data(), w.carried_dirty->size());
 			persist_attempt_end(&e, false, nullptr);
+			// Rewritten in place and put back (the log backend): the
+			// redo lists the attempt's pages too, as epoch.c does.
+			if (e.reverted && w.persist) {
+				redo = *w.carried_dirty;
+				redo.insert(redo.end(), w.dirty->begin(), w.dirty->end());
+				std::sort(redo.begin(), redo.end());
+				redo.erase(std::unique(redo.begin(), redo.end()), redo.end());
+				dirty = &redo;
+			}
 		}
 		if (w.persist && !w.lazy)
-			persist_epoch(p, w.persist->data(), w.dirty->data(), w.dirty->size(), nullptr);
+			persist_epoch(p, w.persist->data(), dirty->data(), dirty->size(), nullptr);
 		uint64_t prims = crash_backend == NVM_LOG ? nvm_log_primitives(p->nvm)
 							  : nvm_sim_primitives(p->nvm);
 		if (write(fds[1], &prims, sizeof(prims)) != (ssize_t)sizeof(prims))

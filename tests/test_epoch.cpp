@@ -18,6 +18,7 @@
 extern "C" {
 #include "epoch/epoch.h"
 #include "persist/nvm.h"
+#include "persist/nvm_log.h"
 #include "track/tracker.h"
 }
 
@@ -125,7 +126,8 @@ bool all_bytes(const std::vector<unsigned char> &v, unsigned char b)
 // want(i, VER_d).  Returns how many crash points recovered each VER_d.
 std::vector<unsigned> crash_sweep(const tracker_case &c, unsigned seed, unsigned tracker_flags,
 				  const std::function<int(rig &)> &scenario, uint64_t max_ver,
-				  const std::function<unsigned char(uint64_t, uint64_t)> &want)
+				  const std::function<unsigned char(uint64_t, uint64_t)> &want,
+				  nvm_kind kind = NVM_SIM)
 {
 	scratch_dir d;
 	std::string base = d.file("base"), work = d.file("work");
@@ -144,12 +146,14 @@ std::vector<unsigned> crash_sweep(const tracker_case &c, unsigned seed, unsigned
 			so.seed = seed;
 			so.survival = NVM_SIM_RANDOM;
 			so.crash_after = crash_after;
-			rig r(work, c, NVM_SIM, &so, false, 0, 0, tracker_flags);
+			rig r(work, c, kind, &so, false, 0, 0, tracker_flags);
 			pool_set_clean(r.p, false);	// in use, as the runtime marks it
 			int failed = scenario(r);
 			if (failed != 0)
 				_exit(failed);
-			_exit(nvm_sim_primitives(r.p->nvm) > 249 ? 249 : (int)nvm_sim_primitives(r.p->nvm));
+			uint64_t prims = kind == NVM_LOG ? nvm_log_primitives(r.p->nvm)
+							 : nvm_sim_primitives(r.p->nvm);
+			_exit(prims > 249 ? 249 : (int)prims);
 		}
 		int st = 0;
 		REQUIRE(waitpid(pid, &st, 0) == pid);
@@ -158,7 +162,7 @@ std::vector<unsigned> crash_sweep(const tracker_case &c, unsigned seed, unsigned
 	int st = child(0);
 	REQUIRE(WIFEXITED(st));
 	uint64_t total = (uint64_t)WEXITSTATUS(st);
-	REQUIRE(total > 6);
+	REQUIRE(total > (kind == NVM_LOG ? 3 : 6));
 	REQUIRE(total < 249);
 	std::vector<unsigned> seen(max_ver + 1);
 	for (uint64_t k = 1; k <= total; k++) {
@@ -651,6 +655,55 @@ TEST_CASE("crash at every point of a carried-over write-back and its redo",
 				return want;
 			});
 			CHECK(seen[2] > 0);
+		}
+	}
+}
+
+// The same on the log backend, where the attempt rewrites the pages' valid
+// copies in place: carried over, it puts them back, and the redo lists its
+// pages as well as the later writes (epoch.c's redo list).
+TEST_CASE("log backend: crash at every point of a carried-over in-place write-back and its redo",
+	  "[epoch][crash][trackers][log]")
+{
+	for (const auto &c : cases()) {
+		if (c.copy_in_pause)
+			continue;
+		SECTION(c.name)
+		{
+			auto scenario = [](rig &r) {
+				for (uint64_t i = 0; i < 40; i += 3)
+					fill(r.page(i), 'N');
+				fill(r.page(50), 'N');
+				epoch_batch *b = epoch_pause(r.ep, false);
+				for (uint64_t i = 0; i < 40; i += 6)
+					fill(r.page(i), 'X');
+				epoch_result res{};
+				if (epoch_writeback(r.ep, b, &res))
+					return 250;	// must be carried
+				epoch_counters ec{};
+				epoch_get_counters(r.ep, &ec);
+				if (ec.persist.pages_in_place == 0 || ec.persist.attempts_reverted != 1)
+					return 252;
+				// The redo: the 7 pages written again, and the rest
+				// of the attempt's 15 with them.
+				b = epoch_pause(r.ep, false);
+				if (b->n != 15)
+					return 253;
+				return epoch_writeback(r.ep, b, nullptr) ? 0 : 251;
+			};
+			auto seen = crash_sweep(
+				c, 7, TRACKER_OPEN_EXACT, scenario, 2,
+				[](uint64_t i, uint64_t v) {
+					unsigned char want = i < 40 ? 'O' : 0;
+					if (v == 2 && i < 40 && i % 6 == 0)
+						want = 'X';
+					else if (v == 2 && ((i < 40 && i % 3 == 0) || i == 50))
+						want = 'N';
+					return want;
+				},
+				NVM_LOG);
+			CHECK(seen[2] > 0);
+			CHECK(seen[1] > 0);
 		}
 	}
 }

@@ -422,3 +422,137 @@ TEST_CASE("a live image changing under the write-back cannot make a checksum dis
 	CHECK(pool_check(p, nullptr, nullptr) == 0);
 	pool_close(p);
 }
+
+// The log backend keeps everything between two fences all-or-nothing
+// (nvm_group_room), so a page with a valid copy is rewritten there: each
+// changed line is written once, not into each copy in turn.  An attempt so
+// written that is not published puts every byte back.
+TEST_CASE("on the log backend the write-back rewrites valid copies in place, and puts back an "
+	  "unpublished attempt", "[persist][log]")
+{
+	scratch_dir d;
+	const uint64_t n = 32;
+	std::string path = d.file("inplace.pool");
+	auto o = options(path, n);
+	o.nvm = NVM_LOG;
+	pool *p = open_or_fail(o);
+	shadow_buf sh(n * page_size());
+	fill_random(sh.mem, sh.len, 5);
+	auto pages = all_pages(n);
+	persist_stats st{};
+	// Epoch 1: no page has a valid copy yet: working copies, as ever.
+	REQUIRE(persist_epoch(p, sh.mem, pages.data(), n, &st) == 0);
+	CHECK(st.pages_in_place == 0);
+	// Epoch 2: one line of every even page, in place in copy 0.
+	for (uint64_t i = 0; i < n; i += 2)
+		sh.mem[i * page_size() + 64 * (i % 64) + 3] ^= 0x5a;
+	std::vector<uint64_t> even;
+	for (uint64_t i = 0; i < n; i += 2)
+		even.push_back(i);
+	persist_stats st2{};
+	uint64_t log0 = p->nvm->stats.log_bytes;
+	REQUIRE(persist_epoch(p, sh.mem, even.data(), even.size(), &st2) == 0);
+	CHECK(st2.pages_in_place == even.size());
+	CHECK(st2.lines_written == even.size());
+	for (uint64_t i : even) {
+		CHECK((p->seq[i][0] == 1 && p->seq[i][1] == 0));	// no working copy chosen
+		CHECK(memcmp(pool_copy(p, i, 0), sh.mem + i * page_size(), page_size()) == 0);
+	}
+	// A line and a checksum entry per page, a few record heads: nothing of
+	// the other copy (in turns, a page's second epoch rewrites the whole
+	// page into copy 1).
+	CHECK(p->nvm->stats.log_bytes - log0 < even.size() * (72 + 16) + 1024);
+	CHECK(pool_check(p, nullptr, nullptr) == 0);
+
+	// An attempt that is not published: copies and checksums as they were.
+	std::vector<unsigned char> before(pool_copy(p, 0, 0), pool_copy(p, 0, 0) + 2 * page_size());
+	uint64_t sum0 = p->sum[4][0];
+	shadow_buf sh3(n * page_size());
+	memcpy(sh3.mem, sh.mem, sh.len);
+	for (uint64_t i : even)
+		sh3.mem[i * page_size() + 100] ^= 0x33;
+	persist_attempt e;
+	persist_attempt_begin(&e, p, even.data(), even.size());
+	CHECK(e.in_place);
+	const void *ctx[2] = { p, sh3.mem };
+	persist_source src = { [](void *c, size_t, uint64_t page) -> const void * {
+				      auto **v = (const void **)c;
+				      return (const unsigned char *)v[1] +
+					     page * ((const pool *)v[0])->page_size;
+			      },
+			       [](void *, size_t, size_t) {}, (void *)ctx };
+	persist_attempt_write(&e, &src, even.data(), even.size());
+	CHECK(memcmp(pool_copy(p, 4, 0), sh3.mem + 4 * page_size(), page_size()) == 0);
+	persist_stats st3{};
+	REQUIRE(persist_attempt_end(&e, false, &st3) == 0);
+	CHECK(e.reverted);
+	CHECK(st3.attempts_reverted == 1);
+	CHECK(*p->ver_d == 2);
+	CHECK(p->sum[4][0] == sum0);
+	CHECK(std::vector<unsigned char>(pool_copy(p, 0, 0), pool_copy(p, 0, 0) + 2 * page_size()) ==
+	      before);
+	for (uint64_t i : even)
+		CHECK(memcmp(pool_copy(p, i, 0), sh.mem + i * page_size(), page_size()) == 0);
+	CHECK(pool_check(p, nullptr, nullptr) == 0);
+	// Its group is committed by the next publication, which lists its pages
+	// too: the image of that epoch, after a crash as well.
+	REQUIRE(persist_epoch(p, sh3.mem, even.data(), even.size(), nullptr) == 0);
+	CHECK(*p->ver_d == 3);
+	p->read_only = true;	// the crash: no clean close
+	pool_abandon(p);
+	CHECK(recovered(path, n) == sh3.bytes());
+}
+
+// Why the put-back matters: a later attempt too large to stay in the log is
+// written through, checkpointing the mapping into the file -- which must not
+// carry what an unpublished in-place attempt overwrote by then.
+TEST_CASE("an unpublished in-place attempt is put back before a later group is written through",
+	  "[persist][log]")
+{
+	scratch_dir d;
+	const uint64_t n = 64;
+	std::string path = d.file("through.pool");
+	auto o = options(path, n);
+	o.nvm = NVM_LOG;
+	o.log_size = 256 << 10;	// the smallest ring: half of it is 32 pages
+	pool *p = open_or_fail(o);
+	shadow_buf sh(n * page_size());
+	fill_random(sh.mem, sh.len, 9);
+	auto pages = all_pages(n);
+	REQUIRE(persist_epoch(p, sh.mem, pages.data(), n, nullptr) == 0);
+	const std::vector<unsigned char> durable = sh.bytes();
+	auto attempt = [&](const std::vector<uint64_t> &list, const unsigned char *img) {
+		persist_attempt e;
+		persist_attempt_begin(&e, p, list.data(), list.size());
+		const void *ctx[2] = { p, img };
+		persist_source src = { [](void *c, size_t, uint64_t page) -> const void * {
+					      auto **v = (const void **)c;
+					      return (const unsigned char *)v[1] +
+						     page * ((const pool *)v[0])->page_size;
+				      },
+				       [](void *, size_t, size_t) {}, (void *)ctx };
+		persist_attempt_write(&e, &src, list.data(), list.size());
+		REQUIRE(persist_attempt_end(&e, false, nullptr) == 0);
+		return e;
+	};
+	// A: a line of 8 pages, in place, not published.
+	std::vector<uint64_t> a = { 1, 3, 5, 7, 9, 11, 13, 15 };
+	for (uint64_t i : a)
+		sh.mem[i * page_size() + 200] ^= 0x11;
+	persist_attempt ea = attempt(a, sh.mem);
+	CHECK(ea.in_place);
+	CHECK(ea.reverted);
+	// B: every line of 40 pages: working copies, written through.
+	std::vector<uint64_t> b;
+	for (uint64_t i = 20; i < 60; i++)
+		b.push_back(i);
+	fill_random(sh.mem + 20 * page_size(), 40 * page_size(), 10);
+	uint64_t through0 = p->nvm->stats.writes_through;
+	persist_attempt eb = attempt(b, sh.mem);
+	CHECK_FALSE(eb.in_place);
+	CHECK(p->nvm->stats.writes_through > through0);
+	// The crash: neither was published.
+	p->read_only = true;
+	pool_abandon(p);
+	CHECK(recovered(path, n) == durable);
+}

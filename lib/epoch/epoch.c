@@ -35,6 +35,11 @@ struct epoch_pipeline {
 	unsigned carried;
 	/* The next pause is awaited (epoch_note_awaited). */
 	bool awaited;
+	/* The pages of the last attempt, when it was written in place and put
+	 * back unpublished (persist.h): the next batch lists them too.  merge
+	 * is where the two lists are joined (then swapped with the batch's). */
+	uint64_t *redo, *merge;
+	size_t nredo;
 
 	/* Slot memory: [0, slots_resident) pages have been used and stay
 	 * faulted in; recent_max / low_epochs decide when to give back. */
@@ -96,6 +101,10 @@ static void unmap_arrays(struct epoch_pipeline *ep)
 		prim_unmap(ep->batch.changed, cap);
 	if (ep->heat != NULL)
 		prim_unmap(ep->heat, cap);
+	if (ep->redo != NULL)
+		prim_unmap(ep->redo, cap * sizeof(uint64_t));
+	if (ep->merge != NULL)
+		prim_unmap(ep->merge, cap * sizeof(uint64_t));
 	if (ep->slots != NULL)
 		prim_unmap(ep->slots, cap * ep->ps);
 	prim_unmap(ep, sizeof(*ep));
@@ -126,6 +135,8 @@ int epoch_pipeline_open(struct epoch_pipeline **out, struct pool *pool, struct t
 	    (ep->batch.written = reserve(cap, "written-page flags", cap)) == NULL ||
 	    (ep->batch.changed = reserve(cap, "changed-page flags", cap)) == NULL ||
 	    (ep->heat = reserve(cap, "hot-page counters", cap)) == NULL ||
+	    (ep->redo = reserve(cap * sizeof(uint64_t), "redo list", cap)) == NULL ||
+	    (ep->merge = reserve(cap * sizeof(uint64_t), "redo merge list", cap)) == NULL ||
 	    (ep->slots = reserve(cap * ep->ps, "pause copy slots", cap)) == NULL) {
 		unmap_arrays(ep);
 		return -1;
@@ -229,6 +240,25 @@ static void drop_unchanged(struct epoch_pipeline *ep, struct epoch_batch *b)
 	b->n = kept;
 }
 
+/* The batch and the redo list, both sorted: their union, sorted. */
+static void add_redo(struct epoch_pipeline *ep, struct epoch_batch *b)
+{
+	size_t i = 0, j = 0, k = 0;
+	while (i < b->n || j < ep->nredo) {
+		uint64_t x = i < b->n ? b->pages[i] : UINT64_MAX;
+		uint64_t y = j < ep->nredo ? ep->redo[j] : UINT64_MAX;
+		ep->merge[k++] = x < y ? x : y;
+		i += x <= y;
+		j += y <= x;
+	}
+	PMT_ASSERT(k <= ep->capacity);
+	uint64_t *t = b->pages;
+	b->pages = ep->merge;
+	ep->merge = t;
+	b->n = k;
+	ep->nredo = 0;
+}
+
 struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
 {
 	struct epoch_batch *b = &ep->batch;
@@ -245,6 +275,8 @@ struct epoch_batch *epoch_pause(struct epoch_pipeline *ep, bool final)
 	for (size_t k = 1; k < b->n; k++)
 		PMT_ASSERT(b->pages[k - 1] < b->pages[k]);
 	PMT_ASSERT(b->n == 0 || b->pages[b->n - 1] < ep->capacity);
+	if (ep->nredo != 0)
+		add_redo(ep, b);
 	drop_unchanged(ep, b);
 	if (b->n != 0) {
 		bool all = ep->opts.copy_in_pause || ep->carried >= EPOCH_CARRY_MAX;
@@ -389,6 +421,10 @@ bool epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct ep
 		/* An I/O error (nvm.h) is never published either; the runtime
 		 * reads it from the pool's nvm and says so. */
 		durable = persist_attempt_end(&pe, conflicts == 0, &st) == 0 && conflicts == 0;
+		if (pe.reverted) {
+			memcpy(ep->redo, b->pages, b->n * sizeof(uint64_t));
+			ep->nredo = b->n;
+		}
 		if (durable) {
 			ep->carried = 0;
 			ep->counters.epochs++;

@@ -17,6 +17,7 @@
 
 #include "base/assert.h"
 #include "base/log.h"
+#include "prim/prim.h"
 
 #include <string.h>
 
@@ -50,6 +51,78 @@ static inline int line_differs(const unsigned char *a, const unsigned char *b)
 	return d != 0;
 }
 
+/* ---- in place (persist.h) ---- */
+
+/* What the undo area holds of each overwrite: the old bytes (padded to 8),
+ * then this, so that it is read back from the end. */
+struct undo_tail {
+	unsigned char *addr;
+	size_t len;
+};
+
+static size_t undo_entry_bytes(size_t len) { return (len + 7) / 8 * 8 + sizeof(struct undo_tail); }
+
+/* The most an in-place page can add to the group (every line rewritten, a
+ * range header each at worst, its checksum entry) and to the undo area
+ * (at most a run every other line, and the checksum). */
+static size_t group_bytes_bound(const struct pool *p)
+{
+	return p->page_size + p->page_size / NVM_LINE * 8 + 64;
+}
+static size_t undo_bytes_bound(const struct pool *p)
+{
+	return p->page_size + (p->page_size / NVM_LINE / 2 + 2) * undo_entry_bytes(0) + 16;
+}
+
+/* Whether an attempt at n pages may rewrite valid copies in place: the
+ * backend keeps the whole group all-or-nothing (its records, a few heads,
+ * fit in the log), and the undo area holds what it overwrites. */
+static bool choose_in_place(struct pool *p, size_t n)
+{
+	size_t room = nvm_group_room(p->nvm);
+	if (room == 0 || n > (room - (room < 1024 ? room : 1024)) / group_bytes_bound(p))
+		return false;
+	if (p->undo == NULL) {
+		/* The room is at most half the log: undo bytes per page are
+		 * within a quarter more than group bytes. */
+		size_t cap = (size_t)p->log_size + 4096;
+		p->undo = prim_map_any(cap);
+		if (p->undo == NULL)
+			return false;
+		p->undo_cap = cap;
+	}
+	p->undo_used = 0;
+	return n <= p->undo_cap / undo_bytes_bound(p);
+}
+
+static void undo_save(struct pool *p, unsigned char *addr, size_t len)
+{
+	size_t at = p->undo_used, need = undo_entry_bytes(len);
+	if (need > p->undo_cap - at)
+		log_fatal("persist: the in-place undo area (%zu bytes) is full: its bound is wrong",
+			  p->undo_cap);
+	memcpy(p->undo + at, addr, len);
+	struct undo_tail t = { addr, len };
+	memcpy(p->undo + at + need - sizeof(t), &t, sizeof(t));
+	p->undo_used = at + need;
+}
+
+/* Put back, newest first, every byte the attempt overwrote in place, and
+ * flush it: the group's record then holds what the copies held (the log
+ * backend reads a flushed range's bytes when it appends it). */
+static void undo_all(struct pool *p)
+{
+	size_t at = p->undo_used;
+	while (at != 0) {
+		struct undo_tail t;
+		memcpy(&t, p->undo + at - sizeof(t), sizeof(t));
+		at -= undo_entry_bytes(t.len);
+		memcpy(t.addr, p->undo + at, t.len);
+		nvm_flush(p->nvm, t.addr, t.len);
+	}
+	p->undo_used = 0;
+}
+
 static void store_run(struct pool *p, unsigned char *dst, const unsigned char *src, size_t len)
 {
 	if (persist_fault_active == PERSIST_FAULT_SKIP_DATA_FLUSH)
@@ -69,7 +142,7 @@ static void store_run(struct pool *p, unsigned char *dst, const unsigned char *s
  * meanwhile cannot make the copy's checksum disagree with its bytes.  delta
  * NULL: no change summed (checksums skipped, a test hook). */
 static uint64_t write_page(struct pool *p, unsigned char *copy, const unsigned char *src,
-			   pool_sum_delta *delta)
+			   pool_sum_delta *delta, bool in_place)
 {
 	_Alignas(NVM_LINE) unsigned char held[RUN_LINES * NVM_LINE];
 	const size_t lines = p->page_size / NVM_LINE;
@@ -80,6 +153,8 @@ static uint64_t write_page(struct pool *p, unsigned char *copy, const unsigned c
 		/* The run ends at an unchanged line, the page's end, or when
 		 * held[] is full. */
 		if (len != 0 && (!differs || len == RUN_LINES)) {
+			if (in_place)
+				undo_save(p, copy + run * NVM_LINE, len * NVM_LINE);
 			store_run(p, copy + run * NVM_LINE, held, len * NVM_LINE);
 			written += len;
 			len = 0;
@@ -119,10 +194,13 @@ static void sum_flush_pending(struct pool *p, struct sum_lines *sl)
 
 /* Copy w of page i gets checksum sum.  An unchanged entry (the page was
  * rewritten with the bytes it had) needs no flush. */
-static void set_sum(struct pool *p, struct sum_lines *sl, uint64_t i, int w, uint64_t sum)
+static void set_sum(struct pool *p, struct sum_lines *sl, uint64_t i, int w, uint64_t sum,
+		    bool in_place)
 {
 	if (p->sum[i][w] == sum)
 		return;
+	if (in_place)
+		undo_save(p, (unsigned char *)&p->sum[i][w], sizeof(uint64_t));
 	p->sum[i][w] = sum;
 	uintptr_t at = (uintptr_t)&p->sum[i][w];
 	uintptr_t l = at & ~(uintptr_t)(NVM_LINE - 1);
@@ -188,6 +266,7 @@ void persist_attempt_begin(struct persist_attempt *e, struct pool *p, const uint
 	if (!p->torn_invalidated)
 		persist_invalidate_torn(p);
 	const uint64_t next = e->next;
+	e->in_place = choose_in_place(p, n);
 
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
@@ -199,6 +278,11 @@ void persist_attempt_begin(struct persist_attempt *e, struct pool *p, const uint
 		 * persist_attempt_end) chose it, and it is chosen again. */
 		if (p->seq[i][0] == next || p->seq[i][1] == next)
 			continue;
+		if (e->in_place && pool_valid_copy(p, i) >= 0) {
+			e->st.pages++;
+			e->st.pages_in_place++;
+			continue;
+		}
 		/* Torn copies were invalidated, so no seq is past VER_d --
 		 * unless the test fault that skips the invalidation is on. */
 		PMT_ASSERT(persist_fault_active == PERSIST_FAULT_SKIP_INVALIDATE ||
@@ -247,8 +331,12 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 	struct sum_lines sl = { 0 };
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
-		int w = p->seq[i][0] == next ? 0 : 1;
-		PMT_ASSERT(p->seq[i][w] == next);
+		int w = p->seq[i][0] == next ? 0 : p->seq[i][1] == next ? 1 : -1;
+		/* Neither copy chosen: begin left the valid one to rewrite. */
+		bool in_place = w < 0;
+		if (in_place)
+			w = pool_valid_copy(p, i);
+		PMT_ASSERT(in_place ? e->in_place && w >= 0 : p->seq[i][w] == next);
 		const void *image = src->begin(src->ctx, k, i);
 		unsigned char *copy = pool_copy(p, i, w);
 		/* The checksum of the bytes written, durable with them before
@@ -261,11 +349,11 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 		uint64_t base = summed ? p->sum[i][w] : 0;
 		if (summed && base == 0)
 			base = pool_page_sum(p, i, copy);
-		uint64_t page_lines = write_page(p, copy, image, summed ? &delta : NULL);
+		uint64_t page_lines = write_page(p, copy, image, summed ? &delta : NULL, in_place);
 		lines += page_lines;
 		src->end(src->ctx, k, (size_t)page_lines);
 		if (summed)
-			set_sum(p, &sl, i, w, pool_sum_update(base, delta));
+			set_sum(p, &sl, i, w, pool_sum_update(base, delta), in_place);
 	}
 	sum_flush_pending(p, &sl);
 	e->st.lines_written += lines;
@@ -276,6 +364,14 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 int persist_attempt_end(struct persist_attempt *e, bool publish_it, struct persist_stats *st)
 {
 	struct pool *p = e->p;
+	/* Not to be published: what was rewritten in place goes back before
+	 * the group's next record is appended (persist.h). */
+	if (e->in_place && !publish_it && !e->failed && nvm_error(p->nvm) == 0 &&
+	    p->undo_used != 0) {
+		undo_all(p);
+		e->reverted = true;
+		e->st.attempts_reverted++;
+	}
 	/* Fenced even when not published: a page of this attempt that nothing
 	 * writes again before the next attempt is published keeps the data
 	 * written now. */
@@ -286,6 +382,7 @@ int persist_attempt_end(struct persist_attempt *e, bool publish_it, struct persi
 	int err = nvm_error(p->nvm);
 	if (err == 0 && publish_it && persist_fault_active != PERSIST_FAULT_VER_BEFORE_DATA)
 		err = publish(p, e->next);
+	p->undo_used = 0;
 
 	if (st != NULL) {
 		e->st.fences = p->nvm->stats.fences - e->fences0;

@@ -29,7 +29,11 @@
 	X(count, fences, "fences") \
 	/* working copies chosen (a page already chosen by an unpublished \
 	 * attempt is not counted again) */ \
-	X(count, pages, "copies_chosen")
+	X(count, pages, "copies_chosen") \
+	/* of them, valid copies rewritten in place (persist_attempt) */ \
+	X(count, pages_in_place, "pages_in_place") \
+	/* attempts rewritten in place, not published, put back */ \
+	X(count, attempts_reverted, "attempts_reverted")
 
 struct persist_stats {
 	PERSIST_STATS_FIELDS(STATS_DECLARE)
@@ -90,13 +94,28 @@ int persist_epoch_from(struct pool *p, const struct persist_source *src, const u
  * unpublished one read it; pages it does not list keep what that attempt
  * wrote, and its checksums (both fenced by its end), and are published
  * with it.  begin with n == 0
- * and end(publish) publish such an attempt's copies alone. */
+ * and end(publish) publish such an attempt's copies alone.
+ *
+ * In place: where the pool's backend makes everything between two fences
+ * all-or-nothing (nvm_group_room: the log backend) and the attempt fits,
+ * begin chooses no working copy for a page that has a valid one: write
+ * rewrites the valid copy itself (its lines and checksum), so that each
+ * changed line is written once, not once into each copy as the copies take
+ * turns, and a checkpoint writes one copy, not two.  Nothing of it counts
+ * before the publication's fence commits the group.  An attempt so written
+ * that ends unpublished puts back every byte it overwrote (reverted is then
+ * true), and the next attempt must list every page this one listed as well
+ * as its own. */
 struct persist_attempt {
 	struct pool *p;
 	uint64_t next;			/* VER_d + 1 */
 	uint64_t fences0;
 	bool failed;			/* a write-back failed (nvm_error): this
 					 * attempt writes nothing */
+	bool in_place;			/* pages with a valid copy are rewritten
+					 * there (the log backend's groups) */
+	bool reverted;			/* ended unpublished with in-place pages:
+					 * put back, to be listed again */
 	struct persist_stats st;
 };
 void persist_attempt_begin(struct persist_attempt *e, struct pool *p, const uint64_t *pages, size_t n);

@@ -66,6 +66,8 @@ static void close_pool(struct pool *p, void (*unmap)(struct nvm *))
 	if (p == NULL)
 		return;
 	unmap(p->nvm);
+	if (p->undo != NULL)
+		prim_unmap(p->undo, p->undo_cap);
 	own_fd_close(&p->fd);
 	pool_sum_key_fini(&p->sum_key);
 	free(p);

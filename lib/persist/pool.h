@@ -103,6 +103,11 @@ struct pool {
 	uint64_t file_size;
 	uint64_t seq_off, sum_off, data_off;	/* file offsets of the seq and sum tables, copies */
 	uint64_t log_off, log_size;	/* the log ring (format 6; 0: none) */
+	/* What the in-place write-back overwrote in the attempt under way, to
+	 * put back if it is not published (persist.c); reserved at the first
+	 * such attempt, undo_cap bytes. */
+	unsigned char *undo;
+	size_t undo_cap, undo_used;
 	volatile uint64_t *holder_pid;	/* pid of the read-write opener */
 	/* Seq entries of pages >= seq_pages are zero (never written: the seq
 	 * table's holes, found with SEEK_DATA at open); scans stop there, so a

@@ -8,7 +8,13 @@
  * prints one line of key=value figures:
  *   changed       lines changed (each one store into a distinct line draw)
  *   write_bytes   what this process sent to storage (/proc/self/io), i.e.
- *                 the page-cache pages it dirtied, and per changed line
+ *                 the page-cache pages it dirtied, and per changed line --
+ *                 a whole large folio for any write into one, though the
+ *                 file system writes only the blocks changed
+ *   disk_bytes    what the block device under the pool wrote meanwhile
+ *                 (/sys/dev/block/M:m/stat): the file system's journal and
+ *                 every other process's writes too, so only on a quiet
+ *                 machine; -1 where there is no such device (tmpfs)
  *   device_*      the runtime's own count (statistics): flushes per
  *                 published epoch, bytes the backend submitted
  *   period_p50/99 the spacing of published epochs (the epoch log)
@@ -25,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +50,27 @@ static long long io_write_bytes(void)
 			v = atoll(l + 12);
 	fclose(f);
 	return v;
+}
+
+/* Sectors written by the device holding the pool (PMTHREADS_POOL), in
+ * bytes; -1 when unknown. */
+static long long disk_write_bytes(void)
+{
+	const char *pool = getenv("PMTHREADS_POOL");
+	struct stat st;
+	if (pool == NULL || stat(pool, &st) != 0 || major(st.st_dev) == 0)
+		return -1;
+	char path[96];
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/stat", major(st.st_dev),
+		 minor(st.st_dev));
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	unsigned long long v[7];
+	int got = fscanf(f, "%llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+			 &v[4], &v[5], &v[6]);
+	fclose(f);
+	return got == 7 ? (long long)v[6] * 512 : -1;
 }
 
 static double now_s(void)
@@ -82,7 +111,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: pmthreads_sync: %s\n", argv[0], pmthreads_errormsg());
 		return 1;
 	}
-	long long w0 = io_write_bytes();
+	long long w0 = io_write_bytes(), d0 = disk_write_bytes();
 	unsigned long long changed = 0;
 	uint64_t seed = 0x9e3779b97f4a7c15ULL;
 	double t0 = now_s();
@@ -101,8 +130,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: pmthreads_sync: %s\n", argv[0], pmthreads_errormsg());
 		return 1;
 	}
-	long long w1 = io_write_bytes();
-	printf("changed=%llu write_bytes=%lld write_bytes_per_line=%.0f seconds=%.2f\n", changed,
-	       w1 - w0, changed ? (double)(w1 - w0) / (double)changed : 0.0, now_s() - t0);
+	long long w1 = io_write_bytes(), d1 = disk_write_bytes();
+	printf("changed=%llu write_bytes=%lld write_bytes_per_line=%.0f disk_bytes=%lld "
+	       "seconds=%.2f\n", changed, w1 - w0,
+	       changed ? (double)(w1 - w0) / (double)changed : 0.0, d0 < 0 || d1 < 0 ? -1 : d1 - d0,
+	       now_s() - t0);
 	return 0;
 }

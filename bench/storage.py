@@ -8,7 +8,11 @@ prints medians:
   bytes/line      bytes the process sent to storage per changed line
                   (/proc/self/io write_bytes while it ran); "+exit": the
                   whole process's, creation and exit included (rusage) -- the
-                  log backend's final checkpoint is there
+                  log backend's final checkpoint is there.  A page-cache
+                  folio counts whole when a write dirties any of it
+  disk/line       what the pool's block device wrote while it ran, per
+                  changed line (its journal and any other process's writes
+                  too: a quiet machine only; "-" on tmpfs)
   flushes/epoch   device flushes (msync, fdatasync) per published epoch
   period p50/p99  spacing of published epochs, ms (the epoch log)
 and each backend's bytes/line against the first one's on the medium.
@@ -63,6 +67,8 @@ def run_one(exe, directory, nvm, env_extra, lines, step, seconds):
         published = max(1, int(stats.get("epochs_persisted", 0)))
         return {
             "bytes/line": int(fig["write_bytes"]) / max(1, changed),
+            "disk/line": (int(fig["disk_bytes"]) / max(1, changed)
+                          if int(fig.get("disk_bytes", "-1")) >= 0 else -1),
             "+exit": ru.ru_oublock * 512 / max(1, changed),
             "lines/epoch": changed / published,
             "flushes/epoch": stats.get("device_flushes", 0) / published,
@@ -101,7 +107,8 @@ def main():
     print(f"bench_storage: 64 MiB region, random lines, {a.seconds:g} s a run, "
           f"{a.rounds} rounds interleaved, medians; disk = {a.disk}")
     print(f"{'load':>10} {'medium':>6} {'backend':>7} {'lines/ep':>9} {'bytes/line':>11} "
-          f"{'vs first':>8} {'+exit':>8} {'flush/ep':>8} {'p50 ms':>7} {'p99 ms':>7} {'ckpts':>5}")
+          f"{'vs first':>8} {'+exit':>8} {'disk/line':>9} {'flush/ep':>8} {'p50 ms':>7} "
+          f"{'p99 ms':>7} {'ckpts':>5}")
     for lines, step in loads:
         for m in media:
             base = None
@@ -112,6 +119,7 @@ def main():
                 print(f"{lines:>5}/{step // 1000:>2}ms {m:>6} {nvm:>7} {med['lines/epoch']:>9.0f} "
                       f"{med['bytes/line']:>11.0f} {med['bytes/line'] / base:>7.3f}x "
                       f"{med['+exit']:>8.0f} "
+                      f"{(format(med['disk/line'], '.0f') if med['disk/line'] >= 0 else '-'):>9} "
                       f"{med['flushes/epoch']:>8.2f} {med['p50']:>7.1f} {med['p99']:>7.1f} "
                       f"{med['checkpoints']:>5.0f}")
 

@@ -471,6 +471,7 @@ TEST_CASE("on the log backend the write-back rewrites valid copies in place, and
 	memcpy(sh3.mem, sh.mem, sh.len);
 	for (uint64_t i : even)
 		sh3.mem[i * page_size() + 100] ^= 0x33;
+	uint64_t logged = p->nvm->stats.log_bytes;
 	persist_attempt e;
 	persist_attempt_begin(&e, p, even.data(), even.size());
 	CHECK(e.in_place);
@@ -487,6 +488,9 @@ TEST_CASE("on the log backend the write-back rewrites valid copies in place, and
 	REQUIRE(persist_attempt_end(&e, false, &st3) == 0);
 	CHECK(e.reverted);
 	CHECK(st3.attempts_reverted == 1);
+	// Nothing of it reached the log: every page was rewritten in place
+	// (no seq order), and the put-back withdrew its flushes.
+	CHECK(p->nvm->stats.log_bytes == logged);
 	CHECK(*p->ver_d == 2);
 	CHECK(p->sum[4][0] == sum0);
 	CHECK(std::vector<unsigned char>(pool_copy(p, 0, 0), pool_copy(p, 0, 0) + 2 * page_size()) ==

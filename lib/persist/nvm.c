@@ -119,6 +119,13 @@ size_t nvm_group_room(const struct nvm *n)
 	return n->ops->group_room != NULL && !n->read_only ? n->ops->group_room(n) : 0;
 }
 
+void nvm_discard_flushed(struct nvm *n)
+{
+	if (n->ops->discard_flushed == NULL)
+		log_fatal("nvm_discard_flushed on a %s mapping, which has no groups", n->ops->name);
+	n->ops->discard_flushed(n);
+}
+
 /* ---- a store the file system cannot take (nvm.h) ---- */
 
 static _Atomic(struct nvm *) watched;

@@ -74,6 +74,8 @@ struct nvm_ops {
 	void (*order)(struct nvm *n);
 	/* nvm_group_room; NULL: 0. */
 	size_t (*group_room)(const struct nvm *n);
+	/* nvm_discard_flushed; NULL where group_room is. */
+	void (*discard_flushed)(struct nvm *n);
 	void (*unmap)(struct nvm *n);
 	/* Store len bytes from src at dst (inside the mapping) and begin their
 	 * write-back, as one primitive.  NULL: memcpy then flush.  The pmem
@@ -168,6 +170,11 @@ void nvm_order(struct nvm *n);
  * backend has no such groups (pmem, msync, the simulator) or after an
  * error. */
 size_t nvm_group_room(const struct nvm *n);
+/* Forget every range flushed since the last order or fence: the caller put
+ * their bytes back as they were then, so nothing of them need reach the
+ * media (persist.c's put-back of an unpublished in-place attempt).  Only
+ * where nvm_group_room is not 0. */
+void nvm_discard_flushed(struct nvm *n);
 /* 0, or the errno of the first write-back that failed on this mapping: from
  * then on nothing flushed is known durable, and the mapping never becomes
  * trustworthy again (a new nvm_map after recovery is). */

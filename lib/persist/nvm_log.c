@@ -111,6 +111,7 @@ struct log_state {
 	size_t touched_words;
 	bool any_touched;
 	bool unsynced;			/* records appended since the last sync */
+	uint64_t cached_from;		/* ring bytes before it left the page cache */
 	bool group_open;		/* records appended since the last commit */
 	/* The next append first checkpoints and moves the head past a gap of
 	 * seq numbers (see jump_past_stale). */
@@ -305,12 +306,36 @@ static int write_head(struct nvm *n, struct log_state *s, uint64_t pos, uint64_t
 
 /* ---- checkpoint ---- */
 
+/* The ring's synced pages behind the tail leave the page cache: nothing
+ * reads them but a replay, and a page left cached in a large folio would
+ * count (/proc/PID/io) as a whole folio written each time a record
+ * reaches it on the next lap. */
+static void drop_synced(struct log_state *s)
+{
+	uint64_t to = s->tail / s->page_size * s->page_size;
+	if (to <= s->cached_from)
+		return;
+	if (to - s->cached_from >= s->r.size) {
+		prim_drop_cache(*s->dev.fd, s->r.off, s->r.size);
+	} else {
+		uint64_t a = s->cached_from % s->r.size, len = to - s->cached_from;
+		uint64_t first = a + len > s->r.size ? s->r.size - a : len;
+		prim_drop_cache(*s->dev.fd, s->r.off + a, first);
+		if (first < len)
+			prim_drop_cache(*s->dev.fd, s->r.off, len - first);
+	}
+	s->cached_from = to;
+}
+
 static int sync_records(struct nvm *n, struct log_state *s)
 {
 	int e = dev_sync(&s->dev);
 	n->stats.device_flushes++;
-	if (e == 0)
+	if (e == 0) {
 		s->unsynced = false;
+		if (s->dev.sim == NULL)
+			drop_synced(s);
+	}
 	return e;
 }
 
@@ -636,6 +661,13 @@ static size_t log_group_room(const struct nvm *n)
 	return room > held ? (size_t)(room - held) : 0;
 }
 
+static void log_discard_flushed(struct nvm *n)
+{
+	struct log_state *s = n->impl;
+	s->npending = 0;
+	s->pending_bytes = 0;
+}
+
 /* ---- replay ---- */
 
 /* The log is read with pread, not through the mapping: a hole of a full
@@ -801,6 +833,7 @@ static const struct nvm_ops log_ops = {
 	.fence = log_fence,
 	.order = log_order,
 	.group_room = log_group_room,
+	.discard_flushed = log_discard_flushed,
 	.unmap = log_unmap,
 	.copy_flush = NULL,
 };
@@ -889,6 +922,12 @@ int nvm_log_init(struct nvm *n, const struct nvm_log_region *r, const struct nvm
 		return -1;
 	}
 	s->jump_pending = !read_only;
+	/* Written whole at creation, read by the replay: none of it is
+	 * needed cached (drop_synced). */
+	if (!read_only && sim == NULL) {
+		prim_drop_cache(n->fd, r->off, r->size);
+		s->cached_from = s->tail / ps * ps;
+	}
 	/* The skip of an earlier run still in the log (it crashed before a
 	 * checkpoint, and so did the run before it): the head moves past it
 	 * now, while the mapping holds only what the log made durable. */

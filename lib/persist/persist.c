@@ -107,9 +107,10 @@ static void undo_save(struct pool *p, unsigned char *addr, size_t len)
 	p->undo_used = at + need;
 }
 
-/* Put back, newest first, every byte the attempt overwrote in place, and
- * flush it: the group's record then holds what the copies held (the log
- * backend reads a flushed range's bytes when it appends it). */
+/* Put back, newest first, every byte the attempt's write phase stored
+ * (working copies' as well: all of it is done again), and withdraw its
+ * flushes: the pool is as the seq order left it, and nothing of the
+ * attempt but that order reaches the log. */
 static void undo_all(struct pool *p)
 {
 	size_t at = p->undo_used;
@@ -118,9 +119,9 @@ static void undo_all(struct pool *p)
 		memcpy(&t, p->undo + at - sizeof(t), sizeof(t));
 		at -= undo_entry_bytes(t.len);
 		memcpy(t.addr, p->undo + at, t.len);
-		nvm_flush(p->nvm, t.addr, t.len);
 	}
 	p->undo_used = 0;
+	nvm_discard_flushed(p->nvm);
 }
 
 static void store_run(struct pool *p, unsigned char *dst, const unsigned char *src, size_t len)
@@ -349,11 +350,11 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 		uint64_t base = summed ? p->sum[i][w] : 0;
 		if (summed && base == 0)
 			base = pool_page_sum(p, i, copy);
-		uint64_t page_lines = write_page(p, copy, image, summed ? &delta : NULL, in_place);
+		uint64_t page_lines = write_page(p, copy, image, summed ? &delta : NULL, e->in_place);
 		lines += page_lines;
 		src->end(src->ctx, k, (size_t)page_lines);
 		if (summed)
-			set_sum(p, &sl, i, w, pool_sum_update(base, delta), in_place);
+			set_sum(p, &sl, i, w, pool_sum_update(base, delta), e->in_place);
 	}
 	sum_flush_pending(p, &sl);
 	e->st.lines_written += lines;
@@ -367,7 +368,7 @@ int persist_attempt_end(struct persist_attempt *e, bool publish_it, struct persi
 	/* Not to be published: what was rewritten in place goes back before
 	 * the group's next record is appended (persist.h). */
 	if (e->in_place && !publish_it && !e->failed && nvm_error(p->nvm) == 0 &&
-	    p->undo_used != 0) {
+	    e->st.pages_in_place != 0) {
 		undo_all(p);
 		e->reverted = true;
 		e->st.attempts_reverted++;

@@ -67,6 +67,13 @@ int prim_fsync(int fd);
 /* fdatasync(2), retrying EINTR: the data and what reading it needs, no
  * timestamps.  0, or -1 with errno set. */
 int prim_fdatasync(int fd);
+/* Drop the clean page-cache pages of [off, off+len) of fd
+ * (POSIX_FADV_DONTNEED): a hint, nothing is lost.  A file system that
+ * caches in large folios counts the whole folio as written when a later
+ * small write dirties it (/proc/PID/io), though it writes only the blocks
+ * changed; pages read back from disk come in folios the size of what is
+ * written next. */
+void prim_drop_cache(int fd, uint64_t off, uint64_t len);
 /* fsync the directory dir itself, so that a name created in it or renamed
  * into it survives a power cut.  0, or -1 with errno set. */
 int prim_sync_dir(const char *dir);

@@ -162,6 +162,11 @@ int prim_fallocate(int fd, uint64_t off, uint64_t len)
 	return r;
 }
 
+void prim_drop_cache(int fd, uint64_t off, uint64_t len)
+{
+	(void)posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
+}
+
 int prim_fdatasync(int fd)
 {
 	int r;

@@ -15,8 +15,10 @@
 #include "prim/prim.h"
 #include "quiesce/quiesce.h"
 #include "recovery/restore.h"
+#include "runtime/aio_pins.h"
 #include "runtime/kernel_stacks.h"
 #include "runtime/memory_limits.h"
+#include "runtime/memory_lock.h"
 #include "runtime/meta_sums.h"
 #include "runtime/stats.h"
 #include "runtime/target.h"
@@ -289,6 +291,11 @@ static void growth_hook_off(void)
 	prim_unlock(&growth_lock);
 }
 
+/* The end of the heap pages reserved so far (bytes from heap_base): the
+ * heap reserves ahead of its high-water mark, as glibc's malloc maps ahead
+ * of what it hands out.  runtime_lock_ranges reads it. */
+static _Atomic uint64_t heap_reserved_end;
+
 static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 {
 	static _Atomic bool told;
@@ -297,6 +304,9 @@ static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 	 * as RLIMIT_AS / RLIMIT_DATA would let glibc's; the refusal is an
 	 * ordinary ENOMEM, said nowhere, as natively. */
 	if (cfg.heap == HEAP_MALLOC && !memory_limits_allow(end * p->page_size))
+		return -1;
+	if (memory_lock_grown((char *)heap_base + first * p->page_size,
+			      (end - first) * p->page_size) != 0)
 		return -1;
 	int rc = 0;
 	prim_lock(&growth_lock);
@@ -307,8 +317,12 @@ static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 		rc = pool_reserve(p, first, end);
 	}
 	prim_unlock(&growth_lock);
-	if (rc == 0)
+	if (rc == 0) {
+		uint64_t e = end * p->page_size, seen = atomic_load(&heap_reserved_end);
+		while (e > seen && !atomic_compare_exchange_weak(&heap_reserved_end, &seen, e))
+			;
 		return 0;
+	}
 	if (!atomic_exchange(&told, true))
 		log_msg(LOG_ERR, "%s", err_get());
 	return -1;
@@ -332,6 +346,29 @@ void runtime_unpin(void *addr, size_t len)
 	if (!growth_off && tracker != NULL)
 		tracker_unpin(tracker, addr, len);
 	prim_unlock(&growth_lock);
+}
+
+void runtime_lock_ranges(uintptr_t *pool_lo, uintptr_t *pool_hi, uintptr_t *heap_lo,
+			 uintptr_t *heap_hi)
+{
+	*pool_lo = *pool_hi = *heap_lo = *heap_hi = 0;
+	if (heap_base != NULL && heap_len > 0) {
+		size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+		size_t used = heap_high_water();
+		used = used == SIZE_MAX ? 0 : used;
+		if (atomic_load(&heap_reserved_end) > used)
+			used = (size_t)atomic_load(&heap_reserved_end);
+		used = used > heap_len ? heap_len : (used + ps - 1) / ps * ps;
+		if (used > 0) {
+			*heap_lo = (uintptr_t)heap_base;
+			*heap_hi = (uintptr_t)heap_base + used;
+		}
+	}
+	struct pool *p = pool;
+	if (p != NULL && p->nvm != NULL && p->nvm->base != NULL) {
+		*pool_lo = (uintptr_t)p->nvm->base;
+		*pool_hi = (uintptr_t)p->nvm->base + p->nvm->len;
+	}
 }
 
 /* PMTHREADS_CHECK (fase_checker.h): config.c has already switched to the mprotect
@@ -623,6 +660,7 @@ fail_shadow:
 	memory_limits_set_ours(false, 0, 0);
 	shadow_release(heap_base, heap_len);
 	heap_base = NULL;
+	atomic_store(&heap_reserved_end, 0);
 fail_pool:
 	meta_sums_bind(NULL);
 	unwatch_pool_faults();
@@ -748,6 +786,7 @@ void runtime_atfork_child(void)
 	growth_lock = (prim_lock_t)PRIM_LOCK_INIT;
 	closed_tracker_lock = (prim_lock_t)PRIM_LOCK_INIT;
 	kernel_stacks_atfork_child();
+	aio_pins_atfork_child();
 	if (atomic_load(&state) != RUNTIME_RUNNING)
 		return;
 	growth_hook_off();

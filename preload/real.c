@@ -149,6 +149,12 @@ void real_resolve(void)
 	NEXT(getcwd, "getcwd");
 	NEXT(opendir, "opendir");
 	NEXT(fdopendir, "fdopendir");
+	NEXT(aio_read, "aio_read");
+	NEXT(aio_write, "aio_write");
+	NEXT(aio_fsync, "aio_fsync");
+	NEXT(lio_listio, "lio_listio");
+	NEXT(aio_error, "aio_error");
+	NEXT(aio_return, "aio_return");
 	NEXT(sigmask, "pthread_sigmask");
 	NEXT(sigsuspend, "sigsuspend");
 	NEXT(sigpending, "sigpending");

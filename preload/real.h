@@ -14,6 +14,7 @@
 #ifndef PMT_PRELOAD_REAL_H
 #define PMT_PRELOAD_REAL_H
 
+#include <aio.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <poll.h>
@@ -153,6 +154,13 @@ struct real_fns {
 	int (*epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *,
 			    const sigset_t *);
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	/* asynchronous I/O (aio.c) */
+	int (*aio_read)(struct aiocb *);
+	int (*aio_write)(struct aiocb *);
+	int (*aio_fsync)(int, struct aiocb *);
+	int (*lio_listio)(int, struct aiocb *const[], int, struct sigevent *);
+	int (*aio_error)(const struct aiocb *);
+	ssize_t (*aio_return)(struct aiocb *);
 	/* exec (exec.c) */
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);

@@ -40,7 +40,7 @@ PREFIXES = {
     'diagnose': {'fase_checker', 'symbolize', 'stall'},
     'output': {'output'},
     'runtime': {'runtime', 'stats', 'target', 'kernel_stack', 'kernel_stacks', 'memory_limits',
-                'meta_sums'},
+                'meta_sums', 'aio_pin', 'aio_pins', 'memory_lock', 'memory_unlock'},
 }
 # Within a directory: lib/<dir>/<file>.{c,h} includes none of these headers
 # and calls no function with these prefixes.  The report (stats) is called

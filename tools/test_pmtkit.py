@@ -707,7 +707,7 @@ class PosixConformance(unittest.TestCase):
                          ("/tmp/pmthreads-posix-u", "native,nvmalloc,malloc-uffd,malloc-mprotect",
                           "60", "1", "false"))
         self.assertEqual(o["launcher"], os.path.join(os.path.realpath(self.build), "tools/pmthreads"))
-        self.assertTrue(o["interfaces"].startswith("pthread_* sem_* "))
+        self.assertEqual(o["interfaces"], "*")
 
     def test_options(self):
         o = posix.parse(["--rebuild", "--jobs", "2", "--timeout", "0", "--modes", "native,nvmalloc",
@@ -735,15 +735,74 @@ class PosixConformance(unittest.TestCase):
                 posix.parse(args, {"USER": "u"})
 
     def test_results_from_exit_statuses(self):
-        self.assertEqual([posix.result_of(s) for s in (0, 1, 2, 4, 5, 137, 3, 139, 134)],
+        self.assertEqual([posix.result_of(s) for s in ("0", "1", "2", "4", "5", "hung", "3", "-11",
+                                                       "-6", "-9", "255", "137")],
                          ["PASS", "FAIL", "UNRESOLVED", "UNSUPPORTED", "UNTESTED", "HUNG", "EXIT3",
-                          "SIGSEGV", "SIGABRT"])
+                          "SIGSEGV", "SIGABRT", "SIGKILL", "EXIT255", "EXIT137"])
         lo, hi = signal.SIGRTMIN, signal.SIGRTMAX
         self.assertEqual([posix.signal_name(n) for n in (lo, lo + 3, hi - 1, hi, 99)],
                          ["RTMIN", "RTMIN+3", "RTMAX-1", "RTMAX", "99"])
 
+    def test_tests_are_the_suites_number_number_files(self):
+        top = os.path.join(self.suite, "conformance/interfaces")
+        files = {"pthread_create/1-1.c": "int main(void) { return 0; }\n",
+                 # main in an included file, as the suite's own pthread_create/15-1.c
+                 "pthread_create/15-1.c": '#include "../testfrmw/threads_scenarii.c"\n',
+                 "pthread_create/13.sh": "exit 0\n",
+                 "pthread_once/4-1-buildonly.c": "int main(void) { return 0; }\n",
+                 "testfrmw/threads_scenarii.c": "int main(void) { return 0; }\n",
+                 "mlockall/speculative/15-1.c": "int main(void) { return 0; }\n",
+                 "mmap/2-1.c": "int main(void) { return 0; }\n",
+                 "aio_read/1-1.c": "", "sched_yield/1-1.c": "", "shm_open/1-1.c": "",
+                 "lio_listio/15-1.c": "", "munmap/1-1.c": ""}
+        for f, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(top, f)), exist_ok=True)
+            with open(os.path.join(top, f), "w") as out:
+                out.write(text)
+        found = posix.tests(self.suite, posix.INTERFACES)
+        self.assertEqual([n for n, _, _ in found],
+                         ["aio_read/1-1", "lio_listio/15-1", "mlockall/speculative/15-1", "mmap/2-1",
+                          "munmap/1-1", "pthread_create/1-1", "pthread_create/15-1",
+                          "sched_yield/1-1", "shm_open/1-1"])
+        self.assertEqual(found[2][1:], (os.path.join(top, "mlockall/speculative/15-1.c"),
+                                        os.path.join(top, "mlockall")))
+        self.assertEqual([n for n, _, _ in posix.tests(self.suite, "pthread_* mm*")],
+                         ["mmap/2-1", "pthread_create/1-1", "pthread_create/15-1"])
+
+    def test_a_run_is_hung_only_when_the_time_limit_ended_it(self):
+        work = os.path.join(self.dir, "work")
+        for d in ("bin/t", "logs", "run"):
+            os.makedirs(os.path.join(work, d))
+        scripts = {"t/1-1": "exit 255", "t/2-1": "exit 137", "t/3-1": "kill -KILL $$",
+                   "t/4-1": "exec sleep 1000", "t/5-1": 'touch a && test "$1" = x || exit 1',
+                   "t/6-1": "sleep 1000 & exit 0"}
+        with open(os.path.join(work, "tests.txt"), "w") as lst:
+            for name, body in scripts.items():
+                path = os.path.join(work, "bin", name)
+                with open(path, "w") as f:
+                    f.write("#!/bin/sh\n" + body + "\n")
+                os.chmod(path, 0o755)
+                lst.write(f"{name} {self.dir}/{name.replace('/', '_')}.args\n")
+        with open(os.path.join(self.dir, "t_5-1.args"), "w") as f:
+            f.write("x\n")
+        posix.run(work, os.path.join(work, "tests.txt"), "/nonexistent", "/lib.so", 2, 2,
+                  ["native"])
+        with open(os.path.join(work, "status.tsv")) as f:
+            got = posix.results_tsv(f, ["native"])
+        self.assertEqual(got, ["test\tnative", "t/1-1\tEXIT255", "t/2-1\tEXIT137",
+                               "t/3-1\tSIGKILL", "t/4-1\tHUNG", "t/5-1\tPASS", "t/6-1\tPASS"])
+        self.assertEqual(os.listdir(os.path.join(work, "run")), [])
+
+    def test_commands_per_mode(self):
+        self.assertEqual(posix.command("native", "/l", "/b", "/p"), ["/b"])
+        self.assertEqual(posix.command("nvmalloc", "/l", "/b", "/p"),
+                         ["/l", "run", "--pool", "/p", "--", "/b"])
+        self.assertEqual(posix.command("malloc-mprotect", "/l", "/b", "/p"),
+                         ["/l", "run", "--heap", "malloc", "--tracker", "mprotect", "--pool", "/p",
+                          "--", "/b"])
+
     def test_results_tsv_sorted_with_a_header(self):
-        self.assertEqual(posix.results_tsv(["b/1-1\t0\t137\n", "a/2-1\t1\t0\n", "cut\t0\n"],
+        self.assertEqual(posix.results_tsv(["b/1-1\t0\thung\n", "a/2-1\t1\t0\n", "cut\t0\n"],
                                            ["native", "nvmalloc"]),
                          ["test\tnative\tnvmalloc", "a/2-1\tFAIL\tPASS", "b/1-1\tPASS\tHUNG"])
 

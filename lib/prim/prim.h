@@ -112,6 +112,9 @@ void prim_unmap(void *addr, size_t len);
 /* Bytes mapped by the two functions above and not yet unmapped by
  * prim_unmap: the runtime's own private memory (the heap's range with it). */
 uint64_t prim_mapped_bytes(void);
+/* Those mappings' ranges, [lo[i], hi[i]), up to max of them (every one
+ * while the runtime keeps no more than 512); returns how many. */
+size_t prim_mappings(uintptr_t *lo, uintptr_t *hi, size_t max);
 
 /* Give memory back to the system, keeping the range reserved (reads see
  * zeros again).  Not for hot paths: it costs TLB shootdowns. */

@@ -237,6 +237,59 @@ static _Atomic uint64_t mapped_bytes;
 
 uint64_t prim_mapped_bytes(void) { return atomic_load_explicit(&mapped_bytes, memory_order_relaxed); }
 
+/* The ranges themselves, for prim_mappings: slots claimed and freed with
+ * atomics, no lock (a fork child inherits no held lock).  The runtime keeps
+ * a few dozen mappings; beyond the table's size a range goes unrecorded.  A
+ * slot is free while lo is 0, and read as empty while hi <= lo. */
+#define MAPPINGS_MAX 512
+static struct {
+	_Atomic uintptr_t lo, hi;
+} mappings[MAPPINGS_MAX];
+
+static void mapped(void *addr, size_t len)
+{
+	atomic_fetch_add_explicit(&mapped_bytes, len, memory_order_relaxed);
+	for (size_t i = 0; i < MAPPINGS_MAX; i++) {
+		uintptr_t free_lo = 0;
+		if (atomic_compare_exchange_strong(&mappings[i].lo, &free_lo, (uintptr_t)addr)) {
+			atomic_store(&mappings[i].hi, (uintptr_t)addr + len);
+			return;
+		}
+	}
+}
+
+static void unmapped(void *addr, size_t len)
+{
+	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
+	atomic_fetch_sub_explicit(&mapped_bytes, len, memory_order_relaxed);
+	for (size_t i = 0; i < MAPPINGS_MAX; i++) {
+		uintptr_t mlo = atomic_load(&mappings[i].lo), mhi = atomic_load(&mappings[i].hi);
+		if (mlo == 0 || mhi <= mlo || mhi <= lo || mlo >= hi)
+			continue;
+		if (mlo >= lo && mhi <= hi) {
+			atomic_store(&mappings[i].hi, 0);
+			atomic_store(&mappings[i].lo, 0);
+		} else if (mlo >= lo) {
+			atomic_store(&mappings[i].lo, hi);	/* its start unmapped */
+		} else if (mhi <= hi) {
+			atomic_store(&mappings[i].hi, lo);	/* its end unmapped */
+		}
+	}
+}
+
+size_t prim_mappings(uintptr_t *lo, uintptr_t *hi, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < MAPPINGS_MAX && n < max; i++) {
+		uintptr_t mlo = atomic_load(&mappings[i].lo), mhi = atomic_load(&mappings[i].hi);
+		if (mlo != 0 && mhi > mlo) {
+			lo[n] = mlo;
+			hi[n++] = mhi;
+		}
+	}
+	return n;
+}
+
 void *prim_map_fixed(void *addr, size_t len)
 {
 	void *p = mmap(addr, len, PROT_READ | PROT_WRITE,
@@ -249,7 +302,7 @@ void *prim_map_fixed(void *addr, size_t len)
 		errno = EEXIST;
 		return NULL;
 	}
-	atomic_fetch_add_explicit(&mapped_bytes, len, memory_order_relaxed);
+	mapped(p, len);
 	return p;
 }
 
@@ -259,14 +312,14 @@ void *prim_map_any(size_t len)
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
-	atomic_fetch_add_explicit(&mapped_bytes, len, memory_order_relaxed);
+	mapped(p, len);
 	return p;
 }
 
 void prim_unmap(void *addr, size_t len)
 {
 	if (munmap(addr, len) == 0)
-		atomic_fetch_sub_explicit(&mapped_bytes, len, memory_order_relaxed);
+		unmapped(addr, len);
 }
 
 void prim_discard(void *addr, size_t len) { (void)madvise(addr, len, MADV_DONTNEED); }

@@ -15,8 +15,10 @@
 #include "prim/prim.h"
 #include "quiesce/quiesce.h"
 #include "recovery/restore.h"
+#include "runtime/aio_pins.h"
 #include "runtime/kernel_stacks.h"
 #include "runtime/memory_limits.h"
+#include "runtime/memory_lock.h"
 #include "runtime/meta_sums.h"
 #include "runtime/stats.h"
 #include "runtime/target.h"
@@ -304,6 +306,11 @@ static void growth_hook_off(void)
 	prim_unlock(&growth.lock);
 }
 
+/* The end of the heap pages reserved so far (bytes from heap_base): the
+ * heap reserves ahead of its high-water mark, as glibc's malloc maps ahead
+ * of what it hands out.  runtime_lock_ranges reads it. */
+static _Atomic uint64_t heap_reserved_end;
+
 static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 {
 	static _Atomic bool told;
@@ -312,6 +319,9 @@ static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 	 * as RLIMIT_AS / RLIMIT_DATA would let glibc's; the refusal is an
 	 * ordinary ENOMEM, said nowhere, as natively. */
 	if (rt.cfg.heap == HEAP_MALLOC && !memory_limits_allow(end * p->page_size))
+		return -1;
+	if (memory_lock_grown((char *)rt.heap_base + first * p->page_size,
+			      (end - first) * p->page_size) != 0)
 		return -1;
 	int rc = 0;
 	prim_lock(&growth.lock);
@@ -322,8 +332,12 @@ static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 		rc = pool_reserve(p, first, end);
 	}
 	prim_unlock(&growth.lock);
-	if (rc == 0)
+	if (rc == 0) {
+		uint64_t e = end * p->page_size, seen = atomic_load(&heap_reserved_end);
+		while (e > seen && !atomic_compare_exchange_weak(&heap_reserved_end, &seen, e))
+			;
 		return 0;
+	}
 	if (!atomic_exchange(&told, true))
 		log_msg(LOG_ERR, "%s", err_get());
 	return -1;
@@ -347,6 +361,29 @@ void runtime_unpin(void *addr, size_t len)
 	if (!growth.off && rt.tracker != NULL)
 		tracker_unpin(rt.tracker, addr, len);
 	prim_unlock(&growth.lock);
+}
+
+void runtime_lock_ranges(uintptr_t *pool_lo, uintptr_t *pool_hi, uintptr_t *heap_lo,
+			 uintptr_t *heap_hi)
+{
+	*pool_lo = *pool_hi = *heap_lo = *heap_hi = 0;
+	if (rt.heap_base != NULL && rt.heap_len > 0) {
+		size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+		size_t used = heap_high_water();
+		used = used == SIZE_MAX ? 0 : used;
+		if (atomic_load(&heap_reserved_end) > used)
+			used = (size_t)atomic_load(&heap_reserved_end);
+		used = used > rt.heap_len ? rt.heap_len : (used + ps - 1) / ps * ps;
+		if (used > 0) {
+			*heap_lo = (uintptr_t)rt.heap_base;
+			*heap_hi = (uintptr_t)rt.heap_base + used;
+		}
+	}
+	struct pool *p = rt.pool;
+	if (p != NULL && p->nvm != NULL && p->nvm->base != NULL) {
+		*pool_lo = (uintptr_t)p->nvm->base;
+		*pool_hi = (uintptr_t)p->nvm->base + p->nvm->len;
+	}
 }
 
 /* PMTHREADS_CHECK (fase_checker.h): config.c has already switched to the mprotect
@@ -635,6 +672,7 @@ fail_shadow:
 	memory_limits_set_ours(false, 0, 0);
 	shadow_release(rt.heap_base, rt.heap_len);
 	rt.heap_base = NULL;
+	atomic_store(&heap_reserved_end, 0);
 fail_pool:
 	meta_sums_bind(NULL);
 	unwatch_pool_faults();
@@ -760,6 +798,7 @@ void runtime_atfork_child(void)
 	growth.lock = (prim_lock_t)PRIM_LOCK_INIT;
 	closed.lock = (prim_lock_t)PRIM_LOCK_INIT;
 	kernel_stacks_atfork_child();
+	aio_pins_atfork_child();
 	if (atomic_load(&rt.state) != RUNTIME_RUNNING)
 		return;
 	growth_hook_off();

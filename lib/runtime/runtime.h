@@ -55,6 +55,14 @@ void runtime_atfork_child(void);
 int runtime_pin_writable(void *addr, size_t len);
 void runtime_unpin(void *addr, size_t len);
 
+/* The pool's mapping, [*pool_lo, *pool_hi), and the part of the heap's
+ * range the heap has used or reserved so far, [*heap_lo, *heap_hi)
+ * (page-aligned);
+ * either is empty (lo == hi == 0) when there is none.  For memory_lock.c,
+ * which leaves the runtime's mappings out of mlockall but for that part. */
+void runtime_lock_ranges(uintptr_t *pool_lo, uintptr_t *pool_hi, uintptr_t *heap_lo,
+			 uintptr_t *heap_hi);
+
 /* Where the heap is mapped in this process, and (mapped - recorded). */
 void *runtime_heap_base(void);
 ptrdiff_t runtime_heap_offset(void);

@@ -8,17 +8,28 @@ results of its runs and its table (the script builds and runs the tests).
       launcher, library) for the script to eval, or with --help the
       commands that print USAGE and exit; status 2 and a message on stderr
       for a command line it cannot run
+  python3 -m pmtkit.posix_conformance tests SOURCE INTERFACES
+      the suite's tests under the interfaces matching INTERFACES (globs),
+      one "NAME<tab>SOURCE FILE<tab>INTERFACE DIRECTORY" line each
+  python3 -m pmtkit.posix_conformance run WORK LIST LAUNCHER LIBRARY TIMEOUT JOBS MODE...
+      runs LIST's tests (the script's "NAME ARGSFILE" lines, binaries in
+      WORK/bin) in each mode and writes WORK/status.tsv
   python3 -m pmtkit.posix_conformance results RAW MODE...
-      RAW's "TEST<tab>STATUS..." lines (exit statuses, one per mode) as
-      results.tsv: a header, then a line per test, sorted, with results
+      RAW's "TEST<tab>STATUS..." lines (one per mode: an exit status, -N
+      for signal N, or "hung") as results.tsv: a header, then a line per
+      test, sorted, with results
   python3 -m pmtkit.posix_conformance table RESULTS
       the comparison table of results.tsv
 """
 
+import concurrent.futures
+import fnmatch
 import os
 import re
 import shlex
+import shutil
 import signal
+import subprocess
 import sys
 
 USAGE = """
@@ -37,7 +48,7 @@ Options:
   --build DIR        the pmthreads build tree (default: build)
   --work DIR         binaries, logs and results (default: /tmp/pmthreads-posix-$USER)
   --interfaces LIST  space-separated globs over conformance/interfaces/
-                     (default: the pthread, semaphore, signal, kill and fork ones)
+                     (default: every interface)
   --modes LIST       comma-separated, of: native, nvmalloc, malloc-uffd,
                      malloc-mprotect (default: all four)
   --timeout S        seconds per test run before SIGKILL (default 60)
@@ -45,19 +56,24 @@ Options:
   --rebuild          compile again even where a binary exists
 
 Each test's exit status is its result (posixtest.h: 0 PASS, 1 FAIL, 2
-UNRESOLVED, 4 UNSUPPORTED, 5 UNTESTED); a run killed by the time limit is
-HUNG, one killed by a signal SIG<name>.  WORK/results.tsv has one line per
+UNRESOLVED, 4 UNSUPPORTED, 5 UNTESTED, any other EXIT<status>); a run the
+time limit ended is HUNG, one killed by a signal otherwise SIG<name>.  The
+tests are what the suite's own build runs: conformance/interfaces/*/
+(and speculative/) files named NUMBER-NUMBER.c.  WORK/results.tsv has one line per
 test and mode; the table says, per mode, how many pass, and lists every test
 that passes natively but not in that mode.
 """
 
 MODES = ("native", "nvmalloc", "malloc-uffd", "malloc-mprotect")
-INTERFACES = ("pthread_* sem_* sigaction sigaltstack sighold sigignore signal sigpause sigrelse "
-              "sigset sigprocmask sigsuspend sigwait sigqueue sigpending sigtimedwait "
-              "sigwaitinfo raise kill killpg fork")
+INTERFACES = "*"
+# The suite's scripts/locate-test: NUMBER-NUMBER.c is a runnable test (its
+# main may be in a file it includes), NUMBER-buildonly.c only compiles, and
+# anything else (testfrmw/*.c) is a helper.
+TEST_FILE = re.compile(r"[0-9]+-[0-9]+\.c")
 VALUED = {"--build": "a directory", "--work": "a directory", "--interfaces": "a list",
           "--modes": "a list", "--timeout": "seconds", "--jobs": "a number"}
-RESULTS = {0: "PASS", 1: "FAIL", 2: "UNRESOLVED", 4: "UNSUPPORTED", 5: "UNTESTED", 137: "HUNG"}
+RESULTS = {0: "PASS", 1: "FAIL", 2: "UNRESOLVED", 4: "UNSUPPORTED", 5: "UNTESTED"}
+HUNG = "hung"
 
 
 class BadInput(Exception):
@@ -155,11 +171,15 @@ def signal_name(n):
 
 
 def result_of(status):
-    """A run's result from its exit status (posixtest.h's codes; 137: the
-    time limit's SIGKILL)."""
-    if status in RESULTS:
-        return RESULTS[status]
-    return f"SIG{signal_name(status - 128)}" if status > 128 else f"EXIT{status}"
+    """A run's result from its status as run() records it: an exit status
+    (posixtest.h's codes, EXITn for any other, 255 among them: exit(-1)),
+    -N for a run signal N killed, HUNG for one the time limit ended."""
+    if status == HUNG:
+        return "HUNG"
+    n = int(status)
+    if n < 0:
+        return f"SIG{signal_name(-n)}"
+    return RESULTS.get(n, f"EXIT{n}")
 
 
 def results_tsv(raw_lines, modes):
@@ -168,8 +188,86 @@ def results_tsv(raw_lines, modes):
     for ln in raw_lines:
         f = ln.rstrip("\n").split("\t")
         if len(f) == len(modes) + 1:
-            rows.append("\t".join([f[0]] + [result_of(int(s)) for s in f[1:]]))
+            rows.append("\t".join([f[0]] + [result_of(s) for s in f[1:]]))
     return out + sorted(rows)
+
+
+def tests(source, interfaces):
+    """(name, source file, interface directory) of every test of the
+    interfaces whose names match one of the globs, sorted by name."""
+    top = os.path.join(source, "conformance/interfaces")
+    found = []
+    for iface in sorted(os.listdir(top)):
+        idir = os.path.join(top, iface)
+        if not os.path.isdir(idir) or not any(fnmatch.fnmatchcase(iface, g) for g in interfaces.split()):
+            continue
+        for sub in (idir, os.path.join(idir, "speculative")):
+            if not os.path.isdir(sub):
+                continue
+            for f in os.listdir(sub):
+                if TEST_FILE.fullmatch(f):
+                    path = os.path.join(sub, f)
+                    found.append((os.path.relpath(path, top)[:-2], path, idir))
+    return sorted(found)
+
+
+def command(mode, launcher, binary, pool):
+    if mode == "native":
+        return [binary]
+    heap = {"nvmalloc": [], "malloc-uffd": ["--heap", "malloc", "--tracker", "uffd"],
+            "malloc-mprotect": ["--heap", "malloc", "--tracker", "mprotect"]}[mode]
+    return [launcher, "run"] + heap + ["--pool", pool, "--", binary]
+
+
+def run_one(argv, cwd, env, log, timeout_s):
+    """The status of one run (see result_of).  The run leads a process
+    group of its own, so that the time limit ends what it forked too; only
+    a run this ended is HUNG."""
+    with open(log, "wb") as out:
+        p = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                             stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = p.wait(timeout=timeout_s or None)
+        except subprocess.TimeoutExpired:
+            rc = HUNG
+        try:
+            os.killpg(p.pid, signal.SIGKILL)   # what it left running
+        except (ProcessLookupError, PermissionError):
+            pass
+        p.wait()
+    return str(rc)
+
+
+def run_test(work, name, argsfile, modes, launcher, library, timeout_s):
+    args = []
+    if argsfile and os.path.isfile(argsfile):
+        with open(argsfile) as f:
+            args = f.readline().split()
+    tag = name.replace("/", "_")
+    env = dict(os.environ, PMTHREADS_LIBRARY=library, PMTHREADS_VERBOSE="0")
+    line = [name]
+    for m in modes:
+        d = os.path.join(work, "run", f"{tag}.{m}")
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        argv = command(m, launcher, os.path.join(work, "bin", name), os.path.join(d, "pool")) + args
+        line.append(run_one(argv, d, env, os.path.join(work, "logs", f"{tag}.{m}.out"), timeout_s))
+        shutil.rmtree(d, ignore_errors=True)
+    return "\t".join(line)
+
+
+def run(work, list_file, launcher, library, timeout_s, jobs, modes):
+    """Runs every test of list_file in every mode, jobs at a time; writes
+    work/status.tsv as the runs end."""
+    with open(list_file) as f:
+        todo = [ln.split(None, 1) + [""] for ln in f if ln.strip()]
+    with open(os.path.join(work, "status.tsv"), "w") as out, \
+            concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        futures = [pool.submit(run_test, work, t[0], t[1].strip(), modes, launcher, library,
+                               timeout_s) for t in todo]
+        for fu in futures:
+            out.write(fu.result() + "\n")
+            out.flush()
 
 
 def table(lines):
@@ -199,6 +297,11 @@ def main(argv):
                 print("echo " + shlex.quote(USAGE.rstrip("\n")) + "; exit 0")
             else:
                 print(shell_assignments(o))
+        elif len(argv) == 3 and argv[0] == "tests":
+            for name, src, idir in tests(argv[1], argv[2]):
+                print(f"{name}\t{src}\t{idir}")
+        elif len(argv) >= 8 and argv[0] == "run":
+            run(argv[1], argv[2], argv[3], argv[4], int(argv[5]), int(argv[6]), argv[7:])
         elif len(argv) >= 3 and argv[0] == "results":
             with open(argv[1]) as f:
                 print("\n".join(results_tsv(f, argv[2:])))

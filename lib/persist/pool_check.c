@@ -3,6 +3,8 @@
  * See pool.h. */
 #include "persist/pool_internal.h"
 
+#include "prim/prim.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,7 +50,7 @@ unsigned pool_check(const struct pool *p, void (*report)(const char *msg, void *
 	    l.file_size != p->file_size)
 		problem(&c, "header: layout differs from the one found at open");
 	struct stat st;
-	if (fstat(p->fd, &st) == 0 && (uint64_t)st.st_size != p->file_size)
+	if (prim_fstat(p->fd, &st) == 0 && (uint64_t)st.st_size != p->file_size)
 		problem(&c, "file: %llu bytes, the header says %llu", (unsigned long long)st.st_size,
 			(unsigned long long)p->file_size);
 

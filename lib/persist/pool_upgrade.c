@@ -43,49 +43,49 @@ static int reserve(int fd, uint64_t off, uint64_t len)
 static bool still_at_path(const struct pool *old)
 {
 	struct stat a, b;
-	return fstat(old->fd, &a) == 0 && lstat(old->path, &b) == 0 && a.st_dev == b.st_dev &&
-	       a.st_ino == b.st_ino;
+	return prim_fstat(old->fd, &a) == 0 && prim_lstat(old->path, &b) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 /* Open (or take over what an interrupted upgrade left of) the temporary
  * file, locked and empty.  -1 with err_get() set. */
 static int open_tmp(const struct pool *old, const char *tmp)
 {
-	int fd = open(tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = prim_open(tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		err_set_errno(errno, "cannot upgrade pool %s: cannot create %s beside it for the new "
 			      "pool", old->path, tmp);
 		return -1;
 	}
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-	    st.st_uid != geteuid()) {
+	if (prim_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    st.st_uid != prim_geteuid()) {
 		err_set("cannot upgrade pool %s: %s is in the way and is not an unfinished upgrade "
 			"of this user; remove it", old->path, tmp);
-		close(fd);
+		prim_close(fd);
 		return -1;
 	}
 	/* Only an upgrade of this pool uses the name, and it holds the old
 	 * pool's exclusive lock, which this process has: whatever the file
 	 * holds was left by an interrupted upgrade and never had a use. */
-	if (pool_lock_fd(fd, false) != 0 || ftruncate(fd, 0) != 0) {
+	if (pool_lock_fd(fd, false) != 0 || prim_ftruncate(fd, 0) != 0) {
 		err_set_errno(errno, "cannot upgrade pool %s: cannot lock and empty %s", old->path,
 			      tmp);
-		close(fd);
+		prim_close(fd);
 		return -1;
 	}
 	/* The old pool's owner and mode, so that its program (root may be
 	 * the one upgrading) opens the new one as it did the old. */
 	struct stat ost;
-	if (fstat(old->fd, &ost) != 0 || fchmod(fd, ost.st_mode & 07777) != 0) {
+	if (prim_fstat(old->fd, &ost) != 0 || prim_fchmod(fd, ost.st_mode & 07777) != 0) {
 		err_set_errno(errno, "cannot upgrade pool %s: cannot give %s the old pool's mode",
 			      old->path, tmp);
-		close(fd);
-		unlink(tmp);
+		prim_close(fd);
+		prim_unlink(tmp);
 		return -1;
 	}
 	if ((ost.st_uid != st.st_uid || ost.st_gid != st.st_gid) &&
-	    fchown(fd, ost.st_uid, ost.st_gid) != 0)
+	    prim_fchown(fd, ost.st_uid, ost.st_gid) != 0)
 		log_msg(LOG_WARN, "pool %s: the upgraded pool belongs to uid %u gid %u, not to the "
 			"old pool's uid %u gid %u (%s): chown it if its program runs as them",
 			old->path, (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)ost.st_uid,
@@ -107,7 +107,7 @@ static int write_new(const struct pool *old, int fd, const char *tmp, uint64_t *
 	h.format_version = POOL_FORMAT_VERSION;
 	pool_header_set_layout(&h, &l);
 	pool_header_image(head, &h, old->ver_d_now, old->clean_now);
-	if (prim_pwrite_all(fd, head, sizeof(head), 0) != 0 || ftruncate(fd, (off_t)l.file_size) != 0) {
+	if (prim_pwrite_all(fd, head, sizeof(head), 0) != 0 || prim_ftruncate(fd, (off_t)l.file_size) != 0) {
 		err_set_errno(errno, "cannot upgrade pool %s: writing the new pool's header to %s "
 			      "failed", old->path, tmp);
 		return -1;
@@ -221,7 +221,7 @@ int pool_upgrade(struct pool *old, struct pool_upgrade_result *out,
 			"nothing was changed", old->path);
 		goto fail_unlink;
 	}
-	if (rename(tmp, old->path) != 0) {
+	if (prim_rename(tmp, old->path) != 0) {
 		err_set_errno(errno, "cannot upgrade pool %s: renaming %s over it failed (the old "
 			      "pool is still there)", old->path, tmp);
 		goto fail_unlink;
@@ -237,14 +237,14 @@ int pool_upgrade(struct pool *old, struct pool_upgrade_result *out,
 	} else if (step != NULL) {
 		step("directory synced", arg);
 	}
-	close(fd);
+	prim_close(fd);
 	pool_close(old);
 	return 0;
 fail_unlink:
-	unlink(tmp);
+	prim_unlink(tmp);
 fail:
 	if (fd >= 0)
-		close(fd);
+		prim_close(fd);
 	pool_close(old);
 	return -1;
 }

@@ -21,6 +21,9 @@
 #ifndef UFFD_FEATURE_WP_ASYNC
 #define UFFD_FEATURE_WP_ASYNC (1ULL << 15)
 #endif
+#ifndef UFFDIO_COPY_MODE_WP
+#define UFFDIO_COPY_MODE_WP ((uint64_t)1 << 1)
+#endif
 
 #ifndef PAGEMAP_SCAN
 struct page_region {

@@ -17,7 +17,6 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* glibc's other public name for sigaction(2): preload/ interposes
@@ -127,7 +126,7 @@ static void die_by_default(int sig, const siginfo_t *si)
 	dfl.sa_handler = SIG_DFL;
 	__sigaction(sig, &dfl, NULL);
 	if (si->si_code <= 0)
-		syscall(SYS_tgkill, getpid(), prim_gettid(), sig);
+		prim_sys_signal_thread(sig);
 }
 
 /* ---- SIGSEGV blocking, emulated (fault_signal.h) ---- */
@@ -163,7 +162,7 @@ static void deliver_held(void)
 		return;
 	segv_held = false;
 	siginfo_t info = segv_held_info;
-	syscall(SYS_rt_tgsigqueueinfo, getpid(), prim_gettid(), SIGSEGV, &info);
+	prim_sys_queue_signal_thread(SIGSEGV, &info);
 }
 
 /* Run the application's handler app of sig as the kernel would have, with

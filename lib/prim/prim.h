@@ -169,6 +169,9 @@ int prim_sys_pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
 int prim_sys_epoll_pwait(int epfd, struct epoll_event *ev, int n, int timeout_ms,
 			 const sigset_t *mask);
 int prim_sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
+/* The C library's sigaction without the preload's wrapper (glibc's
+ * __sigaction: the kernel's disposition, with the C library's restorer). */
+int prim_sys_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 /* Send sig to this thread (tgkill), or queue it with info
  * (rt_tgsigqueueinfo: the siginfo the handler is to see). */
 void prim_sys_signal_thread(int sig);

@@ -411,6 +411,16 @@ int prim_sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	return (int)syscall(SYS_epoll_ctl, epfd, op, fd, ev);
 }
 
+/* glibc's other public name for sigaction(2): preload/ interposes
+ * "sigaction" itself and forwards to fault_signal_sigaction, so the
+ * runtime's own calls must not go through that symbol. */
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+int prim_sys_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return __sigaction(sig, act, old);
+}
+
 void prim_sys_signal_thread(int sig) { syscall(SYS_tgkill, getpid(), prim_gettid(), sig); }
 
 void prim_sys_queue_signal_thread(int sig, siginfo_t *info)

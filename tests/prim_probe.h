@@ -4,6 +4,7 @@
 #ifndef PMT_TESTS_PRIM_PROBE_H
 #define PMT_TESTS_PRIM_PROBE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -27,6 +28,13 @@ int prim_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 ssize_t prim_pread_all(int fd, void *buf, size_t len, off_t off);
 int prim_sync_dir(const char *dir);
 int prim_next_data(int fd, off_t from, off_t end, off_t *start, off_t *stop);
+struct stat;
+int prim_lock_file(int fd, bool shared);
+bool prim_file_read_locked(int fd);
+bool prim_file_open_here(int except_fd, const struct stat *st);
+pid_t prim_process_with_file(const struct stat *st);
+bool prim_process_alive(pid_t pid);
+int prim_rename_noreplace(const char *from, const char *to);
 
 #ifdef __cplusplus
 }

@@ -47,6 +47,7 @@ uint64_t prim_now_ns(void);
 void prim_sleep_ns(uint64_t ns);
 pid_t prim_gettid(void);
 pid_t prim_getpid(void);
+uid_t prim_getuid(void);
 uid_t prim_geteuid(void);
 /* Whether process pid exists (it may belong to another user). */
 bool prim_process_alive(pid_t pid);

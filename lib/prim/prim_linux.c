@@ -44,6 +44,8 @@ pid_t prim_gettid(void) { return (pid_t)syscall(SYS_gettid); }
 
 pid_t prim_getpid(void) { return getpid(); }
 
+uid_t prim_getuid(void) { return getuid(); }
+
 uid_t prim_geteuid(void) { return geteuid(); }
 
 bool prim_process_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }

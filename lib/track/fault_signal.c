@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -70,7 +69,7 @@ static void record_read(int sig, struct sigaction *out)
 	for (;;) {
 		unsigned s = atomic_load_explicit(&r->seq, memory_order_acquire);
 		if (s & 1) {
-			sched_yield();
+			prim_yield();
 			continue;
 		}
 		memcpy(out, &r->sa, sizeof(*out));

@@ -24,7 +24,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -741,7 +740,7 @@ static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 	 * starts later marks the page anew.  (Writes before our mprotect land
 	 * before this epoch's copy, or read, of the page.) */
 	while (atomic_load(&readers_inside) != 0)
-		sched_yield();
+		prim_yield();
 	for (size_t k = 0; k < n && !was_overflow; k++) {	/* else all below */
 		size_t i = (size_t)pages[k];
 		if (m->hot != NULL && page_hot(m, i)) {
@@ -796,7 +795,7 @@ static void mp_detach(struct tracker *t)
 	fault_signal_uninstall();
 	prim_unlock(&slots_lock);
 	while (atomic_load(&readers_inside) != 0)
-		sched_yield();
+		prim_yield();
 	pins_detach(m);
 	free_impl(m);
 	t->impl = NULL;

@@ -33,6 +33,13 @@ ssize_t prim_readlink(const char *path, char *buf, size_t len);
 bool prim_same_file(const char *a, const char *b);
 struct rlimit;
 int prim_get_rlimit(int resource, struct rlimit *rl);
+struct stat;
+int prim_lock_file(int fd, bool shared);
+bool prim_file_read_locked(int fd);
+bool prim_file_open_here(int except_fd, const struct stat *st);
+pid_t prim_process_with_file(const struct stat *st);
+bool prim_process_alive(pid_t pid);
+int prim_rename_noreplace(const char *from, const char *to);
 
 #ifdef __cplusplus
 }

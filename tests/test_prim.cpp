@@ -11,6 +11,7 @@
 #include <string>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -197,4 +198,79 @@ TEST_CASE("prim: small files, links and limits for the runtime", "[prim][file]")
 	REQUIRE(prim_get_rlimit(RLIMIT_NOFILE, &kernel) == 0);
 	CHECK(kernel.rlim_cur == mine.rlim_cur);
 	CHECK(kernel.rlim_max == mine.rlim_max);
+}
+
+TEST_CASE("prim: a file's lock and who else has it open", "[prim][file]")
+{
+	scratch_file f;
+	struct stat st;
+	REQUIRE(fstat(f.fd, &st) == 0);
+	// Only f.fd has it open here, and no other process at all.
+	CHECK_FALSE(prim_file_open_here(f.fd, &st));
+	CHECK(prim_process_with_file(&st) == 0);
+	CHECK_FALSE(prim_file_read_locked(f.fd));
+
+	// A lock belongs to the open file description: a second open of the
+	// same file conflicts with it, and the kind of lock is told.
+	int other = open(f.path.c_str(), O_RDWR | O_CLOEXEC);
+	REQUIRE(other >= 0);
+	CHECK(prim_file_open_here(f.fd, &st));
+	REQUIRE(prim_lock_file(f.fd, true) == 0);
+	CHECK(prim_lock_file(other, true) == 0);
+	errno = 0;
+	CHECK(prim_lock_file(other, false) == -1);
+	CHECK((errno == EAGAIN || errno == EACCES));
+	CHECK(prim_file_read_locked(other));
+	close(other);	// drops its shared lock
+	REQUIRE(prim_lock_file(f.fd, false) == 0);
+	other = open(f.path.c_str(), O_RDWR | O_CLOEXEC);
+	REQUIRE(other >= 0);
+	CHECK(prim_lock_file(other, true) == -1);
+	CHECK_FALSE(prim_file_read_locked(other));	// exclusive, not shared
+	close(other);
+
+	// Another process with the file open is found by its pid.
+	int ready[2], release[2];
+	REQUIRE(pipe(ready) == 0);
+	REQUIRE(pipe(release) == 0);
+	pid_t child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0) {
+		int fd = open(f.path.c_str(), O_RDONLY);
+		char c;
+		if (write(ready[1], "r", 1) == 1)
+			(void)read(release[0], &c, 1);	// until the parent is done looking
+		_exit(fd >= 0 ? 0 : 1);
+	}
+	char c;
+	REQUIRE(read(ready[0], &c, 1) == 1);
+	CHECK(prim_process_alive(child));
+	CHECK(prim_process_with_file(&st) == child);
+	REQUIRE(write(release[1], "x", 1) == 1);
+	int status = 0;
+	REQUIRE(waitpid(child, &status, 0) == child);
+	CHECK(WIFEXITED(status));
+	CHECK(WEXITSTATUS(status) == 0);
+	CHECK_FALSE(prim_process_alive(child));
+	CHECK_FALSE(prim_process_alive(0));
+	for (int fd : { ready[0], ready[1], release[0], release[1] })
+		close(fd);
+}
+
+TEST_CASE("prim: a rename that replaces nothing", "[prim][file]")
+{
+	scratch_file a, b;
+	errno = 0;
+	int r = prim_rename_noreplace(a.path.c_str(), b.path.c_str());
+	CHECK(r == -1);
+	if (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) {
+		WARN("no RENAME_NOREPLACE under " << a.path);
+		return;
+	}
+	CHECK(errno == EEXIST);
+	std::string to = b.path + ".moved";
+	REQUIRE(prim_rename_noreplace(a.path.c_str(), to.c_str()) == 0);
+	struct stat st;
+	CHECK(stat(to.c_str(), &st) == 0);
+	CHECK(rename(to.c_str(), a.path.c_str()) == 0);
 }

@@ -309,11 +309,11 @@ static void default_pool_path(struct config *c)
 	} else if (home != NULL && home[0] == '/') {
 		n = snprintf(out, len, "%s/.local/share/pmthreads/%s.pool", home, prog);
 	} else {
-		n = snprintf(out, len, "/tmp/pmthreads-%u/%s.pool", (unsigned)getuid(), prog);
+		n = snprintf(out, len, "/tmp/pmthreads-%u/%s.pool", (unsigned)prim_getuid(), prog);
 		c->pool_dir_is_tmp = true;
 	}
 	if (n < 0 || (size_t)n >= len) {
-		snprintf(out, len, "/tmp/pmthreads-%u/pool", (unsigned)getuid());
+		snprintf(out, len, "/tmp/pmthreads-%u/pool", (unsigned)prim_getuid());
 		c->pool_dir_is_tmp = true;
 	}
 }

@@ -12,7 +12,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define OWN_FD_MAX 128	/* about eight, and one per pipe output commit writes */
@@ -36,7 +35,7 @@ static bool told_full;
 static long soft_nofile(void)
 {
 	struct rlimit rl;
-	if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) != 0)
+	if (prim_sys_prlimit(RLIMIT_NOFILE, NULL, &rl) != 0)
 		return -1;
 	return rl.rlim_cur > (rlim_t)0x7fffffff ? 0x7fffffff : (long)rl.rlim_cur;
 }
@@ -53,7 +52,7 @@ static int high_floor(void)
 
 static int dup_at_least(int fd, int floor)
 {
-	return (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor);
+	return (int)prim_sys_fcntl(fd, F_DUPFD_CLOEXEC, floor);
 }
 
 static struct own *find(int fd)
@@ -116,7 +115,7 @@ int own_fd_keep(int *slot, const char *what)
 	if (floor > 0 && fd < floor) {
 		int high = dup_at_least(fd, floor);
 		if (high >= 0) {
-			syscall(SYS_close, fd);
+			prim_sys_close(fd);
 			fd = high;
 			*slot = fd;
 		}
@@ -167,7 +166,7 @@ static bool drop_slot(int *slot, bool closing)
 void own_fd_forget(int *slot)
 {
 	if (drop_slot(slot, false))
-		syscall(SYS_close, *slot);
+		prim_sys_close(*slot);
 }
 
 void own_fd_close(int *slot)
@@ -175,7 +174,7 @@ void own_fd_close(int *slot)
 	if (*slot < 0)
 		return;
 	if (drop_slot(slot, true))
-		syscall(SYS_close, *slot);
+		prim_sys_close(*slot);
 	*slot = -1;
 }
 
@@ -244,7 +243,7 @@ int own_fd_vacate(int fd)
 			__atomic_store_n(o->slots[i], moved, __ATOMIC_RELEASE);
 	atomic_store_explicit(&o->fd_plus1, moved + 1, memory_order_release);
 	update_lowest();
-	syscall(SYS_close, fd);
+	prim_sys_close(fd);
 	prim_unlock(&owns_lock);
 	return 0;
 }

@@ -8,12 +8,12 @@
 #include "base/log.h"
 #include "quiesce/quiesce.h"
 #include "diagnose/symbolize.h"
+#include "prim/prim.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <libunwind.h>
 #include <link.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -227,7 +227,7 @@ static void report(void *addr, void *ucontext, int nframes)
 	sigaddset(&segv, SIGSEGV);
 	pthread_sigmask(SIG_UNBLOCK, &segv, &saved);
 	while (atomic_flag_test_and_set_explicit(&printing, memory_order_acquire))
-		sched_yield();
+		prim_yield();
 	log_msg(LOG_WARN, "write to the persistent heap at %p outside any lock (not "
 		"failure-atomic)", addr);
 	print_frames(ucontext, nframes);

@@ -26,7 +26,7 @@ static const char *object_path(const Dl_info *di)
 			main_di.dli_fbase == di->dli_fbase);
 	if (is_main) {
 		if (exe[0] == '\0') {
-			ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+			ssize_t n = prim_readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 			exe[n > 0 ? n : 0] = '\0';
 		}
 		return exe[0] != '\0' ? exe : "the program";
@@ -135,11 +135,11 @@ static void thread_name(int tid, char *buf, size_t len)
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
 	buf[0] = '\0';
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = prim_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return;
-	ssize_t n = read(fd, buf, len - 1);
-	close(fd);
+	ssize_t n = prim_read(fd, buf, len - 1);
+	prim_close(fd);
 	if (n < 0)
 		n = 0;
 	while (n > 0 && buf[n - 1] == '\n')

@@ -2,6 +2,8 @@
 /* symbolize -- addresses to function, file:line.  See symbolize.h. */
 #include "diagnose/symbolize.h"
 
+#include "prim/prim.h"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -72,7 +74,7 @@ bool symbolize_open(void)
 	callbacks.find_elf = dw.find_elf;
 	callbacks.find_debuginfo = dw.find_debuginfo;
 	dw.dwfl = dw.begin(&callbacks);
-	if (dw.dwfl == NULL || dw.proc_report(dw.dwfl, getpid()) != 0 ||
+	if (dw.dwfl == NULL || dw.proc_report(dw.dwfl, prim_getpid()) != 0 ||
 	    dw.report_end(dw.dwfl, NULL, NULL) != 0) {
 		symbolize_close();
 		return false;

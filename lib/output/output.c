@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* The runtime's own allocator is the program's in malloc mode (and lives in
@@ -203,7 +202,7 @@ static void free_control(void *ctl, size_t len)
 	struct passed_fds p = passed_fds_of(ctl, len);
 	for (int *fd = next_passed_fd(&p); fd != NULL; fd = next_passed_fd(&p))
 		if (*fd >= 0)
-			syscall(SYS_close, *fd);
+			prim_sys_close(*fd);
 	__libc_free(ctl);
 }
 
@@ -265,7 +264,7 @@ static ssize_t send_chunk(struct fdq *q, int fd, struct chunk *c)
 		struct msghdr m = { .msg_name = c->destlen != 0 ? &c->dest : NULL,
 				    .msg_namelen = c->destlen, .msg_iov = &v, .msg_iovlen = 1,
 				    .msg_control = c->ctl, .msg_controllen = c->ctl_len };
-		long w = syscall(SYS_sendmsg, fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		long w = prim_sys_sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w >= 0) {
 			/* The kernel has its own references to the passed
 			 * files now; the rest of the bytes go without. */
@@ -276,26 +275,27 @@ static ssize_t send_chunk(struct fdq *q, int fd, struct chunk *c)
 		return w;
 	}
 	if (q->is_sock)
-		return syscall(SYS_sendto, fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL,
-			       c->destlen != 0 ? (struct sockaddr *)&c->dest : NULL, c->destlen);
+		return prim_sys_sendto(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL,
+				       c->destlen != 0 ? (struct sockaddr *)&c->dest : NULL,
+				       c->destlen);
 	if (q->nb_fd < 0) {
 		/* A pipe has no per-call non-blocking flag, and the program's
 		 * descriptor's O_NONBLOCK is the program's: open the same pipe
 		 * again, non-blocking, for our own writes. */
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		long nb = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		long nb = prim_sys_open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 		if (nb >= 0) {
 			q->nb_fd = (int)nb;
 			own_fd_keep(&q->nb_fd, "non-blocking open of a pipe for output commit");
 		}
 	}
 	if (q->nb_fd >= 0)
-		return syscall(SYS_write, q->nb_fd, p, n);
+		return prim_sys_write(q->nb_fd, p, n);
 	/* No /proc: write no more than the pipe is known to take now. */
 	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
 	struct timespec zero = { 0, 0 };
-	long r = syscall(SYS_ppoll, &pfd, 1, &zero, NULL, 0);
+	long r = prim_sys_ppoll(&pfd, 1, &zero, NULL);
 	if (r <= 0 || !(pfd.revents & POLLOUT)) {
 		if (r >= 0 && (pfd.revents & (POLLERR | POLLHUP))) {
 			errno = EPIPE;
@@ -304,7 +304,7 @@ static ssize_t send_chunk(struct fdq *q, int fd, struct chunk *c)
 		errno = EAGAIN;
 		return -1;
 	}
-	return syscall(SYS_write, fd, p, n < PIPE_BUF ? n : PIPE_BUF);
+	return prim_sys_write(fd, p, n < PIPE_BUF ? n : PIPE_BUF);
 }
 
 /* Send what the durable image covers, without blocking (q->lock held).
@@ -355,11 +355,11 @@ static bool release_fd(struct fdq *q, int fd)
 	if (progressed)
 		note_bytes_left(q);
 	if (q->head == NULL && q->shutdown_how >= 0) {
-		syscall(SYS_shutdown, fd, q->shutdown_how);
+		prim_sys_shutdown(fd, q->shutdown_how);
 		q->shutdown_how = -1;
 	}
 	if (q->head == NULL && q->close_when_empty) {
-		syscall(SYS_close, fd);
+		prim_sys_close(fd);
 		forget(q);
 	}
 	return done;
@@ -409,7 +409,7 @@ static void drain_fd(struct fdq *q, int fd)
 			return;
 		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
 		struct timespec tick = { 0, 100000000L };
-		syscall(SYS_ppoll, &pfd, 1, &tick, NULL, 0);
+		prim_sys_ppoll(&pfd, 1, &tick, NULL);
 	}
 }
 
@@ -435,7 +435,7 @@ void output_disable(void)
 
 static bool fstat_held_kind(int fd, struct stat *st)
 {
-	if (syscall(SYS_fstat, fd, st) != 0)
+	if (prim_sys_fstat(fd, st) != 0)
 		return false;	/* the real call reports EBADF */
 	return S_ISSOCK(st->st_mode) || S_ISFIFO(st->st_mode);
 }
@@ -493,7 +493,7 @@ static bool call_nonblocking(int fd, int send_flags)
 {
 	if (send_flags & MSG_DONTWAIT)
 		return true;
-	long fl = syscall(SYS_fcntl, fd, F_GETFL);
+	long fl = prim_sys_fcntl(fd, F_GETFL, 0);
 	return fl >= 0 && (fl & O_NONBLOCK);
 }
 
@@ -576,7 +576,7 @@ static void bind_file(struct fdq *q, int fd, const struct stat *st)
 		int type = SOCK_STREAM;
 		socklen_t tl = sizeof(type);
 		if (S_ISSOCK(st->st_mode) &&
-		    syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0)
+		    prim_sys_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0)
 			type = SOCK_DGRAM;	/* whole or nothing: always correct */
 		q->is_stream = type == SOCK_STREAM;
 	}
@@ -669,7 +669,7 @@ static void *copy_control(const void *control, size_t len)
 	bool ok = true;
 	struct passed_fds p = passed_fds_of(ctl, len);
 	for (int *fd = next_passed_fd(&p); fd != NULL; fd = next_passed_fd(&p)) {
-		long d = ok ? syscall(SYS_fcntl, *fd, F_DUPFD_CLOEXEC, 0) : -1;
+		long d = ok ? prim_sys_fcntl(*fd, F_DUPFD_CLOEXEC, 0) : -1;
 		ok = ok && d >= 0;
 		*fd = d >= 0 ? (int)d : -1;
 	}
@@ -785,8 +785,8 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 		*ret = -1;
 		return true;
 	}
-	ssize_t r = offset != NULL ? syscall(SYS_pread64, in_fd, c->data, count_, *offset)
-				   : syscall(SYS_read, in_fd, c->data, count_);
+	ssize_t r = offset != NULL ? prim_sys_pread(in_fd, c->data, count_, *offset)
+				   : prim_sys_read(in_fd, c->data, count_);
 	if (r <= 0) {
 		free_chunk(c);
 		*ret = r;
@@ -800,7 +800,7 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 		 * bytes back and let the real call see what it is. */
 		prim_unlock(&q->lock);
 		if (offset == NULL)
-			lseek(in_fd, -(off_t)r, SEEK_CUR);
+			prim_lseek(in_fd, -(off_t)r, SEEK_CUR);
 		free_chunk(c);
 		return false;
 	}
@@ -809,14 +809,14 @@ static bool hold_sendfile(int out_fd, int in_fd, off_t *offset, size_t count_, s
 	if (e == 0 && q->delayed_err == 0 && n < c->len) {
 		/* Only part fits: give the input the rest back. */
 		if (offset == NULL)
-			lseek(in_fd, -(off_t)(c->len - n), SEEK_CUR);
+			prim_lseek(in_fd, -(off_t)(c->len - n), SEEK_CUR);
 		r = (ssize_t)n;
 		c->len = n;
 	}
 	if (q->delayed_err != 0 || e != 0) {
 		/* Nothing was sent: give the input its bytes back. */
 		if (offset == NULL)
-			lseek(in_fd, -(off_t)r, SEEK_CUR);
+			prim_lseek(in_fd, -(off_t)r, SEEK_CUR);
 		free_chunk(c);
 		if (q->delayed_err != 0) {
 			*ret = delayed_error(q, 0);
@@ -933,13 +933,13 @@ void output_before_close(int fd)
 		/* Inside a FASE the epoch that makes these bytes durable
 		 * cannot start before this thread unlocks: hand them to a
 		 * duplicate of the descriptor, closed once they are out. */
-		long nfd = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0);
+		long nfd = prim_sys_fcntl(fd, F_DUPFD_CLOEXEC, 0);
 		struct fdq *nq = nfd >= 0 ? lookup((int)nfd, true) : NULL;
 		if (nq == NULL) {
 			log_msg(LOG_WARN, "output commit: cannot keep descriptor %d open for its "
 				"held output (%s); dropped", fd, strerror(errno));
 			if (nfd >= 0)
-				syscall(SYS_close, nfd);
+				prim_sys_close((int)nfd);
 			drop_queue(q);
 		} else {
 			prim_lock(&nq->lock);
@@ -1006,7 +1006,7 @@ bool output_before_shutdown(int fd, int how)
 		/* Cannot wait for the epoch: the release shuts the socket
 		 * down once the queue is empty (reading still works now). */
 		if (how == SHUT_RDWR)
-			syscall(SYS_shutdown, fd, SHUT_RD);
+			prim_sys_shutdown(fd, SHUT_RD);
 		q->shutdown_how = SHUT_WR;
 		prim_unlock(&q->lock);
 		return true;

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 extern void *__libc_malloc(size_t);
@@ -16,8 +15,6 @@ extern void __libc_free(void *);
 
 #define OUT_BITS (EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND)
 #define POLL_OUT_BITS (POLLOUT | POLLWRNORM | POLLWRBAND)
-/* The kernel's sigset_t, for the raw calls that take a mask. */
-#define KSIGSET_SIZE (_NSIG / 8)
 
 /* One epoll_ctl registration of a descriptor, as the program made it. */
 struct epreg {
@@ -93,7 +90,7 @@ int output_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout,
 	if (n > sizeof(small) / sizeof(small[0])) {
 		work = n <= SIZE_MAX / sizeof(*work) ? __libc_malloc(n * sizeof(*work)) : NULL;
 		if (work == NULL)
-			return (int)syscall(SYS_ppoll, fds, n, timeout, mask, KSIGSET_SIZE);
+			return prim_sys_ppoll(fds, n, timeout, mask);
 	}
 	uint64_t deadline = deadline_of(timeout);
 	long r;
@@ -108,8 +105,7 @@ int output_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout,
 			}
 		}
 		struct timespec ts;
-		r = syscall(SYS_ppoll, work, n, slice(deadline, sliced, timeout, &ts), mask,
-			    KSIGSET_SIZE);
+		r = prim_sys_ppoll(work, n, slice(deadline, sliced, timeout, &ts), mask);
 		if (r != 0 || !sliced || expired(deadline))
 			break;
 	}
@@ -128,10 +124,6 @@ bool output_pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct t
 {
 	if (nfds < 0 || nfds > FD_SETSIZE)
 		return false;
-	struct {
-		const sigset_t *set;
-		size_t size;
-	} kmask = { mask, KSIGSET_SIZE };
 	uint64_t deadline = deadline_of(timeout);
 	fd_set r_, w_, e_;
 	long r;
@@ -150,9 +142,9 @@ bool output_pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct t
 				}
 		}
 		struct timespec ts;
-		r = syscall(SYS_pselect6, nfds, rd != NULL ? &r_ : NULL, wr != NULL ? &w_ : NULL,
-			    ex != NULL ? &e_ : NULL, slice(deadline, sliced, timeout, &ts),
-			    mask != NULL ? &kmask : NULL);
+		r = prim_sys_pselect(nfds, rd != NULL ? &r_ : NULL, wr != NULL ? &w_ : NULL,
+				     ex != NULL ? &e_ : NULL, slice(deadline, sliced, timeout, &ts),
+				     mask);
 		if (r != 0 || !sliced || expired(deadline))
 			break;
 	}
@@ -189,7 +181,7 @@ static bool align(int fd, struct epreg *e)
 		    (e->suppressed ? full_now(fd) : output_fd_full(fd));
 	if (want != e->suppressed) {
 		struct epoll_event ev = { want ? e->events & ~(uint32_t)OUT_BITS : e->events, e->data };
-		long r = syscall(SYS_epoll_ctl, e->epfd, EPOLL_CTL_MOD, fd, &ev);
+		long r = prim_sys_epoll_ctl(e->epfd, EPOLL_CTL_MOD, fd, &ev);
 		/* A failed put-back: the registration is gone (the program
 		 * closed the descriptor or the instance); nothing to restore. */
 		if (r == 0 || !want) {
@@ -227,7 +219,7 @@ int output_epoll_wait(int epfd, struct epoll_event *ev, int n, const struct time
 		if (t != NULL)
 			ms = t->tv_sec < 0 || t->tv_nsec < 0 ? -1 :
 			     (long)t->tv_sec * 1000 + (t->tv_nsec + 999999) / 1000000;
-		long r = syscall(SYS_epoll_pwait, epfd, ev, n, ms, mask, KSIGSET_SIZE);
+		long r = prim_sys_epoll_pwait(epfd, ev, n, (int)ms, mask);
 		if (r != 0 || !sliced || expired(deadline))
 			return (int)r;
 	}
@@ -253,7 +245,7 @@ static void drop(int fd, struct epreg *e)
 int output_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	if (fd < 0 || fd >= OUTPUT_MAX_FDS || (op != EPOLL_CTL_DEL && ev == NULL))
-		return (int)syscall(SYS_epoll_ctl, epfd, op, fd, ev);
+		return prim_sys_epoll_ctl(epfd, op, fd, ev);
 	prim_lock(&ep_lock);
 	if (regs == NULL) {
 		regs = prim_map_any((size_t)OUTPUT_MAX_FDS * sizeof(*regs));
@@ -263,7 +255,7 @@ int output_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	struct epreg *e = find(epfd, fd);
 	long r;
 	if (op == EPOLL_CTL_DEL) {
-		r = syscall(SYS_epoll_ctl, epfd, op, fd, ev);
+		r = prim_sys_epoll_ctl(epfd, op, fd, ev);
 		if (r == 0 && e != NULL)
 			drop(fd, e);
 		prim_unlock(&ep_lock);
@@ -273,7 +265,7 @@ int output_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	struct epoll_event pass = *ev;
 	if (want)
 		pass.events &= ~(uint32_t)OUT_BITS;
-	r = syscall(SYS_epoll_ctl, epfd, op, fd, &pass);
+	r = prim_sys_epoll_ctl(epfd, op, fd, &pass);
 	if (r == 0 && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD)) {
 		if (e == NULL && regs[fd].n < OUTPUT_EPOLL_REGS) {
 			e = &regs[fd].r[regs[fd].n++];

@@ -4,13 +4,13 @@
 
 #include "base/log.h"
 #include "output/output.h"
+#include "prim/prim.h"
 
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* A buffer outside the persistent heap (stdio's own would be malloc'd). */
@@ -22,20 +22,20 @@ static ssize_t stream_write(void *cookie, const char *buf, size_t n)
 	struct iovec v = { (void *)buf, n };
 	ssize_t r;
 	if (!output_hold(fd, &v, 1, 0, NULL, 0, &r))
-		r = syscall(SYS_write, fd, buf, n);	/* output commit off (a fork's child, exit) */
+		r = prim_sys_write(fd, buf, n);	/* output commit off (a fork's child, exit) */
 	/* fopencookie: 0, not -1, on error (errno says which). */
 	return r < 0 ? 0 : r;
 }
 
 static int stream_close(void *cookie)
 {
-	return close((int)(intptr_t)cookie);	/* the interposed close: held bytes first */
+	return prim_close((int)(intptr_t)cookie);	/* the interposed close: held bytes first */
 }
 
 bool output_stdout_hold(void)
 {
 	struct stat st;
-	if (fstat(1, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+	if (prim_fstat(1, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
 		return false;
 	cookie_io_functions_t io = { .read = NULL, .write = stream_write, .seek = NULL,
 				     .close = stream_close };

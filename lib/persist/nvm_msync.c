@@ -4,11 +4,11 @@
 #include "persist/nvm_backend.h"
 
 #include "base/log.h"
+#include "prim/prim.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 /* A fence msyncs the span from the lowest to the highest byte flushed since
@@ -47,10 +47,7 @@ static void msync_fence(struct nvm *n)
 	struct msync_state *s = n->impl;
 	if (s->start == s->end)
 		return;
-	int r;
-	do
-		r = msync((void *)s->start, s->end - s->start, MS_SYNC);
-	while (r != 0 && errno == EINTR);
+	int r = prim_msync((void *)s->start, s->end - s->start);
 	n->stats.device_flushes++;
 	if (r != 0) {
 		int e = errno;
@@ -84,7 +81,7 @@ int nvm_msync_init(struct nvm *n)
 		err_set_errno(ENOMEM, "cannot set up the msync backend");
 		return -1;
 	}
-	s->page_mask = (uintptr_t)sysconf(_SC_PAGESIZE) - 1;
+	s->page_mask = (uintptr_t)prim_page_size() - 1;
 	n->ops = &msync_ops;
 	n->impl = s;
 	return 0;

@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 struct sim_line {
@@ -109,7 +108,7 @@ static void sim_fence(struct nvm *n)
 static void sim_unmap(struct nvm *n)
 {
 	struct sim_state *s = n->impl;
-	munmap(s->media, n->len);
+	prim_unmap_device(s->media, n->len);
 	free(s->pending);
 	free(s);
 	n->impl = NULL;
@@ -202,8 +201,8 @@ int nvm_sim_init(struct nvm *n, const struct nvm_sim_options *o)
 	if (o != NULL)
 		s->opt = *o;
 	s->rng = s->opt.seed ^ 0x5eed5eed5eed5eedULL;
-	s->media = mmap(NULL, n->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (s->media == MAP_FAILED) {
+	s->media = prim_map_device(n->len);
+	if (s->media == NULL) {
 		err_set_errno(errno, "cannot allocate the simulator's media image (%zu bytes)", n->len);
 		free(s);
 		return -1;

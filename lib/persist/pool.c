@@ -32,10 +32,10 @@ int pool_remove(const char *path)
 	if (prim_pread_all(fd, magic, sizeof(magic), 0) != (ssize_t)sizeof(magic) ||
 	    memcmp(magic, POOL_MAGIC, sizeof(magic)) != 0) {
 		err_set("%s is not a pmthreads pool (no pool header); it was not removed", path);
-		close(fd);
+		prim_close(fd);
 		return -1;
 	}
-	if (fstat(fd, &st) != 0 || pool_lock_fd(fd, false) != 0) {
+	if (prim_fstat(fd, &st) != 0 || pool_lock_fd(fd, false) != 0) {
 		if (errno == EAGAIN || errno == EACCES)
 			pool_report_locked(fd, path, &st);
 		else
@@ -43,21 +43,21 @@ int pool_remove(const char *path)
 		char why[600];
 		snprintf(why, sizeof(why), "%s", err_get());
 		err_set("%s; it was not removed", why);
-		close(fd);
+		prim_close(fd);
 		return -1;
 	}
 	struct stat now;
-	if (lstat(path, &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+	if (prim_lstat(path, &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
 		err_set("pool %s was replaced while being removed; nothing was removed", path);
-		close(fd);
+		prim_close(fd);
 		return -1;
 	}
-	if (unlink(path) != 0) {
+	if (prim_unlink(path) != 0) {
 		err_set_errno(errno, "cannot remove pool %s", path);
-		close(fd);
+		prim_close(fd);
 		return -1;
 	}
-	close(fd);
+	prim_close(fd);
 	return 0;
 }
 

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
@@ -36,10 +35,10 @@ static int fill_uuid(uint8_t uuid[16])
 #define SPARSE_MIN_POOL (64ull << 20)	/* below this it costs little either way */
 static void say_if_not_sparse(int fd, const char *path, uint64_t size)
 {
-	if (size < SPARSE_MIN_POOL || ftruncate(fd, SPARSE_PROBE_BYTES) != 0)
+	if (size < SPARSE_MIN_POOL || prim_ftruncate(fd, SPARSE_PROBE_BYTES) != 0)
 		return;
 	struct stat st;
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_blocks * 512 < SPARSE_PROBE_BYTES / 2)
+	if (prim_fstat(fd, &st) != 0 || (uint64_t)st.st_blocks * 512 < SPARSE_PROBE_BYTES / 2)
 		return;
 	log_msg(LOG_WARN, "the file system under %s cannot hold a sparse file (a %u KiB hole "
 		"took %llu KiB of disk): creating the pool writes all of its %llu MiB now, which "
@@ -118,7 +117,7 @@ int pool_format_file(int fd, const char *path, const struct pool_open_options *o
 		return -1;
 	}
 	say_if_not_sparse(fd, path, l.file_size);
-	if (ftruncate(fd, (off_t)l.file_size) != 0) {
+	if (prim_ftruncate(fd, (off_t)l.file_size) != 0) {
 		err_set_errno(errno, "cannot create pool %s: cannot size it to %llu bytes", path,
 			      (unsigned long long)l.file_size);
 		return -1;
@@ -139,8 +138,7 @@ int pool_format_file(int fd, const char *path, const struct pool_open_options *o
 
 bool pool_log_needs_fill(int fd)
 {
-	struct statfs fs;
-	return !(fstatfs(fd, &fs) == 0 && (unsigned long)fs.f_type == TMPFS_MAGIC);
+	return prim_fs_type(fd) != TMPFS_MAGIC;
 }
 
 bool pool_unfinished_format(const unsigned char *buf)
@@ -206,33 +204,33 @@ static int creating_name(const char *path, char *out, size_t len)
  * 0, 1 when path exists (tmp is then removed), -1 with errno. */
 static int publish_name(const char *tmp, const char *path)
 {
-	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+	if (prim_rename_noreplace(tmp, path) == 0)
 		return 0;
 	if (errno == EEXIST) {
-		unlink(tmp);
+		prim_unlink(tmp);
 		return 1;
 	}
 	if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
 		return -1;
 	/* No RENAME_NOREPLACE here (NFS, older FUSE servers): a hard link
 	 * fails on an existing name just the same. */
-	if (link(tmp, path) == 0) {
-		unlink(tmp);
+	if (prim_link(tmp, path) == 0) {
+		prim_unlink(tmp);
 		return 0;
 	}
 	if (errno == EEXIST) {
-		unlink(tmp);
+		prim_unlink(tmp);
 		return 1;
 	}
 	/* Neither: a plain rename, refused when path is there.  Two creators
 	 * at once both hold the temporary file's lock in turn, so only a
 	 * foreign file appearing in between could be replaced. */
 	struct stat st;
-	if (lstat(path, &st) == 0) {
-		unlink(tmp);
+	if (prim_lstat(path, &st) == 0) {
+		prim_unlink(tmp);
 		return 1;
 	}
-	return rename(tmp, path);
+	return prim_rename(tmp, path);
 }
 
 /* Wait for the lock of fd, the file at tmp, while it is still there (see
@@ -242,8 +240,8 @@ static int lock_creating(int fd, const char *tmp, const char *path, struct stat 
 {
 	struct stat nst;
 	for (;;) {
-		if (fstat(fd, fst) != 0 || lstat(tmp, &nst) != 0 || fst->st_ino != nst.st_ino ||
-		    fst->st_dev != nst.st_dev)
+		if (prim_fstat(fd, fst) != 0 || prim_lstat(tmp, &nst) != 0 ||
+		    fst->st_ino != nst.st_ino || fst->st_dev != nst.st_dev)
 			return -2;
 		if (pool_lock_fd(fd, false) == 0)
 			break;
@@ -251,10 +249,10 @@ static int lock_creating(int fd, const char *tmp, const char *path, struct stat 
 			err_set_errno(errno, "cannot lock %s while creating the pool %s", tmp, path);
 			return -1;
 		}
-		usleep(10000);
+		prim_sleep_ns(10000000);
 	}
 	/* Renamed by the creator that held the lock just before us? */
-	if (lstat(tmp, &nst) != 0 || fst->st_ino != nst.st_ino || fst->st_dev != nst.st_dev)
+	if (prim_lstat(tmp, &nst) != 0 || fst->st_ino != nst.st_ino || fst->st_dev != nst.st_dev)
 		return -2;
 	return 0;
 }
@@ -266,7 +264,7 @@ static int create_named(const char *path, const struct pool_open_options *o, siz
 	char tmp[PATH_MAX];
 	if (creating_name(path, tmp, sizeof(tmp)) != 0)
 		return -1;
-	int fd = open(tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = prim_open(tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		err_set_errno(errno, "cannot create pool %s (as %s first)", path, tmp);
 		return -1;
@@ -277,13 +275,13 @@ static int create_named(const char *path, const struct pool_open_options *o, siz
 	struct stat fst;
 	int locked = lock_creating(fd, tmp, path, &fst);
 	if (locked != 0) {
-		close(fd);
+		prim_close(fd);
 		return locked;
 	}
-	if (!S_ISREG(fst.st_mode) || fst.st_nlink != 1 || fst.st_uid != geteuid()) {
+	if (!S_ISREG(fst.st_mode) || fst.st_nlink != 1 || fst.st_uid != prim_geteuid()) {
 		err_set("cannot create pool %s: %s is in the way and is not an unfinished pool "
 			"creation of this user; remove it", path, tmp);
-		close(fd);
+		prim_close(fd);
 		return -1;
 	}
 	if (fst.st_size != 0)
@@ -291,11 +289,11 @@ static int create_named(const char *path, const struct pool_open_options *o, siz
 			tmp);
 	/* Whatever an interrupted creation left: it never had a name anyone
 	 * uses, so it holds nothing. */
-	if (ftruncate(fd, 0) != 0 || pool_format_file(fd, path, o, page_size) != 0) {
+	if (prim_ftruncate(fd, 0) != 0 || pool_format_file(fd, path, o, page_size) != 0) {
 		if (err_get()[0] == '\0')
 			err_set_errno(errno, "cannot create pool %s", path);
-		close(fd);
-		unlink(tmp);
+		prim_close(fd);
+		prim_unlink(tmp);
 		return -1;
 	}
 	int pr = publish_name(tmp, path);
@@ -303,9 +301,9 @@ static int create_named(const char *path, const struct pool_open_options *o, siz
 		if (pr < 0) {
 			err_set_errno(errno, "cannot create pool %s: renaming %s to it failed", path,
 				      tmp);
-			unlink(tmp);
+			prim_unlink(tmp);
 		}
-		close(fd);
+		prim_close(fd);
 		return pr < 0 ? -1 : -2;
 	}
 	pool_sync_dir(path);	/* best effort: the pool is in place either way */
@@ -316,25 +314,23 @@ int pool_create_file(const char *path, const struct pool_open_options *o, size_t
 {
 	char dir[PATH_MAX];
 	dir_of(path, dir, sizeof(dir));
-	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	int fd = prim_open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		if (pool_lock_fd(fd, false) != 0) {
 			err_set_errno(errno, "cannot lock the new pool %s", path);
-			close(fd);
+			prim_close(fd);
 			return -1;
 		}
 		if (pool_format_file(fd, path, o, page_size) != 0) {
-			close(fd);
+			prim_close(fd);
 			return -1;
 		}
-		char proc[64];
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-		if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0) {
+		if (prim_link_fd(fd, path) == 0) {
 			prim_sync_dir(dir);	/* best effort: the pool is in place either way */
 			return fd;
 		}
 		int e = errno;
-		close(fd);
+		prim_close(fd);
 		if (e == EEXIST)
 			return -2;
 		/* No /proc, or a file system that cannot link a tmpfile: fall

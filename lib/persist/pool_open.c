@@ -15,7 +15,6 @@
 #include <string.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 static const char *file_kind(mode_t m)
@@ -29,7 +28,7 @@ static const char *file_kind(mode_t m)
  * be read or written as if it were a pool. */
 static int refuse_special(int fd, const char *path, struct stat *st)
 {
-	if (fstat(fd, st) != 0) {
+	if (prim_fstat(fd, st) != 0) {
 		err_set_errno(errno, "cannot stat pool %s", path);
 		return -1;
 	}
@@ -43,26 +42,22 @@ static int refuse_special(int fd, const char *path, struct stat *st)
 			"PMTHREADS_POOL to a file path", path, file_kind(st->st_mode));
 		return -1;
 	}
-	struct statfs fs;
-	if (fstatfs(fd, &fs) == 0) {
-		switch ((unsigned long)fs.f_type) {
-		case PROC_SUPER_MAGIC:
-		case SYSFS_MAGIC:
-		case DEBUGFS_MAGIC:
-		case TRACEFS_MAGIC:
-		case SECURITYFS_MAGIC:
-		case CGROUP_SUPER_MAGIC:
-		case CGROUP2_SUPER_MAGIC:
-		case BPF_FS_MAGIC:
-			err_set("pool %s is a kernel pseudo-file (/proc, /sys and the like), not a "
-				"file that can hold a pool; it was left untouched: set "
-				"PMTHREADS_POOL to a file path", path);
-			return -1;
-		default:
-			break;
-		}
+	switch (prim_fs_type(fd)) {
+	case PROC_SUPER_MAGIC:
+	case SYSFS_MAGIC:
+	case DEBUGFS_MAGIC:
+	case TRACEFS_MAGIC:
+	case SECURITYFS_MAGIC:
+	case CGROUP_SUPER_MAGIC:
+	case CGROUP2_SUPER_MAGIC:
+	case BPF_FS_MAGIC:
+		err_set("pool %s is a kernel pseudo-file (/proc, /sys and the like), not a file "
+			"that can hold a pool; it was left untouched: set PMTHREADS_POOL to a file "
+			"path", path);
+		return -1;
+	default:
+		return 0;
 	}
-	return 0;
 }
 
 int pool_open_existing(const char *path, bool read_only, int *fd_out)
@@ -70,29 +65,27 @@ int pool_open_existing(const char *path, bool read_only, int *fd_out)
 	/* Look first without opening (O_PATH: no side effect of opening a
 	 * device, no wait on a FIFO), then open the same file for real. */
 	struct stat st, st2;
-	int pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	int pfd = prim_open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (pfd >= 0) {
 		int rc = refuse_special(pfd, path, &st);
-		close(pfd);
+		prim_close(pfd);
 		if (rc != 0)
 			return -1;
 	}
-	int fd = pfd < 0 ? -1 : open(path, (read_only ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC |
-					    O_NONBLOCK | O_NOCTTY);
+	int fd = pfd < 0 ? -1 : prim_open(path, (read_only ? O_RDONLY : O_RDWR) | O_NOFOLLOW |
+						 O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
 	if (fd >= 0) {
 		if (refuse_special(fd, path, &st2) != 0) {
-			close(fd);
+			prim_close(fd);
 			return -1;
 		}
 		if (st2.st_dev != st.st_dev || st2.st_ino != st.st_ino) {
-			close(fd);
+			prim_close(fd);
 			err_set("pool %s was replaced while being opened; is another program "
 				"replacing it?", path);
 			return -1;
 		}
-		int fl = fcntl(fd, F_GETFL);
-		if (fl >= 0)
-			(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+		prim_set_blocking(fd);
 		*fd_out = fd;
 		return 0;
 	}
@@ -225,7 +218,7 @@ static int find_or_create(struct pool *p, const struct pool_open_options *o, siz
 static enum pool_error lock_file(struct pool *p, const struct pool_open_options *o,
 				 struct stat *st)
 {
-	if (fstat(p->fd, st) != 0) {
+	if (prim_fstat(p->fd, st) != 0) {
 		err_set_errno(errno, "cannot stat pool %s", o->path);
 		return POOL_ERR_REFUSED;
 	}
@@ -245,7 +238,7 @@ static enum pool_error lock_file(struct pool *p, const struct pool_open_options 
 		return POOL_ERR_REFUSED;
 	}
 	/* Size again under the lock: a concurrent formatter is done now. */
-	if (fstat(p->fd, st) != 0) {
+	if (prim_fstat(p->fd, st) != 0) {
 		err_set_errno(errno, "cannot stat pool %s", o->path);
 		return POOL_ERR_REFUSED;
 	}
@@ -264,7 +257,7 @@ static int format_if_empty(struct pool *p, const struct pool_open_options *o, si
 		    pool_unfinished_format(head)) {
 			log_msg(LOG_INFO, "pool %s: its creation was interrupted (no magic yet); "
 				"creating it again", o->path);
-			if (ftruncate(p->fd, 0) != 0) {
+			if (prim_ftruncate(p->fd, 0) != 0) {
 				err_set_errno(errno, "cannot empty %s, a pool whose creation was "
 					      "interrupted, to create it again", o->path);
 				return -1;
@@ -280,12 +273,12 @@ static int format_if_empty(struct pool *p, const struct pool_open_options *o, si
 	}
 	/* An empty file (e.g. made by mktemp) holds no data to lose. */
 	if (pool_format_file(p->fd, o->path, o, page_size) != 0) {
-		if (ftruncate(p->fd, 0) != 0)
+		if (prim_ftruncate(p->fd, 0) != 0)
 			log_msg(LOG_WARN, "could not empty %s again after a failed format", o->path);
 		return -1;
 	}
 	p->created = true;
-	if (fstat(p->fd, st) != 0) {
+	if (prim_fstat(p->fd, st) != 0) {
 		err_set_errno(errno, "cannot stat pool %s", o->path);
 		return -1;
 	}
@@ -341,8 +334,7 @@ enum pool_error pool_open(struct pool **out, const struct pool_open_options *o)
 	struct pool *p = new_pool(o);
 	if (p == NULL)
 		return POOL_ERR_REFUSED;
-	long ps = sysconf(_SC_PAGESIZE);
-	size_t page_size = ps > 0 ? (size_t)ps : 4096;
+	size_t page_size = prim_page_size();
 	enum pool_error rc = POOL_ERR_REFUSED;
 	struct stat st;
 	_Alignas(64) unsigned char buf[POOL_HEADER_READ];

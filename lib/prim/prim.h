@@ -3,9 +3,12 @@
  * prim -- the small set of OS and CPU primitives the runtime uses directly.
  *
  * Owns: raw system calls that are not pthread or stdio: time, futexes,
- * thread ids, whole reads and writes of a file, its disk space and its
- * sync, fixed-address reservations, the signal-frame facts the
- * SIGSEGV handler needs; and the few things that differ by CPU: the
+ * thread ids, files (opened, read, written, named, locked, sized, synced,
+ * their disk space and who holds them open), memory mappings and their
+ * protection, userfaultfd and PAGEMAP_SCAN (uapi fallbacks in prim_uffd.h),
+ * the system calls themselves where an interposed wrapper must be passed
+ * by (prim_sys_*), the signal-frame facts the SIGSEGV handler needs; and
+ * the few things that differ by CPU: the
  * spin-wait hint, whether a fault was a write, the vector builds of a
  * vectorising function (PRIM_VECTOR_CLONES).  Nothing outside prim/
  * tests for an architecture.
@@ -31,12 +34,25 @@
 #include <stddef.h>
 #include <signal.h>
 #include <stdint.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Monotonic clock in nanoseconds. */
 uint64_t prim_now_ns(void);
 void prim_sleep_ns(uint64_t ns);
 pid_t prim_gettid(void);
+pid_t prim_getpid(void);
+uid_t prim_getuid(void);
+uid_t prim_geteuid(void);
+/* Whether process pid exists (it may belong to another user). */
+bool prim_process_alive(pid_t pid);
+/* The size of a page of memory (sysconf; 4096 should it not say). */
+size_t prim_page_size(void);
 /* How many of this process's threads are alive (not exited, not a zombie
  * thread-group leader), from /proc/self/task; -1 when that cannot be read.
  * Raw system calls only: no malloc, no interposed symbol. */
@@ -97,6 +113,91 @@ bool prim_same_file(const char *a, const char *b);
  * getrlimit gives.  0, or -1 with errno set. */
 struct rlimit;
 int prim_get_rlimit(int resource, struct rlimit *rl);
+/* Files through the C library, as a call of it from the runtime would be
+ * (so through the preload's wrapper where it has one: close, read, write,
+ * pread, poll, fstat, stat, lstat, readlink).  Results and errno are the C
+ * library's. */
+int prim_open(const char *path, int flags, mode_t mode);
+int prim_close(int fd);
+ssize_t prim_read(int fd, void *buf, size_t len);
+ssize_t prim_write(int fd, const void *buf, size_t len);
+/* One pread(2), short or not (prim_pread_all retries). */
+ssize_t prim_pread(int fd, void *buf, size_t len, off_t off);
+off_t prim_lseek(int fd, off_t off, int whence);
+int prim_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
+int prim_fstat(int fd, struct stat *st);
+int prim_stat(const char *path, struct stat *st);
+int prim_lstat(const char *path, struct stat *st);
+int prim_ftruncate(int fd, off_t size);
+int prim_fchmod(int fd, mode_t mode);
+int prim_fchown(int fd, uid_t uid, gid_t gid);
+int prim_unlink(const char *path);
+int prim_rename(const char *from, const char *to);
+/* rename(2) that fails with EEXIST rather than replace to (renameat2
+ * RENAME_NOREPLACE; EINVAL, ENOSYS or EOPNOTSUPP where the file system or
+ * kernel lacks it). */
+int prim_rename_noreplace(const char *from, const char *to);
+int prim_link(const char *from, const char *to);
+/* Give the open file fd, made with O_TMPFILE, the name path (linkat through
+ * /proc/self/fd, following the link).  0, or -1 with errno set. */
+int prim_link_fd(int fd, const char *path);
+/* The magic number of the file system fd is on (statfs f_type, as in
+ * linux/magic.h), 0 when it cannot be told. */
+unsigned long prim_fs_type(int fd);
+/* Clear fd's O_NONBLOCK (opened non-blocking so that a FIFO would not make
+ * the open wait); a failure leaves it as it was. */
+void prim_set_blocking(int fd);
+/* An open-file-description lock on the whole of fd (fcntl F_OFD_SETLK),
+ * shared or exclusive, not waiting: 0, or -1 with errno EAGAIN or EACCES
+ * when another description holds a conflicting one. */
+int prim_lock_file(int fd, bool shared);
+/* Whether the lock that keeps fd from being locked exclusively is a shared
+ * one (F_OFD_GETLK); false when unlocked, exclusively locked or unknown. */
+bool prim_file_read_locked(int fd);
+/* Another descriptor of this process than except_fd refers to the file st
+ * describes (device and inode), from /proc/self/fd. */
+bool prim_file_open_here(int except_fd, const struct stat *st);
+/* Another process that has the file st describes open, from
+ * /proc/PID/fd; only processes whose descriptors we may read are seen.  0
+ * when none is found. */
+pid_t prim_process_with_file(const struct stat *st);
+/* An eventfd, counter 0, close-on-exec and non-blocking; -1 with errno. */
+int prim_eventfd(void);
+
+/* The system calls themselves, passing by any wrapper of the same name the
+ * preload interposes (output commit holds the program's writes and
+ * readiness; the runtime's own descriptors are kept from the program's
+ * close).  The kernel's result: -1 with errno set on failure. */
+long prim_sys_read(int fd, void *buf, size_t len);
+long prim_sys_pread(int fd, void *buf, size_t len, off_t off);
+long prim_sys_write(int fd, const void *buf, size_t len);
+long prim_sys_sendmsg(int fd, const struct msghdr *m, int flags);
+long prim_sys_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
+		     socklen_t to_len);
+int prim_sys_open(const char *path, int flags);
+int prim_sys_close(int fd);
+int prim_sys_shutdown(int fd, int how);
+int prim_sys_fstat(int fd, struct stat *st);
+long prim_sys_fcntl(int fd, int cmd, long arg);
+int prim_sys_getsockopt(int fd, int level, int name, void *val, socklen_t *len);
+/* RLIMIT_* of this process (prlimit64, pid 0). */
+int prim_sys_prlimit(int resource, const struct rlimit *set, struct rlimit *old);
+/* ppoll, pselect6 and epoll_pwait with mask (NULL: none) passed as the
+ * kernel takes it (its sigset size, pselect6's pair). */
+int prim_sys_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout,
+		   const sigset_t *mask);
+int prim_sys_pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
+		     const struct timespec *timeout, const sigset_t *mask);
+int prim_sys_epoll_pwait(int epfd, struct epoll_event *ev, int n, int timeout_ms,
+			 const sigset_t *mask);
+int prim_sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
+/* The C library's sigaction without the preload's wrapper (glibc's
+ * __sigaction: the kernel's disposition, with the C library's restorer). */
+int prim_sys_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* Send sig to this thread (tgkill), or queue it with info
+ * (rt_tgsigqueueinfo: the siginfo the handler is to see). */
+void prim_sys_signal_thread(int sig);
+void prim_sys_queue_signal_thread(int sig, siginfo_t *info);
 
 /* Wait while *addr == expected, at most timeout_ns (0: no bound).  Returns 0
  * when woken or the value changed, -1 with errno ETIMEDOUT on time-out. */
@@ -126,6 +227,37 @@ void prim_discard(void *addr, size_t len);
  * on an ordinary file it would dirty the page cache, so do not use it
  * there.  Returns 0, or -1 with errno set (EINVAL: the kernel lacks it). */
 int prim_populate_write(void *addr, size_t len);
+
+/* Anonymous read-write memory anywhere, all of it committed (no
+ * MAP_NORESERVE) and not counted in prim_mapped_bytes: it stands for a
+ * device (nvm_sim's media), not for the runtime's own memory.  NULL with
+ * errno set on failure; prim_unmap_device gives it back. */
+void *prim_map_device(size_t len);
+void prim_unmap_device(void *addr, size_t len);
+
+/* Make [addr, addr+len) read-only, or readable and writable again
+ * (mprotect).  0, or -1 with errno set.  A plain call: the mprotect
+ * tracker's fault path uses it. */
+int prim_protect(void *addr, size_t len, bool writable);
+/* Base pages only in [addr, addr+len) (MADV_NOHUGEPAGE); a kernel without
+ * transparent huge pages refuses, which is harmless. */
+void prim_no_huge_pages(void *addr, size_t len);
+/* msync(MS_SYNC) of [addr, addr+len), retrying EINTR.  0, or -1 with errno
+ * set. */
+int prim_msync(void *addr, size_t len);
+
+/* userfaultfd and PAGEMAP_SCAN (Linux; the uapi structs and numbers, with
+ * fallbacks for older headers, in prim_uffd.h).  A userfaultfd,
+ * close-on-exec and non-blocking; user_mode_only: faults of user mode only
+ * (all an unprivileged process may ask for when
+ * vm.unprivileged_userfaultfd is 0).  -1 with errno set. */
+int prim_uffd_open(bool user_mode_only);
+/* One UFFDIO_* ioctl on a userfaultfd: 0, or -1 with errno set. */
+int prim_uffd_ioctl(int uffd, unsigned long request, void *arg);
+struct pm_scan_arg;
+/* One PAGEMAP_SCAN ioctl on an open /proc/self/pagemap: the kernel's
+ * result (regions filled, or -1 with errno set; EINTR is the caller's). */
+long prim_pagemap_scan(int pagemap_fd, struct pm_scan_arg *arg);
 
 /* One step of a spin-wait loop: the CPU's spin hint (x86 pause, arm yield),
  * a compiler barrier on the generic build.  prim_yield gives the processor

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* prim -- Linux implementation.  See prim.h. */
 #include "prim/prim.h"
+#include "prim/prim_uffd.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -9,13 +11,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
+
+/* The kernel's sigset, which the raw signal-mask-taking calls want sized. */
+#define KSIGSET_SIZE (_NSIG / 8)
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -37,6 +44,20 @@ void prim_sleep_ns(uint64_t ns)
 
 pid_t prim_gettid(void) { return (pid_t)syscall(SYS_gettid); }
 
+pid_t prim_getpid(void) { return getpid(); }
+
+uid_t prim_getuid(void) { return getuid(); }
+
+uid_t prim_geteuid(void) { return geteuid(); }
+
+bool prim_process_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+
+size_t prim_page_size(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	return ps > 0 ? (size_t)ps : 4096;
+}
+
 /* A thread's state letter from its stat file, "tid (comm) S ...": comm may
  * hold spaces and parentheses, so the state follows the last ')'.  0 when
  * the thread is gone. */
@@ -54,8 +75,8 @@ static char task_state(int dir_fd, const char *tid)
 	if (fd < 0)
 		return 0;
 	char buf[512];
-	long got = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
-	syscall(SYS_close, fd);
+	long got = prim_sys_read(fd, buf, sizeof(buf) - 1);
+	prim_sys_close(fd);
 	if (got <= 0)
 		return 0;
 	char *close_paren = NULL;
@@ -69,8 +90,7 @@ static char task_state(int dir_fd, const char *tid)
 
 int prim_live_threads(void)
 {
-	int dir_fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/task",
-				  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dir_fd = prim_sys_open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir_fd < 0)
 		return -1;
 	struct dirent64_raw {
@@ -98,7 +118,7 @@ int prim_live_threads(void)
 				live++;
 		}
 	}
-	syscall(SYS_close, dir_fd);
+	prim_sys_close(dir_fd);
 	return live;
 }
 
@@ -108,7 +128,7 @@ int prim_live_threads(void)
 static int write_fully(int fd, const char *p, size_t len, off_t off)
 {
 	while (len > 0) {
-		ssize_t w = off < 0 ? syscall(SYS_write, fd, p, len) : pwrite(fd, p, len, off);
+		ssize_t w = off < 0 ? prim_sys_write(fd, p, len) : pwrite(fd, p, len, off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
@@ -139,7 +159,7 @@ ssize_t prim_pread_all(int fd, void *buf, size_t len, off_t off)
 {
 	size_t got = 0;
 	while (got < len) {
-		ssize_t r = pread(fd, (char *)buf + got, len - got, off + (off_t)got);
+		ssize_t r = prim_pread(fd, (char *)buf + got, len - got, off + (off_t)got);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -187,14 +207,229 @@ int prim_fsync(int fd)
 
 int prim_sync_dir(const char *dir)
 {
-	int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int d = prim_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	if (d < 0)
 		return -1;
 	int rc = prim_fsync(d);
 	int e = errno;
-	close(d);
+	prim_close(d);
 	errno = e;
 	return rc;
+}
+
+int prim_open(const char *path, int flags, mode_t mode) { return open(path, flags, mode); }
+
+int prim_close(int fd) { return close(fd); }
+
+ssize_t prim_read(int fd, void *buf, size_t len) { return read(fd, buf, len); }
+
+ssize_t prim_write(int fd, const void *buf, size_t len) { return write(fd, buf, len); }
+
+ssize_t prim_pread(int fd, void *buf, size_t len, off_t off) { return pread(fd, buf, len, off); }
+
+off_t prim_lseek(int fd, off_t off, int whence) { return lseek(fd, off, whence); }
+
+int prim_poll(struct pollfd *fds, nfds_t n, int timeout_ms) { return poll(fds, n, timeout_ms); }
+
+int prim_fstat(int fd, struct stat *st) { return fstat(fd, st); }
+
+int prim_stat(const char *path, struct stat *st) { return stat(path, st); }
+
+int prim_lstat(const char *path, struct stat *st) { return lstat(path, st); }
+
+int prim_ftruncate(int fd, off_t size) { return ftruncate(fd, size); }
+
+int prim_fchmod(int fd, mode_t mode) { return fchmod(fd, mode); }
+
+int prim_fchown(int fd, uid_t uid, gid_t gid) { return fchown(fd, uid, gid); }
+
+int prim_unlink(const char *path) { return unlink(path); }
+
+int prim_rename(const char *from, const char *to) { return rename(from, to); }
+
+int prim_rename_noreplace(const char *from, const char *to)
+{
+	return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+}
+
+int prim_link(const char *from, const char *to) { return link(from, to); }
+
+int prim_link_fd(int fd, const char *path)
+{
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
+}
+
+unsigned long prim_fs_type(int fd)
+{
+	struct statfs fs;
+	return fstatfs(fd, &fs) == 0 ? (unsigned long)fs.f_type : 0;
+}
+
+void prim_set_blocking(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+}
+
+int prim_lock_file(int fd, bool shared)
+{
+	struct flock fl = { .l_type = shared ? F_RDLCK : F_WRLCK, .l_whence = SEEK_SET };
+	return fcntl(fd, F_OFD_SETLK, &fl);
+}
+
+bool prim_file_read_locked(int fd)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	return fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_RDLCK;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+bool prim_file_open_here(int except_fd, const struct stat *st)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (d == NULL)
+		return false;
+	bool found = false;
+	struct dirent *e;
+	while (!found && (e = readdir(d)) != NULL) {
+		char *end;
+		long n = strtol(e->d_name, &end, 10);
+		struct stat fst;
+		if (*end == '\0' && e->d_name[0] != '\0' && n != except_fd && n != dirfd(d) &&
+		    fstat((int)n, &fst) == 0 && same_file(&fst, st))
+			found = true;
+	}
+	closedir(d);
+	return found;
+}
+
+pid_t prim_process_with_file(const struct stat *st)
+{
+	DIR *d = opendir("/proc");
+	if (d == NULL)
+		return 0;
+	pid_t self = getpid(), found = 0;
+	struct dirent *e;
+	while (found == 0 && (e = readdir(d)) != NULL) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end != '\0' || pid <= 0 || pid == self)
+			continue;
+		char dir[64];
+		snprintf(dir, sizeof(dir), "/proc/%ld/fd", pid);
+		DIR *fds = opendir(dir);
+		if (fds == NULL)
+			continue;
+		struct dirent *f;
+		while ((f = readdir(fds)) != NULL) {
+			char link[sizeof(dir) + sizeof(f->d_name)];
+			struct stat fst;
+			snprintf(link, sizeof(link), "%s/%s", dir, f->d_name);
+			if (f->d_name[0] != '.' && stat(link, &fst) == 0 && same_file(&fst, st)) {
+				found = (pid_t)pid;
+				break;
+			}
+		}
+		closedir(fds);
+	}
+	closedir(d);
+	return found;
+}
+
+int prim_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+long prim_sys_read(int fd, void *buf, size_t len) { return syscall(SYS_read, fd, buf, len); }
+
+long prim_sys_pread(int fd, void *buf, size_t len, off_t off)
+{
+	return syscall(SYS_pread64, fd, buf, len, off);
+}
+
+long prim_sys_write(int fd, const void *buf, size_t len) { return syscall(SYS_write, fd, buf, len); }
+
+long prim_sys_sendmsg(int fd, const struct msghdr *m, int flags)
+{
+	return syscall(SYS_sendmsg, fd, m, flags);
+}
+
+long prim_sys_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
+		     socklen_t to_len)
+{
+	return syscall(SYS_sendto, fd, buf, len, flags, to, to_len);
+}
+
+int prim_sys_open(const char *path, int flags)
+{
+	return (int)syscall(SYS_openat, AT_FDCWD, path, flags);
+}
+
+int prim_sys_close(int fd) { return (int)syscall(SYS_close, fd); }
+
+int prim_sys_shutdown(int fd, int how) { return (int)syscall(SYS_shutdown, fd, how); }
+
+int prim_sys_fstat(int fd, struct stat *st) { return (int)syscall(SYS_fstat, fd, st); }
+
+long prim_sys_fcntl(int fd, int cmd, long arg) { return syscall(SYS_fcntl, fd, cmd, arg); }
+
+int prim_sys_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	return (int)syscall(SYS_getsockopt, fd, level, name, val, len);
+}
+
+int prim_sys_prlimit(int resource, const struct rlimit *set, struct rlimit *old)
+{
+	return (int)syscall(SYS_prlimit64, 0, resource, set, old);
+}
+
+int prim_sys_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout,
+		   const sigset_t *mask)
+{
+	return (int)syscall(SYS_ppoll, fds, n, timeout, mask, KSIGSET_SIZE);
+}
+
+int prim_sys_pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
+		     const struct timespec *timeout, const sigset_t *mask)
+{
+	struct {
+		const sigset_t *set;
+		size_t size;
+	} kmask = { mask, KSIGSET_SIZE };
+	return (int)syscall(SYS_pselect6, nfds, rd, wr, ex, timeout, mask != NULL ? &kmask : NULL);
+}
+
+int prim_sys_epoll_pwait(int epfd, struct epoll_event *ev, int n, int timeout_ms,
+			 const sigset_t *mask)
+{
+	return (int)syscall(SYS_epoll_pwait, epfd, ev, n, timeout_ms, mask, KSIGSET_SIZE);
+}
+
+int prim_sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	return (int)syscall(SYS_epoll_ctl, epfd, op, fd, ev);
+}
+
+/* glibc's other public name for sigaction(2): preload/ interposes
+ * "sigaction" itself and forwards to fault_signal_sigaction, so the
+ * runtime's own calls must not go through that symbol. */
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+int prim_sys_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return __sigaction(sig, act, old);
+}
+
+void prim_sys_signal_thread(int sig) { syscall(SYS_tgkill, getpid(), prim_gettid(), sig); }
+
+void prim_sys_queue_signal_thread(int sig, siginfo_t *info)
+{
+	syscall(SYS_rt_tgsigqueueinfo, getpid(), prim_gettid(), sig, info);
 }
 
 int prim_next_data(int fd, off_t from, off_t end, off_t *start, off_t *stop)
@@ -322,7 +557,44 @@ void prim_unmap(void *addr, size_t len)
 		unmapped(addr, len);
 }
 
+void *prim_map_device(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void prim_unmap_device(void *addr, size_t len) { munmap(addr, len); }
+
 void prim_discard(void *addr, size_t len) { (void)madvise(addr, len, MADV_DONTNEED); }
+
+int prim_protect(void *addr, size_t len, bool writable)
+{
+	return mprotect(addr, len, writable ? PROT_READ | PROT_WRITE : PROT_READ);
+}
+
+void prim_no_huge_pages(void *addr, size_t len) { (void)madvise(addr, len, MADV_NOHUGEPAGE); }
+
+int prim_msync(void *addr, size_t len)
+{
+	int r;
+	do
+		r = msync(addr, len, MS_SYNC);
+	while (r != 0 && errno == EINTR);
+	return r;
+}
+
+int prim_uffd_open(bool user_mode_only)
+{
+	return (int)syscall(SYS_userfaultfd,
+			    O_CLOEXEC | O_NONBLOCK | (user_mode_only ? UFFD_USER_MODE_ONLY : 0));
+}
+
+int prim_uffd_ioctl(int uffd, unsigned long request, void *arg) { return ioctl(uffd, request, arg); }
+
+long prim_pagemap_scan(int pagemap_fd, struct pm_scan_arg *arg)
+{
+	return ioctl(pagemap_fd, PAGEMAP_SCAN, arg);
+}
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23	/* Linux 5.14 uapi value, for older headers */

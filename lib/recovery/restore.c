@@ -9,22 +9,16 @@
 #include "persist/persist.h"
 #include "recovery/recovery.h"
 #include "prim/prim.h"
+#include "prim/prim_uffd.h"
 #include "quiesce/quiesce.h"
 
 #include <errno.h>
-#include <linux/userfaultfd.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
-
-#ifndef UFFDIO_COPY_MODE_WP
-#define UFFDIO_COPY_MODE_WP ((uint64_t)1 << 1)
-#endif
 
 /* Pages the background pass restores between two looks for faults: a fault
  * waits at most this many page copies (a few tens of microseconds). */
@@ -91,7 +85,7 @@ static int copy_page(struct restore *r, uint64_t page, const void *src, uint64_t
 	};
 	for (;;) {
 		cp.copy = 0;
-		if (ioctl(r->uffd, UFFDIO_COPY, &cp) == 0)
+		if (prim_uffd_ioctl(r->uffd, UFFDIO_COPY, &cp) == 0)
 			return 0;
 		int e = errno;
 		if (e == EEXIST)
@@ -110,7 +104,7 @@ static void wake_page(struct restore *r, uint64_t page)
 {
 	struct uffdio_range rg = { .start = (uintptr_t)(r->base + page * r->page_size),
 				   .len = r->page_size };
-	(void)ioctl(r->uffd, UFFDIO_WAKE, &rg);
+	(void)prim_uffd_ioctl(r->uffd, UFFDIO_WAKE, &rg);
 }
 
 /* A page that fails its checksum, found while the program runs (on a
@@ -177,7 +171,7 @@ static bool serve_faults(struct restore *r)
 {
 	struct uffd_msg msgs[FAULT_BATCH];
 	for (;;) {
-		ssize_t n = read(r->uffd, msgs, sizeof(msgs));
+		ssize_t n = prim_read(r->uffd, msgs, sizeof(msgs));
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR;
 		for (size_t k = 0; k < (size_t)n / sizeof(msgs[0]); k++) {
@@ -230,7 +224,7 @@ static void *restorer_main(void *arg)
 		}
 		/* Everything restored: stay for faults on pages the program
 		 * discards and touches again, and on never-persisted ones. */
-		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+		if (prim_poll(fds, 2, -1) < 0 && errno != EINTR)
 			break;
 	}
 	quiesce_internal_thread_done();
@@ -310,7 +304,7 @@ static int start_lazy(struct restore **out, struct tracker *t, struct pool *p, v
 	r->t0 = t0;
 	PMT_ASSERT(pages > 0 && pages <= limit);	/* lazy only with pages to restore */
 	atomic_store(&r->pending, pages);
-	r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	r->stop_fd = prim_eventfd();
 	own_fd_keep(&r->stop_fd, "lazy restore's eventfd");
 	r->state_len = limit > 0 ? limit : 1;
 	r->state = prim_map_any(r->state_len);
@@ -451,7 +445,7 @@ void restore_close(struct restore *r)
 	restore_finish(r);
 	atomic_store(&r->stopping, true);
 	uint64_t one = 1;
-	if (write(r->stop_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+	if (prim_write(r->stop_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
 		log_msg(LOG_WARN, "lazy restore: cannot signal the restorer thread to stop");
 	if (r->thread_running)
 		quiesce_thread_join_fn()(r->thread, NULL);

@@ -13,17 +13,10 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-
-/* glibc's other public name for sigaction(2): preload/ interposes
- * "sigaction" itself and forwards to fault_signal_sigaction, so the
- * runtime's own calls must not go through that symbol. */
-extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 /* The signals we may own, by index: the mprotect tracker's SIGSEGV, the
  * pool mapping's SIGBUS (nvm.h). */
@@ -76,7 +69,7 @@ static void record_read(int sig, struct sigaction *out)
 	for (;;) {
 		unsigned s = atomic_load_explicit(&r->seq, memory_order_acquire);
 		if (s & 1) {
-			sched_yield();
+			prim_yield();
 			continue;
 		}
 		memcpy(out, &r->sa, sizeof(*out));
@@ -125,9 +118,9 @@ static void die_by_default(int sig, const siginfo_t *si)
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
-	__sigaction(sig, &dfl, NULL);
+	prim_sys_sigaction(sig, &dfl, NULL);
 	if (si->si_code <= 0)
-		syscall(SYS_tgkill, getpid(), prim_gettid(), sig);
+		prim_sys_signal_thread(sig);
 }
 
 /* ---- SIGSEGV blocking, emulated (fault_signal.h) ---- */
@@ -163,7 +156,7 @@ static void deliver_held(void)
 		return;
 	segv_held = false;
 	siginfo_t info = segv_held_info;
-	syscall(SYS_rt_tgsigqueueinfo, getpid(), prim_gettid(), SIGSEGV, &info);
+	prim_sys_queue_signal_thread(SIGSEGV, &info);
 }
 
 /* Run the application's handler app of sig as the kernel would have, with
@@ -428,7 +421,7 @@ static bool needs_trampoline(int sig, const struct sigaction *act)
 static int kernel_get_app(int sig, struct sigaction *out)
 {
 	struct sigaction k;
-	if (__sigaction(sig, NULL, &k) != 0)
+	if (prim_sys_sigaction(sig, NULL, &k) != 0)
 		return -1;
 	if (is_trampoline(&k))
 		record_read(sig, &k);
@@ -450,9 +443,9 @@ static int kernel_set_app(int sig, const struct sigaction *act, struct sigaction
 		k.sa_sigaction = on_masked_signal;
 		k.sa_flags |= SA_SIGINFO;
 		sigdelset(&k.sa_mask, SIGSEGV);
-		r = __sigaction(sig, &k, &k_old);
+		r = prim_sys_sigaction(sig, &k, &k_old);
 	} else {
-		r = __sigaction(sig, act, &k_old);
+		r = prim_sys_sigaction(sig, act, &k_old);
 	}
 	if (r == 0 && old != NULL)
 		*old = is_trampoline(&k_old) ? prev_record : k_old;
@@ -476,7 +469,7 @@ static int install_handler(int sig)
 	sigfillset(&ours.sa_mask);
 	sigdelset(&ours.sa_mask, SIGSEGV);
 	ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
-	return __sigaction(sig, &ours, NULL);
+	return prim_sys_sigaction(sig, &ours, NULL);
 }
 
 static void uninstall_handler(int sig)
@@ -562,7 +555,7 @@ void fault_signal_take_masks(int (*real)(int, const sigset_t *, sigset_t *))
 int fault_signal_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	if (sig <= 0 || sig >= NSIG)
-		return __sigaction(sig, act, old);	/* its EINVAL */
+		return prim_sys_sigaction(sig, act, old);	/* its EINVAL */
 	/* Copied before and after the lock: either may be on a
 	 * write-protected heap page, and SIGSEGV is blocked under it. */
 	struct sigaction new_action, prev;
@@ -579,7 +572,7 @@ int fault_signal_sigaction(int sig, const struct sigaction *act, struct sigactio
 	} else if (atomic_load_explicit(&masks_taken, memory_order_relaxed)) {
 		r = kernel_set_app(sig, act != NULL ? &new_action : NULL, &prev);
 	} else {
-		r = __sigaction(sig, act != NULL ? &new_action : NULL, &prev);
+		r = prim_sys_sigaction(sig, act != NULL ? &new_action : NULL, &prev);
 	}
 	e = errno;
 	unlock_dispositions(&saved);

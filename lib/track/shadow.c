@@ -10,7 +10,7 @@
 
 void *shadow_reserve(uint64_t base, size_t len)
 {
-	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	size_t ps = prim_page_size();
 	if (len == 0 || len % ps != 0 || base % ps != 0) {
 		err_set("cannot reserve the persistent heap: size %zu or address %#llx is not a "
 			"multiple of the page size %zu", len, (unsigned long long)base, ps);

@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 static const struct tracker_ops *choose(enum tracker_kind kind)
@@ -41,7 +40,7 @@ int tracker_open(struct tracker **out, enum tracker_kind kind, void *base, size_
 int tracker_open_flags(struct tracker **out, enum tracker_kind kind, void *base, size_t len,
 		       unsigned flags)
 {
-	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	size_t ps = prim_page_size();
 	*out = NULL;
 	if (base == NULL || len == 0 || (uintptr_t)base % ps != 0 || len % ps != 0) {
 		err_set("cannot track writes to %p + %zu: the range must be non-empty and "
@@ -70,7 +69,7 @@ int tracker_open_flags(struct tracker **out, enum tracker_kind kind, void *base,
 	/* Base pages only: a transparent huge page would make both backends
 	 * report 512 pages for one write.  Failure (THP not configured) is
 	 * harmless. */
-	(void)madvise(base, len, MADV_NOHUGEPAGE);
+	prim_no_huge_pages(base, len);
 
 	int r = ops->attach(t);
 	if (r != 0 && kind == TRACKER_AUTO && ops == &tracker_uffd_ops) {

@@ -24,11 +24,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 /* Trackers that may be attached at once (the heap, plus tests and tools). */
@@ -131,7 +129,7 @@ static void go_overflow(struct mp_impl *m)
 	/* Every page is marked before it is made writable, but from here on
 	 * writes are not seen at all: the next collection falls back to
 	 * pagemap, and written_since cannot tell until then. */
-	if (mprotect((void *)m->lo, m->hi - m->lo, PROT_READ | PROT_WRITE) != 0)
+	if (prim_protect((void *)m->lo, m->hi - m->lo, true) != 0)
 		log_msg(LOG_ERR, "cannot unprotect the persistent heap after too many dirty "
 			"runs (errno %d)", errno);
 	__atomic_fetch_add(&m->t->stats.overflows, 1, __ATOMIC_RELAXED);
@@ -169,7 +167,7 @@ static int set_access(const struct mp_impl *m, size_t first, size_t count, bool 
 {
 	if (!writable)
 		return protect_unpinned(m, first, count);
-	return mprotect((void *)(m->lo + first * m->ps), count * m->ps, PROT_READ | PROT_WRITE);
+	return prim_protect((void *)(m->lo + first * m->ps), count * m->ps, true);
 }
 
 /* ---- pinned pages: memory the kernel writes as a stack ----
@@ -237,14 +235,14 @@ static int protect_unpinned(const struct mp_impl *m, size_t first, size_t count)
 		prim_lock(&p->lock);
 	int rc = 0;
 	if (p == NULL || p->n == 0) {
-		rc = mprotect((void *)(m->lo + first * m->ps), count * m->ps, PROT_READ);
+		rc = prim_protect((void *)(m->lo + first * m->ps), count * m->ps, false);
 	} else {
 		size_t run = first;
 		for (size_t i = first; i <= first + count; i++) {
 			if (i < first + count && !pinned(p, i))
 				continue;
-			if (i > run && mprotect((void *)(m->lo + run * m->ps), (i - run) * m->ps,
-						PROT_READ) != 0)
+			if (i > run && prim_protect((void *)(m->lo + run * m->ps), (i - run) * m->ps,
+						    false) != 0)
 				rc = -1;
 			run = i + 1;
 		}
@@ -514,7 +512,7 @@ static int mp_attach(struct tracker *t)
 	}
 	/* Only needed after an overflow; without it such an epoch reports
 	 * the whole range. */
-	m->pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	m->pagemap = prim_open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0);
 	own_fd_keep(&m->pagemap, "/proc/self/pagemap");
 
 	prim_lock(&slots_lock);
@@ -554,7 +552,7 @@ static int mp_attach(struct tracker *t)
 	 * atomic add of 0 is a write that cannot lose a concurrent one. */
 	__atomic_fetch_add((uint64_t *)t->base, 0, __ATOMIC_RELAXED);
 
-	if (mprotect(t->base, t->len, PROT_READ) != 0) {
+	if (prim_protect(t->base, t->len, false) != 0) {
 		err_set_errno(errno, "cannot write-protect %p + %zu", t->base, t->len);
 		t->ops->detach(t);
 		return -1;
@@ -570,7 +568,7 @@ static void mark_touched(struct mp_impl *m)
 	while (m->pagemap >= 0 && done < m->npages) {
 		size_t want = m->npages - done < 512 ? m->npages - done : 512;
 		off_t off = (off_t)((m->lo / m->ps + done) * sizeof(uint64_t));
-		ssize_t r = pread(m->pagemap, entries, want * sizeof(uint64_t), off);
+		ssize_t r = prim_pread(m->pagemap, entries, want * sizeof(uint64_t), off);
 		if (r < (ssize_t)sizeof(uint64_t))
 			break;
 		size_t got = (size_t)r / sizeof(uint64_t);
@@ -742,7 +740,7 @@ static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 	 * starts later marks the page anew.  (Writes before our mprotect land
 	 * before this epoch's copy, or read, of the page.) */
 	while (atomic_load(&readers_inside) != 0)
-		sched_yield();
+		prim_yield();
 	for (size_t k = 0; k < n && !was_overflow; k++) {	/* else all below */
 		size_t i = (size_t)pages[k];
 		if (m->hot != NULL && page_hot(m, i)) {
@@ -789,7 +787,7 @@ static void mp_detach(struct tracker *t)
 		return;
 	/* The heap outlives tracking (shutdown, fork child): leave it
 	 * writable, and only then stop recognising faults in it. */
-	if (mprotect(t->base, t->len, PROT_READ | PROT_WRITE) != 0)
+	if (prim_protect(t->base, t->len, true) != 0)
 		log_msg(LOG_WARN, "cannot unprotect %p + %zu when detaching the tracker (errno %d)",
 			t->base, t->len, errno);
 	prim_lock(&slots_lock);
@@ -797,7 +795,7 @@ static void mp_detach(struct tracker *t)
 	fault_signal_uninstall();
 	prim_unlock(&slots_lock);
 	while (atomic_load(&readers_inside) != 0)
-		sched_yield();
+		prim_yield();
 	pins_detach(m);
 	free_impl(m);
 	t->impl = NULL;

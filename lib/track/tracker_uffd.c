@@ -15,55 +15,14 @@
 #include "base/log.h"
 #include "base/own_fds.h"
 #include "prim/prim.h"
+#include "prim/prim_uffd.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/userfaultfd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-
-/* Debian 12's headers predate these (Linux 5.11 / 6.4 / 6.7). */
-#ifndef UFFD_USER_MODE_ONLY
-#define UFFD_USER_MODE_ONLY 1
-#endif
-#ifndef UFFD_FEATURE_WP_UNPOPULATED
-#define UFFD_FEATURE_WP_UNPOPULATED (1ULL << 13)
-#endif
-#ifndef UFFD_FEATURE_WP_ASYNC
-#define UFFD_FEATURE_WP_ASYNC (1ULL << 15)
-#endif
-
-#ifndef PAGEMAP_SCAN
-struct page_region {
-	uint64_t start;
-	uint64_t end;
-	uint64_t categories;
-};
-
-struct pm_scan_arg {
-	uint64_t size;
-	uint64_t flags;
-	uint64_t start;
-	uint64_t end;
-	uint64_t walk_end;
-	uint64_t vec;
-	uint64_t vec_len;
-	uint64_t max_pages;
-	uint64_t category_inverted;
-	uint64_t category_mask;
-	uint64_t category_anyof_mask;
-	uint64_t return_mask;
-};
-
-#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
-#define PM_SCAN_WP_MATCHING (1ULL << 0)
-#define PM_SCAN_CHECK_WPASYNC (1ULL << 1)
-#define PAGE_IS_WRITTEN (1ULL << 1)
-#endif
 
 #define NEEDED_FEATURES (UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED)
 
@@ -96,7 +55,7 @@ static int open_uffd(void)
 	/* User-mode-only faults are all an unprivileged process may ask for
 	 * when vm.unprivileged_userfaultfd is 0; in async mode kernel-mode
 	 * writes are resolved (and recorded) all the same. */
-	return (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	return prim_uffd_open(true);
 }
 
 /* For lazy restore (restore.c): a MISSING fault taken by the kernel itself
@@ -106,7 +65,7 @@ static int open_uffd(void)
  * vm.unprivileged_userfaultfd=1); fall back to user-mode-only without. */
 static int open_uffd_kernel_faults(bool *kernel_faults)
 {
-	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	int fd = prim_uffd_open(false);
 	*kernel_faults = fd >= 0;
 	return fd >= 0 ? fd : open_uffd();
 }
@@ -116,7 +75,7 @@ bool tracker_uffd_kernel_faults_possible(void)
 	bool kernel_faults;
 	int fd = open_uffd_kernel_faults(&kernel_faults);
 	if (fd >= 0)
-		close(fd);
+		prim_close(fd);
 	return fd >= 0 && kernel_faults;
 }
 
@@ -134,9 +93,9 @@ static bool probe(void)
 		return false;
 	}
 	struct uffdio_api api = { .api = UFFD_API, .features = 0 };
-	int r = ioctl(fd, UFFDIO_API, &api);
+	int r = prim_uffd_ioctl(fd, UFFDIO_API, &api);
 	int e = errno;
-	close(fd);
+	prim_close(fd);
 	if (r != 0) {
 		snprintf(support_reason, sizeof(support_reason), "UFFDIO_API failed (%s)",
 			 strerror(e));
@@ -148,7 +107,7 @@ static bool probe(void)
 			 "UFFD_FEATURE_WP_UNPOPULATED" : "UFFD_FEATURE_WP_ASYNC");
 		return false;
 	}
-	int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	int pm = prim_open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0);
 	if (pm < 0) {
 		snprintf(support_reason, sizeof(support_reason),
 			 "/proc/self/pagemap cannot be opened (%s)", strerror(errno));
@@ -156,9 +115,9 @@ static bool probe(void)
 	}
 	/* An empty scan: only tells whether the ioctl exists. */
 	struct pm_scan_arg arg = { .size = sizeof(arg) };
-	r = ioctl(pm, PAGEMAP_SCAN, &arg);
+	r = (int)prim_pagemap_scan(pm, &arg);
 	e = errno;
-	close(pm);
+	prim_close(pm);
 	if (r < 0) {
 		snprintf(support_reason, sizeof(support_reason),
 			 "the PAGEMAP_SCAN ioctl is not available (%s)", strerror(e));
@@ -192,7 +151,7 @@ static int wp_span(struct tracker *t, struct uffd_impl *u, size_t from, size_t t
 		.range = { .start = (uintptr_t)t->base + from, .len = to - from },
 		.mode = protect ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
 	};
-	return ioctl(u->uffd, UFFDIO_WRITEPROTECT, &wp);
+	return prim_uffd_ioctl(u->uffd, UFFDIO_WRITEPROTECT, &wp);
 }
 
 /* Protection ahead of the heap grows in steps this large: a step's
@@ -236,7 +195,7 @@ static int uffd_attach(struct tracker *t)
 	}
 	u->uffd = -1;
 	u->pagemap = -1;
-	u->owner = getpid();
+	u->owner = prim_getpid();
 	u->all_dirty_from = SIZE_MAX;
 
 	u->uffd = (t->open_flags & TRACKER_OPEN_MISSING) ? open_uffd_kernel_faults(&u->kernel_faults)
@@ -247,7 +206,7 @@ static int uffd_attach(struct tracker *t)
 	}
 	own_fd_keep(&u->uffd, "userfaultfd");
 	struct uffdio_api api = { .api = UFFD_API, .features = NEEDED_FEATURES };
-	if (ioctl(u->uffd, UFFDIO_API, &api) != 0) {
+	if (prim_uffd_ioctl(u->uffd, UFFDIO_API, &api) != 0) {
 		err_set_errno(errno, "userfaultfd refuses asynchronous write-protection (needs "
 			      "Linux >= 6.7; use PMTHREADS_TRACKER=mprotect)");
 		goto fail;
@@ -256,7 +215,7 @@ static int uffd_attach(struct tracker *t)
 		.range = { .start = (uintptr_t)t->base, .len = t->len },
 		.mode = UFFDIO_REGISTER_MODE_WP,
 	};
-	if (ioctl(u->uffd, UFFDIO_REGISTER, &reg) != 0) {
+	if (prim_uffd_ioctl(u->uffd, UFFDIO_REGISTER, &reg) != 0) {
 		err_set_errno(errno, "cannot register %p + %zu for userfaultfd write-protection "
 			      "(the range must be private anonymous memory; or use "
 			      "PMTHREADS_TRACKER=mprotect)", t->base, t->len);
@@ -269,7 +228,7 @@ static int uffd_attach(struct tracker *t)
 	if (!(t->open_flags & (TRACKER_OPEN_MISSING | TRACKER_OPEN_COVER_LATER)) &&
 	    cover_to(t, u, t->len) != 0)
 		goto fail_unregister;
-	u->pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	u->pagemap = prim_open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0);
 	if (u->pagemap < 0) {
 		err_set_errno(errno, "cannot open /proc/self/pagemap to collect written pages "
 			      "(is /proc mounted?)");
@@ -280,7 +239,7 @@ static int uffd_attach(struct tracker *t)
 	return 0;
 
 fail_unregister:
-	(void)ioctl(u->uffd, UFFDIO_UNREGISTER, &reg.range);
+	(void)prim_uffd_ioctl(u->uffd, UFFDIO_UNREGISTER, &reg.range);
 fail:
 	own_fd_close(&u->uffd);
 	prim_unmap(u, sizeof(*u));
@@ -329,7 +288,7 @@ static long scan_written(struct uffd_impl *u, uint64_t start, uint64_t end, uint
 			.category_mask = PAGE_IS_WRITTEN,
 			.return_mask = PAGE_IS_WRITTEN,
 		};
-		long r = ioctl(u->pagemap, PAGEMAP_SCAN, &arg);
+		long r = prim_pagemap_scan(u->pagemap, &arg);
 		if (r < 0 && errno == EINTR)
 			continue;
 		*walk_end = arg.walk_end;
@@ -417,11 +376,11 @@ static void uffd_detach(struct tracker *t)
 	/* In a fork child the descriptors still speak about the parent's
 	 * memory: only close them (the child's copy of the range was not
 	 * registered, since no UFFD_FEATURE_EVENT_FORK was asked for). */
-	if (getpid() == u->owner) {
+	if (prim_getpid() == u->owner) {
 		if (u->covered != 0)
 			(void)wp_span(t, u, 0, u->covered, false);
 		struct uffdio_range range = { .start = (uintptr_t)t->base, .len = t->len };
-		(void)ioctl(u->uffd, UFFDIO_UNREGISTER, &range);
+		(void)prim_uffd_ioctl(u->uffd, UFFDIO_UNREGISTER, &range);
 	}
 	own_fd_close(&u->pagemap);
 	own_fd_close(&u->uffd);
@@ -462,7 +421,7 @@ int tracker_uffd_register_missing(struct tracker *t, size_t len, bool *kernel_fa
 		.range = { .start = (uintptr_t)t->base, .len = len },
 		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
 	};
-	if (ioctl(u->uffd, UFFDIO_REGISTER, &reg) != 0) {
+	if (prim_uffd_ioctl(u->uffd, UFFDIO_REGISTER, &reg) != 0) {
 		err_set_errno(errno, "cannot register %p + %zu for userfaultfd missing-page faults",
 			      t->base, len);
 		return -1;

@@ -68,7 +68,7 @@ PRELOAD_NOT_YET = {
     'openmp.c': {'quiesce/quiesce.h'},
     'output.c': {'base/own_fds.h', 'output/output.h', 'output/readiness.h'},
     'output_fds.c': {'base/own_fds.h', 'output/output.h', 'output/readiness.h'},
-    'output_readiness.c': {'heap/heap.h', 'output/readiness.h', 'track/fault_signal.h'},
+    'output_readiness.c': {'output/readiness.h', 'track/fault_signal.h'},
     'pthread_blocking.c': {'quiesce/quiesce.h'},
     'pthread_cond.c': {'quiesce/quiesce.h'},
     'pthread_locks.c': {'quiesce/quiesce.h'},

@@ -62,6 +62,38 @@ void prefault_poll_copy_back(struct pollfd *fds, const struct pollfd *copy, nfds
 	errno = e;
 }
 
+void prefault_select_copies_in(struct prefault_select_copies *c, int n, fd_set **sets[3],
+			       struct timeval **tv)
+{
+	c->bytes = n > 0 ? ((size_t)n + 63) / 64 * 8 : 0;
+	for (int i = 0; i < 3; i++) {
+		c->orig[i] = NULL;
+		fd_set *s = *sets[i];
+		if (s == NULL || c->bytes == 0 || c->bytes > sizeof(c->copy[i]) || !heap_contains(s))
+			continue;
+		memcpy(c->copy[i], s, c->bytes);
+		c->orig[i] = s;
+		*sets[i] = c->copy[i];
+	}
+	c->tv_orig = NULL;
+	if (tv != NULL && *tv != NULL && heap_contains(*tv)) {
+		c->tv = **tv;
+		c->tv_orig = *tv;
+		*tv = &c->tv;
+	}
+}
+
+void prefault_select_copies_out(const struct prefault_select_copies *c)
+{
+	int e = errno;
+	for (int i = 0; i < 3; i++)
+		if (c->orig[i] != NULL)
+			memcpy(c->orig[i], c->copy[i], c->bytes);
+	if (c->tv_orig != NULL)
+		*c->tv_orig = c->tv;
+	errno = e;
+}
+
 /* The pre-fault can be undone by an epoch before stdio's own read when the
  * caller is outside a FASE (sort(1) reading its temporary files into a
  * multi-megabyte buffer met it about once in six runs at a 10 ms interval):

@@ -11,8 +11,8 @@
  * can re-protect the buffer between the pre-fault and the system call when
  * the caller is outside a FASE; the kernel then fails before consuming any
  * data, so the call is pre-faulted and retried, at most PREFAULT_RETRIES
- * times.  Calls that consume something before their write-back fails (poll
- * after its timeout or signal) wait on a copy on the stack instead.  With the
+ * times.  Calls that consume something before their write-back fails (poll,
+ * select after its timeout or signal) wait on a copy on the stack instead.  With the
  * uffd tracker the kernel resolves such writes itself and the pre-fault only
  * restores.  preload/syscalls.c wraps each call with these.
  */
@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -73,6 +74,27 @@ static inline bool prefault_again(long r, bool in_heap, int *round)
 enum { PREFAULT_POLL_COPY_MAX = 256 };	/* 2 KiB */
 bool prefault_poll_through_copy(void *fds, nfds_t n);
 void prefault_poll_copy_back(struct pollfd *fds, const struct pollfd *copy, nfds_t n);
+
+/* select and pselect write their sets back when they return -- after a
+ * timeout or a signal too, select its time left as well -- so, as poll's
+ * array, sets and a time value in the heap are passed as copies on the
+ * stack and stored back by ordinary stores.  Sets for more descriptors than
+ * the copies hold are passed as they are. */
+enum { PREFAULT_SELECT_COPY_SETS = 8 };	/* 8192 descriptors, 1 KiB a set */
+
+struct prefault_select_copies {
+	fd_set *orig[3];
+	fd_set copy[3][PREFAULT_SELECT_COPY_SETS];
+	size_t bytes;
+	struct timeval *tv_orig;
+	struct timeval tv;
+};
+
+/* Point *sets[i] (and *tv, when tv is not NULL) at copies where they lie in
+ * the heap; c then stores the results back (errno kept). */
+void prefault_select_copies_in(struct prefault_select_copies *c, int n, fd_set **sets[3],
+			       struct timeval **tv);
+void prefault_select_copies_out(const struct prefault_select_copies *c);
 
 /* stdio reads large requests straight into the caller's buffer with an
  * internal read(2) that no wrapper sees.  fread and fread_unlocked (unlocked)

@@ -149,6 +149,8 @@ def calls_back(d, f, text):
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/([A-Za-z0-9_.]+)"', re.M)
 # Headers private to their directory (persist/nvm_backend.h, track/tracker_backend.h...).
 PRIVATE = re.compile(r'_(backend|internal)\.h$')
+# Any quoted include, with or without a directory (preload/'s own headers have none).
+QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 def check_preload(root):
@@ -179,9 +181,6 @@ def check_preload(root):
     bad.extend(f'preload/{f}: PRELOAD_NOT_YET names a file that does not exist'
                for f in sorted(set(PRELOAD_NOT_YET) - set(os.listdir(path))))
     return bad
-
-
-QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 def main(root):

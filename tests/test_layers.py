@@ -75,7 +75,7 @@ PRELOAD_NOT_YET = {
     'pthread_threads.c': {'heap/heap.h', 'quiesce/quiesce.h', 'track/fault_signal.h'},
     'real.c': {'base/log.h', 'prim/prim.h', 'track/fault_signal.h'},
     'sigmask.c': {'track/fault_signal.h'},
-    'signals.c': {'heap/heap.h', 'prim/prim.h', 'track/fault_signal.h'},
+    'signals.c': {'track/fault_signal.h'},
     'syscalls.c': {'output/output.h', 'output/readiness.h', 'track/fault_signal.h'},
 }
 COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)

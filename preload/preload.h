@@ -3,24 +3,12 @@
  * preload -- what the files of the interposition layer share.
  *
  * Owns: the process-wide facts the wrappers consult: whether malloc is
- * served from the persistent heap, and the configuration read at load time
- * (lib/base/config.c's one struct).
+ * served from the persistent heap, and which threads the wrappers started.
  */
 #ifndef PMT_PRELOAD_H
 #define PMT_PRELOAD_H
 
-#include "base/config.h"
-
 #include <stdbool.h>
-
-/* The configuration the library was loaded with (defaults until the
- * constructor has run). */
-const struct config *preload_config(void);
-
-/* Find the LD_PRELOAD entry that loaded the library; in the target, take
- * it out of LD_PRELOAD so that children do not inherit it (unless
- * PMTHREADS_FOLLOW_CHILDREN=1).  See exec.c.  Called by the constructor. */
-void preload_env_init(const struct config *c, bool is_target);
 
 /* PMTHREADS_HEAP=malloc and the constructor has asked for the heap: malloc
  * and friends go to the persistent heap once it is ready. */
@@ -37,12 +25,6 @@ void preload_malloc_init(void);
  * Nests; async-signal-safe. */
 void preload_libc_alloc_begin(void);
 void preload_libc_alloc_end(void);
-
-/* Whether every lock family's entry points (pthread, C11, OpenMP) reach
- * this library's wrappers rather than a runtime found before it; says which
- * do not, once, with the fix.  See lock_reach.c.  Called by the
- * constructor. */
-bool preload_locks_reach_us(void);
 
 /* The calling thread was just started through a wrapper (pthread_create,
  * thrd_create) that runs preload_thread_exit in a cleanup handler pushed

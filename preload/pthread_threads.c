@@ -98,13 +98,9 @@ PMT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 	t->start = start;
 	t->arg = arg;
 	t->blocks_segv = fault_signal_app_blocked();
-	/* A stack the program allocated in the heap must be writable before
-	 * the kernel and the new thread first write it. */
-	void *stack = NULL;
-	size_t stack_size = 0;
-	bool heap_stack = attr != NULL && pthread_attr_getstack(attr, &stack, &stack_size) == 0 &&
-			  heap_contains(stack);
-	if (heap_stack && kernel_stack_add(KSTACK_THREAD, 0, stack, stack_size) != 0) {
+	/* A stack in the heap pinned writable (kernel_stacks.h). */
+	void *stack;
+	if (kernel_stack_thread_begin(attr, &stack) != 0) {
 		__libc_free(t);
 		return EAGAIN;
 	}
@@ -116,12 +112,7 @@ PMT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 		quiesce_app_thread_gone();
 		__libc_free(t);
 	}
-	if (heap_stack) {
-		if (r == 0)
-			kernel_stack_set_owner(KSTACK_THREAD, stack, (uintptr_t)*th);
-		else
-			kernel_stack_drop(KSTACK_THREAD, 0, stack);
-	}
+	kernel_stack_thread_end(stack, r, r == 0 ? *th : (pthread_t)0);
 	return r;
 }
 

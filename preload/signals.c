@@ -13,8 +13,6 @@
  * signal() compiled with -std=c99 (or with _XOPEN_SOURCE) is __sysv_signal.
  */
 #include "base/export.h"
-#include "heap/heap.h"
-#include "prim/prim.h"
 #include "real.h"
 #include "runtime/kernel_stacks.h"
 #include "track/fault_signal.h"
@@ -135,28 +133,8 @@ PMT_EXPORT int siginterrupt(int sig, int flag)
 }
 
 /* An alternate signal stack in the persistent heap is written by the kernel
- * (signal frames): pinned writable from before it is set until its thread
- * replaces or disables it, or the program frees it (kernel_stacks.h). */
+ * (signal frames): pinned writable while in use (kernel_stacks.h). */
 PMT_EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
 {
-	bool pin = ss != NULL && !(ss->ss_flags & SS_DISABLE) && heap_contains(ss->ss_sp);
-	if (pin && kernel_stack_add(KSTACK_SIGNAL, 0, ss->ss_sp, ss->ss_size) != 0) {
-		errno = ENOMEM;
-		return -1;
-	}
-	void *sp = ss != NULL ? ss->ss_sp : NULL;
-	int r = REAL(sigaltstack)(ss, old);
-	int saved = errno;
-	uintptr_t tid = (uintptr_t)prim_gettid();
-	if (r == 0 && ss != NULL &&
-	    atomic_load_explicit(&kernel_stacks_in_use, memory_order_relaxed) != 0)
-		kernel_stack_drop(KSTACK_SIGNAL, tid, NULL);	/* the one it replaced */
-	if (pin) {
-		if (r == 0)
-			kernel_stack_set_owner(KSTACK_SIGNAL, sp, tid);
-		else
-			kernel_stack_drop(KSTACK_SIGNAL, 0, sp);
-	}
-	errno = saved;
-	return r;
+	return kernel_stack_sigaltstack(REAL(sigaltstack), ss, old);
 }

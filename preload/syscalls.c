@@ -1,16 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * syscalls -- system calls and stdio functions that write user memory.
- *
- * With the mprotect tracker a clean heap page is read-only, and a kernel
- * write into it fails with EFAULT instead of faulting.  Each wrapper
- * pre-faults the part of its buffer inside the heap (tracker_prefault: the
- * pages become writable and count as written) and forwards.  The buffer can
- * be re-protected by an epoch between the pre-fault and the system call when
- * the caller is outside a FASE; the kernel then fails before consuming any
- * data, so the call is pre-faulted and retried.  With the uffd tracker the
- * kernel resolves such writes itself (nothing else ever write-protects a
- * heap page) and these wrappers only forward.
+ * syscalls -- system calls and stdio functions that write user memory,
+ * forwarded with the EFAULT policy of lib/runtime/prefault.h (a buffer in
+ * the heap pre-faulted, the call retried; poll's array through a copy).
  *
  * Covered: the read and recv families, epoll/poll event arrays (and, under
  * output commit, their writability: lib/output/readiness.h), stdio reads,
@@ -26,14 +18,12 @@
 #undef _FILE_OFFSET_BITS
 
 #include "base/export.h"
-#include "heap/heap.h"
 #include "output/output.h"
 #include "output/readiness.h"
 #include "preload.h"
 #include "real.h"
-#include "recovery/restore.h"
+#include "runtime/prefault.h"
 #include "track/fault_signal.h"
-#include "track/tracker.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -47,102 +37,53 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* A few rounds are plenty: each needs an epoch to land exactly between the
- * pre-fault and the kernel's write. */
-#define EFAULT_RETRIES 4
-
-static inline bool prefault(void *buf, size_t len)
-{
-	if (!heap_contains(buf) || len == 0)
-		return false;
-	/* Lazy restore first: with a user-mode-only userfaultfd the kernel's
-	 * own access to a page not yet restored fails with EFAULT. */
-	restore_prefault(buf, len);
-	tracker_prefault(buf, len);
-	return true;
-}
-
-static bool prefault_iov(const struct iovec *iov, int n)
-{
-	bool any = false;
-	for (int i = 0; i < n; i++)
-		any |= prefault(iov[i].iov_base, iov[i].iov_len);
-	return any;
-}
-
-static bool prefault_msg(const struct msghdr *m)
-{
-	bool any = prefault_iov(m->msg_iov, (int)m->msg_iovlen);
-	any |= prefault(m->msg_name, m->msg_namelen);
-	any |= prefault(m->msg_control, m->msg_controllen);
-	return any;
-}
-
-static inline bool again(ssize_t r, bool in_heap, int *round)
-{
-	return r < 0 && errno == EFAULT && in_heap && (*round)++ < EFAULT_RETRIES;
-}
-
-/* Retry CALL while it fails with EFAULT on a heap buffer; PREP pre-faults and
- * says whether the buffer touches the heap. */
-#define PREFAULTED(type, PREP, CALL)                  \
-	do {                                          \
-		int round_ = 0;                       \
-		type r_;                              \
-		bool in_heap_;                        \
-		do {                                  \
-			in_heap_ = (PREP);            \
-			r_ = (CALL);                  \
-		} while (again(r_, in_heap_, &round_)); \
-		return r_;                            \
-	} while (0)
-
 PMT_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
-	PREFAULTED(ssize_t, prefault(buf, n), REAL(read)(fd, buf, n));
+	PREFAULT_RETURN(ssize_t, prefault_range(buf, n), REAL(read)(fd, buf, n));
 }
 
 PMT_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
-	PREFAULTED(ssize_t, prefault(buf, n), REAL(pread)(fd, buf, n, off));
+	PREFAULT_RETURN(ssize_t, prefault_range(buf, n), REAL(pread)(fd, buf, n, off));
 }
 
 PMT_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
 {
-	PREFAULTED(ssize_t, prefault(buf, n), REAL(pread64)(fd, buf, n, off));
+	PREFAULT_RETURN(ssize_t, prefault_range(buf, n), REAL(pread64)(fd, buf, n, off));
 }
 
 PMT_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 {
-	PREFAULTED(ssize_t, prefault_iov(iov, n), REAL(readv)(fd, iov, n));
+	PREFAULT_RETURN(ssize_t, prefault_iov(iov, n), REAL(readv)(fd, iov, n));
 }
 
 PMT_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int n, off_t off)
 {
-	PREFAULTED(ssize_t, prefault_iov(iov, n), REAL(preadv)(fd, iov, n, off));
+	PREFAULT_RETURN(ssize_t, prefault_iov(iov, n), REAL(preadv)(fd, iov, n, off));
 }
 
 PMT_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int n, off64_t off)
 {
-	PREFAULTED(ssize_t, prefault_iov(iov, n), REAL(preadv64)(fd, iov, n, off));
+	PREFAULT_RETURN(ssize_t, prefault_iov(iov, n), REAL(preadv64)(fd, iov, n, off));
 }
 
 PMT_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
-	PREFAULTED(ssize_t, prefault(buf, n), REAL(recv)(fd, buf, n, flags));
+	PREFAULT_RETURN(ssize_t, prefault_range(buf, n), REAL(recv)(fd, buf, n, flags));
 }
 
 PMT_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from,
 			    socklen_t *fromlen)
 {
-	PREFAULTED(ssize_t,
-		   prefault(buf, n) | (from != NULL && fromlen != NULL && prefault(from, *fromlen)),
-		   REAL(recvfrom)(fd, buf, n, flags, from, fromlen));
+	PREFAULT_RETURN(ssize_t,
+			prefault_range(buf, n) |
+				(from != NULL && fromlen != NULL && prefault_range(from, *fromlen)),
+			REAL(recvfrom)(fd, buf, n, flags, from, fromlen));
 }
 
 PMT_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 {
-	PREFAULTED(ssize_t, prefault_msg(m), REAL(recvmsg)(fd, m, flags));
+	PREFAULT_RETURN(ssize_t, prefault_msg(m), REAL(recvmsg)(fd, m, flags));
 }
 
 PMT_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *t)
@@ -154,7 +95,7 @@ PMT_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct
 	int round = 0;
 	for (;;) {
 		r = REAL(recvmmsg)(fd, v, n, flags, t);
-		if (!again(r, any, &round))
+		if (!prefault_again(r, any, &round))
 			return r;
 		for (unsigned i = 0; i < n; i++)
 			prefault_msg(&v[i].msg_hdr);
@@ -169,26 +110,28 @@ PMT_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct
 PMT_EXPORT int epoll_wait(int fd, struct epoll_event *ev, int n, int timeout)
 {
 	struct timespec t = { timeout / 1000, (timeout % 1000) * 1000000L };
-	PREFAULTED(int, prefault(ev, n > 0 ? (size_t)n * sizeof(*ev) : 0),
-		   output_epoll_needed() ? output_epoll_wait(fd, ev, n, timeout < 0 ? NULL : &t, NULL)
-					 : REAL(epoll_wait)(fd, ev, n, timeout));
+	const struct timespec *tp = timeout < 0 ? NULL : &t;
+	PREFAULT_RETURN(int, prefault_range(ev, n > 0 ? (size_t)n * sizeof(*ev) : 0),
+			output_epoll_needed() ? output_epoll_wait(fd, ev, n, tp, NULL)
+					      : REAL(epoll_wait)(fd, ev, n, timeout));
 }
 
 static int epoll_pwait_as_given(int fd, struct epoll_event *ev, int n, int timeout,
 				const sigset_t *mask)
 {
 	struct timespec t = { timeout / 1000, (timeout % 1000) * 1000000L };
-	PREFAULTED(int, prefault(ev, n > 0 ? (size_t)n * sizeof(*ev) : 0),
-		   output_epoll_needed() ? output_epoll_wait(fd, ev, n, timeout < 0 ? NULL : &t, mask)
-					 : REAL(epoll_pwait)(fd, ev, n, timeout, mask));
+	const struct timespec *tp = timeout < 0 ? NULL : &t;
+	PREFAULT_RETURN(int, prefault_range(ev, n > 0 ? (size_t)n * sizeof(*ev) : 0),
+			output_epoll_needed() ? output_epoll_wait(fd, ev, n, tp, mask)
+					      : REAL(epoll_pwait)(fd, ev, n, timeout, mask));
 }
 
 static int epoll_pwait2_as_given(int fd, struct epoll_event *ev, int n, const struct timespec *t,
 				 const sigset_t *mask)
 {
-	PREFAULTED(int, prefault(ev, n > 0 ? (size_t)n * sizeof(*ev) : 0),
-		   output_epoll_needed() ? output_epoll_wait(fd, ev, n, t, mask)
-					 : REAL(epoll_pwait2)(fd, ev, n, t, mask));
+	PREFAULT_RETURN(int, prefault_range(ev, n > 0 ? (size_t)n * sizeof(*ev) : 0),
+			output_epoll_needed() ? output_epoll_wait(fd, ev, n, t, mask)
+					      : REAL(epoll_pwait2)(fd, ev, n, t, mask));
 }
 
 /* CALL with the mask the kernel gets in place of mask: SIGSEGV's blocking
@@ -220,62 +163,37 @@ PMT_EXPORT int epoll_pwait2(int fd, struct epoll_event *ev, int n, const struct 
 	WITH_CALL_MASK(mask, epoll_pwait2_as_given(fd, ev, n, t, kmask_));
 }
 
-/* poll and ppoll write every revents back when they return -- after a
- * timeout or a signal too -- and an epoch may write-protect the array again
- * while they wait (the caller is outside any FASE): the write-back then
- * fails with EFAULT after the call consumed its timeout or its signal, so
- * a retry would wait again (a timeout five times over, a signal's EINTR
- * lost; varnishd's manager missed its SIGTERM).  An array in the heap is
- * polled through a copy on the stack, and the revents go back by ordinary
- * stores; a longer one is pre-faulted and retried. */
-enum { POLL_COPY_MAX = 256 };	/* 2 KiB */
-
-/* Not inlined: glibc declares poll's array write-only (access attribute),
- * and GCC would take the test of where it is for a read of its elements. */
-__attribute__((noinline)) static bool poll_through_copy(void *fds, nfds_t n)
-{
-	return n > 0 && n <= POLL_COPY_MAX && heap_contains(fds);
-}
-
-static void poll_copy_back(struct pollfd *fds, const struct pollfd *copy, nfds_t n)
-{
-	int e = errno;
-	prefault(fds, n * sizeof(*fds));
-	for (nfds_t i = 0; i < n; i++)
-		fds[i].revents = copy[i].revents;
-	errno = e;
-}
-
+/* Heap arrays through a copy (prefault.h). */
 PMT_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	struct timespec t = { timeout / 1000, (timeout % 1000) * 1000000L };
-	if (poll_through_copy(fds, n)) {
-		struct pollfd copy[POLL_COPY_MAX];
+	if (prefault_poll_through_copy(fds, n)) {
+		struct pollfd copy[PREFAULT_POLL_COPY_MAX];
 		memcpy(copy, fds, n * sizeof(*fds));
 		int r = output_poll_needed() ? output_ppoll(copy, n, timeout < 0 ? NULL : &t, NULL)
 					     : REAL(poll)(copy, n, timeout);
-		poll_copy_back(fds, copy, n);
+		prefault_poll_copy_back(fds, copy, n);
 		return r;
 	}
-	PREFAULTED(int, prefault(fds, n * sizeof(*fds)),
-		   output_poll_needed() ? output_ppoll(fds, n, timeout < 0 ? NULL : &t, NULL)
-					: REAL(poll)(fds, n, timeout));
+	PREFAULT_RETURN(int, prefault_range(fds, n * sizeof(*fds)),
+			output_poll_needed() ? output_ppoll(fds, n, timeout < 0 ? NULL : &t, NULL)
+					     : REAL(poll)(fds, n, timeout));
 }
 
 static int ppoll_as_given(struct pollfd *fds, nfds_t n, const struct timespec *t,
 			  const sigset_t *mask)
 {
-	if (poll_through_copy(fds, n)) {
-		struct pollfd copy[POLL_COPY_MAX];
+	if (prefault_poll_through_copy(fds, n)) {
+		struct pollfd copy[PREFAULT_POLL_COPY_MAX];
 		memcpy(copy, fds, n * sizeof(*fds));
 		int r = output_poll_needed() ? output_ppoll(copy, n, t, mask)
 					     : REAL(ppoll)(copy, n, t, mask);
-		poll_copy_back(fds, copy, n);
+		prefault_poll_copy_back(fds, copy, n);
 		return r;
 	}
-	PREFAULTED(int, prefault(fds, n * sizeof(*fds)),
-		   output_poll_needed() ? output_ppoll(fds, n, t, mask)
-					: REAL(ppoll)(fds, n, t, mask));
+	PREFAULT_RETURN(int, prefault_range(fds, n * sizeof(*fds)),
+			output_poll_needed() ? output_ppoll(fds, n, t, mask)
+					     : REAL(ppoll)(fds, n, t, mask));
 }
 
 PMT_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t,
@@ -284,51 +202,16 @@ PMT_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t,
 	WITH_CALL_MASK(mask, ppoll_as_given(fds, n, t, kmask_));
 }
 
-/* stdio reads large requests straight into the caller's buffer with an
- * internal read(2) that no wrapper sees.  The pre-fault can be undone by an
- * epoch before that read when the caller is outside a FASE (sort(1) reading
- * its temporary files into a multi-megabyte buffer met it about once in six
- * runs at a 10 ms interval): the read fails with EFAULT having consumed
- * nothing, glibc sets the stream's error flag and fread returns short.  That
- * one error is taken back -- the flag cleared, the rest pre-faulted and read
- * again -- when the stream had no error before the call.  fread(b, s, n)
- * is glibc's fread(b, 1, s * n) / s, so the bytes are counted here. */
-static size_t fread_prefaulted(void *buf, size_t size, size_t n, FILE *f, bool unlocked)
-{
-	size_t bytes;
-	if (size == 0 || n == 0 || __builtin_mul_overflow(size, n, &bytes) || !heap_contains(buf))
-		return unlocked ? REAL(fread_unlocked)(buf, size, n, f) : REAL(fread)(buf, size, n, f);
-	if (!unlocked)
-		flockfile(f);
-	bool had_error = ferror_unlocked(f) != 0;
-	int saved_errno = errno;
-	size_t done = 0;
-	int round = 0;
-	for (;;) {
-		prefault((char *)buf + done, bytes - done);
-		errno = 0;
-		done += REAL(fread_unlocked)((char *)buf + done, 1, bytes - done, f);
-		if (done == bytes || had_error || !ferror_unlocked(f) || errno != EFAULT ||
-		    round++ >= EFAULT_RETRIES)
-			break;
-		clearerr_unlocked(f);
-	}
-	if (errno == 0)
-		errno = saved_errno;	/* never set to 0 by a library function */
-	if (!unlocked)
-		funlockfile(f);
-	return done / size;
-}
-
+/* stdio reads into the buffer with a read(2) of its own (prefault.h). */
 PMT_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *f)
 {
-	return fread_prefaulted(buf, size, n, f, false);
+	return prefault_fread(REAL(fread), REAL(fread_unlocked), buf, size, n, f, false);
 }
 
 #undef fread_unlocked
 PMT_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *f)
 {
-	return fread_prefaulted(buf, size, n, f, true);
+	return prefault_fread(REAL(fread), REAL(fread_unlocked), buf, size, n, f, true);
 }
 
 /* glibc declares fgets's buffer write-only, so GCC takes heap_contains (a
@@ -337,33 +220,20 @@ PMT_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *f)
 PMT_EXPORT char *fgets(char *buf, int n, FILE *f)
 {
 	if (n > 0)
-		prefault(buf, (size_t)n);
+		prefault_range(buf, (size_t)n);
 	return REAL(fgets)(buf, n, f);
 }
 
 /* ---- socket addresses, links, random bytes, file status ---- */
 
-/* The kernel writes up to *len bytes of address; len itself is read and
- * written, so it too may be on a clean heap page. */
-static bool prefault_addr(void *addr, socklen_t *len)
-{
-	bool any = false;
-	if (len != NULL) {
-		any |= prefault(len, sizeof(*len));
-		if (addr != NULL)
-			any |= prefault(addr, *len);
-	}
-	return any;
-}
-
 static int accept_prefaulted(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	PREFAULTED(int, prefault_addr(addr, len), REAL(accept)(fd, addr, len));
+	PREFAULT_RETURN(int, prefault_addr(addr, len), REAL(accept)(fd, addr, len));
 }
 
 static int accept4_prefaulted(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
-	PREFAULTED(int, prefault_addr(addr, len), REAL(accept4)(fd, addr, len, flags));
+	PREFAULT_RETURN(int, prefault_addr(addr, len), REAL(accept4)(fd, addr, len, flags));
 }
 
 /* The new connection is a descriptor output commit has seen made
@@ -386,32 +256,32 @@ PMT_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 
 PMT_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	PREFAULTED(int, prefault_addr(addr, len), REAL(getsockname)(fd, addr, len));
+	PREFAULT_RETURN(int, prefault_addr(addr, len), REAL(getsockname)(fd, addr, len));
 }
 
 PMT_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	PREFAULTED(int, prefault_addr(addr, len), REAL(getpeername)(fd, addr, len));
+	PREFAULT_RETURN(int, prefault_addr(addr, len), REAL(getpeername)(fd, addr, len));
 }
 
 PMT_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
-	PREFAULTED(int, prefault_addr(val, len), REAL(getsockopt)(fd, level, name, val, len));
+	PREFAULT_RETURN(int, prefault_addr(val, len), REAL(getsockopt)(fd, level, name, val, len));
 }
 
 PMT_EXPORT ssize_t readlink(const char *path, char *buf, size_t n)
 {
-	PREFAULTED(ssize_t, prefault(buf, n), REAL(readlink)(path, buf, n));
+	PREFAULT_RETURN(ssize_t, prefault_range(buf, n), REAL(readlink)(path, buf, n));
 }
 
 PMT_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t n)
 {
-	PREFAULTED(ssize_t, prefault(buf, n), REAL(readlinkat)(dirfd, path, buf, n));
+	PREFAULT_RETURN(ssize_t, prefault_range(buf, n), REAL(readlinkat)(dirfd, path, buf, n));
 }
 
 PMT_EXPORT ssize_t getrandom(void *buf, size_t n, unsigned flags)
 {
-	PREFAULTED(ssize_t, prefault(buf, n), REAL(getrandom)(buf, n, flags));
+	PREFAULT_RETURN(ssize_t, prefault_range(buf, n), REAL(getrandom)(buf, n, flags));
 }
 
 /* Since glibc 2.33 stat & co. are exported functions (older binaries call
@@ -421,47 +291,50 @@ PMT_EXPORT ssize_t getrandom(void *buf, size_t n, unsigned flags)
  * the same functions, on 32-bit ones struct stat64 is a different struct. */
 PMT_EXPORT int stat(const char *path, struct stat *st)
 {
-	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(stat)(path, st));
+	PREFAULT_RETURN(int, prefault_range(st, sizeof(*st)), REAL(stat)(path, st));
 }
 
 PMT_EXPORT int fstat(int fd, struct stat *st)
 {
-	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(fstat)(fd, st));
+	PREFAULT_RETURN(int, prefault_range(st, sizeof(*st)), REAL(fstat)(fd, st));
 }
 
 PMT_EXPORT int lstat(const char *path, struct stat *st)
 {
-	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(lstat)(path, st));
+	PREFAULT_RETURN(int, prefault_range(st, sizeof(*st)), REAL(lstat)(path, st));
 }
 
 PMT_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
-	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(fstatat)(dirfd, path, st, flags));
+	PREFAULT_RETURN(int, prefault_range(st, sizeof(*st)),
+			REAL(fstatat)(dirfd, path, st, flags));
 }
 
 PMT_EXPORT int stat64(const char *path, struct stat64 *st)
 {
-	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(stat64)(path, st));
+	PREFAULT_RETURN(int, prefault_range(st, sizeof(*st)), REAL(stat64)(path, st));
 }
 
 PMT_EXPORT int fstat64(int fd, struct stat64 *st)
 {
-	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(fstat64)(fd, st));
+	PREFAULT_RETURN(int, prefault_range(st, sizeof(*st)), REAL(fstat64)(fd, st));
 }
 
 PMT_EXPORT int lstat64(const char *path, struct stat64 *st)
 {
-	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(lstat64)(path, st));
+	PREFAULT_RETURN(int, prefault_range(st, sizeof(*st)), REAL(lstat64)(path, st));
 }
 
 PMT_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
 {
-	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(fstatat64)(dirfd, path, st, flags));
+	PREFAULT_RETURN(int, prefault_range(st, sizeof(*st)),
+			REAL(fstatat64)(dirfd, path, st, flags));
 }
 
 PMT_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *st)
 {
-	PREFAULTED(int, prefault(st, sizeof(*st)), REAL(statx)(dirfd, path, flags, mask, st));
+	PREFAULT_RETURN(int, prefault_range(st, sizeof(*st)),
+			REAL(statx)(dirfd, path, flags, mask, st));
 }
 
 /* ---- libc functions that allocate a buffer and fill it themselves ---- */
@@ -477,14 +350,7 @@ PMT_EXPORT char *getcwd(char *buf, size_t n)
 		preload_libc_alloc_end();
 		return r;
 	}
-	int round = 0;
-	char *r;
-	bool in_heap;
-	do {
-		in_heap = prefault(buf, n);
-		r = REAL(getcwd)(buf, n);
-	} while (r == NULL && errno == EFAULT && in_heap && round++ < EFAULT_RETRIES);
-	return r;
+	return prefault_getcwd(REAL(getcwd), buf, n);
 }
 
 /* A DIR and its entry buffer are filled by glibc's own getdents64, and

@@ -5,8 +5,11 @@ headers only of the directories it may call (never one private to another
 directory: *_backend.h, *_internal.h), and every function its headers
 declare (not static) is named with one of the directory's prefixes, so that
 a name says where it lives.  Inside a directory, a file that others call
-does not call them back (ONE_WAY).  Exit 1 naming every include or name that breaks
-it, and when a directory exists that the tables do not know."""
+does not call them back (ONE_WAY).  preload/ only forwards: a file of it
+includes, of lib/, only runtime/ interface headers and base/export.h
+(PRELOAD_MAY_INCLUDE), besides its own headers and the system's.  Exit 1
+naming every include or name that breaks it, and when a directory exists
+that the tables do not know."""
 import os
 import re
 import sys
@@ -40,7 +43,8 @@ PREFIXES = {
     'diagnose': {'fase_checker', 'symbolize', 'stall'},
     'output': {'output'},
     'runtime': {'runtime', 'stats', 'target', 'kernel_stack', 'kernel_stacks', 'memory_limits',
-                'meta_sums', 'aio_pin', 'aio_pins', 'memory_lock', 'memory_unlock'},
+                'meta_sums', 'aio_pin', 'aio_pins', 'memory_lock', 'memory_unlock', 'startup',
+                'linkage', 'exec_env', 'prefault'},
 }
 # Within a directory: lib/<dir>/<file>.{c,h} includes none of these headers
 # and calls no function with these prefixes.  The report (stats) is called
@@ -48,6 +52,32 @@ PREFIXES = {
 # calling runtime_* from it would make the two depend on each other.
 ONE_WAY = {
     'runtime/stats': ({'runtime/runtime.h'}, {'runtime'}),
+}
+# What a file of preload/ may include of lib/ ("dir/header.h" patterns): the
+# runtime's interface headers and symbol visibility.  Anything else of lib/
+# is reached through runtime/, so that policy stays in lib/.
+PRELOAD_MAY_INCLUDE = (re.compile(r'runtime/[A-Za-z0-9_]+\.h$'), re.compile(r'base/export\.h$'))
+# The lib/ headers preload/ files still include directly, each to go behind
+# a runtime/ interface header; the test fails when a file includes one not
+# listed here, and when one listed here is no longer included (drop it from
+# the list), so the list only shrinks.
+PRELOAD_NOT_YET = {
+    'c11_threads.c': {'quiesce/quiesce.h', 'track/fault_signal.h'},
+    'malloc.c': {'heap/heap.h'},
+    'malloc_extra.c': {'heap/heap.h'},
+    'malloc_next.c': {'base/log.h', 'prim/prim.h'},
+    'openmp.c': {'quiesce/quiesce.h'},
+    'output.c': {'base/own_fds.h', 'output/output.h', 'output/readiness.h'},
+    'output_fds.c': {'base/own_fds.h', 'output/output.h', 'output/readiness.h'},
+    'output_readiness.c': {'output/readiness.h', 'track/fault_signal.h'},
+    'pthread_blocking.c': {'quiesce/quiesce.h'},
+    'pthread_cond.c': {'quiesce/quiesce.h'},
+    'pthread_locks.c': {'quiesce/quiesce.h'},
+    'pthread_threads.c': {'heap/heap.h', 'quiesce/quiesce.h', 'track/fault_signal.h'},
+    'real.c': {'base/log.h', 'prim/prim.h', 'track/fault_signal.h'},
+    'sigmask.c': {'track/fault_signal.h'},
+    'signals.c': {'track/fault_signal.h'},
+    'syscalls.c': {'output/output.h', 'output/readiness.h', 'track/fault_signal.h'},
 }
 COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
 # A declaration or definition at file scope: a line that starts (no indent:
@@ -120,6 +150,38 @@ def calls_back(d, f, text):
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/([A-Za-z0-9_.]+)"', re.M)
 # Headers private to their directory (persist/nvm_backend.h, track/tracker_backend.h...).
 PRIVATE = re.compile(r'_(backend|internal)\.h$')
+# Any quoted include, with or without a directory (preload/'s own headers have none).
+QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def check_preload(root):
+    """What preload/*.c and *.h include of lib/ beyond PRELOAD_MAY_INCLUDE."""
+    path = os.path.join(root, 'preload')
+    own = {f for f in os.listdir(path) if f.endswith('.h')}
+    bad = []
+    for f in sorted(os.listdir(path)):
+        if not f.endswith(('.c', '.h')):
+            continue
+        with open(os.path.join(path, f), encoding='utf-8') as fh:
+            text = COMMENT.sub('', fh.read())
+        allowed = PRELOAD_NOT_YET.get(f, set())
+        used = set()
+        for header in QUOTED_INCLUDE.findall(text):
+            if header in own:
+                continue
+            if any(p.match(header) for p in PRELOAD_MAY_INCLUDE) and not PRIVATE.search(header):
+                continue
+            if header in allowed:
+                used.add(header)
+                continue
+            bad.append(f'preload/{f} includes "{header}": preload/ only forwards and includes '
+                       'of lib/ only runtime/*.h interface headers and base/export.h; call '
+                       'the runtime/ function that owns it, or declare one there')
+        bad.extend(f'preload/{f}: PRELOAD_NOT_YET lists {h}, which it no longer includes: '
+                   'drop it from the list' for h in sorted(allowed - used))
+    bad.extend(f'preload/{f}: PRELOAD_NOT_YET names a file that does not exist'
+               for f in sorted(set(PRELOAD_NOT_YET) - set(os.listdir(path))))
+    return bad
 
 
 def main(root):
@@ -148,6 +210,7 @@ def main(root):
             if f.endswith('.h'):
                 bad.extend(misnamed(d, f, text))
             bad.extend(calls_back(d, f, text))
+    bad.extend(check_preload(root))
     for b in bad:
         print(b)
     print(f'{len(bad)} layering or naming violation(s)')

@@ -17,8 +17,8 @@
  *
  * At exit fase_checker_print_summary lists every site again with the number of
  * unlocked first writes seen there and file:line where debug information is
- * present; PMTHREADS_CHECK=fail then makes the exit status 1 (preload/
- * process.c).
+ * present; PMTHREADS_CHECK=fail then makes the exit status 1 (runtime/
+ * startup.c).
  *
  * What a report looks like (one per call site, however often it runs):
  *   pmthreads: warning: write to the persistent heap at 0x6000001230 outside

@@ -4,6 +4,7 @@
 #include "runtime/kernel_stacks.h"
 
 #include "base/log.h"
+#include "heap/heap.h"
 #include "prim/prim.h"
 #include "runtime/runtime.h"
 
@@ -100,6 +101,57 @@ void kernel_stack_freed(void *p, size_t len)
 			i++;
 	}
 	prim_unlock(&lock);
+}
+
+int kernel_stack_thread_begin(const pthread_attr_t *attr, void **stack)
+{
+	size_t size = 0;
+	*stack = NULL;
+	if (attr == NULL || pthread_attr_getstack(attr, stack, &size) != 0 ||
+	    !heap_contains(*stack)) {
+		*stack = NULL;
+		return 0;
+	}
+	if (kernel_stack_add(KSTACK_THREAD, 0, *stack, size) != 0) {
+		*stack = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+void kernel_stack_thread_end(void *stack, int r, pthread_t th)
+{
+	if (stack == NULL)
+		return;
+	if (r == 0)
+		kernel_stack_set_owner(KSTACK_THREAD, stack, (uintptr_t)th);
+	else
+		kernel_stack_drop(KSTACK_THREAD, 0, stack);
+}
+
+int kernel_stack_sigaltstack(int (*real_sigaltstack)(const stack_t *, stack_t *),
+			     const stack_t *ss, stack_t *old)
+{
+	bool pin = ss != NULL && !(ss->ss_flags & SS_DISABLE) && heap_contains(ss->ss_sp);
+	if (pin && kernel_stack_add(KSTACK_SIGNAL, 0, ss->ss_sp, ss->ss_size) != 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	void *sp = ss != NULL ? ss->ss_sp : NULL;
+	int r = real_sigaltstack(ss, old);
+	int saved = errno;
+	uintptr_t tid = (uintptr_t)prim_gettid();
+	if (r == 0 && ss != NULL &&
+	    atomic_load_explicit(&kernel_stacks_in_use, memory_order_relaxed) != 0)
+		kernel_stack_drop(KSTACK_SIGNAL, tid, NULL);	/* the one it replaced */
+	if (pin) {
+		if (r == 0)
+			kernel_stack_set_owner(KSTACK_SIGNAL, sp, tid);
+		else
+			kernel_stack_drop(KSTACK_SIGNAL, 0, sp);
+	}
+	errno = saved;
+	return r;
 }
 
 void kernel_stacks_atfork_child(void)

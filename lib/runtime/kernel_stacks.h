@@ -21,6 +21,8 @@
 #ifndef PMT_KERNEL_STACKS_H
 #define PMT_KERNEL_STACKS_H
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -40,6 +42,22 @@ void kernel_stack_drop(enum kernel_stack_kind kind, uintptr_t owner, void *addr)
  * it.  Callers test kernel_stacks_in_use first (free's fast path). */
 void kernel_stack_freed(void *p, size_t len);
 extern atomic_uint kernel_stacks_in_use __attribute__((visibility("hidden")));
+
+/* pthread_create with attr: a stack the program allocated in the heap
+ * (pthread_attr_setstack) must be writable before the kernel and the new
+ * thread first write it.  kernel_stack_thread_begin pins it and returns it
+ * in *stack (NULL when attr names none in the heap); 0, or -1 when it cannot
+ * be pinned (the creation then fails with EAGAIN).  After the creation,
+ * kernel_stack_thread_end gives the stack to the thread th, or with r != 0
+ * (the creation failed) unpins it. */
+int kernel_stack_thread_begin(const pthread_attr_t *attr, void **stack);
+void kernel_stack_thread_end(void *stack, int r, pthread_t th);
+
+/* sigaltstack(ss, old) through the real function: an alternate stack in the
+ * heap is pinned from before it is set until its thread replaces or
+ * disables it (then the one it replaced is unpinned). */
+int kernel_stack_sigaltstack(int (*real_sigaltstack)(const stack_t *, stack_t *),
+			     const stack_t *ss, stack_t *old);
 
 /* After fork() in the child: no tracker, nothing pinned, nothing recorded. */
 void kernel_stacks_atfork_child(void);

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* prefault -- system calls that write into the heap.  See prefault.h. */
+#include "runtime/prefault.h"
+
+#include "heap/heap.h"
+#include "recovery/restore.h"
+#include "track/tracker.h"
+
+#include <string.h>
+
+bool prefault_range(void *buf, size_t len)
+{
+	if (!heap_contains(buf) || len == 0)
+		return false;
+	/* Lazy restore first: with a user-mode-only userfaultfd the kernel's
+	 * own access to a page not yet restored fails with EFAULT. */
+	restore_prefault(buf, len);
+	tracker_prefault(buf, len);
+	return true;
+}
+
+bool prefault_iov(const struct iovec *iov, int n)
+{
+	bool any = false;
+	for (int i = 0; i < n; i++)
+		any |= prefault_range(iov[i].iov_base, iov[i].iov_len);
+	return any;
+}
+
+bool prefault_msg(const struct msghdr *m)
+{
+	bool any = prefault_iov(m->msg_iov, (int)m->msg_iovlen);
+	any |= prefault_range(m->msg_name, m->msg_namelen);
+	any |= prefault_range(m->msg_control, m->msg_controllen);
+	return any;
+}
+
+bool prefault_addr(void *addr, socklen_t *len)
+{
+	bool any = false;
+	if (len != NULL) {
+		any |= prefault_range(len, sizeof(*len));
+		if (addr != NULL)
+			any |= prefault_range(addr, *len);
+	}
+	return any;
+}
+
+/* Not inlined: glibc declares poll's array write-only (access attribute),
+ * and GCC would take the test of where it is for a read of its elements. */
+__attribute__((noinline)) bool prefault_poll_through_copy(void *fds, nfds_t n)
+{
+	return n > 0 && n <= PREFAULT_POLL_COPY_MAX && heap_contains(fds);
+}
+
+void prefault_poll_copy_back(struct pollfd *fds, const struct pollfd *copy, nfds_t n)
+{
+	int e = errno;
+	prefault_range(fds, n * sizeof(*fds));
+	for (nfds_t i = 0; i < n; i++)
+		fds[i].revents = copy[i].revents;
+	errno = e;
+}
+
+void prefault_select_copies_in(struct prefault_select_copies *c, int n, fd_set **sets[3],
+			       struct timeval **tv)
+{
+	c->bytes = n > 0 ? ((size_t)n + 63) / 64 * 8 : 0;
+	for (int i = 0; i < 3; i++) {
+		c->orig[i] = NULL;
+		fd_set *s = *sets[i];
+		if (s == NULL || c->bytes == 0 || c->bytes > sizeof(c->copy[i]) || !heap_contains(s))
+			continue;
+		memcpy(c->copy[i], s, c->bytes);
+		c->orig[i] = s;
+		*sets[i] = c->copy[i];
+	}
+	c->tv_orig = NULL;
+	if (tv != NULL && *tv != NULL && heap_contains(*tv)) {
+		c->tv = **tv;
+		c->tv_orig = *tv;
+		*tv = &c->tv;
+	}
+}
+
+void prefault_select_copies_out(const struct prefault_select_copies *c)
+{
+	int e = errno;
+	for (int i = 0; i < 3; i++)
+		if (c->orig[i] != NULL)
+			memcpy(c->orig[i], c->copy[i], c->bytes);
+	if (c->tv_orig != NULL)
+		*c->tv_orig = c->tv;
+	errno = e;
+}
+
+/* The pre-fault can be undone by an epoch before stdio's own read when the
+ * caller is outside a FASE (sort(1) reading its temporary files into a
+ * multi-megabyte buffer met it about once in six runs at a 10 ms interval):
+ * the read fails with EFAULT having consumed nothing, glibc sets the
+ * stream's error flag and fread returns short.  That one error is taken
+ * back -- the flag cleared, the rest pre-faulted and read again -- when the
+ * stream had no error before the call.  fread(b, s, n) is glibc's
+ * fread(b, 1, s * n) / s, so the bytes are counted here. */
+size_t prefault_fread(prefault_fread_fn real_fread, prefault_fread_fn real_fread_unlocked,
+		      void *buf, size_t size, size_t n, FILE *f, bool unlocked)
+{
+	size_t bytes;
+	if (size == 0 || n == 0 || __builtin_mul_overflow(size, n, &bytes) || !heap_contains(buf))
+		return unlocked ? real_fread_unlocked(buf, size, n, f)
+				: real_fread(buf, size, n, f);
+	if (!unlocked)
+		flockfile(f);
+	bool had_error = ferror_unlocked(f) != 0;
+	int saved_errno = errno;
+	size_t done = 0;
+	int round = 0;
+	for (;;) {
+		prefault_range((char *)buf + done, bytes - done);
+		errno = 0;
+		done += real_fread_unlocked((char *)buf + done, 1, bytes - done, f);
+		if (done == bytes || had_error || !ferror_unlocked(f) || errno != EFAULT ||
+		    round++ >= PREFAULT_RETRIES)
+			break;
+		clearerr_unlocked(f);
+	}
+	if (errno == 0)
+		errno = saved_errno;	/* never set to 0 by a library function */
+	if (!unlocked)
+		funlockfile(f);
+	return done / size;
+}
+
+char *prefault_getcwd(char *(*real_getcwd)(char *, size_t), char *buf, size_t n)
+{
+	int round = 0;
+	char *r;
+	bool in_heap;
+	do {
+		in_heap = prefault_range(buf, n);
+		r = real_getcwd(buf, n);
+	} while (r == NULL && errno == EFAULT && in_heap && round++ < PREFAULT_RETRIES);
+	return r;
+}

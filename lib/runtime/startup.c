@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* startup -- the library's start, the process's exit, fork.  See startup.h. */
+#include "runtime/startup.h"
+
+#include "base/config.h"
+#include "base/log.h"
+#include "diagnose/fase_checker.h"
+#include "diagnose/stall.h"
+#include "prim/prim.h"
+#include "quiesce/quiesce.h"
+#include "runtime/exec_env.h"
+#include "runtime/linkage.h"
+#include "runtime/runtime.h"
+#include "runtime/stats.h"
+#include "runtime/target.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+extern char *program_invocation_name;
+
+/* A clean exit (return from main, exit(), the last thread's pthread_exit)
+ * persists a final epoch and marks the pool clean, then writes the
+ * statistics.  Registered from the constructor, so it runs after every
+ * atexit handler and static destructor the program registered later, which
+ * may still use the heap. */
+static void at_exit(void)
+{
+	const struct config *cfg = config_get();
+	runtime_shutdown();
+	/* Without a pool (nvmalloc mode, no nvmalloc call) the runtime did
+	 * not own the epoch thread. */
+	quiesce_stop(false);
+	if (runtime_write_final_stats() != 0)
+		log_msg(LOG_ERR, "%s", err_get());
+	if (cfg->check != CHECK_OFF)
+		fase_checker_print_summary();
+	if (cfg->check == CHECK_FAIL && fase_checker_violations() != 0) {
+		/* The last handler to run (registered first); the C library
+		 * flushes stdio only after it, so do that here. */
+		fflush(NULL);
+		_exit(1);
+	}
+}
+
+/* The program's last thread has ended while the runtime's threads live on
+ * (its main thread called pthread_exit): end the process as glibc does on
+ * the last thread's exit. */
+static void last_thread_exited(void)
+{
+	exit(0);
+}
+
+/* The child is a private copy that is never persisted: it detaches from
+ * the parent's pool and has no epoch thread. */
+static void atfork_child(void)
+{
+	/* The child's counters would overwrite the parent's report. */
+	stats_disable();
+	runtime_atfork_child();
+	quiesce_atfork_child();
+}
+
+static void strict_exit(void)
+{
+	log_msg(LOG_ERR, "PMTHREADS_STRICT=1: exiting (status %d) instead of running "
+		"without persistence", RUNTIME_STRICT_EXIT);
+	exit(RUNTIME_STRICT_EXIT);
+}
+
+/* The target's start: quiesce first (its epoch thread, the main thread
+ * counted), then the heap in malloc mode, then the epoch thread. */
+static void start_target(const struct startup_interposer *self, const struct config *cfg,
+			 uint64_t load_ns)
+{
+	if (!linkage_locks_reach_us() && cfg->strict)
+		strict_exit();
+	stats_start(load_ns);
+	quiesce_set_thread_functions(*self->real_create, *self->real_join);
+	self->main_thread_counted();
+	quiesce_set_last_thread_fn(last_thread_exited);
+	pthread_atfork(NULL, NULL, atfork_child);
+	if (cfg->heap == HEAP_MALLOC) {
+		self->malloc_begin();
+		/* On failure runtime_init has said why (with PMTHREADS_STRICT=1
+		 * it exits); malloc stays glibc's. */
+		(void)runtime_init();
+	} else if (!linkage_program_uses_api()) {
+		log_msg(LOG_WARN, "%s does not call the pmthreads API (nvmalloc, nvrecover), so "
+			"with PMTHREADS_HEAP=nvmalloc nothing of it is persisted; run it with "
+			"`pmthreads run --heap malloc` to keep its whole heap in a pool (see "
+			"pmthreads(7) for what a restart gets back)", program_invocation_name);
+		if (cfg->strict)
+			strict_exit();
+	}
+	/* Before main takes its first lock: a lock the user says is no
+	 * critical section must never have counted. */
+	if (cfg->not_fase[0] != '\0')
+		quiesce_set_site_classifier(stall_not_fase_site);
+	quiesce_set_sync_timeout(cfg->sync_timeout_ms);
+	if (!quiesce_running() && quiesce_start(cfg->interval_ms, NULL, NULL) != 0)
+		log_msg(LOG_ERR, "%s", err_get());
+	atexit(at_exit);
+}
+
+static void start(const struct startup_interposer *self, uint64_t load_ns)
+{
+	self->resolve_real();
+	const struct config *cfg = config_get();
+	if (config_error() != NULL) {
+		log_msg(LOG_ERR, "%s", config_error());
+		if (cfg->strict)
+			strict_exit();
+		/* The program runs on, unpersisted and unchanged. */
+		log_msg(LOG_ERR, "running without persistence (PMTHREADS_STRICT=1 makes this "
+			"an exit)");
+		return;
+	}
+	log_set_level((enum log_level)config_log_level(cfg));
+	bool is_target = target_is_self();
+	exec_env_init(cfg, is_target);
+	if (!is_target) {
+		/* A wrapper on the way to the target, or a child of it: the
+		 * wrappers forward, nothing is persisted, nothing is said. */
+		log_msg(LOG_DEBUG, "%s is not %s (PMTHREADS_PROGRAM): not persisted",
+			program_invocation_name, cfg->program);
+		return;
+	}
+	start_target(self, cfg, load_ns);
+}
+
+void startup_run(const struct startup_interposer *self)
+{
+	uint64_t load_ns = prim_now_ns();
+	/* The program starts as it would without us: with errno 0 at main,
+	 * whatever the start-up's system calls left there (probes that are
+	 * expected to fail, such as madvise or userfaultfd features). */
+	int saved_errno = errno;
+	start(self, load_ns);
+	errno = saved_errno;
+}

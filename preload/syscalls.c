@@ -37,19 +37,39 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-PMT_EXPORT ssize_t read(int fd, void *buf, size_t n)
+static ssize_t read_once(int fd, void *buf, size_t n)
 {
 	PREFAULT_RETURN(ssize_t, prefault_range(buf, n), REAL(read)(fd, buf, n));
 }
 
-PMT_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+static ssize_t pread_once(int fd, void *buf, size_t n, off64_t off)
 {
-	PREFAULT_RETURN(ssize_t, prefault_range(buf, n), REAL(pread)(fd, buf, n, off));
+	PREFAULT_RETURN(ssize_t, prefault_range(buf, n), REAL(pread64)(fd, buf, n, off));
+}
+
+/* The rest of a read cut short by a write-protected page (prefault.h);
+ * an error or the end of the file after some bytes is what got says. */
+PMT_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	ssize_t got = read_once(fd, buf, n), more;
+	while (prefault_read_on(fd, got, n, buf) &&
+	       (more = read_once(fd, (char *)buf + got, n - (size_t)got)) > 0)
+		got += more;
+	return got;
 }
 
 PMT_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
 {
-	PREFAULT_RETURN(ssize_t, prefault_range(buf, n), REAL(pread64)(fd, buf, n, off));
+	ssize_t got = pread_once(fd, buf, n, off), more;
+	while (prefault_read_on(fd, got, n, buf) &&
+	       (more = pread_once(fd, (char *)buf + got, n - (size_t)got, off + got)) > 0)
+		got += more;
+	return got;
+}
+
+PMT_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	return pread64(fd, buf, n, (off64_t)off);
 }
 
 PMT_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)

@@ -5,6 +5,7 @@
 #include "heap/heap.h"
 #include "recovery/restore.h"
 #include "track/tracker.h"
+#include "prim/prim.h"
 
 #include <string.h>
 
@@ -17,6 +18,14 @@ bool prefault_range(void *buf, size_t len)
 	restore_prefault(buf, len);
 	tracker_prefault(buf, len);
 	return true;
+}
+
+bool prefault_read_on(int fd, ssize_t got, size_t want, const void *buf)
+{
+	if (got <= 0 || (size_t)got >= want || !heap_contains((const char *)buf + got))
+		return false;
+	struct stat st;
+	return prim_fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 bool prefault_iov(const struct iovec *iov, int n)

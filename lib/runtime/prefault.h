@@ -41,6 +41,15 @@ bool prefault_iov(const struct iovec *iov, int n);
 bool prefault_msg(const struct msghdr *m);
 bool prefault_addr(void *addr, socklen_t *len);
 
+/* A read into the heap that returned got of want bytes: whether to read on
+ * from buf + got.  An epoch may write-protect a page again between the
+ * pre-fault and the kernel's copy; the copy stops there and the kernel
+ * returns what it copied -- a short read, which a regular file never gives
+ * natively short of its end (and programs read files so).  Only a regular
+ * file's: on a pipe or a socket a short read is ordinary, and reading on
+ * could block. */
+bool prefault_read_on(int fd, ssize_t got, size_t want, const void *buf);
+
 /* The call that returned r on a buffer that touches the heap (in_heap)
  * failed with EFAULT and may be tried again: counts the round. */
 static inline bool prefault_again(long r, bool in_heap, int *round)

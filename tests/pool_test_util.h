@@ -31,9 +31,9 @@ namespace pooltest {
 // available: the tests create and copy many small pools.
 struct scratch_dir {
 	std::string path;
-	scratch_dir()
+	scratch_dir() : scratch_dir(access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp") {}
+	explicit scratch_dir(const char *base)
 	{
-		const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
 		std::string tmpl = std::string(base) + "/pmt-pooltest-XXXXXX";
 		std::vector<char> buf(tmpl.begin(), tmpl.end());
 		buf.push_back('\0');

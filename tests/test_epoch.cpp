@@ -8,12 +8,16 @@
 #include "pool_test_util.h"
 #include "uffd_half.h"
 
+#include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <thread>
 
+#include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/statfs.h>
 
 extern "C" {
 #include "epoch/epoch.h"
@@ -805,5 +809,90 @@ TEST_CASE("a pmem-kind pool has both copies of the heap's pages populated by the
 			CHECK(!resident(0, 0));
 		}
 		CHECK(all_bytes(r.durable(kPages / 2), 'P'));
+	}
+}
+
+namespace {
+// Bytes this process dirtied in the page cache of file systems that write
+// back (/proc/self/io write_bytes, counted when a clean page is dirtied);
+// -1 where the kernel does not count them.
+long long io_write_bytes()
+{
+	std::ifstream in("/proc/self/io");
+	std::string key;
+	long long v;
+	while (in >> key >> v)
+		if (key == "write_bytes:")
+			return v;
+	return -1;
+}
+
+// Whether dir is on a file system whose pages are written back to a device
+// (not tmpfs or ramfs, which write_bytes never counts).
+bool on_block_storage(const char *dir)
+{
+	struct statfs sf;
+	return statfs(dir, &sf) == 0 && sf.f_type != TMPFS_MAGIC && sf.f_type != RAMFS_MAGIC;
+}
+} // namespace
+
+// An epoch on an ordinary file -- the default pool -- dirties no more pool
+// pages than it writes lines into: the log backend appends what changed and
+// never dirties a page of the pool's data by a store (its mapping is
+// private).  The same measurement of the msync backend, which rewrites every
+// page it changes (and the seq and checksum tables' pages), shows that it
+// sees pool pages.  Both trackers.  PMT_DISK_DIR names the directory on a
+// disk (default /var/tmp).
+TEST_CASE("an epoch on an ordinary file dirties no more pool pages than it writes lines into",
+	  "[epoch][trackers][log][storage]")
+{
+	const char *disk = getenv("PMT_DISK_DIR") != nullptr ? getenv("PMT_DISK_DIR") : "/var/tmp";
+	if (!on_block_storage(disk) || io_write_bytes() < 0) {
+		WARN("skipped: " << disk << " is not on a disk (set PMT_DISK_DIR), or this kernel "
+				     "keeps no /proc/self/io");
+		return;
+	}
+	for (const auto &c : cases()) {
+		if (c.copy_in_pause)
+			continue;
+		SECTION(c.name)
+		{
+			for (nvm_kind kind : { NVM_LOG, NVM_MSYNC }) {
+				INFO((kind == NVM_LOG ? "log" : "msync"));
+				scratch_dir d(disk);
+				rig r(d.file("pool"), c, kind);
+				for (uint64_t i = 0; i < kPages; i++)
+					fill(r.page(i), 'O');
+				REQUIRE(r.epoch());
+				std::mt19937 g(11);
+				uint64_t lines = 0;
+				long long dirtied = 0;
+				for (int e = 0; e < 10; e++) {
+					// A line in each of 40 distinct pages.
+					std::vector<uint64_t> all(kPages);
+					for (uint64_t i = 0; i < kPages; i++)
+						all[i] = i;
+					std::shuffle(all.begin(), all.end(), g);
+					for (int k = 0; k < 40; k++)
+						r.page(all[k])[(g() % 64) * 64] ^= 0x5a;
+					epoch_counters before{}, after{};
+					epoch_get_counters(r.ep, &before);
+					long long w0 = io_write_bytes();
+					REQUIRE(r.epoch());
+					dirtied += io_write_bytes() - w0;
+					epoch_get_counters(r.ep, &after);
+					lines += after.persist.lines_written - before.persist.lines_written;
+				}
+				// 400 lines changed, each in a page of its own.
+				const uint64_t changed = 400;
+				uint64_t pages = (uint64_t)dirtied / page_size();
+				INFO(lines << " lines written, " << pages << " pool pages dirtied");
+				CHECK(lines >= changed);
+				if (kind == NVM_LOG)
+					CHECK(pages <= changed / 4);
+				else
+					CHECK(pages >= changed);
+			}
+		}
 	}
 }

@@ -552,7 +552,13 @@ TEST_CASE("an unpublished in-place attempt is put back before a later group is w
 		b.push_back(i);
 	fill_random(sh.mem + 20 * page_size(), 40 * page_size(), 10);
 	uint64_t through0 = p->nvm->stats.writes_through;
+	// Chosen in place from what A logged per page, B outgrows the room:
+	// put back as it would, and the next attempt takes working copies.
 	persist_attempt eb = attempt(b, sh.mem);
+	CHECK(eb.in_place);
+	CHECK(eb.reverted);
+	CHECK(p->nvm->stats.writes_through == through0);
+	eb = attempt(b, sh.mem);
 	CHECK_FALSE(eb.in_place);
 	CHECK(p->nvm->stats.writes_through > through0);
 	// The crash: neither was published.

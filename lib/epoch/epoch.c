@@ -420,7 +420,8 @@ bool epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct ep
 		size_t conflicts = b->n != 0 && !ep->opts.copy_in_pause ? count_conflicts(ep, b) : 0;
 		/* An I/O error (nvm.h) is never published either; the runtime
 		 * reads it from the pool's nvm and says so. */
-		durable = persist_attempt_end(&pe, conflicts == 0, &st) == 0 && conflicts == 0;
+		durable = persist_attempt_end(&pe, conflicts == 0, &st) == 0 && conflicts == 0 &&
+			  !pe.reverted;
 		if (pe.reverted) {
 			memcpy(ep->redo, b->pages, b->n * sizeof(uint64_t));
 			ep->nredo = b->n;
@@ -428,7 +429,8 @@ bool epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct ep
 		if (durable) {
 			ep->carried = 0;
 			ep->counters.epochs++;
-		} else if (conflicts != 0) {
+		} else if (conflicts != 0 || pe.reverted) {
+			/* Its working copies wait at VER_d+1 (drop_unchanged). */
 			ep->carried++;
 			ep->counters.carried_epochs++;
 			ep->counters.conflict_pages += conflicts;

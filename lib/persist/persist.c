@@ -74,13 +74,22 @@ static size_t undo_bytes_bound(const struct pool *p)
 	return p->page_size + (p->page_size / NVM_LINE / 2 + 2) * undo_entry_bytes(0) + 16;
 }
 
+/* What an attempt keeps free of the log's room for the records after its
+ * data (the publication's). */
+#define ROOM_RESERVE 1024
+
 /* Whether an attempt at n pages may rewrite valid copies in place: the
- * backend keeps the whole group all-or-nothing (its records, a few heads,
- * fit in the log), and the undo area holds what it overwrites. */
-static bool choose_in_place(struct pool *p, size_t n)
+ * backend keeps the whole group all-or-nothing while it fits in the log,
+ * and twice what recent attempts logged per page fits (write checks each
+ * page against the room left as it goes). */
+static bool choose_in_place(struct pool *p, size_t n, size_t room)
 {
-	size_t room = nvm_group_room(p->nvm);
-	if (room == 0 || n > (room - (room < 1024 ? room : 1024)) / group_bytes_bound(p))
+	if (p->in_place_backoff) {
+		p->in_place_backoff = false;
+		return false;
+	}
+	size_t est = p->in_place_est != 0 ? p->in_place_est : 512;
+	if (room <= ROOM_RESERVE || n > (room - ROOM_RESERVE) / (2 * est))
 		return false;
 	if (p->undo == NULL) {
 		/* The room is at most half the log: undo bytes per page are
@@ -92,7 +101,15 @@ static bool choose_in_place(struct pool *p, size_t n)
 		p->undo_cap = cap;
 	}
 	p->undo_used = 0;
-	return n <= p->undo_cap / undo_bytes_bound(p);
+	return true;
+}
+
+/* Whether the next page may be written in place: the log's room and the
+ * undo area both take the most it can add. */
+static bool room_for_page(const struct pool *p)
+{
+	return nvm_group_room(p->nvm) >= group_bytes_bound(p) + ROOM_RESERVE &&
+	       p->undo_cap - p->undo_used >= undo_bytes_bound(p);
 }
 
 static void undo_save(struct pool *p, unsigned char *addr, size_t len)
@@ -251,6 +268,12 @@ int persist_epoch_from(struct pool *p, const struct persist_source *src, const u
 	struct persist_attempt e;
 	persist_attempt_begin(&e, p, pages, n);
 	persist_attempt_write(&e, src, pages, n);
+	int err = persist_attempt_end(&e, true, st);
+	if (err != 0 || !e.reverted)
+		return err;
+	/* It outgrew the log in place: again, with working copies. */
+	persist_attempt_begin(&e, p, pages, n);
+	persist_attempt_write(&e, src, pages, n);
 	return persist_attempt_end(&e, true, st);
 }
 
@@ -267,7 +290,8 @@ void persist_attempt_begin(struct persist_attempt *e, struct pool *p, const uint
 	if (!p->torn_invalidated)
 		persist_invalidate_torn(p);
 	const uint64_t next = e->next;
-	e->in_place = choose_in_place(p, n);
+	e->room0 = nvm_group_room(p->nvm);
+	e->in_place = e->room0 != 0 && choose_in_place(p, n, e->room0);
 
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
@@ -332,6 +356,19 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 	struct sum_lines sl = { 0 };
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
+		if (e->in_place && !e->reverted && !room_for_page(p)) {
+			/* Outgrowing the log: put back now, write no more. */
+			sl.line = 0;
+			undo_all(p);
+			e->reverted = true;
+			e->st.attempts_reverted++;
+			p->in_place_backoff = true;
+		}
+		if (e->reverted) {
+			(void)src->begin(src->ctx, k, i);
+			src->end(src->ctx, k, 0);
+			continue;
+		}
 		int w = p->seq[i][0] == next ? 0 : p->seq[i][1] == next ? 1 : -1;
 		/* Neither copy chosen: begin left the valid one to rewrite. */
 		bool in_place = w < 0;
@@ -367,11 +404,19 @@ int persist_attempt_end(struct persist_attempt *e, bool publish_it, struct persi
 	struct pool *p = e->p;
 	/* Not to be published: what was rewritten in place goes back before
 	 * the group's next record is appended (persist.h). */
-	if (e->in_place && !publish_it && !e->failed && nvm_error(p->nvm) == 0 &&
-	    e->st.pages_in_place != 0) {
+	if (e->in_place && !e->reverted && !publish_it && !e->failed &&
+	    nvm_error(p->nvm) == 0 && e->st.pages_in_place != 0) {
 		undo_all(p);
 		e->reverted = true;
 		e->st.attempts_reverted++;
+	}
+	/* What this attempt took of the log per page, for the next choice. */
+	if (e->in_place && !e->reverted && e->st.pages != 0) {
+		size_t room = nvm_group_room(p->nvm);
+		size_t per = room < e->room0 ? (e->room0 - room) / (size_t)e->st.pages : 0;
+		size_t est = p->in_place_est != 0 ? p->in_place_est : per;
+		est = (3 * est + per) / 4;
+		p->in_place_est = est < 64 ? 64 : est;
 	}
 	/* Fenced even when not published: a page of this attempt that nothing
 	 * writes again before the next attempt is published keeps the data
@@ -381,7 +426,8 @@ int persist_attempt_end(struct persist_attempt *e, bool publish_it, struct persi
 	/* Never publish an epoch whose seq or data fence failed: VER_d stays,
 	 * and the copies written count as torn. */
 	int err = nvm_error(p->nvm);
-	if (err == 0 && publish_it && persist_fault_active != PERSIST_FAULT_VER_BEFORE_DATA)
+	if (err == 0 && publish_it && !e->reverted &&
+	    persist_fault_active != PERSIST_FAULT_VER_BEFORE_DATA)
 		err = publish(p, e->next);
 	p->undo_used = 0;
 

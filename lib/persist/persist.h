@@ -105,7 +105,10 @@ int persist_epoch_from(struct pool *p, const struct persist_source *src, const u
  * before the publication's fence commits the group.  An attempt so written
  * that ends unpublished puts back every byte it overwrote (reverted is then
  * true), and the next attempt must list every page this one listed as well
- * as its own. */
+ * as its own.  The choice is made from what recent attempts logged per page;
+ * an attempt that outgrows the log's room after all is put back as soon as
+ * it would (reverted, never published, whatever end is asked) and the next
+ * one takes working copies. */
 struct persist_attempt {
 	struct pool *p;
 	uint64_t next;			/* VER_d + 1 */
@@ -114,8 +117,10 @@ struct persist_attempt {
 					 * attempt writes nothing */
 	bool in_place;			/* pages with a valid copy are rewritten
 					 * there (the log backend's groups) */
-	bool reverted;			/* ended unpublished with in-place pages:
-					 * put back, to be listed again */
+	bool reverted;			/* in-place pages put back (not published,
+					 * or outgrowing the log): never published,
+					 * to be listed again */
+	size_t room0;			/* nvm_group_room at begin */
 	struct persist_stats st;
 };
 void persist_attempt_begin(struct persist_attempt *e, struct pool *p, const uint64_t *pages, size_t n);

@@ -108,6 +108,8 @@ struct pool {
 	 * such attempt, undo_cap bytes. */
 	unsigned char *undo;
 	size_t undo_cap, undo_used;
+	size_t in_place_est;		/* log bytes per page of the last attempts */
+	bool in_place_backoff;		/* the last one outgrew the log: not the next */
 	volatile uint64_t *holder_pid;	/* pid of the read-write opener */
 	/* Seq entries of pages >= seq_pages are zero (never written: the seq
 	 * table's holes, found with SEEK_DATA at open); scans stop there, so a

@@ -233,10 +233,16 @@ static uint64_t rec_check(const struct log_state *s, const unsigned char *rec, s
 	return XXH3_64bits_digest(&st);
 }
 
-static uint64_t head_check(const struct log_head *h, int slot, uint64_t seed)
+/* Heads are written with the groups' tag; a reader takes the older one too
+ * (pools written before groups), while a binary from before groups finds
+ * no valid head in a pool written since and refuses it, rather than
+ * replaying none of its records (whose magic it does not know). */
+#define HEAD_TAG_SINGLE 0x4c4f4748ULL	/* "LOGH" */
+#define HEAD_TAG 0x4c4f4732ULL		/* "LOG2" */
+
+static uint64_t head_check(const struct log_head *h, int slot, uint64_t seed, uint64_t tag)
 {
-	return XXH3_64bits_withSeed(h, offsetof(struct log_head, check),
-				    seed ^ (0x4c4f4748ULL + (uint64_t)slot));
+	return XXH3_64bits_withSeed(h, offsetof(struct log_head, check), seed ^ (tag + (uint64_t)slot));
 }
 
 static uint64_t range_bytes(uint64_t len) { return 8 + ((len + 7) & ~7ULL); }
@@ -278,7 +284,7 @@ static int write_head_resume(struct nvm *n, struct log_state *s, uint64_t pos, u
 	int slot = 1 - s->head_slot;
 	_Alignas(NVM_LINE) unsigned char line[NVM_LINE] = { 0 };
 	struct log_head h = { s->head_gen + 1, pos, seq, 0, resume_pos, resume_seq, 0 };
-	h.check = head_check(&h, slot, s->r.seed);
+	h.check = head_check(&h, slot, s->r.seed, HEAD_TAG);
 	h.resume_check = resume_check(&h, slot, s->r.seed);
 	memcpy(line, &h, sizeof(h));
 	uint64_t off = s->r.head_off + (uint64_t)slot * NVM_LINE;
@@ -681,7 +687,9 @@ static bool read_at(const struct log_state *s, void *buf, size_t len, uint64_t o
 static bool read_head(const struct log_state *s, int slot, struct log_head *h)
 {
 	return read_at(s, h, sizeof(*h), s->r.head_off + (uint64_t)slot * NVM_LINE) &&
-	       h->check == head_check(h, slot, s->r.seed) && h->pos % REC_ALIGN == 0;
+	       (h->check == head_check(h, slot, s->r.seed, HEAD_TAG) ||
+		h->check == head_check(h, slot, s->r.seed, HEAD_TAG_SINGLE)) &&
+	       h->pos % REC_ALIGN == 0;
 }
 
 /* The record at pos with seq, read into scratch (in two parts when it wraps
@@ -967,7 +975,7 @@ int nvm_log_format(int fd, const char *path, const struct nvm_log_region *r, boo
 	for (int slot = 0; slot < 2; slot++) {
 		_Alignas(NVM_LINE) unsigned char line[NVM_LINE] = { 0 };
 		struct log_head h = { (uint64_t)slot, 0, 1, 0, 0, 1, 0 };
-		h.check = head_check(&h, slot, r->seed);
+		h.check = head_check(&h, slot, r->seed, HEAD_TAG);
 		h.resume_check = resume_check(&h, slot, r->seed);
 		memcpy(line, &h, sizeof(h));
 		int e = pwrite_all(fd, line, sizeof(line), r->head_off + (uint64_t)slot * NVM_LINE);

@@ -357,7 +357,14 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
 		if (e->in_place && !e->reverted && !room_for_page(p)) {
-			/* Outgrowing the log: put back now, write no more. */
+			/* Outgrowing the log: put back now, write no more.
+			 * What the pages so far took is a floor for the next
+			 * choice's estimate: an epoch this large goes to
+			 * working copies until the writes thin out. */
+			size_t room = nvm_group_room(p->nvm);
+			size_t per = k != 0 && room < e->room0 ? (e->room0 - room) / k : 0;
+			if (per > p->in_place_est)
+				p->in_place_est = per;
 			sl.line = 0;
 			undo_all(p);
 			e->reverted = true;

@@ -549,8 +549,18 @@ static int append(struct nvm *n, struct log_state *s, bool commit)
 	if (len > s->r.size / 2 || s->tail + len - s->head > s->r.size)
 		return write_through(n, s);
 	size_t rl = assemble(n, s, s->tail, commit ? REC_COMMIT : 0);
-	int e = write_record(s, s->buf, rl, s->tail);
-	n->stats.device_bytes += rl;
+	/* Zeros to the end of the record's last page (where the ring is free
+	 * that far): that page has left the page cache (drop_synced), and a
+	 * write of part of a page not cached makes the kernel read the rest
+	 * from the disk first -- a synchronous read in every small epoch.  The
+	 * device writes the whole page either way; the next record overwrites
+	 * the zeros. */
+	uint64_t end = s->tail + rl, pad = (s->page_size - end % s->page_size) % s->page_size;
+	if (end + pad - s->head > s->r.size)
+		pad = s->head + s->r.size - end;
+	memset(s->buf + rl, 0, (size_t)pad);
+	int e = write_record(s, s->buf, rl + (size_t)pad, s->tail);
+	n->stats.device_bytes += rl + pad;
 	if (e == 0) {
 		s->tail += rl;
 		s->next_seq++;

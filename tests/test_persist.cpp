@@ -48,6 +48,21 @@ std::vector<unsigned char> recovered(const std::string &path, uint64_t npages, u
 	return out.bytes();
 }
 
+// The write-back's view of each page: the image img of the whole heap.
+struct image_source {
+	const void *ctx[2];
+	persist_source src;
+	image_source(pool *p, const unsigned char *img) : ctx{ p, img }
+	{
+		src = { [](void *c, size_t, uint64_t page) -> const void * {
+				auto **v = (const void **)c;
+				return (const unsigned char *)v[1] + page * ((const pool *)v[0])->page_size;
+			},
+			[](void *, size_t, size_t) {}, (void *)ctx };
+	}
+	image_source(const image_source &) = delete;
+};
+
 } // namespace
 
 TEST_CASE("an epoch writes exactly the lines that differ from the working copy", "[persist]")
@@ -475,14 +490,8 @@ TEST_CASE("on the log backend the write-back rewrites valid copies in place, and
 	persist_attempt e;
 	persist_attempt_begin(&e, p, even.data(), even.size());
 	CHECK(e.in_place);
-	const void *ctx[2] = { p, sh3.mem };
-	persist_source src = { [](void *c, size_t, uint64_t page) -> const void * {
-				      auto **v = (const void **)c;
-				      return (const unsigned char *)v[1] +
-					     page * ((const pool *)v[0])->page_size;
-			      },
-			       [](void *, size_t, size_t) {}, (void *)ctx };
-	persist_attempt_write(&e, &src, even.data(), even.size());
+	image_source src(p, sh3.mem);
+	persist_attempt_write(&e, &src.src, even.data(), even.size());
 	CHECK(memcmp(pool_copy(p, 4, 0), sh3.mem + 4 * page_size(), page_size()) == 0);
 	persist_stats st3{};
 	REQUIRE(persist_attempt_end(&e, false, &st3) == 0);
@@ -528,14 +537,8 @@ TEST_CASE("an unpublished in-place attempt is put back before a later group is w
 	auto attempt = [&](const std::vector<uint64_t> &list, const unsigned char *img) {
 		persist_attempt e;
 		persist_attempt_begin(&e, p, list.data(), list.size());
-		const void *ctx[2] = { p, img };
-		persist_source src = { [](void *c, size_t, uint64_t page) -> const void * {
-					      auto **v = (const void **)c;
-					      return (const unsigned char *)v[1] +
-						     page * ((const pool *)v[0])->page_size;
-				      },
-				       [](void *, size_t, size_t) {}, (void *)ctx };
-		persist_attempt_write(&e, &src, list.data(), list.size());
+		image_source src(p, img);
+		persist_attempt_write(&e, &src.src, list.data(), list.size());
 		REQUIRE(persist_attempt_end(&e, false, nullptr) == 0);
 		return e;
 	};

@@ -209,6 +209,11 @@ void prim_futex_wake(atomic_uint *addr, int count);
 void *prim_map_fixed(void *addr, size_t len);
 /* Anonymous read-write memory anywhere; NULL on failure. */
 void *prim_map_any(size_t len);
+/* Double an array of *cap items of item bytes (first_cap when empty) kept in
+ * prim_map_any memory, the n in use copied over: for tables that must not
+ * come from malloc (a wrapper of free, or of an allocation, reaches them).
+ * false, nothing changed, when memory is short.  The caller serialises. */
+bool prim_array_grow(void **items, size_t *cap, size_t n, size_t item, size_t first_cap);
 void prim_unmap(void *addr, size_t len);
 /* Bytes mapped by the two functions above and not yet unmapped by
  * prim_unmap: the runtime's own private memory (the heap's range with it). */

@@ -551,6 +551,21 @@ void *prim_map_any(size_t len)
 	return p;
 }
 
+bool prim_array_grow(void **items, size_t *cap, size_t n, size_t item, size_t first_cap)
+{
+	size_t c = *cap == 0 ? first_cap : *cap * 2;
+	void *e = prim_map_any(c * item);
+	if (e == NULL)
+		return false;
+	if (*items != NULL) {
+		memcpy(e, *items, n * item);
+		prim_unmap(*items, *cap * item);
+	}
+	*items = e;
+	*cap = c;
+	return true;
+}
+
 void prim_unmap(void *addr, size_t len)
 {
 	if (munmap(addr, len) == 0)

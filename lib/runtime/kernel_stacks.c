@@ -26,17 +26,10 @@ atomic_uint kernel_stacks_in_use;
 
 static bool grow(void)
 {
-	size_t cap = cap_entries == 0 ? 32 : cap_entries * 2;
-	struct entry *e = prim_map_any(cap * sizeof(*e));
-	if (e == NULL)
-		return false;
-	if (entries != NULL) {
-		memcpy(e, entries, n_entries * sizeof(*e));
-		prim_unmap(entries, cap_entries * sizeof(*entries));
-	}
-	entries = e;
-	cap_entries = cap;
-	return true;
+	void *items = entries;
+	bool ok = prim_array_grow(&items, &cap_entries, n_entries, sizeof(*entries), 32);
+	entries = items;
+	return ok;
 }
 
 int kernel_stack_add(enum kernel_stack_kind kind, uintptr_t owner, void *addr, size_t len)

@@ -306,7 +306,7 @@ TEST_CASE("the ring is reused after checkpoints, and replay follows it around", 
 	nvm_log_info li;
 	REQUIRE(nvm_log_get_info(n, &li) == 0);
 	CHECK(li.tail > 3 * rg.ring);	// around the ring several times
-	CHECK(li.tail - li.head <= rg.ring / 2);
+	CHECK(li.tail - li.head <= rg.ring / 4 * 3);	// a wave finishes by then
 	nvm *ro = rg.open(nullptr, true);
 	CHECK(mark_of(ro) == 100);
 	check_image(ro, w);

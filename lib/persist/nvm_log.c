@@ -110,6 +110,13 @@ struct log_state {
 	uint64_t *touched;
 	size_t touched_words;
 	bool any_touched;
+	/* A checkpoint spread over the fences (wave_step): the pages records
+	 * before wave_pos (seq wave_seq) touched and the wave has yet to
+	 * write; wave_budget pages a fence. */
+	uint64_t *wave;
+	bool wave_on;
+	uint64_t wave_pos, wave_seq;
+	size_t wave_budget;
 	bool unsynced;			/* records appended since the last sync */
 	uint64_t cached_from;		/* ring bytes before it left the page cache */
 	bool group_open;		/* records appended since the last commit */
@@ -350,11 +357,45 @@ static int sync_records(struct nvm *n, struct log_state *s)
  * the head to the tail.  Only when the mapping holds no store that a later
  * fence would make durable (nothing pending), or when the pending ranges
  * are being written through anyway. */
-static int checkpoint(struct nvm *n, struct log_state *s)
+/* Write up to *budget of the pages set in bits from the mapping into the
+ * file, in runs, clearing their bits; *budget is what is left of it, bytes
+ * what was written.  0 or an errno. */
+static int write_pages(struct nvm *n, struct log_state *s, uint64_t *bits, size_t *budget,
+		       uint64_t *bytes)
 {
 	const unsigned char *map = n->base;
 	const size_t ps = s->page_size;
-	uint64_t bytes = 0;
+	for (size_t w = 0; w < s->touched_words && *budget != 0; w++) {
+		while (bits[w] != 0 && *budget != 0) {
+			size_t b = (size_t)__builtin_ctzll(bits[w]);
+			uint64_t first = (uint64_t)w * 64 + b, end = first;
+			/* The run, across words, within the budget. */
+			while (end - first < *budget && end / 64 < s->touched_words &&
+			       (bits[end / 64] & (1ULL << (end % 64)))) {
+				bits[end / 64] &= ~(1ULL << (end % 64));
+				end++;
+			}
+			*budget -= (size_t)(end - first);
+			uint64_t off = first * ps, len = (end - first) * ps;
+			if (off + len > n->len)
+				len = n->len - off;
+			int e = dev_write(&s->dev, map + off, (size_t)len, off);
+			*bytes += len;
+			n->stats.device_bytes += len;
+			n->stats.checkpoint_bytes += len;
+			if (e != 0)
+				return e;
+		}
+	}
+	return 0;
+}
+
+/* Write every touched page from the mapping into the file, sync, and move
+ * the head to the tail.  Only when the mapping holds no store that a later
+ * fence would make durable (nothing pending), or when the pending ranges
+ * are being written through anyway.  A wave under way is finished by it. */
+static int checkpoint(struct nvm *n, struct log_state *s)
+{
 	/* Every record appended is durable before any page it touched is
 	 * written in place: replay stops at the first incomplete record, and
 	 * a page written ahead of an earlier record would be out of order. */
@@ -363,37 +404,18 @@ static int checkpoint(struct nvm *n, struct log_state *s)
 		if (e != 0)
 			return e;
 	}
-	for (size_t w = 0; w < s->touched_words; w++) {
-		uint64_t bits = s->touched[w];
-		while (bits != 0) {
-			size_t b = (size_t)__builtin_ctzll(bits);
-			uint64_t first = (uint64_t)w * 64 + b, end = first + 1;
-			/* Extend over the following touched pages (runs cross
-			 * words). */
-			for (;;) {
-				size_t ew = (size_t)(end / 64), eb = (size_t)(end % 64);
-				if (ew >= s->touched_words || !(s->touched[ew] & (1ULL << eb)))
-					break;
-				s->touched[ew] &= ~(1ULL << eb);
-				end++;
-			}
-			bits = s->touched[w] & ~((2ULL << b) - 1);
-			s->touched[w] = bits;
-			uint64_t off = first * ps, len = (end - first) * ps;
-			if (off + len > n->len)
-				len = n->len - off;
-			int e = dev_write(&s->dev, map + off, (size_t)len, off);
-			bytes += len;
-			if (e != 0) {
-				n->stats.device_bytes += bytes;
-				return e;
-			}
-		}
+	if (s->wave_on) {
+		for (size_t w = 0; w < s->touched_words; w++)
+			s->touched[w] |= s->wave[w];
+		memset(s->wave, 0, s->touched_words * sizeof(uint64_t));
+		s->wave_on = false;
 	}
+	uint64_t bytes = 0;
+	size_t all = SIZE_MAX;
+	int e = write_pages(n, s, s->touched, &all, &bytes);
+	if (e != 0)
+		return e;
 	s->any_touched = false;
-	n->stats.device_bytes += bytes;
-	n->stats.checkpoint_bytes += bytes;
-	int e = 0;
 	if (bytes != 0) {
 		e = dev_sync(&s->dev);
 		n->stats.device_flushes++;
@@ -404,6 +426,54 @@ static int checkpoint(struct nvm *n, struct log_state *s)
 		return e;
 	s->head = s->tail;
 	s->head_seq = s->next_seq;
+	n->stats.checkpoints++;
+	return 0;
+}
+
+/* Half full after a fence: a wave starts with the pages touched so
+ * far, and every fence after it writes a share of them (an eighth, at least
+ * 64 pages), so that no fence stalls for a whole checkpoint; once they are
+ * all written, a sync and the head moves to where the wave started.  The
+ * pages are written as the mapping holds them then -- newer than the wave's
+ * records, which is as good: every line a later record changed is replayed
+ * from it (docs/design.md).  Past three quarters a whole checkpoint finishes
+ * the wave.  Only right after a fence: nothing pending, nothing of an
+ * uncommitted group in the mapping. */
+static int wave_step(struct nvm *n, struct log_state *s)
+{
+	if (!s->wave_on) {
+		if (s->tail - s->head <= s->r.size / 2 || !s->any_touched)
+			return 0;
+		uint64_t *t = s->wave;
+		s->wave = s->touched;
+		s->touched = t;
+		s->any_touched = false;
+		size_t pages = 0;
+		for (size_t w = 0; w < s->touched_words; w++)
+			pages += (size_t)__builtin_popcountll(s->wave[w]);
+		s->wave_budget = pages / 8 > 64 ? pages / 8 : 64;
+		s->wave_pos = s->tail;
+		s->wave_seq = s->next_seq;
+		s->wave_on = true;
+	}
+	uint64_t bytes = 0;
+	size_t budget = s->wave_budget;
+	int e = write_pages(n, s, s->wave, &budget, &bytes);
+	if (e != 0 || budget == 0)
+		return e;	/* more next fence (budget spent) */
+	for (size_t w = 0; w < s->touched_words; w++)
+		if (s->wave[w] != 0)
+			return 0;
+	/* The wave is written: durable, then the head moves to its start. */
+	e = dev_sync(&s->dev);
+	n->stats.device_flushes++;
+	if (e == 0)
+		e = write_head(n, s, s->wave_pos, s->wave_seq);
+	if (e != 0)
+		return e;
+	s->head = s->wave_pos;
+	s->head_seq = s->wave_seq;
+	s->wave_on = false;
 	n->stats.checkpoints++;
 	return 0;
 }
@@ -543,9 +613,9 @@ static int append(struct nvm *n, struct log_state *s, bool commit)
 			return e;
 	}
 	uint64_t len = rec_bytes(s->pending_bytes);
-	/* After every fence at most half the ring is in use (log_fence), so
-	 * a record of up to half of it fits unless orders without a fence
-	 * filled it; a larger group is written through (nvm_log.h). */
+	/* After every fence at most three quarters of the ring are in use
+	 * (log_fence); a record larger than half of it, or than what is
+	 * free, is written through (nvm_log.h). */
 	if (len > s->r.size / 2 || s->tail + len - s->head > s->r.size)
 		return write_through(n, s);
 	size_t rl = assemble(n, s, s->tail, commit ? REC_COMMIT : 0);
@@ -615,8 +685,12 @@ static void log_fence(struct nvm *n)
 		fail(n, e);
 		return;
 	}
-	/* Over half full: checkpoint now, while nothing is pending. */
-	if (s->tail - s->head > s->r.size / 2 && (e = checkpoint(n, s)) != 0)
+	/* Half full: a wave of the checkpoint a fence; over three quarters:
+	 * all of it now, while nothing is pending. */
+	e = wave_step(n, s);
+	if (e == 0 && s->tail - s->head > s->r.size / 4 * 3)
+		e = checkpoint(n, s);
+	if (e != 0)
 		fail(n, e);
 }
 
@@ -627,7 +701,8 @@ int nvm_log_checkpoint(struct nvm *n)
 		return 0;
 	if (n->error != 0)
 		return n->error;
-	if (s->npending != 0 || (!s->any_touched && s->head == s->tail && !s->unsynced))
+	if (s->npending != 0 ||
+	    (!s->any_touched && !s->wave_on && s->head == s->tail && !s->unsynced))
 		return 0;
 	int e = checkpoint(n, s);
 	if (e != 0)
@@ -839,6 +914,8 @@ static void log_unmap(struct nvm *n)
 		prim_unmap(s->pending, s->pending_cap * sizeof(*s->pending));
 	if (s->touched != NULL)
 		prim_unmap(s->touched, s->touched_words * 8);
+	if (s->wave != NULL)
+		prim_unmap(s->wave, s->touched_words * 8);
 	if (s->buf != NULL)
 		prim_unmap(s->buf, s->r.size);
 	free(s);
@@ -916,9 +993,11 @@ int nvm_log_init(struct nvm *n, const struct nvm_log_region *r, const struct nvm
 	n->impl = s;
 	n->ops = read_only ? &log_readonly_ops : &log_ops;
 	s->touched = prim_map_any(s->touched_words * 8);
+	s->wave = read_only ? NULL : prim_map_any(s->touched_words * 8);
 	s->pending = read_only ? NULL : prim_map_any(s->pending_cap * sizeof(*s->pending));
 	s->buf = read_only ? NULL : prim_map_any(r->size);
-	if (s->touched == NULL || (!read_only && (s->pending == NULL || s->buf == NULL))) {
+	if (s->touched == NULL ||
+	    (!read_only && (s->pending == NULL || s->buf == NULL || s->wave == NULL))) {
 		err_set_errno(ENOMEM, "cannot reserve the pool log's buffers");
 		log_unmap(n);
 		return -1;

@@ -25,12 +25,14 @@
  *               persist.c's in-place write-back builds on.  An epoch's three
  *               fences (persist.c) are two orders and one fence: three
  *               records, one flush.
- *   checkpoint  once the ring is half full (and at a clean close), the
- *               pages records touched since the last checkpoint are written
- *               in place from the mapping (which then holds exactly what
- *               the records made durable), fdatasync, then the ring's head
- *               moves past those records: one of two checksummed head slots
- *               in the header, written and synced.  A crash in between
+ *   checkpoint  once the ring is half full, the pages records touched
+ *               since the last checkpoint are written in place from the
+ *               mapping (which then holds what the records made durable, or
+ *               newer), an eighth of them after each fence (a wave, so that
+ *               no epoch stalls for all of it; all at once past three
+ *               quarters, and at a clean close), fdatasync, then the ring's
+ *               head moves past those records: one of two checksummed head
+ *               slots in the header, written and synced.  A crash in between
  *               leaves the old head, and replaying from it rewrites every
  *               line those records changed, whatever part of the pages
  *               reached the disk.

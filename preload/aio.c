@@ -13,7 +13,7 @@
 #include "base/export.h"
 #include "preload.h"
 #include "real.h"
-#include "runtime/aio_pins.h"
+#include "runtime/interpose.h"
 
 #include <aio.h>
 #include <errno.h>

@@ -21,9 +21,8 @@
  */
 #include "base/export.h"
 #include "preload.h"
-#include "quiesce/quiesce.h"
 #include "real.h"
-#include "track/fault_signal.h"
+#include "runtime/interpose.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -9,7 +9,7 @@
  */
 #include "base/export.h"
 #include "real.h"
-#include "runtime/exec_env.h"
+#include "runtime/interpose.h"
 
 #include <errno.h>
 #include <stdarg.h>

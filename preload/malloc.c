@@ -14,11 +14,9 @@
  * malloc mode moves it into the heap.
  */
 #include "base/export.h"
-#include "heap/heap.h"
 #include "malloc_next.h"
 #include "preload.h"
-#include "runtime/kernel_stacks.h"
-#include "runtime/runtime.h"
+#include "runtime/interpose.h"
 
 #include <dlfcn.h>
 #include <elf.h>

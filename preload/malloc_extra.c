@@ -17,9 +17,9 @@
  * pool's.
  */
 #include "base/export.h"
-#include "heap/heap.h"
 #include "malloc_next.h"
 #include "preload.h"
+#include "runtime/interpose.h"
 
 #include <errno.h>
 #include <limits.h>

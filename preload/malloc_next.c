@@ -11,8 +11,7 @@
  */
 #include "malloc_next.h"
 
-#include "base/log.h"
-#include "prim/prim.h"
+#include "runtime/interpose.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -94,8 +93,8 @@ static __attribute__((noinline)) const struct malloc_next *resolve(void)
 #undef NEXT_FN
 	resolving = false;
 	if (t.calloc == NULL || t.realloc == NULL || t.free == NULL)
-		log_fatal("the allocator that defines malloc (%s) lacks calloc, realloc or free",
-			  info.dli_fname != NULL ? info.dli_fname : "?");
+		runtime_fatal("the allocator that defines malloc (%s) lacks calloc, realloc or free",
+			      info.dli_fname != NULL ? info.dli_fname : "?");
 	int none = NEXT_NONE;
 	if (atomic_compare_exchange_strong(&next_state, &none, NEXT_WRITING)) {
 		next_table = t;
@@ -103,7 +102,7 @@ static __attribute__((noinline)) const struct malloc_next *resolve(void)
 	} else {
 		/* another thread found the same; it is copying it */
 		while (atomic_load_explicit(&next_state, memory_order_acquire) != NEXT_READY)
-			prim_cpu_relax();
+			runtime_cpu_relax();
 	}
 	return &next_table;
 }

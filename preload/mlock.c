@@ -4,7 +4,7 @@
  * the runtime's reserves (lib/runtime/memory_lock.h).
  */
 #include "base/export.h"
-#include "runtime/memory_lock.h"
+#include "runtime/interpose.h"
 
 #include <sys/mman.h>
 

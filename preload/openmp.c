@@ -41,8 +41,8 @@
  * OMP_1.0 nest locks of GCC before 4.4 is not supported.
  */
 #include "base/export.h"
-#include "quiesce/quiesce.h"
 #include "real.h"
+#include "runtime/interpose.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -19,10 +19,8 @@
 #undef _FILE_OFFSET_BITS
 
 #include "base/export.h"
-#include "base/own_fds.h"
-#include "output/output.h"
-#include "output/readiness.h"
 #include "real.h"
+#include "runtime/interpose.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -131,7 +129,7 @@ PMT_EXPORT int shutdown(int fd, int how)
 /* The runtime's descriptor fd, to a call that must not see it: EBADF. */
 static bool refuse_ours(int fd)
 {
-	if (__builtin_expect(!own_fd_any(), 1) || !own_fd_is(fd))
+	if (!runtime_fd_is_own(fd))
 		return false;
 	errno = EBADF;
 	return true;
@@ -192,7 +190,7 @@ PMT_EXPORT int dup2(int old, int new_)
 {
 	if (refuse_ours(old))
 		return -1;
-	if (old != new_ && own_fd_any() && own_fd_vacate(new_) != 0)
+	if (old != new_ && runtime_fd_vacate(new_) != 0)
 		return -1;
 	if (output_active() && old != new_)
 		output_before_close(new_);
@@ -206,7 +204,7 @@ PMT_EXPORT int dup3(int old, int new_, int flags)
 {
 	if (refuse_ours(old))
 		return -1;
-	if (old != new_ && own_fd_any() && own_fd_vacate(new_) != 0)
+	if (old != new_ && runtime_fd_vacate(new_) != 0)
 		return -1;
 	if (output_active() && old != new_)
 		output_before_close(new_);

@@ -12,10 +12,8 @@
  * and close only the numbers around the runtime's own (lib/base/own_fds.h).
  */
 #include "base/export.h"
-#include "base/own_fds.h"
-#include "output/output.h"
-#include "output/readiness.h"
 #include "real.h"
+#include "runtime/interpose.h"
 
 #include <linux/close_range.h>
 #include <stdio.h>
@@ -84,7 +82,7 @@ PMT_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
 	if (output_active() && !(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
 		before_range(first, last);
-	return own_fd_close_range(first, last, flags, close_gap);
+	return runtime_fd_close_range(first, last, flags, close_gap);
 }
 
 /* The part above the runtime's highest descriptor is glibc's closefrom,
@@ -105,5 +103,5 @@ PMT_EXPORT void closefrom(int low)
 	}
 	if (output_active())
 		before_range((unsigned)low, ~0u);
-	(void)own_fd_close_range((unsigned)low, ~0u, 0, closefrom_gap);
+	(void)runtime_fd_close_range((unsigned)low, ~0u, 0, closefrom_gap);
 }

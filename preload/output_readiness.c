@@ -9,10 +9,8 @@
  * With output commit off each wrapper is one load and the real call.
  */
 #include "base/export.h"
-#include "output/readiness.h"
 #include "real.h"
-#include "runtime/prefault.h"
-#include "track/fault_signal.h"
+#include "runtime/interpose.h"
 
 #include <sys/epoll.h>
 #include <errno.h>

@@ -8,7 +8,7 @@
  */
 #include "preload.h"
 #include "real.h"
-#include "runtime/startup.h"
+#include "runtime/interpose.h"
 
 /* Malloc mode: what must stay outside the heap found first (malloc.c). */
 static void malloc_begin(void)

@@ -11,9 +11,8 @@
  * and are not wrapped.
  */
 #include "base/export.h"
-#include "quiesce/quiesce.h"
 #include "real.h"
-#include "runtime/kernel_stacks.h"
+#include "runtime/interpose.h"
 
 #include <pthread.h>
 #include <semaphore.h>

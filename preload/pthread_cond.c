@@ -25,8 +25,8 @@
  * one.
  */
 #include "base/export.h"
-#include "quiesce/quiesce.h"
 #include "real.h"
+#include "runtime/interpose.h"
 
 #include <pthread.h>
 

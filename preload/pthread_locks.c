@@ -13,8 +13,8 @@
  * the thread's own record.
  */
 #include "base/export.h"
-#include "quiesce/quiesce.h"
 #include "real.h"
+#include "runtime/interpose.h"
 
 #include <errno.h>
 #include <pthread.h>

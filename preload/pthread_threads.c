@@ -8,12 +8,9 @@
  * (joins, barriers, semaphores) are in pthread_blocking.c.
  */
 #include "base/export.h"
-#include "heap/heap.h"
 #include "preload.h"
-#include "quiesce/quiesce.h"
 #include "real.h"
-#include "runtime/kernel_stacks.h"
-#include "track/fault_signal.h"
+#include "runtime/interpose.h"
 
 #include <errno.h>
 #include <malloc.h>

@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* real -- resolving the interposed libc functions.  See real.h. */
 #include "real.h"
-#include "track/fault_signal.h"
-
-#include "base/log.h"
-#include "prim/prim.h"
+#include "runtime/interpose.h"
 
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -13,14 +10,13 @@ struct real_fns real_fn;
 int real_resolved;
 
 /* Resolution may run on two threads at once before the constructor; both
- * store the same values, but only one may publish. */
-static prim_lock_t resolve_lock = PRIM_LOCK_INIT;
-
+ * would store the same values, but only one may publish: the runtime's
+ * interposer lock serialises them. */
 static void *next(const char *name)
 {
 	void *p = dlsym(RTLD_NEXT, name);
 	if (p == NULL)
-		log_fatal("cannot find the real %s in the C library", name);
+		runtime_fatal("cannot find the real %s in the C library", name);
 	return p;
 }
 
@@ -28,15 +24,15 @@ static void *next_version(const char *name, const char *version)
 {
 	void *p = dlvsym(RTLD_NEXT, name, version);
 	if (p == NULL)
-		log_fatal("cannot find the real %s@%s in the C library", name, version);
+		runtime_fatal("cannot find the real %s@%s in the C library", name, version);
 	return p;
 }
 
 void real_resolve(void)
 {
-	prim_lock(&resolve_lock);
+	runtime_interposer_lock();
 	if (__atomic_load_n(&real_resolved, __ATOMIC_ACQUIRE)) {
-		prim_unlock(&resolve_lock);
+		runtime_interposer_unlock();
 		return;
 	}
 #define REAL_FN(ret, field, symbol, params) *(void **)&real_fn.field = next(symbol);
@@ -54,7 +50,7 @@ void real_resolve(void)
 	 * and emulates its blocking (fault_signal.h). */
 	fault_signal_take_masks(real_fn.sigmask);
 	__atomic_store_n(&real_resolved, 1, __ATOMIC_RELEASE);
-	prim_unlock(&resolve_lock);
+	runtime_interposer_unlock();
 }
 
 /* The sonames of the OpenMP runtimes Debian ships (GCC's, LLVM's and LLVM's
@@ -77,8 +73,8 @@ void *real_openmp(void **slot, const char *name)
 		}
 	}
 	if (p == NULL)
-		log_fatal("%s was called, but no OpenMP runtime loaded in this process defines it",
-			  name);
+		runtime_fatal("%s was called, but no OpenMP runtime loaded in this process defines it",
+			      name);
 	__atomic_store_n(slot, p, __ATOMIC_RELEASE);
 	return p;
 }

@@ -11,7 +11,7 @@
  * setrlimit an alias of setrlimit64. */
 #undef _FILE_OFFSET_BITS
 #include "base/export.h"
-#include "runtime/memory_limits.h"
+#include "runtime/interpose.h"
 
 #include <stddef.h>
 #include <sys/resource.h>

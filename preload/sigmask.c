@@ -11,7 +11,7 @@
 #include "base/export.h"
 #include "preload.h"
 #include "real.h"
-#include "track/fault_signal.h"
+#include "runtime/interpose.h"
 
 #include <errno.h>
 #include <setjmp.h>

@@ -14,8 +14,7 @@
  */
 #include "base/export.h"
 #include "real.h"
-#include "runtime/kernel_stacks.h"
-#include "track/fault_signal.h"
+#include "runtime/interpose.h"
 
 #include <errno.h>
 #include <signal.h>

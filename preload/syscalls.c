@@ -18,12 +18,9 @@
 #undef _FILE_OFFSET_BITS
 
 #include "base/export.h"
-#include "output/output.h"
-#include "output/readiness.h"
 #include "preload.h"
 #include "real.h"
-#include "runtime/prefault.h"
-#include "track/fault_signal.h"
+#include "runtime/interpose.h"
 
 #include <dirent.h>
 #include <errno.h>

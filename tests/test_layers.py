@@ -6,7 +6,7 @@ directory: *_backend.h, *_internal.h), and every function its headers
 declare (not static) is named with one of the directory's prefixes, so that
 a name says where it lives.  Inside a directory, a file that others call
 does not call them back (ONE_WAY).  preload/ only forwards: a file of it
-includes, of lib/, only runtime/ interface headers and base/export.h
+includes, of lib/, only runtime/interpose.h and base/export.h
 (PRELOAD_MAY_INCLUDE), besides its own headers and the system's.  Exit 1
 naming every include or name that breaks it, and when a directory exists
 that the tables do not know."""
@@ -53,32 +53,11 @@ PREFIXES = {
 ONE_WAY = {
     'runtime/stats': ({'runtime/runtime.h'}, {'runtime'}),
 }
-# What a file of preload/ may include of lib/ ("dir/header.h" patterns): the
-# runtime's interface headers and symbol visibility.  Anything else of lib/
-# is reached through runtime/, so that policy stays in lib/.
-PRELOAD_MAY_INCLUDE = (re.compile(r'runtime/[A-Za-z0-9_]+\.h$'), re.compile(r'base/export\.h$'))
-# The lib/ headers preload/ files still include directly, each to go behind
-# a runtime/ interface header; the test fails when a file includes one not
-# listed here, and when one listed here is no longer included (drop it from
-# the list), so the list only shrinks.
-PRELOAD_NOT_YET = {
-    'c11_threads.c': {'quiesce/quiesce.h', 'track/fault_signal.h'},
-    'malloc.c': {'heap/heap.h'},
-    'malloc_extra.c': {'heap/heap.h'},
-    'malloc_next.c': {'base/log.h', 'prim/prim.h'},
-    'openmp.c': {'quiesce/quiesce.h'},
-    'output.c': {'base/own_fds.h', 'output/output.h', 'output/readiness.h'},
-    'output_fds.c': {'base/own_fds.h', 'output/output.h', 'output/readiness.h'},
-    'output_readiness.c': {'output/readiness.h', 'track/fault_signal.h'},
-    'pthread_blocking.c': {'quiesce/quiesce.h'},
-    'pthread_cond.c': {'quiesce/quiesce.h'},
-    'pthread_locks.c': {'quiesce/quiesce.h'},
-    'pthread_threads.c': {'heap/heap.h', 'quiesce/quiesce.h', 'track/fault_signal.h'},
-    'real.c': {'base/log.h', 'prim/prim.h', 'track/fault_signal.h'},
-    'sigmask.c': {'track/fault_signal.h'},
-    'signals.c': {'track/fault_signal.h'},
-    'syscalls.c': {'output/output.h', 'output/readiness.h', 'track/fault_signal.h'},
-}
+# What a file of preload/ may include of lib/: the one interface the runtime
+# offers its interposers and symbol visibility.  Anything else of lib/ is
+# reached through runtime/interpose.h, so that policy stays in lib/ and the
+# boundary is one header.
+PRELOAD_MAY_INCLUDE = {'runtime/interpose.h', 'base/export.h'}
 COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
 # A declaration or definition at file scope: a line that starts (no indent:
 # members and bodies are indented) with neither a keyword that makes it no
@@ -164,23 +143,12 @@ def check_preload(root):
             continue
         with open(os.path.join(path, f), encoding='utf-8') as fh:
             text = COMMENT.sub('', fh.read())
-        allowed = PRELOAD_NOT_YET.get(f, set())
-        used = set()
         for header in QUOTED_INCLUDE.findall(text):
-            if header in own:
-                continue
-            if any(p.match(header) for p in PRELOAD_MAY_INCLUDE) and not PRIVATE.search(header):
-                continue
-            if header in allowed:
-                used.add(header)
+            if header in own or header in PRELOAD_MAY_INCLUDE:
                 continue
             bad.append(f'preload/{f} includes "{header}": preload/ only forwards and includes '
-                       'of lib/ only runtime/*.h interface headers and base/export.h; call '
-                       'the runtime/ function that owns it, or declare one there')
-        bad.extend(f'preload/{f}: PRELOAD_NOT_YET lists {h}, which it no longer includes: '
-                   'drop it from the list' for h in sorted(allowed - used))
-    bad.extend(f'preload/{f}: PRELOAD_NOT_YET names a file that does not exist'
-               for f in sorted(set(PRELOAD_NOT_YET) - set(os.listdir(path))))
+                       'of lib/ only runtime/interpose.h and base/export.h; call what '
+                       'interpose.h offers, or add an entry point there')
     return bad
 
 

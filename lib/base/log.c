@@ -78,13 +78,17 @@ void err_set_errno(int errnum, const char *fmt, ...)
 const char *err_get(void) { return last_error; }
 void err_clear(void) { last_error[0] = '\0'; }
 
+void log_vfatal(const char *fmt, va_list ap)
+{
+	log_vmsg(LOG_ERR, fmt, ap);
+	abort();
+}
+
 void log_fatal(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	log_vmsg(LOG_ERR, fmt, ap);
-	va_end(ap);
-	abort();
+	log_vfatal(fmt, ap);
 }
 
 /* Async-signal-safe: the pieces go into a stack buffer by hand (no

@@ -33,5 +33,9 @@ void err_clear(void);
 
 /* Print the message and abort(): for broken internal invariants only. */
 __attribute__((noreturn)) void log_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same with the arguments as a va_list (for a caller's own variadic
+ * entry point). */
+__attribute__((noreturn)) void log_vfatal(const char *fmt, va_list ap)
+	__attribute__((format(printf, 1, 0)));
 
 #endif

@@ -3,8 +3,9 @@
  * prim -- the small set of OS and CPU primitives the runtime uses directly.
  *
  * Owns: raw system calls that are not pthread or stdio: time, futexes,
- * thread ids, files (opened, read, written, named, locked, sized, synced,
- * their disk space and who holds them open), memory mappings and their
+ * thread ids, membarrier, _exit, files (opened, read, written, replaced
+ * at once, named, locked, sized, synced, their disk space and who holds
+ * them open), memory mappings (anonymous and of files) and their
  * protection, userfaultfd and PAGEMAP_SCAN (uapi fallbacks in prim_uffd.h),
  * the system calls themselves where an interposed wrapper must be passed
  * by (prim_sys_*), the signal-frame facts the SIGSEGV handler needs; and

@@ -72,3 +72,18 @@ const char *probe_fault(enum probe_access what, int *usr1_blocked)
 	munmap(page, ps);
 	return result;
 }
+
+int probe_replace_file(const char *path, const char *text, char *tmp, size_t tmp_len,
+		       const char **failed)
+{
+	static const char *const names[] = {
+		[PRIM_REPLACE_NAME] = "name",
+		[PRIM_REPLACE_CREATE] = "create",
+		[PRIM_REPLACE_WRITE] = "write",
+		[PRIM_REPLACE_RENAME] = "rename",
+	};
+	enum prim_replace_step step;
+	int r = prim_replace_file(path, text, strlen(text), tmp, tmp_len, &step);
+	*failed = r == 0 ? "" : names[step];
+	return r;
+}

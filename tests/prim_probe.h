@@ -40,6 +40,14 @@ bool prim_file_open_here(int except_fd, const struct stat *st);
 pid_t prim_process_with_file(const struct stat *st);
 bool prim_process_alive(pid_t pid);
 int prim_rename_noreplace(const char *from, const char *to);
+int prim_make_private(void *addr, size_t len, bool keep);
+bool prim_fs_full(int fd);
+
+/* prim_replace_file(path, text), the temporary name left in tmp: 0, or -1
+ * with errno set and *failed the step named ("name", "create", "write",
+ * "rename"). */
+int probe_replace_file(const char *path, const char *text, char *tmp, size_t tmp_len,
+		       const char **failed);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <string>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -273,4 +274,98 @@ TEST_CASE("prim: a rename that replaces nothing", "[prim][file]")
 	struct stat st;
 	CHECK(stat(to.c_str(), &st) == 0);
 	CHECK(rename(to.c_str(), a.path.c_str()) == 0);
+}
+
+namespace {
+
+std::string file_text(const std::string &path)
+{
+	char buf[256] = {};
+	int fd = open(path.c_str(), O_RDONLY);
+	if (fd < 0)
+		return "(missing)";
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return std::string(buf, n > 0 ? (size_t)n : 0);
+}
+
+} // namespace
+
+TEST_CASE("prim: a file replaced at once", "[prim][file]")
+{
+	scratch_file f;
+	char tmp[4096];
+	const char *failed = nullptr;
+	std::string stale = f.path + "." + std::to_string(getpid()) + ".tmp";
+
+	// A temporary file left by a process of our pid killed mid-write goes.
+	int s = open(stale.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+	REQUIRE(s >= 0);
+	REQUIRE(write(s, "half", 4) == 4);
+	close(s);
+	REQUIRE(probe_replace_file(f.path.c_str(), "report one", tmp, sizeof(tmp), &failed) == 0);
+	CHECK(std::string(tmp) == stale);
+	CHECK(file_text(f.path) == "report one");
+	CHECK(access(stale.c_str(), F_OK) != 0);
+	struct stat st;
+	REQUIRE(stat(f.path.c_str(), &st) == 0);
+	CHECK((st.st_mode & 07777) == 0600);
+
+	// A symbolic link at the temporary name is not followed (nor removed).
+	std::string target = f.path + ".target";
+	REQUIRE(symlink(target.c_str(), stale.c_str()) == 0);
+	errno = 0;
+	CHECK(probe_replace_file(f.path.c_str(), "two", tmp, sizeof(tmp), &failed) == -1);
+	CHECK(std::string(failed) == "create");
+	CHECK(errno == EEXIST);
+	CHECK(access(target.c_str(), F_OK) != 0);
+	CHECK(file_text(f.path) == "report one");
+	unlink(stale.c_str());
+
+	// The rename fails (a directory is in the way): the temporary goes.
+	std::string dir = f.path + ".dir";
+	REQUIRE(mkdir(dir.c_str(), 0700) == 0);
+	std::string inner = dir + "/x";
+	REQUIRE(mkdir(inner.c_str(), 0700) == 0);
+	errno = 0;
+	CHECK(probe_replace_file(dir.c_str(), "three", tmp, sizeof(tmp), &failed) == -1);
+	CHECK(std::string(failed) == "rename");
+	CHECK(errno != 0);
+	CHECK(access(tmp, F_OK) != 0);
+	rmdir(inner.c_str());
+	rmdir(dir.c_str());
+
+	// No room for the temporary name: nothing is made.
+	char small[8];
+	errno = 0;
+	CHECK(probe_replace_file(f.path.c_str(), "four", small, sizeof(small), &failed) == -1);
+	CHECK(std::string(failed) == "name");
+	CHECK(errno == ENAMETOOLONG);
+	CHECK(file_text(f.path) == "report one");
+}
+
+TEST_CASE("prim: a file's pages made private in place", "[prim][file]")
+{
+	scratch_file f;
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	REQUIRE(ftruncate(f.fd, (off_t)(2 * ps)) == 0);
+	auto *m = static_cast<char *>(mmap(nullptr, 2 * ps, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0));
+	REQUIRE(m != MAP_FAILED);
+	memset(m, 'a', 2 * ps);
+
+	// Kept: the page reads as before, and a store no longer reaches the file.
+	REQUIRE(prim_make_private(m, ps, true) == 0);
+	CHECK(m[0] == 'a');
+	CHECK(m[ps - 1] == 'a');
+	m[0] = 'b';
+	char c = 0;
+	REQUIRE(pread(f.fd, &c, 1, 0) == 1);
+	CHECK(c == 'a');
+	// Not kept: zeros.  The page after stays the file's.
+	REQUIRE(prim_make_private(m + ps, ps, false) == 0);
+	CHECK(m[ps] == 0);
+	REQUIRE(pread(f.fd, &c, 1, (off_t)ps) == 1);
+	CHECK(c == 'a');
+	CHECK_FALSE(prim_fs_full(-1));
+	munmap(m, 2 * ps);
 }

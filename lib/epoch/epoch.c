@@ -142,7 +142,7 @@ int epoch_pipeline_open(struct epoch_pipeline **out, struct pool *pool, struct t
 		return -1;
 	}
 	/* A huge page would make the first copy of one page zero 2 MiB. */
-	(void)madvise(ep->slots, cap * ep->ps, MADV_NOHUGEPAGE);
+	prim_no_huge_pages(ep->slots, cap * ep->ps);
 	/* Only for memory-like pools (tmpfs or DAX under libpmem): on an
 	 * ordinary file, populating for write would dirty page-cache pages
 	 * that msync then writes whether the epoch changed them or not. */

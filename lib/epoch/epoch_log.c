@@ -24,7 +24,7 @@ int epoch_log_open(const char *path)
 {
 	/* O_NOFOLLOW: a symlink planted at the path must not make us
 	 * truncate the file it points to. */
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = prim_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		err_set_errno(errno, "PMTHREADS_EPOCH_LOG: cannot create \"%s\"%s; set it to a "
 			      "writable file path or unset it", path,
@@ -33,7 +33,7 @@ int epoch_log_open(const char *path)
 	}
 	if (prim_write_all(fd, EPOCH_LOG_HEADER, sizeof(EPOCH_LOG_HEADER) - 1) != 0) {
 		err_set_errno(errno, "PMTHREADS_EPOCH_LOG: cannot write \"%s\"", path);
-		close(fd);
+		prim_close(fd);
 		return -1;
 	}
 	log_fd = fd;

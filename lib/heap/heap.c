@@ -114,7 +114,7 @@ int heap_init(void *base, size_t len, bool fresh)
 	/* Distinct from every earlier run's: the clock, the process and a
 	 * counter (tests call heap_init more than once a nanosecond apart). */
 	static uint64_t inits;
-	uint64_t r = prim_now_ns() ^ ((uint64_t)getpid() << 40) ^ ++inits;
+	uint64_t r = prim_now_ns() ^ ((uint64_t)prim_getpid() << 40) ^ ++inits;
 	heap_rt.run = ((r ^ (r >> 29)) * 0x9e3779b97f4a7c15ULL) | 1;
 	heap_rt.after_crash = true;
 	int rc = 0;

@@ -28,7 +28,7 @@ extern void __libc_free(void *);
 /* One held call's bytes (one datagram on a datagram socket). */
 struct chunk {
 	struct chunk *next;
-	uint64_t stamp;		/* released once durable_mark >= stamp */
+	uint64_t stamp;		/* released once durable.mark >= stamp */
 	uint64_t t_ns;		/* when the program handed it over */
 	size_t len, off;	/* off: already taken by the kernel */
 	socklen_t destlen;	/* sendto's address, 0: none */
@@ -83,15 +83,27 @@ struct fdq {
 
 atomic_bool output_on;
 atomic_int output_full_count;
-static struct fdq *_Atomic *_Atomic table;	/* OUTPUT_MAX_FDS entries, mapped once */
-static prim_lock_t table_lock = PRIM_LOCK_INIT;
-static atomic_int max_fd = -1;
-static _Atomic uint64_t durable_mark;
-static atomic_uint durable_word;		/* bumped with durable_mark (futex) */
-static atomic_int durable_waiters;		/* threads in wait_durable: the
-						 * epoch's wake-up is made only
-						 * for them */
-static _Atomic uint64_t demanded_for;
+/* The queues by descriptor.  Read without the lock (acquire loads);
+ * created, shared by a dup and detached under lock. */
+static struct fd_table {
+	prim_lock_t lock;
+	struct fdq *_Atomic *_Atomic entries;	/* OUTPUT_MAX_FDS of them, mapped
+						 * once, under lock */
+	atomic_int max_fd;		/* the highest with a queue: only grows
+					 * (CAS, under lock) until a fork child */
+} fds = { .lock = PRIM_LOCK_INIT, .max_fd = -1 };
+/* Where the durable image stands, for the held bytes waiting on it: every
+ * field atomic, no lock. */
+static struct durable {
+	_Atomic uint64_t mark;		/* the last pause whose image is durable:
+					 * only grows (output_on_durable's CAS) */
+	atomic_uint word;		/* bumped with mark and by output_disable
+					 * (the futex waiters sleep on) */
+	atomic_int waiters;		/* threads in wait_durable: the epoch's
+					 * wake-up is made only for them */
+	_Atomic uint64_t demanded_for;	/* the latest stamp an epoch was asked
+					 * for: only grows (demand's CAS) */
+} durable;
 
 /* Statistics, under lock: the counters the report shows kept in the
  * report's own struct (the percentiles are filled in by output_get_stats),
@@ -106,7 +118,11 @@ static struct output_counters {
  * to a pipe (the self-pipe wake-up) while its thread is in here would
  * deadlock on the queue's lock, so such a nested call is not held. */
 static __thread bool in_hold __attribute__((tls_model("initial-exec")));
-static atomic_bool told_over_bound, told_ancillary, told_high_fd, told_stale;
+/* Warnings given once per process: each set by the atomic exchange that
+ * decides who prints it. */
+static struct told {
+	atomic_bool over_bound, ancillary, high_fd, stale;
+} told;
 
 static void count(uint64_t *field, uint64_t n)
 {
@@ -121,24 +137,24 @@ static struct fdq *lookup(int fd, bool create)
 {
 	if (fd < 0 || fd >= OUTPUT_MAX_FDS)
 		return NULL;
-	struct fdq *_Atomic *t = atomic_load_explicit(&table, memory_order_acquire);
+	struct fdq *_Atomic *t = atomic_load_explicit(&fds.entries, memory_order_acquire);
 	if (t == NULL) {
 		if (!create)
 			return NULL;
-		prim_lock(&table_lock);
-		t = atomic_load(&table);
+		prim_lock(&fds.lock);
+		t = atomic_load(&fds.entries);
 		if (t == NULL) {
 			t = prim_map_any(OUTPUT_MAX_FDS * sizeof(*t));
 			if (t == NULL)
 				log_fatal("output commit: cannot map the descriptor table");
-			atomic_store_explicit(&table, t, memory_order_release);
+			atomic_store_explicit(&fds.entries, t, memory_order_release);
 		}
-		prim_unlock(&table_lock);
+		prim_unlock(&fds.lock);
 	}
 	struct fdq *q = atomic_load_explicit(&t[fd], memory_order_acquire);
 	if (q != NULL || !create)
 		return q;
-	prim_lock(&table_lock);
+	prim_lock(&fds.lock);
 	q = atomic_load(&t[fd]);
 	if (q == NULL) {
 		q = __libc_calloc(1, sizeof(*q));
@@ -147,11 +163,11 @@ static struct fdq *lookup(int fd, bool create)
 		q->nb_fd = -1;
 		q->shutdown_how = -1;
 		atomic_store_explicit(&t[fd], q, memory_order_release);
-		int m = atomic_load(&max_fd);
-		while (fd > m && !atomic_compare_exchange_weak(&max_fd, &m, fd)) {
+		int m = atomic_load(&fds.max_fd);
+		while (fd > m && !atomic_compare_exchange_weak(&fds.max_fd, &m, fd)) {
 		}
 	}
-	prim_unlock(&table_lock);
+	prim_unlock(&fds.lock);
 	return q;
 }
 
@@ -311,7 +327,7 @@ static ssize_t send_chunk(struct fdq *q, int fd, struct chunk *c)
  * Returns true when nothing releasable is left queued. */
 static bool release_fd(struct fdq *q, int fd)
 {
-	uint64_t mark = atomic_load(&durable_mark);
+	uint64_t mark = atomic_load(&durable.mark);
 	bool progressed = false, done = true;
 	while (q->head != NULL && q->head->stamp <= mark) {
 		struct chunk *c = q->head;
@@ -367,9 +383,9 @@ static bool release_fd(struct fdq *q, int fd)
 
 static void demand(uint64_t stamp)
 {
-	uint64_t d = atomic_load(&demanded_for);
+	uint64_t d = atomic_load(&durable.demanded_for);
 	while (stamp > d) {
-		if (atomic_compare_exchange_weak(&demanded_for, &d, stamp)) {
+		if (atomic_compare_exchange_weak(&durable.demanded_for, &d, stamp)) {
 			quiesce_request_epoch();
 			count(&stats.counts.epochs_demanded, 1);
 			return;
@@ -381,18 +397,18 @@ static void demand(uint64_t stamp)
  * durable.  False when output commit was turned off meanwhile. */
 static bool wait_durable(uint64_t stamp)
 {
-	while (atomic_load(&durable_mark) < stamp) {
+	while (atomic_load(&durable.mark) < stamp) {
 		if (!output_active() || !quiesce_running())
 			return false;
 		/* Sequentially consistent with output_on_durable's bump and
-		 * its read of durable_waiters: the bump is read here, or this
+		 * its read of durable.waiters: the bump is read here, or this
 		 * waiter is seen there. */
-		atomic_fetch_add(&durable_waiters, 1);
-		unsigned seen = atomic_load(&durable_word);
+		atomic_fetch_add(&durable.waiters, 1);
+		unsigned seen = atomic_load(&durable.word);
 		demand(stamp);
-		if (atomic_load(&durable_mark) < stamp)
-			prim_futex_wait(&durable_word, seen, 100000000ULL);
-		atomic_fetch_sub(&durable_waiters, 1);
+		if (atomic_load(&durable.mark) < stamp)
+			prim_futex_wait(&durable.word, seen, 100000000ULL);
+		atomic_fetch_sub(&durable.waiters, 1);
 	}
 	return true;
 }
@@ -429,8 +445,8 @@ void output_disable(void)
 {
 	atomic_store(&output_on, false);
 	output_readiness_restore_all();
-	atomic_fetch_add(&durable_word, 1);
-	prim_futex_wake(&durable_word, INT_MAX);
+	atomic_fetch_add(&durable.word, 1);
+	prim_futex_wake(&durable.word, INT_MAX);
 }
 
 static bool fstat_held_kind(int fd, struct stat *st)
@@ -518,7 +534,7 @@ static int make_room(struct fdq *q, int fd, size_t *n, int send_flags)
 			/* Waiting here would wait for an epoch this thread's own
 			 * lock keeps from starting. */
 			count(&stats.counts.over_bound_in_fase, 1);
-			if (!atomic_exchange(&told_over_bound, true))
+			if (!atomic_exchange(&told.over_bound, true))
 				log_msg(LOG_WARN, "output commit: a thread holding a lock wrote more "
 					"than %u MiB to descriptor %d before it was durable; held "
 					"beyond the bound (it cannot wait for an epoch while it holds "
@@ -561,7 +577,7 @@ static ssize_t delayed_error(struct fdq *q, int send_flags)
 static void bind_file(struct fdq *q, int fd, const struct stat *st)
 {
 	if (q->head != NULL && (q->dev != st->st_dev || q->ino != st->st_ino)) {
-		if (!atomic_exchange(&told_stale, true))
+		if (!atomic_exchange(&told.stale, true))
 			log_msg(LOG_WARN, "output commit: descriptor %d was closed without close(2) "
 				"(fclose, close_range?) while output to it was held; that "
 				"output is dropped", fd);
@@ -632,7 +648,7 @@ static ssize_t enqueue(struct fdq *q, struct chunk *c)
 
 static bool refuse_fd(int fd)
 {
-	if (fd >= OUTPUT_MAX_FDS && !atomic_exchange(&told_high_fd, true))
+	if (fd >= OUTPUT_MAX_FDS && !atomic_exchange(&told.high_fd, true))
 		log_msg(LOG_WARN, "output commit: descriptor %d is above %d; its output is not "
 			"held", fd, OUTPUT_MAX_FDS - 1);
 	return fd < 0 || fd >= OUTPUT_MAX_FDS;
@@ -853,19 +869,19 @@ void output_after_dup(int old, int new_)
 	if (old == new_ || refuse_fd(old) || refuse_fd(new_))
 		return;
 	struct fdq *q = lookup(old, true);
-	struct fdq *_Atomic *t = atomic_load(&table);
-	prim_lock(&table_lock);
+	struct fdq *_Atomic *t = atomic_load(&fds.entries);
+	prim_lock(&fds.lock);
 	/* new_'s own queue, if any, was emptied by output_before_close; it
 	 * is left unused rather than freed (the epoch thread may be looking
 	 * at it). */
 	if (atomic_load(&t[new_]) != q) {
 		atomic_fetch_add(&q->slots, 1);
 		atomic_store_explicit(&t[new_], q, memory_order_release);
-		int m = atomic_load(&max_fd);
-		while (new_ > m && !atomic_compare_exchange_weak(&max_fd, &m, new_)) {
+		int m = atomic_load(&fds.max_fd);
+		while (new_ > m && !atomic_compare_exchange_weak(&fds.max_fd, &m, new_)) {
 		}
 	}
-	prim_unlock(&table_lock);
+	prim_unlock(&fds.lock);
 }
 
 void output_fd_created(int fd)
@@ -894,7 +910,7 @@ void output_fd_handed_off(int fd)
 
 void output_before_close_range(unsigned first, unsigned last)
 {
-	int top = atomic_load(&max_fd);
+	int top = atomic_load(&fds.max_fd);
 	for (long fd = first; fd <= (long)last && fd <= top; fd++)
 		output_before_close((int)fd);
 }
@@ -902,13 +918,13 @@ void output_before_close_range(unsigned first, unsigned last)
 /* fd was one of several descriptors sharing q: the others keep the queue. */
 static bool detach_shared(int fd, struct fdq *q)
 {
-	prim_lock(&table_lock);
+	prim_lock(&fds.lock);
 	bool shared = atomic_load(&q->slots) > 0;
 	if (shared) {
 		atomic_fetch_sub(&q->slots, 1);
-		atomic_store(&atomic_load(&table)[fd], NULL);
+		atomic_store(&atomic_load(&fds.entries)[fd], NULL);
 	}
-	prim_unlock(&table_lock);
+	prim_unlock(&fds.lock);
 	return shared;
 }
 
@@ -978,7 +994,7 @@ void output_before_unheld(int fd)
 	struct fdq *q = lookup(fd, false);
 	if (q == NULL || atomic_load(&q->queued) == 0)
 		return;
-	if (!atomic_exchange(&told_ancillary, true))
+	if (!atomic_exchange(&told.ancillary, true))
 		log_msg(LOG_WARN, "output commit: a send with ancillary data (descriptor %d) could "
 			"not be held (no data bytes, or its descriptors could not be duplicated)%s",
 			fd, fase_depth() != 0 ? ", and overtakes the output held "
@@ -1020,13 +1036,13 @@ bool output_before_shutdown(int fd, int how)
 
 void output_on_durable(uint64_t pause)
 {
-	uint64_t m = atomic_load(&durable_mark);
-	while (pause > m && !atomic_compare_exchange_weak(&durable_mark, &m, pause)) {
+	uint64_t m = atomic_load(&durable.mark);
+	while (pause > m && !atomic_compare_exchange_weak(&durable.mark, &m, pause)) {
 	}
-	atomic_fetch_add(&durable_word, 1);
-	if (atomic_load(&durable_waiters) != 0)
-		prim_futex_wake(&durable_word, INT_MAX);
-	int top = atomic_load(&max_fd);
+	atomic_fetch_add(&durable.word, 1);
+	if (atomic_load(&durable.waiters) != 0)
+		prim_futex_wake(&durable.word, INT_MAX);
+	int top = atomic_load(&fds.max_fd);
 	for (int fd = 0; fd <= top; fd++) {
 		struct fdq *q = lookup(fd, false);
 		if (q == NULL || atomic_load_explicit(&q->queued, memory_order_relaxed) == 0)
@@ -1039,7 +1055,7 @@ void output_on_durable(uint64_t pause)
 
 void output_drain_all(void)
 {
-	int top = atomic_load(&max_fd);
+	int top = atomic_load(&fds.max_fd);
 	uint64_t lost = 0;
 	for (int fd = 0; fd <= top; fd++) {
 		struct fdq *q = lookup(fd, false);
@@ -1060,12 +1076,12 @@ void output_drain_all(void)
 void output_atfork_child(void)
 {
 	atomic_store(&output_on, false);
-	table_lock = (prim_lock_t)PRIM_LOCK_INIT;
+	fds.lock = (prim_lock_t)PRIM_LOCK_INIT;
 	stats.lock = (prim_lock_t)PRIM_LOCK_INIT;
 	/* The parent's queues stay the parent's: forget them (their memory
 	 * is the child's copy, left as is). */
-	atomic_store(&table, NULL);
-	atomic_store(&max_fd, -1);
+	atomic_store(&fds.entries, NULL);
+	atomic_store(&fds.max_fd, -1);
 	atomic_store(&output_full_count, 0);
 	output_readiness_atfork_child();
 }

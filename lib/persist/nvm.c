@@ -15,9 +15,6 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/vfs.h>
-#include <unistd.h>
 
 #ifndef MAP_SHARED_VALIDATE
 #define MAP_SHARED_VALIDATE 0x03
@@ -134,7 +131,7 @@ static uintptr_t watched_page_mask;
 void nvm_watch_faults(struct nvm *n)
 {
 	if (n != NULL)
-		watched_page_mask = (uintptr_t)sysconf(_SC_PAGESIZE) - 1;
+		watched_page_mask = (uintptr_t)prim_page_size() - 1;
 	atomic_store_explicit(&watched, n, memory_order_release);
 }
 
@@ -169,26 +166,15 @@ bool nvm_claim_fault(const siginfo_t *si, void *ucontext)
 		errno = saved_errno;
 		return false;
 	}
-	void *tmp = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (tmp == MAP_FAILED) {
-		errno = saved_errno;
-		return false;
-	}
-	/* What the page holds, so that the runtime reads the same from it
-	 * (lazy restore reads copies). */
-	if (!zeros)
-		memcpy(tmp, (const void *)page, ps);
-	/* fstatfs, a bare system call (fstatvfs may read the mount table). */
-	struct statfs fs;
-	int err = fstatfs(n->fd, &fs) == 0 && fs.f_bavail == 0 ? ENOSPC : EIO;
+	int err = prim_fs_full(n->fd) ? ENOSPC : EIO;
+	/* The page becomes private memory, holding what it holds so that the
+	 * runtime reads the same from it (lazy restore reads copies); the
+	 * store is retried there.  The file never sees it, nor anything after
+	 * it: the error is latched, so nothing is published or fenced again. */
+	int made = prim_make_private((void *)page, ps, !zeros);
 	errno = saved_errno;
-	/* The page becomes private memory; the store is retried there.  The
-	 * file never sees it, nor anything after it: the error is latched, so
-	 * nothing is published or fenced again. */
-	if (mremap(tmp, ps, ps, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)page) == MAP_FAILED) {
-		munmap(tmp, ps);
+	if (made != 0)
 		return false;
-	}
 	n->stats.bus_faults++;
 	nvm_latch_error(n, err);
 	return true;
@@ -204,23 +190,21 @@ static void set_mapped(struct nvm *n, int fd, size_t len, unsigned latency_ns)
 	n->latency_ns = latency_ns;
 }
 
-static int map_shared(int fd, const char *path, size_t len, int prot, bool try_sync, void **out,
-		      bool *synced)
+static int map_shared(int fd, const char *path, size_t len, bool writable, bool try_sync,
+		      void **out, bool *synced)
 {
 	*synced = false;
 	if (try_sync) {
-		/* MAP_SYNC succeeds only on a DAX file system: then the file's
-		 * blocks are the persistent memory and cache flushes alone make
-		 * stores durable. */
-		void *a = mmap(NULL, len, prot, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
-		if (a != MAP_FAILED) {
+		/* MAP_SYNC succeeds only on a DAX file system (prim_map_file). */
+		void *a = prim_map_file(fd, len, writable, PRIM_MAP_SYNC);
+		if (a != NULL) {
 			*synced = true;
 			*out = a;
 			return 0;
 		}
 	}
-	void *a = mmap(NULL, len, prot, MAP_SHARED, fd, 0);
-	if (a == MAP_FAILED) {
+	void *a = prim_map_file(fd, len, writable, PRIM_MAP_SHARED);
+	if (a == NULL) {
 		err_set_errno(errno, "cannot map the pool %s (%zu bytes)", path, len);
 		return -1;
 	}
@@ -238,7 +222,7 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 	}
 	bool synced;
 	bool try_sync = kind == NVM_AUTO || kind == NVM_PMEM;
-	if (map_shared(fd, path, len, PROT_READ | PROT_WRITE, try_sync, &n->base, &synced) != 0) {
+	if (map_shared(fd, path, len, true, try_sync, &n->base, &synced) != 0) {
 		free(n);
 		return -1;
 	}
@@ -280,7 +264,7 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 	}
 	if (rc != 0) {
 		own_fd_forget(&n->fd);
-		munmap(n->base, len);
+		prim_unmap_file(n->base, len);
 		free(n);
 		return -1;
 	}
@@ -300,8 +284,8 @@ static int map_log(struct nvm **out, int fd, const char *path, size_t len, unsig
 	}
 	/* Private: stores stay in memory until a fence writes them to the
 	 * log (MAP_NORESERVE: copies of pages count as they are made). */
-	n->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
-	if (n->base == MAP_FAILED) {
+	n->base = prim_map_file(fd, len, true, PRIM_MAP_PRIVATE);
+	if (n->base == NULL) {
 		err_set_errno(errno, "cannot map the pool %s (%zu bytes)", path, len);
 		free(n);
 		return -1;
@@ -314,7 +298,7 @@ static int map_log(struct nvm **out, int fd, const char *path, size_t len, unsig
 		snprintf(why, sizeof(why), "%s", err_get());
 		err_set("pool %s: %s; it was left untouched", path, why);
 		own_fd_forget(&n->fd);
-		munmap(n->base, len);
+		prim_unmap_file(n->base, len);
 		free(n);
 		return -1;
 	}
@@ -381,7 +365,7 @@ int nvm_map_readonly(struct nvm **out, int fd, const char *path, size_t len)
 		return -1;
 	}
 	bool synced;
-	if (map_shared(fd, path, len, PROT_READ, false, &n->base, &synced) != 0) {
+	if (map_shared(fd, path, len, false, false, &n->base, &synced) != 0) {
 		free(n);
 		return -1;
 	}
@@ -405,7 +389,7 @@ void nvm_unmap(struct nvm *n)
 	if (n == NULL)
 		return;
 	n->ops->unmap(n);
-	munmap(n->base, n->len);
+	prim_unmap_file(n->base, n->len);
 	own_fd_forget(&n->fd);
 	free(n);
 }

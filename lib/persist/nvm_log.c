@@ -218,7 +218,7 @@ static void dev_crash(struct log_dev *d)
 	(void)prim_fdatasync(*d->fd);
 	if (d->sim->on_crash != NULL)
 		d->sim->on_crash(d->sim->on_crash_arg);
-	_exit(NVM_SIM_CRASH_EXIT);
+	prim_exit_now(NVM_SIM_CRASH_EXIT);
 }
 
 /* ---- records and head slots ---- */
@@ -668,7 +668,7 @@ static void log_order(struct nvm *n)
 static int check_size(const struct nvm *n)
 {
 	struct stat st;
-	if (fstat(n->fd, &st) != 0)
+	if (prim_fstat(n->fd, &st) != 0)
 		return errno;
 	return (uint64_t)st.st_size < n->len ? EIO : 0;
 }
@@ -969,7 +969,7 @@ static bool region_sane(const struct nvm_log_region *r, size_t len, size_t ps)
 int nvm_log_init(struct nvm *n, const struct nvm_log_region *r, const struct nvm_sim_options *sim,
 		 bool read_only)
 {
-	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	size_t ps = prim_page_size();
 	if (!region_sane(r, n->len, ps)) {
 		err_set("the pool's log region (offset %llu, %llu bytes) does not fit its file of %zu "
 			"bytes: the header is corrupt", (unsigned long long)r->off,

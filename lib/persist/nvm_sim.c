@@ -155,7 +155,7 @@ void nvm_sim_crash(struct nvm *n)
 	}
 	if (s->opt.on_crash != NULL)
 		s->opt.on_crash(s->opt.on_crash_arg);
-	_exit(NVM_SIM_CRASH_EXIT);
+	prim_exit_now(NVM_SIM_CRASH_EXIT);
 }
 
 uint64_t nvm_sim_primitives(const struct nvm *n)

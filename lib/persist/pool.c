@@ -105,7 +105,7 @@ int pool_set_clean(struct pool *p, bool clean)
 	if (p->read_only)
 		log_fatal("pool_set_clean on %s, which was opened read-only", p->path);
 	if (!clean)
-		*p->holder_pid = (uint64_t)getpid();
+		*p->holder_pid = (uint64_t)prim_getpid();
 	return write_record(p, p->ver_d_now, clean ? 1 : 0);
 }
 

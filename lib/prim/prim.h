@@ -3,8 +3,9 @@
  * prim -- the small set of OS and CPU primitives the runtime uses directly.
  *
  * Owns: raw system calls that are not pthread or stdio: time, futexes,
- * thread ids, files (opened, read, written, named, locked, sized, synced,
- * their disk space and who holds them open), memory mappings and their
+ * thread ids, membarrier, _exit, files (opened, read, written, replaced
+ * at once, named, locked, sized, synced, their disk space and who holds
+ * them open), memory mappings (anonymous and of files) and their
  * protection, userfaultfd and PAGEMAP_SCAN (uapi fallbacks in prim_uffd.h),
  * the system calls themselves where an interposed wrapper must be passed
  * by (prim_sys_*), the signal-frame facts the SIGSEGV handler needs; and
@@ -49,6 +50,10 @@ pid_t prim_gettid(void);
 pid_t prim_getpid(void);
 uid_t prim_getuid(void);
 uid_t prim_geteuid(void);
+pid_t prim_getppid(void);
+/* _exit(2): the process ends now, no atexit handler run, no stdio buffer
+ * flushed. */
+_Noreturn void prim_exit_now(int status);
 /* Whether process pid exists (it may belong to another user). */
 bool prim_process_alive(pid_t pid);
 /* The size of a page of memory (sysconf; 4096 should it not say). */
@@ -133,6 +138,27 @@ int prim_fchmod(int fd, mode_t mode);
 int prim_fchown(int fd, uid_t uid, gid_t gid);
 int prim_unlink(const char *path);
 int prim_rename(const char *from, const char *to);
+int prim_mkdir(const char *path, mode_t mode);
+/* fcntl(fd, F_DUPFD_CLOEXEC, lowest): a close-on-exec copy of fd, the
+ * lowest free descriptor from lowest up. */
+int prim_dup_cloexec(int fd, int lowest);
+/* Replace the file path with len bytes of buf at once: a reader, or a kill
+ * -9, sees the old file or the new one, never part of one.  The bytes go
+ * first to path.PID.tmp (its name left in tmp, tmp_len bytes), created
+ * exclusively with mode 0600 and not through a symbolic link -- one left by
+ * an earlier process of this pid that was killed mid-write is removed first
+ * if it is a regular file of this user's -- then renamed over path; a
+ * failure removes it.  Through the C library, as prim_open.  0, or -1 with
+ * errno set and *failed the step that failed (PRIM_REPLACE_NAME: the
+ * temporary name does not fit tmp). */
+enum prim_replace_step {
+	PRIM_REPLACE_NAME,
+	PRIM_REPLACE_CREATE,
+	PRIM_REPLACE_WRITE,
+	PRIM_REPLACE_RENAME,
+};
+int prim_replace_file(const char *path, const void *buf, size_t len, char *tmp, size_t tmp_len,
+		      enum prim_replace_step *failed);
 /* rename(2) that fails with EEXIST rather than replace to (renameat2
  * RENAME_NOREPLACE; EINVAL, ENOSYS or EOPNOTSUPP where the file system or
  * kernel lacks it). */
@@ -144,6 +170,10 @@ int prim_link_fd(int fd, const char *path);
 /* The magic number of the file system fd is on (statfs f_type, as in
  * linux/magic.h), 0 when it cannot be told. */
 unsigned long prim_fs_type(int fd);
+/* Whether the file system fd is on has no block left for an unprivileged
+ * user (fstatfs f_bavail 0: a bare system call, where fstatvfs may read the
+ * mount table); false when it cannot be told.  Async-signal-safe. */
+bool prim_fs_full(int fd);
 /* Clear fd's O_NONBLOCK (opened non-blocking so that a FIFO would not make
  * the open wait); a failure leaves it as it was. */
 void prim_set_blocking(int fd);
@@ -240,6 +270,23 @@ int prim_populate_write(void *addr, size_t len);
 void *prim_map_device(size_t len);
 void prim_unmap_device(void *addr, size_t len);
 
+/* The first len bytes of the file fd mapped, read-only unless writable:
+ * PRIM_MAP_SHARED, stores reach the file; PRIM_MAP_SYNC, the same with
+ * MAP_SYNC (MAP_SHARED_VALIDATE), which only a DAX file system grants --
+ * its blocks are the persistent memory, so cache flushes alone make stores
+ * durable; PRIM_MAP_PRIVATE, copy on write (MAP_NORESERVE: copies count as
+ * they are made).  Not counted in prim_mapped_bytes.  NULL with errno set;
+ * prim_unmap_file gives it back. */
+enum prim_file_map { PRIM_MAP_SHARED, PRIM_MAP_SYNC, PRIM_MAP_PRIVATE };
+void *prim_map_file(int fd, size_t len, bool writable, enum prim_file_map how);
+void prim_unmap_file(void *addr, size_t len);
+/* Make [addr, addr+len) private anonymous memory in place (mremap of a new
+ * anonymous mapping over it), holding what it held when keep, zeros
+ * otherwise: the pages leave whatever file they mapped.  0, or -1 with
+ * errno set and the range as it was.  Async-signal-safe (a SIGBUS handler
+ * uses it). */
+int prim_make_private(void *addr, size_t len, bool keep);
+
 /* Make [addr, addr+len) read-only, or readable and writable again
  * (mprotect).  0, or -1 with errno set.  A plain call: the mprotect
  * tracker's fault path uses it. */
@@ -269,6 +316,12 @@ long prim_pagemap_scan(int pagemap_fd, struct pm_scan_arg *arg);
  * away (async-signal-safe, unlike pthread calls). */
 void prim_cpu_relax(void);
 void prim_yield(void);
+/* membarrier(2), private expedited: prim_membarrier_register, once, says
+ * whether the kernel has it (and registers this process for it); then
+ * prim_membarrier makes every thread of the process pass a full memory
+ * barrier before it returns 0 (-1 with errno set: fence yourself). */
+bool prim_membarrier_register(void);
+int prim_membarrier(void);
 
 /* On a function whose loop vectorises: a build of it for the widest vector
  * unit the CPU family commonly has (x86-64: AVX2) beside the baseline one,

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,10 @@ pid_t prim_getpid(void) { return getpid(); }
 uid_t prim_getuid(void) { return getuid(); }
 
 uid_t prim_geteuid(void) { return geteuid(); }
+
+pid_t prim_getppid(void) { return getppid(); }
+
+void prim_exit_now(int status) { _exit(status); }
 
 bool prim_process_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
 
@@ -247,6 +252,60 @@ int prim_unlink(const char *path) { return unlink(path); }
 
 int prim_rename(const char *from, const char *to) { return rename(from, to); }
 
+int prim_mkdir(const char *path, mode_t mode) { return mkdir(path, mode); }
+
+int prim_dup_cloexec(int fd, int lowest) { return fcntl(fd, F_DUPFD_CLOEXEC, lowest); }
+
+static int create_exclusive(const char *path)
+{
+	return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+/* Remove path, keeping errno. */
+static void remove_keeping_errno(const char *path)
+{
+	int e = errno;
+	unlink(path);
+	errno = e;
+}
+
+int prim_replace_file(const char *path, const void *buf, size_t len, char *tmp, size_t tmp_len,
+		      enum prim_replace_step *failed)
+{
+	int n = snprintf(tmp, tmp_len, "%s.%d.tmp", path, (int)getpid());
+	if (n < 0 || (size_t)n >= tmp_len) {
+		*failed = PRIM_REPLACE_NAME;
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	int fd = create_exclusive(tmp);
+	if (fd < 0 && errno == EEXIST) {
+		struct stat st;
+		if (lstat(tmp, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid())
+			unlink(tmp);
+		fd = create_exclusive(tmp);
+	}
+	if (fd < 0) {
+		*failed = PRIM_REPLACE_CREATE;
+		return -1;
+	}
+	if (prim_write_all(fd, buf, len) != 0) {
+		*failed = PRIM_REPLACE_WRITE;
+		int e = errno;
+		close(fd);
+		errno = e;
+		remove_keeping_errno(tmp);
+		return -1;
+	}
+	close(fd);
+	if (rename(tmp, path) != 0) {
+		*failed = PRIM_REPLACE_RENAME;
+		remove_keeping_errno(tmp);
+		return -1;
+	}
+	return 0;
+}
+
 int prim_rename_noreplace(const char *from, const char *to)
 {
 	return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
@@ -265,6 +324,12 @@ unsigned long prim_fs_type(int fd)
 {
 	struct statfs fs;
 	return fstatfs(fd, &fs) == 0 ? (unsigned long)fs.f_type : 0;
+}
+
+bool prim_fs_full(int fd)
+{
+	struct statfs fs;
+	return fstatfs(fd, &fs) == 0 && fs.f_bavail == 0;
 }
 
 void prim_set_blocking(int fd)
@@ -580,6 +645,34 @@ void *prim_map_device(size_t len)
 
 void prim_unmap_device(void *addr, size_t len) { munmap(addr, len); }
 
+void *prim_map_file(int fd, size_t len, bool writable, enum prim_file_map how)
+{
+	int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
+	int flags = how == PRIM_MAP_SYNC ? MAP_SHARED_VALIDATE | MAP_SYNC
+		    : how == PRIM_MAP_PRIVATE ? MAP_PRIVATE | MAP_NORESERVE
+		    : MAP_SHARED;
+	void *p = mmap(NULL, len, prot, flags, fd, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void prim_unmap_file(void *addr, size_t len) { munmap(addr, len); }
+
+int prim_make_private(void *addr, size_t len, bool keep)
+{
+	void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tmp == MAP_FAILED)
+		return -1;
+	if (keep)
+		memcpy(tmp, addr, len);
+	if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED) {
+		int e = errno;
+		munmap(tmp, len);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
 void prim_discard(void *addr, size_t len) { (void)madvise(addr, len, MADV_DONTNEED); }
 
 int prim_protect(void *addr, size_t len, bool writable)
@@ -626,6 +719,19 @@ int prim_populate_write(void *addr, size_t len)
 }
 
 void prim_yield(void) { sched_yield(); }
+
+bool prim_membarrier_register(void)
+{
+	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		return false;
+	return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+int prim_membarrier(void)
+{
+	return (int)syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+}
 
 /* Drepper's three-state futex mutex: 0 free, 1 locked, 2 locked with
  * waiters. */

@@ -11,13 +11,11 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* The record (struct quiesce_rec), the gate states and the lock fast path
@@ -488,19 +486,11 @@ unsigned fase_depth(void)
 
 /* ---- the epoch thread ---- */
 
-static bool membarrier_register(void)
-{
-	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
-		return false;
-	return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-}
-
 /* Make every thread's earlier depth store visible to this thread. */
 static void barrier_all_threads(void)
 {
 	if (atomic_load_explicit(&quiesce_need_fence, memory_order_relaxed) ||
-	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+	    prim_membarrier() != 0)
 		atomic_thread_fence(memory_order_seq_cst);
 }
 
@@ -1021,7 +1011,7 @@ int quiesce_start_split(unsigned ms, quiesce_epoch_fn fn, quiesce_after_fn after
 		prim_unlock(&epoch.control_lock);
 		return 0;
 	}
-	atomic_store(&quiesce_need_fence, !membarrier_register());
+	atomic_store(&quiesce_need_fence, !prim_membarrier_register());
 	if (atomic_load(&quiesce_need_fence))
 		log_msg(LOG_INFO, "membarrier(2) is unavailable; the lock path uses a full fence");
 	epoch.fn = fn;

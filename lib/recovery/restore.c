@@ -120,7 +120,7 @@ static void verify_or_exit(struct restore *r, uint64_t page, const void *copy)
 	log_msg(LOG_ERR, "lazy restore, while the program runs: %s.  The program is stopped "
 		"(exit status %d); the epochs made durable since it started are kept", err_get(),
 		RESTORE_REFUSED_EXIT);
-	_exit(RESTORE_REFUSED_EXIT);
+	prim_exit_now(RESTORE_REFUSED_EXIT);
 }
 
 static void restore_page(struct restore *r, uint64_t page, enum who who)

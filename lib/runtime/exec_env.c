@@ -99,7 +99,7 @@ static void find_own_entry(void)
 
 void exec_env_init(const struct config *c, bool is_target)
 {
-	start_pid = getpid();
+	start_pid = prim_getpid();
 	find_own_entry();
 	if (!is_target)
 		return;	/* a wrapper: the target further down needs the entry */
@@ -207,7 +207,7 @@ int exec_env_exec(exec_env_fn fn, const char *file, bool search, char *const arg
 	bool next_is_target = runnable && target_is_path(resolved);
 	const struct config *c = config_get();
 	bool released = false;
-	if (runnable && getpid() == start_pid && runtime_state() == RUNTIME_RUNNING) {
+	if (runnable && prim_getpid() == start_pid && runtime_state() == RUNTIME_RUNNING) {
 		log_msg(LOG_INFO, "exec of %s: releasing the pool %s (final epoch)", resolved,
 			c->pool_path);
 		runtime_shutdown();

@@ -97,7 +97,7 @@ bool memory_limits_allow(uint64_t heap_used)
 	uint64_t statm[7];
 	if (!read_statm(statm))
 		return true;
-	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t ps = (uint64_t)prim_page_size();
 	/* What the kernel would count had the heap been mapped as it grew. */
 	uint64_t vm = statm[0] * ps, vm_data = statm[5] * ps;
 	uint64_t as_ours = share(RLIMIT_AS), data_ours = share(RLIMIT_DATA);

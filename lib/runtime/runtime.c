@@ -198,11 +198,11 @@ static void program_identity(char *out, size_t len)
 static int check_private_dir(const char *dir)
 {
 	struct stat st;
-	if (lstat(dir, &st) != 0) {
+	if (prim_lstat(dir, &st) != 0) {
 		err_set_errno(errno, "cannot inspect the pool directory %s", dir);
 		return -1;
 	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 07777) != 0700) {
+	if (!S_ISDIR(st.st_mode) || st.st_uid != prim_getuid() || (st.st_mode & 07777) != 0700) {
 		err_set("the default pool directory %s is not a directory of yours with mode "
 			"0700 (owner uid %u, mode %04o): it is not safe to keep pools there; set "
 			"PMTHREADS_POOL (or HOME) to a path of your own", dir, (unsigned)st.st_uid,
@@ -226,11 +226,11 @@ static int make_parent_dirs(const char *path)
 		if (*p != '/')
 			continue;
 		*p = '\0';
-		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		if (prim_mkdir(dir, 0700) != 0 && errno != EEXIST)
 			goto fail;
 		*p = '/';
 	}
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+	if (prim_mkdir(dir, 0700) != 0 && errno != EEXIST)
 		goto fail;
 	if (rt.cfg.pool_dir_is_tmp)
 		return check_private_dir(dir);
@@ -258,7 +258,7 @@ static void log_configuration(void)
  * by system() may fork the program that then finds the pool locked). */
 static bool is_ancestor(pid_t pid)
 {
-	pid_t p = getppid();
+	pid_t p = prim_getppid();
 	for (int depth = 0; depth < 64 && p > 1; depth++) {
 		if (p == pid)
 			return true;
@@ -368,7 +368,7 @@ void runtime_lock_ranges(uintptr_t *pool_lo, uintptr_t *pool_hi, uintptr_t *heap
 {
 	*pool_lo = *pool_hi = *heap_lo = *heap_hi = 0;
 	if (rt.heap_base != NULL && rt.heap_len > 0) {
-		size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+		size_t ps = prim_page_size();
 		size_t used = heap_high_water();
 		used = used == SIZE_MAX ? 0 : used;
 		if (atomic_load(&heap_reserved_end) > used)
@@ -494,7 +494,7 @@ static void note_io_error(void)
 		 * which joins this very thread.  So no atexit handler runs
 		 * and stdio buffers are not flushed. */
 		runtime_write_final_stats();
-		_exit(RUNTIME_STRICT_EXIT);
+		prim_exit_now(RUNTIME_STRICT_EXIT);
 	}
 }
 

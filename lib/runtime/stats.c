@@ -7,7 +7,6 @@
 #include "prim/prim.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
@@ -41,16 +40,16 @@ static struct stat saved_stderr_st;
 
 static void save_stderr(void)
 {
-	if (fstat(STDERR_FILENO, &saved_stderr_st) != 0)
+	if (prim_fstat(STDERR_FILENO, &saved_stderr_st) != 0)
 		return;
-	saved_stderr = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+	saved_stderr = prim_dup_cloexec(STDERR_FILENO, 3);
 	own_fd_keep(&saved_stderr, "standard error for the report");
 }
 
 static bool is_saved_file(int fd)
 {
 	struct stat st;
-	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == saved_stderr_st.st_dev &&
+	return fd >= 0 && prim_fstat(fd, &st) == 0 && st.st_dev == saved_stderr_st.st_dev &&
 	       st.st_ino == saved_stderr_st.st_ino;
 }
 
@@ -63,42 +62,28 @@ static int stderr_fd(void)
 	return -1;
 }
 
-/* Replace path with buf atomically: a reader (or a kill -9) sees the old
- * report or the new one, never half of one. */
+/* Replace path with buf atomically (prim_replace_file), saying what failed. */
 static int replace_file(const char *path, const char *buf, size_t len)
 {
 	char tmp[PATH_MAX];
-	int n = snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
-	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+	enum prim_replace_step failed;
+	if (prim_replace_file(path, buf, len, tmp, sizeof(tmp), &failed) == 0)
+		return 0;
+	switch (failed) {
+	case PRIM_REPLACE_NAME:
 		err_set("PMTHREADS_STATS=\"%s\": the path is too long", path);
-		return -1;
-	}
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 && errno == EEXIST) {
-		/* Left by an earlier process with our pid that was killed
-		 * mid-write; only a regular file of ours is removed. */
-		struct stat st;
-		if (lstat(tmp, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid())
-			unlink(tmp);
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	}
-	if (fd < 0) {
+		break;
+	case PRIM_REPLACE_CREATE:
 		err_set_errno(errno, "PMTHREADS_STATS: cannot create %s", tmp);
-		return -1;
-	}
-	if (prim_write_all(fd, buf, len) != 0) {
+		break;
+	case PRIM_REPLACE_WRITE:
 		err_set_errno(errno, "PMTHREADS_STATS: cannot write %s", tmp);
-		close(fd);
-		unlink(tmp);
-		return -1;
-	}
-	close(fd);
-	if (rename(tmp, path) != 0) {
+		break;
+	case PRIM_REPLACE_RENAME:
 		err_set_errno(errno, "PMTHREADS_STATS: cannot rename %s to %s", tmp, path);
-		unlink(tmp);
-		return -1;
+		break;
 	}
-	return 0;
+	return -1;
 }
 
 /* Appending formatter over a fixed buffer: the report is written at exit,

@@ -27,17 +27,23 @@ static int own_index(int sig)
 	return sig == SIGSEGV ? OWN_SEGV : sig == SIGBUS ? OWN_BUS : -1;
 }
 
-/* Serialises install, uninstall and fault_signal_sigaction; taken with every
- * signal blocked (lock_dispositions), so that a handler calling sigaction
- * never waits for its own thread.  Nothing of the program's memory is
- * touched while it is held: that may be a write-protected heap page, and
- * SIGSEGV is blocked then. */
-static prim_lock_t disposition_lock = PRIM_LOCK_INIT;
-static int users[OWN_N];	/* our handler is installed while > 0 */
-static atomic_int claim_users[OWN_N];	/* of which claim functions */
-static _Atomic(fault_signal_claim_fn) claimer[OWN_N];
-/* preload/ routes the program's masks here (fault_signal_take_masks). */
-static atomic_bool masks_taken;
+/* Who needs our handler of each signal we may own. */
+static struct dispositions {
+	/* Serialises install, uninstall and fault_signal_sigaction; taken
+	 * with every signal blocked (lock_dispositions), so that a handler
+	 * calling sigaction never waits for its own thread.  Nothing of the
+	 * program's memory is touched while it is held: that may be a
+	 * write-protected heap page, and SIGSEGV is blocked then. */
+	prim_lock_t lock;
+	int users[OWN_N];	/* our handler is installed while > 0: under lock */
+	/* Of those users, the ones with a claim function, and the function:
+	 * written under lock, read atomically by the handler. */
+	atomic_int claim_users[OWN_N];
+	_Atomic(fault_signal_claim_fn) claimer[OWN_N];
+	/* preload/ routes the program's masks here (fault_signal_take_masks):
+	 * set once under lock, read atomically. */
+	atomic_bool masks_taken;
+} own = { .lock = PRIM_LOCK_INIT };
 
 /* The application's action of a signal where the kernel holds one of ours
  * instead: SIGSEGV and SIGBUS while our handler is installed, any signal
@@ -87,12 +93,12 @@ static void lock_dispositions(sigset_t *saved)
 	sigset_t all;
 	sigfillset(&all);
 	real_sigmask(SIG_SETMASK, &all, saved);
-	prim_lock(&disposition_lock);
+	prim_lock(&own.lock);
 }
 
 static void unlock_dispositions(const sigset_t *saved)
 {
-	prim_unlock(&disposition_lock);
+	prim_unlock(&own.lock);
 	real_sigmask(SIG_SETMASK, saved, NULL);
 }
 
@@ -109,7 +115,7 @@ static void die_by_default(int sig, const siginfo_t *si)
 {
 	/* Said only while the runtime needs the signal: otherwise the
 	 * program's crash is its own, as natively. */
-	if (atomic_load_explicit(&claim_users[own_index(sig)], memory_order_relaxed) > 0)
+	if (atomic_load_explicit(&own.claim_users[own_index(sig)], memory_order_relaxed) > 0)
 		log_msg(LOG_ERR,
 			"%s at address %p, %s and with no handler in the program: terminating",
 			signal_name(sig), si->si_addr,
@@ -125,25 +131,31 @@ static void die_by_default(int sig, const siginfo_t *si)
 
 /* ---- SIGSEGV blocking, emulated (fault_signal.h) ---- */
 
-/* Whether the application asked for SIGSEGV to be blocked in this thread. */
-static __thread bool app_blocks_segv;
-/* A SIGSEGV sent to this thread while it "blocked" it, with its siginfo;
- * one at most, as the kernel keeps one of a standard signal. */
-static __thread bool segv_held;
-static __thread siginfo_t segv_held_info;
-static __thread unsigned segv_held_count;	/* ever held, for fault_signal_call_held */
-/* Handlers of the program we are running on this thread, and SIGSEGV's
- * state when the outermost of them was entered (fault_signal_before_jump). */
-static __thread unsigned handler_depth;
-static __thread bool outer_blocks_segv;
+/* SIGSEGV's state in this thread: thread-local, so neither lock nor atomic
+ * (a handler running on the thread changes it only between the thread's own
+ * steps, as an interrupted call would). */
+static __thread struct segv_thread {
+	bool app_blocks;	/* the application asked for SIGSEGV blocked */
+	/* A SIGSEGV sent to this thread while it "blocked" it, with its
+	 * siginfo; one at most, as the kernel keeps one of a standard
+	 * signal. */
+	bool held;
+	siginfo_t held_info;
+	unsigned held_count;	/* ever held, for fault_signal_call_held */
+	/* Handlers of the program we are running on this thread, and
+	 * SIGSEGV's state when the outermost of them was entered
+	 * (fault_signal_before_jump). */
+	unsigned handler_depth;
+	bool outer_blocks;
+} segv;
 
 static void hold_segv(const siginfo_t *si)
 {
-	if (!segv_held) {
-		segv_held_info = *si;
-		segv_held = true;
+	if (!segv.held) {
+		segv.held_info = *si;
+		segv.held = true;
 	}
-	segv_held_count++;
+	segv.held_count++;
 }
 
 /* Send the held SIGSEGV again, now that the thread no longer blocks it: no
@@ -152,10 +164,10 @@ static void hold_segv(const siginfo_t *si)
  * itself). */
 static void deliver_held(void)
 {
-	if (!segv_held || app_blocks_segv)
+	if (!segv.held || segv.app_blocks)
 		return;
-	segv_held = false;
-	siginfo_t info = segv_held_info;
+	segv.held = false;
+	siginfo_t info = segv.held_info;
 	prim_sys_queue_signal_thread(SIGSEGV, &info);
 }
 
@@ -169,12 +181,12 @@ static void deliver_held(void)
 static void run_app_handler(int sig, siginfo_t *si, void *ucv, const struct sigaction *app,
 			    bool set_mask)
 {
-	bool was = app_blocks_segv;
+	bool was = segv.app_blocks;
 	bool during = was || sigismember(&app->sa_mask, SIGSEGV) == 1 ||
 		      (sig == SIGSEGV && !(app->sa_flags & SA_NODEFER));
 	/* Without preload/ (the library linked into a test) nothing follows
 	 * the program's masks or jumps: the kernel blocks what it asked. */
-	bool emulate = atomic_load_explicit(&masks_taken, memory_order_relaxed);
+	bool emulate = atomic_load_explicit(&own.masks_taken, memory_order_relaxed);
 	sigset_t interrupted;
 	prim_interrupted_sigmask(ucv, &interrupted);
 	if (set_mask) {
@@ -199,20 +211,20 @@ static void run_app_handler(int sig, siginfo_t *si, void *ucv, const struct siga
 		sigaddset(&interrupted, SIGSEGV);
 		prim_set_interrupted_sigmask(ucv, &interrupted);
 	}
-	if (handler_depth++ == 0)
-		outer_blocks_segv = was;
-	app_blocks_segv = during;
+	if (segv.handler_depth++ == 0)
+		segv.outer_blocks = was;
+	segv.app_blocks = during;
 	if (app->sa_flags & SA_SIGINFO)
 		app->sa_sigaction(sig, si, ucv);
 	else
 		app->sa_handler(sig);
 	int app_errno = errno;	/* what the handler leaves, as natively */
-	handler_depth--;
+	segv.handler_depth--;
 	prim_interrupted_sigmask(ucv, &interrupted);
-	app_blocks_segv = sigismember(&interrupted, SIGSEGV) == 1;
+	segv.app_blocks = sigismember(&interrupted, SIGSEGV) == 1;
 	sigdelset(&interrupted, SIGSEGV);
 	prim_set_interrupted_sigmask(ucv, &interrupted);
-	if (segv_held && !app_blocks_segv) {
+	if (segv.held && !segv.app_blocks) {
 		/* Natively the held one is delivered once the handler has
 		 * returned, under the mask returning restores. */
 		real_sigmask(SIG_SETMASK, &interrupted, NULL);
@@ -269,7 +281,7 @@ static void chain_to_application(int sig, siginfo_t *si, void *ucv)
 static void on_fault(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
-	if (sig == SIGSEGV && si->si_code <= 0 && app_blocks_segv) {
+	if (sig == SIGSEGV && si->si_code <= 0 && segv.app_blocks) {
 		/* Sent while the program blocks it: pending until it does
 		 * not. */
 		hold_segv(si);
@@ -278,11 +290,11 @@ static void on_fault(int sig, siginfo_t *si, void *ucv)
 	}
 	/* si_code > 0: raised by the kernel for this access, not sent. */
 	fault_signal_claim_fn claim =
-		atomic_load_explicit(&claimer[own_index(sig)], memory_order_acquire);
+		atomic_load_explicit(&own.claimer[own_index(sig)], memory_order_acquire);
 	if (si->si_code <= 0 || claim == NULL || !claim(si, ucv)) {
 		/* The kernel's rule for a fault with the signal blocked (a
 		 * SIGBUS with SIGBUS blocked never reaches us). */
-		if (si->si_code > 0 && sig == SIGSEGV && app_blocks_segv) {
+		if (si->si_code > 0 && sig == SIGSEGV && segv.app_blocks) {
 			die_by_default(sig, si);
 		} else {
 			chain_to_application(sig, si, ucv);
@@ -292,13 +304,13 @@ static void on_fault(int sig, siginfo_t *si, void *ucv)
 	errno = saved_errno;
 }
 
-bool fault_signal_app_blocked(void) { return app_blocks_segv; }
-void fault_signal_set_app_blocked(bool blocked) { app_blocks_segv = blocked; }
+bool fault_signal_app_blocked(void) { return segv.app_blocks; }
+void fault_signal_set_app_blocked(bool blocked) { segv.app_blocks = blocked; }
 
 int fault_signal_sigmask(int how, const sigset_t *set, sigset_t *old,
 			 int (*real)(int, const sigset_t *, sigset_t *))
 {
-	bool was = app_blocks_segv, now = was;
+	bool was = segv.app_blocks, now = was;
 	sigset_t filtered;
 	if (set != NULL) {
 		bool named = sigismember(set, SIGSEGV) == 1;
@@ -314,7 +326,7 @@ int fault_signal_sigmask(int how, const sigset_t *set, sigset_t *old,
 	int r = real(how, set != NULL ? &filtered : NULL, old);
 	if (r != 0)
 		return r;
-	app_blocks_segv = now;
+	segv.app_blocks = now;
 	if (old != NULL && was)
 		sigaddset(old, SIGSEGV);
 	/* Natively a pending signal the call unblocks is delivered before it
@@ -325,24 +337,24 @@ int fault_signal_sigmask(int how, const sigset_t *set, sigset_t *old,
 
 void fault_signal_pending(sigset_t *set)
 {
-	if (segv_held)
+	if (segv.held)
 		sigaddset(set, SIGSEGV);
 }
 
 bool fault_signal_take_pending(const sigset_t *set, siginfo_t *info)
 {
-	if (!segv_held || sigismember(set, SIGSEGV) != 1)
+	if (!segv.held || sigismember(set, SIGSEGV) != 1)
 		return false;
-	segv_held = false;
+	segv.held = false;
 	if (info != NULL)
-		*info = segv_held_info;
+		*info = segv.held_info;
 	return true;
 }
 
 bool fault_signal_call_begin(struct fault_signal_call *c, const sigset_t *mask)
 {
-	c->blocked_before = app_blocks_segv;
-	c->held_before = segv_held_count;
+	c->blocked_before = segv.app_blocks;
+	c->held_before = segv.held_count;
 	if (mask == NULL) {
 		c->mask = NULL;
 		return true;
@@ -350,13 +362,13 @@ bool fault_signal_call_begin(struct fault_signal_call *c, const sigset_t *mask)
 	c->filtered = *mask;
 	sigdelset(&c->filtered, SIGSEGV);
 	c->mask = &c->filtered;
-	app_blocks_segv = sigismember(mask, SIGSEGV) == 1;
-	if (segv_held && !app_blocks_segv) {
+	segv.app_blocks = sigismember(mask, SIGSEGV) == 1;
+	if (segv.held && !segv.app_blocks) {
 		sigset_t saved;
 		real_sigmask(SIG_SETMASK, &c->filtered, &saved);
 		deliver_held();
 		real_sigmask(SIG_SETMASK, &saved, NULL);
-		app_blocks_segv = c->blocked_before;
+		segv.app_blocks = c->blocked_before;
 		return false;
 	}
 	return true;
@@ -364,31 +376,31 @@ bool fault_signal_call_begin(struct fault_signal_call *c, const sigset_t *mask)
 
 bool fault_signal_call_held(struct fault_signal_call *c)
 {
-	if (segv_held_count == c->held_before)
+	if (segv.held_count == c->held_before)
 		return false;
-	c->held_before = segv_held_count;
+	c->held_before = segv.held_count;
 	return true;
 }
 
 void fault_signal_call_end(struct fault_signal_call *c)
 {
-	app_blocks_segv = c->blocked_before;
+	segv.app_blocks = c->blocked_before;
 	deliver_held();
 }
 
 void fault_signal_before_jump(const sigset_t *saved_mask)
 {
-	if (handler_depth == 0)
+	if (segv.handler_depth == 0)
 		return;
-	handler_depth = 0;
+	segv.handler_depth = 0;
 	if (saved_mask != NULL)
-		app_blocks_segv = outer_blocks_segv;
+		segv.app_blocks = segv.outer_blocks;
 	deliver_held();
 }
 
 void fault_signal_before_exec(void)
 {
-	if (!app_blocks_segv)
+	if (!segv.app_blocks)
 		return;
 	sigset_t segv;
 	sigemptyset(&segv);
@@ -398,7 +410,7 @@ void fault_signal_before_exec(void)
 
 void fault_signal_after_exec(void)
 {
-	if (!app_blocks_segv)
+	if (!segv.app_blocks)
 		return;
 	sigset_t segv;
 	sigemptyset(&segv);
@@ -411,7 +423,7 @@ void fault_signal_after_exec(void)
 /* Whether the kernel must get act through the trampoline. */
 static bool needs_trampoline(int sig, const struct sigaction *act)
 {
-	return atomic_load_explicit(&masks_taken, memory_order_relaxed) && sig != SIGSEGV &&
+	return atomic_load_explicit(&own.masks_taken, memory_order_relaxed) && sig != SIGSEGV &&
 	       act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN &&
 	       sigismember(&act->sa_mask, SIGSEGV) == 1;
 }
@@ -489,18 +501,18 @@ int fault_signal_install_for(int sig, fault_signal_claim_fn claim)
 	int r = 0;
 	sigset_t saved;
 	lock_dispositions(&saved);
-	fault_signal_claim_fn cur = atomic_load_explicit(&claimer[i], memory_order_relaxed);
-	if (claim_users[i] > 0 && cur != claim) {
+	fault_signal_claim_fn cur = atomic_load_explicit(&own.claimer[i], memory_order_relaxed);
+	if (own.claim_users[i] > 0 && cur != claim) {
 		errno = EBUSY;
 		r = -1;
 	} else {
 		/* Set before the handler is installed: it never sees NULL. */
-		atomic_store_explicit(&claimer[i], claim, memory_order_release);
-		if (users[i] == 0)
+		atomic_store_explicit(&own.claimer[i], claim, memory_order_release);
+		if (own.users[i] == 0)
 			r = install_handler(sig);
 		if (r == 0) {
-			users[i]++;
-			claim_users[i]++;
+			own.users[i]++;
+			own.claim_users[i]++;
 		}
 	}
 	int e = errno;
@@ -516,9 +528,9 @@ void fault_signal_uninstall_for(int sig)
 		return;
 	sigset_t saved;
 	lock_dispositions(&saved);
-	if (claim_users[i] > 0) {
-		claim_users[i]--;
-		if (--users[i] == 0)
+	if (own.claim_users[i] > 0) {
+		own.claim_users[i]--;
+		if (--own.users[i] == 0)
 			uninstall_handler(sig);
 	}
 	unlock_dispositions(&saved);
@@ -536,16 +548,16 @@ void fault_signal_take_masks(int (*real)(int, const sigset_t *, sigset_t *))
 	real_sigmask = real;
 	sigset_t saved;
 	lock_dispositions(&saved);
-	if (!atomic_load_explicit(&masks_taken, memory_order_relaxed)) {
-		if (users[OWN_SEGV] == 0 && install_handler(SIGSEGV) != 0)
+	if (!atomic_load_explicit(&own.masks_taken, memory_order_relaxed)) {
+		if (own.users[OWN_SEGV] == 0 && install_handler(SIGSEGV) != 0)
 			log_msg(LOG_ERR, "cannot install the SIGSEGV handler that keeps SIGSEGV "
 				"unblocked: %s", strerror(errno));
 		else
-			users[OWN_SEGV]++;
-		atomic_store_explicit(&masks_taken, true, memory_order_relaxed);
+			own.users[OWN_SEGV]++;
+		atomic_store_explicit(&own.masks_taken, true, memory_order_relaxed);
 		/* saved is this thread's mask before the call. */
 		if (sigismember(&saved, SIGSEGV) == 1) {
-			app_blocks_segv = true;
+			segv.app_blocks = true;
 			sigdelset(&saved, SIGSEGV);
 		}
 	}
@@ -565,11 +577,11 @@ int fault_signal_sigaction(int sig, const struct sigaction *act, struct sigactio
 	int r = 0, e = 0;
 	sigset_t saved;
 	lock_dispositions(&saved);
-	if (i >= 0 && users[i] > 0) {
+	if (i >= 0 && own.users[i] > 0) {
 		record_read(sig, &prev);
 		if (act != NULL)
 			record_write(sig, &new_action);
-	} else if (atomic_load_explicit(&masks_taken, memory_order_relaxed)) {
+	} else if (atomic_load_explicit(&own.masks_taken, memory_order_relaxed)) {
 		r = kernel_set_app(sig, act != NULL ? &new_action : NULL, &prev);
 	} else {
 		r = prim_sys_sigaction(sig, act != NULL ? &new_action : NULL, &prev);

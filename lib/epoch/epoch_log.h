@@ -42,7 +42,7 @@ struct epoch_record {
 	"t_ms,epoch,pause_us,pages,bytes_dirty,bytes_written,stage_us,persist_us,period_us," \
 	"pages_saved,conflicts,durable,output_demanded,output_released,device_flushes,device_bytes\n"
 
-/* Create (or truncate) path, mode 0644, and write the header.  Returns 0, or
+/* Create (or truncate) path, mode 0600, and write the header.  Returns 0, or
  * -1 with err_get() naming PMTHREADS_EPOCH_LOG, the path and the reason. */
 int epoch_log_open(const char *path);
 

@@ -118,6 +118,15 @@ bool prim_same_file(const char *a, const char *b);
  * getrlimit gives.  0, or -1 with errno set. */
 struct rlimit;
 int prim_get_rlimit(int resource, struct rlimit *rl);
+/* Memory locking by the system calls themselves (the preload interposes
+ * mlockall and munlockall): mlock2 of [addr, addr+len), on first touch only
+ * when on_fault; mlockall(flags); munlockall.  0, or -1 with errno set. */
+int prim_sys_mlock(void *addr, size_t len, bool on_fault);
+int prim_sys_mlockall(int flags);
+int prim_sys_munlockall(void);
+/* Whether this thread has CAP_IPC_LOCK in its effective set (capget);
+ * false when it cannot be told. */
+bool prim_capable_ipc_lock(void);
 /* Files through the C library, as a call of it from the runtime would be
  * (so through the preload's wrapper where it has one: close, read, write,
  * pread, poll, fstat, stat, lstat, readlink).  Results and errno are the C

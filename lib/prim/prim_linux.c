@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <sched.h>
@@ -803,6 +804,28 @@ bool prim_same_file(const char *a, const char *b)
 	if (stat(a, &sa) != 0 || stat(b, &sb) != 0)
 		return false;
 	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+#ifndef MLOCK_ONFAULT
+#define MLOCK_ONFAULT 0x01
+#endif
+
+int prim_sys_mlock(void *addr, size_t len, bool on_fault)
+{
+	return (int)syscall(SYS_mlock2, addr, len, on_fault ? MLOCK_ONFAULT : 0);
+}
+
+int prim_sys_mlockall(int flags) { return (int)syscall(SYS_mlockall, flags); }
+
+int prim_sys_munlockall(void) { return (int)syscall(SYS_munlockall); }
+
+bool prim_capable_ipc_lock(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	if (syscall(SYS_capget, &h, d) != 0)
+		return false;
+	return (d[CAP_TO_INDEX(CAP_IPC_LOCK)].effective & CAP_TO_MASK(CAP_IPC_LOCK)) != 0;
 }
 
 int prim_get_rlimit(int resource, struct rlimit *rl)

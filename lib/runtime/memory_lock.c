@@ -8,14 +8,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* MCL_FUTURE's flags (MCL_FUTURE | MCL_ONFAULT) while it is in effect, 0
@@ -27,7 +25,7 @@ static atomic_int future;
  * returned address, prim_unmap(p, *cap) after.  NULL on failure, errno set. */
 static char *read_maps(size_t *len, size_t *cap)
 {
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	int fd = prim_sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
 	size_t n = 0, c = 1 << 16;
@@ -42,7 +40,7 @@ static char *read_maps(size_t *len, size_t *cap)
 			c *= 2;
 			continue;
 		}
-		long r = syscall(SYS_read, fd, buf + n, c - n);
+		long r = prim_sys_read(fd, buf + n, c - n);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
@@ -55,7 +53,7 @@ static char *read_maps(size_t *len, size_t *cap)
 		n += (size_t)r;
 	}
 	int e = errno;
-	syscall(SYS_close, fd);
+	prim_sys_close(fd);
 	errno = buf == NULL && e == 0 ? ENOMEM : e;
 	*len = n;
 	*cap = c;
@@ -130,16 +128,7 @@ static void lock_range(uintptr_t lo, uintptr_t hi, void *ctx)
 	int flags = *(int *)ctx;
 	/* As mlockall's own walk: a mapping that cannot be locked or faulted
 	 * in (PROT_NONE, [vsyscall]) is passed over. */
-	syscall(SYS_mlock2, lo, hi - lo, (flags & MCL_ONFAULT) ? MLOCK_ONFAULT : 0);
-}
-
-static bool capable_ipc_lock(void)
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-	if (syscall(SYS_capget, &h, d) != 0)
-		return false;
-	return d[CAP_TO_INDEX(CAP_IPC_LOCK)].effective & CAP_TO_MASK(CAP_IPC_LOCK);
+	(void)prim_sys_mlock((void *)lo, hi - lo, (flags & MCL_ONFAULT) != 0);
 }
 
 static int lock_current(int flags);
@@ -151,7 +140,7 @@ int memory_lock_all(int flags)
 	bool valid = flags != 0 && (flags & ~(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)) == 0 &&
 		     flags != MCL_ONFAULT;
 	if (!valid || !(flags & MCL_CURRENT) || (pool_hi == 0 && heap_hi == 0)) {
-		int r = (int)syscall(SYS_mlockall, flags);
+		int r = prim_sys_mlockall(flags);
 		if (r == 0 && valid)
 			atomic_store(&future, flags & MCL_FUTURE ? flags & ~MCL_CURRENT : 0);
 		return r;
@@ -167,9 +156,9 @@ static int lock_current(int flags)
 {
 	int saved = errno;
 	struct rlimit rl;
-	if (syscall(SYS_prlimit64, 0, RLIMIT_MEMLOCK, NULL, &rl) != 0)
+	if (prim_get_rlimit(RLIMIT_MEMLOCK, &rl) != 0)
 		return -1;
-	if (rl.rlim_cur != RLIM_INFINITY && !capable_ipc_lock()) {
+	if (rl.rlim_cur != RLIM_INFINITY && !prim_capable_ipc_lock()) {
 		/* The kernel's checks, against the program's own mappings. */
 		uint64_t total = 0;
 		if (rl.rlim_cur == 0) {
@@ -184,13 +173,13 @@ static int lock_current(int flags)
 		}
 	}
 	if (flags & MCL_FUTURE) {
-		if (syscall(SYS_mlockall, flags & ~MCL_CURRENT) != 0)
+		if (prim_sys_mlockall(flags & ~MCL_CURRENT) != 0)
 			return -1;
 		atomic_store(&future, flags & ~MCL_CURRENT);
 	} else if (atomic_exchange(&future, 0) != 0) {
 		/* The kernel's MCL_CURRENT alone also ends MCL_FUTURE; only
 		 * munlockall does that without locking every mapping. */
-		if (syscall(SYS_munlockall) != 0)
+		if (prim_sys_munlockall() != 0)
 			return -1;
 	}
 	if (!each_program_range(lock_range, &flags))
@@ -202,7 +191,7 @@ static int lock_current(int flags)
 int memory_unlock_all(void)
 {
 	atomic_store(&future, 0);
-	return (int)syscall(SYS_munlockall);
+	return prim_sys_munlockall();
 }
 
 int memory_lock_grown(void *addr, size_t len)
@@ -210,5 +199,5 @@ int memory_lock_grown(void *addr, size_t len)
 	int f = atomic_load_explicit(&future, memory_order_relaxed);
 	if (f == 0)
 		return 0;
-	return (int)syscall(SYS_mlock2, addr, len, (f & MCL_ONFAULT) ? MLOCK_ONFAULT : 0);
+	return prim_sys_mlock(addr, len, (f & MCL_ONFAULT) != 0);
 }

@@ -352,11 +352,6 @@ static int sync_records(struct nvm *n, struct log_state *s)
 	return e;
 }
 
-
-/* Write every touched page from the mapping into the file, sync, and move
- * the head to the tail.  Only when the mapping holds no store that a later
- * fence would make durable (nothing pending), or when the pending ranges
- * are being written through anyway. */
 /* Write up to *budget of the pages set in bits from the mapping into the
  * file, in runs, clearing their bits; *budget is what is left of it, bytes
  * what was written.  0 or an errno. */
@@ -390,6 +385,26 @@ static int write_pages(struct nvm *n, struct log_state *s, uint64_t *bits, size_
 	return 0;
 }
 
+/* The pages written in place are durable (a sync when any were written),
+ * then the head moves to pos, the record with seq: a checkpoint's end.
+ * 0 or an errno. */
+static int move_head(struct nvm *n, struct log_state *s, bool written, uint64_t pos, uint64_t seq)
+{
+	int e = 0;
+	if (written) {
+		e = dev_sync(&s->dev);
+		n->stats.device_flushes++;
+	}
+	if (e == 0)
+		e = write_head(n, s, pos, seq);
+	if (e != 0)
+		return e;
+	s->head = pos;
+	s->head_seq = seq;
+	n->stats.checkpoints++;
+	return 0;
+}
+
 /* Write every touched page from the mapping into the file, sync, and move
  * the head to the tail.  Only when the mapping holds no store that a later
  * fence would make durable (nothing pending), or when the pending ranges
@@ -416,18 +431,7 @@ static int checkpoint(struct nvm *n, struct log_state *s)
 	if (e != 0)
 		return e;
 	s->any_touched = false;
-	if (bytes != 0) {
-		e = dev_sync(&s->dev);
-		n->stats.device_flushes++;
-	}
-	if (e == 0)
-		e = write_head(n, s, s->tail, s->next_seq);
-	if (e != 0)
-		return e;
-	s->head = s->tail;
-	s->head_seq = s->next_seq;
-	n->stats.checkpoints++;
-	return 0;
+	return move_head(n, s, bytes != 0, s->tail, s->next_seq);
 }
 
 /* Half full after a fence: a wave starts with the pages touched so
@@ -465,17 +469,10 @@ static int wave_step(struct nvm *n, struct log_state *s)
 		if (s->wave[w] != 0)
 			return 0;
 	/* The wave is written: durable, then the head moves to its start. */
-	e = dev_sync(&s->dev);
-	n->stats.device_flushes++;
+	e = move_head(n, s, true, s->wave_pos, s->wave_seq);
 	if (e == 0)
-		e = write_head(n, s, s->wave_pos, s->wave_seq);
-	if (e != 0)
-		return e;
-	s->head = s->wave_pos;
-	s->head_seq = s->wave_seq;
-	s->wave_on = false;
-	n->stats.checkpoints++;
-	return 0;
+		s->wave_on = false;
+	return e;
 }
 
 /* ---- flush and fence ---- */

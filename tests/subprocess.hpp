@@ -69,16 +69,20 @@ struct spawned {
 	int err_fd;
 };
 
+// The strings of v as the NULL-terminated array exec takes (pointing into v).
+inline std::vector<char *> c_strings(const std::vector<std::string> &v)
+{
+	std::vector<char *> p;
+	for (auto &s : v)
+		p.push_back(const_cast<char *>(s.c_str()));
+	p.push_back(nullptr);
+	return p;
+}
+
 // Start argv with env as its environment.
 inline spawned spawn_env(const std::vector<std::string> &argv, const std::vector<std::string> &env)
 {
-	std::vector<char *> envp, args;
-	for (auto &s : env)
-		envp.push_back(const_cast<char *>(s.c_str()));
-	envp.push_back(nullptr);
-	for (auto &s : argv)
-		args.push_back(const_cast<char *>(s.c_str()));
-	args.push_back(nullptr);
+	std::vector<char *> envp = c_strings(env), args = c_strings(argv);
 
 	char errpath[] = "/tmp/pmt-test-err-XXXXXX";
 	int errfd = mkstemp(errpath);

@@ -84,13 +84,8 @@ struct server_process {
 				env.emplace_back(*e);
 		for (auto &kv : extra)
 			env.push_back(kv.first + "=" + kv.second);
-		std::vector<char *> envp, args;
-		for (auto &s : env)
-			envp.push_back(const_cast<char *>(s.c_str()));
-		envp.push_back(nullptr);
-		for (auto &s : argv)
-			args.push_back(const_cast<char *>(s.c_str()));
-		args.push_back(nullptr);
+		std::vector<char *> envp = subprocess::c_strings(env),
+				    args = subprocess::c_strings(argv);
 		int logfd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 		REQUIRE(logfd >= 0);
 		pid = fork();

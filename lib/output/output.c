@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -104,6 +105,16 @@ static struct durable {
 	_Atomic uint64_t demanded_for;	/* the latest stamp an epoch was asked
 					 * for: only grows (demand's CAS) */
 } durable;
+/* The thread that sends what a durable epoch covers (release_all), so that
+ * the epoch thread goes on to the next quiescent point at once: a send on
+ * loopback runs the receiver's side too, and the next epoch's requests
+ * would wait for every reply of this one to be sent. */
+static struct releaser {
+	atomic_uint word;		/* bumped by output_on_durable */
+	atomic_int state;		/* RELEASER_NONE, _RUNNING, _FAILED */
+	pthread_t thread;
+} releaser;
+enum { RELEASER_NONE, RELEASER_RUNNING, RELEASER_FAILED };
 
 /* Statistics, under lock: the counters the report shows kept in the
  * report's own struct (the percentiles are filled in by output_get_stats),
@@ -1034,14 +1045,8 @@ bool output_before_shutdown(int fd, int how)
 	return false;
 }
 
-void output_on_durable(uint64_t pause)
+static void release_all(void)
 {
-	uint64_t m = atomic_load(&durable.mark);
-	while (pause > m && !atomic_compare_exchange_weak(&durable.mark, &m, pause)) {
-	}
-	atomic_fetch_add(&durable.word, 1);
-	if (atomic_load(&durable.waiters) != 0)
-		prim_futex_wake(&durable.word, INT_MAX);
 	int top = atomic_load(&fds.max_fd);
 	for (int fd = 0; fd <= top; fd++) {
 		struct fdq *q = lookup(fd, false);
@@ -1051,6 +1056,56 @@ void output_on_durable(uint64_t pause)
 		release_fd(q, fd);
 		prim_unlock(&q->lock);
 	}
+}
+
+static void *releaser_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		unsigned seen = atomic_load(&releaser.word);
+		release_all();
+		while (atomic_load(&releaser.word) == seen)
+			prim_futex_wait(&releaser.word, seen, 0);
+	}
+	return NULL;
+}
+
+/* The releaser, started by the first durable epoch with output commit on;
+ * false when there is none (it could not be created: the epoch thread
+ * releases itself, as it did before there was one). */
+static bool releaser_ready(void)
+{
+	int st = atomic_load(&releaser.state);
+	if (st == RELEASER_RUNNING)
+		return true;
+	if (st == RELEASER_FAILED || !atomic_load(&output_on))
+		return false;
+	/* Only the epoch thread (and shutdown after it) gets here. */
+	int e = quiesce_create_internal_thread(&releaser.thread, releaser_main, NULL);
+	if (e != 0) {
+		log_msg(LOG_DEBUG, "output commit: no release thread (%s); the epoch thread "
+			"sends held output itself", strerror(e));
+		atomic_store(&releaser.state, RELEASER_FAILED);
+		return false;
+	}
+	atomic_store(&releaser.state, RELEASER_RUNNING);
+	return true;
+}
+
+void output_on_durable(uint64_t pause)
+{
+	uint64_t m = atomic_load(&durable.mark);
+	while (pause > m && !atomic_compare_exchange_weak(&durable.mark, &m, pause)) {
+	}
+	atomic_fetch_add(&durable.word, 1);
+	if (atomic_load(&durable.waiters) != 0)
+		prim_futex_wake(&durable.word, INT_MAX);
+	if (!releaser_ready()) {
+		release_all();
+		return;
+	}
+	atomic_fetch_add(&releaser.word, 1);
+	prim_futex_wake(&releaser.word, 1);
 }
 
 void output_drain_all(void)
@@ -1083,6 +1138,8 @@ void output_atfork_child(void)
 	atomic_store(&fds.entries, NULL);
 	atomic_store(&fds.max_fd, -1);
 	atomic_store(&output_full_count, 0);
+	/* The parent's release thread is not the child's. */
+	atomic_store(&releaser.state, RELEASER_NONE);
 	output_readiness_atfork_child();
 }
 

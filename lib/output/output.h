@@ -53,8 +53,10 @@
  * be reached while it holds it): its bytes are queued beyond the bound, and
  * that is reported once.
  *
- * Release runs on the epoch thread after each durable epoch, with
- * non-blocking sends (a pipe through a non-blocking open of /proc/self/fd);
+ * Release runs after each durable epoch on the release thread (started by
+ * the first durable epoch with output commit on; the epoch thread itself if
+ * it cannot be created), so that the next quiescent point need not wait
+ * for this one's replies to be sent, with non-blocking sends (a pipe through a non-blocking open of /proc/self/fd);
  * what the kernel does not take stays queued, first, and is tried again
  * after the next epoch or by a thread waiting on that descriptor.  An error
  * (EPIPE, ECONNRESET, ...) drops that descriptor's queue and is returned by

@@ -118,6 +118,11 @@ struct log_state {
 	uint64_t wave_pos, wave_seq;
 	size_t wave_budget;
 	bool unsynced;			/* records appended since the last sync */
+	/* An open group's records not yet written: s->buf[0, buffered) is
+	 * ring bytes from position tail - buffered.  A group is
+	 * all-or-nothing, so its records need reach the file only with its
+	 * commit: one write a group, not one a record (write_buffered). */
+	size_t buffered;
 	uint64_t cached_from;		/* ring bytes before it left the page cache */
 	bool group_open;		/* records appended since the last commit */
 	/* The next append first checkpoints and moves the head past a gap of
@@ -340,9 +345,26 @@ static void drop_synced(struct log_state *s)
 	s->cached_from = to;
 }
 
+static int write_record(struct log_state *s, const unsigned char *rec, size_t len, uint64_t pos);
+
+/* The records buffered (and pad bytes of zeros after them) in one write. */
+static int write_buffered(struct nvm *n, struct log_state *s, size_t pad)
+{
+	if (s->buffered == 0)
+		return 0;
+	memset(s->buf + s->buffered, 0, pad);
+	int e = write_record(s, s->buf, s->buffered + pad, s->tail - s->buffered);
+	n->stats.device_bytes += s->buffered + pad;
+	s->buffered = 0;
+	return e;
+}
+
 static int sync_records(struct nvm *n, struct log_state *s)
 {
-	int e = dev_sync(&s->dev);
+	int e = write_buffered(n, s, 0);
+	if (e != 0)
+		return e;
+	e = dev_sync(&s->dev);
 	n->stats.device_flushes++;
 	if (e == 0) {
 		s->unsynced = false;
@@ -509,7 +531,8 @@ static void log_flush(struct nvm *n, const void *addr, size_t len)
 /* The record of the pending ranges, assembled in s->buf; its length. */
 static size_t assemble(const struct nvm *n, struct log_state *s, uint64_t pos, uint64_t flags)
 {
-	unsigned char *b = s->buf + sizeof(struct log_rec);
+	unsigned char *rec = s->buf + s->buffered;
+	unsigned char *b = rec + sizeof(struct log_rec);
 	uint32_t nranges = 0;
 	for (size_t i = 0; i < s->npending; i++) {
 		uint64_t off = s->pending[i].off, left = s->pending[i].len;
@@ -524,13 +547,13 @@ static size_t assemble(const struct nvm *n, struct log_state *s, uint64_t pos, u
 			nranges++;
 		}
 	}
-	uint64_t payload = (uint64_t)(b - (s->buf + sizeof(struct log_rec)));
+	uint64_t payload = (uint64_t)(b - (rec + sizeof(struct log_rec)));
 	size_t len = (size_t)rec_bytes(payload);
 	memset(b, 0, len - sizeof(struct log_rec) - payload);
 	struct log_rec h = { REC_MAGIC, s->next_seq, pos, (uint32_t)len, nranges, payload, 0, flags, 0 };
-	memcpy(s->buf, &h, sizeof(h));
-	h.check = rec_check(s, s->buf, len);
-	memcpy(s->buf, &h, sizeof(h));
+	memcpy(rec, &h, sizeof(h));
+	h.check = rec_check(s, rec, len);
+	memcpy(rec, &h, sizeof(h));
 	return len;
 }
 
@@ -599,7 +622,9 @@ static uint64_t seq_at(const struct log_state *s, uint64_t pos, uint64_t seq)
 }
 
 /* Append the pending ranges as the next record (no sync); commit: as the
- * group's last record, even with nothing pending.  0 or an errno. */
+ * group's last record, even with nothing pending.  A record that does not
+ * commit is only buffered (log_state.buffered); the commit writes the
+ * group's records at once.  0 or an errno. */
 static int append(struct nvm *n, struct log_state *s, bool commit)
 {
 	if (s->npending == 0 && !(commit && s->group_open))
@@ -615,33 +640,38 @@ static int append(struct nvm *n, struct log_state *s, bool commit)
 	 * free, is written through (nvm_log.h). */
 	if (len > s->r.size / 2 || s->tail + len - s->head > s->r.size)
 		return write_through(n, s);
+	/* The buffer holds r.size bytes: room for this record and a page of
+	 * padding, or the group so far is written first. */
+	if (s->buffered + len + s->page_size > s->r.size) {
+		int e = write_buffered(n, s, 0);
+		if (e != 0) {
+			s->npending = 0;
+			s->pending_bytes = 0;
+			return e;
+		}
+	}
 	size_t rl = assemble(n, s, s->tail, commit ? REC_COMMIT : 0);
-	/* Zeros to the end of the record's last page (where the ring is free
+	s->buffered += rl;
+	s->tail += rl;
+	s->next_seq++;
+	s->unsynced = true;
+	s->group_open = !commit;
+	n->stats.log_records++;
+	n->stats.log_bytes += rl;
+	take_pending(s);
+	if (!commit)
+		return 0;
+	/* Zeros to the end of the group's last page (where the ring is free
 	 * that far): that page has left the page cache (drop_synced), and a
 	 * write of part of a page not cached makes the kernel read the rest
 	 * from the disk first -- a synchronous read in every small epoch.  The
 	 * device writes the whole page either way; the next record overwrites
 	 * the zeros. */
-	uint64_t end = s->tail + rl, pad = (s->page_size - end % s->page_size) % s->page_size;
-	if (end + pad - s->head > s->r.size)
-		pad = s->head + s->r.size - end;
-	memset(s->buf + rl, 0, (size_t)pad);
-	int e = write_record(s, s->buf, rl + (size_t)pad, s->tail);
-	n->stats.device_bytes += rl + pad;
-	if (e == 0) {
-		s->tail += rl;
-		s->next_seq++;
-		s->unsynced = true;
-		s->group_open = !commit;
-		n->stats.log_records++;
-		n->stats.log_bytes += rl;
-		take_pending(s);
-	} else {
-		/* The error is latched: nothing is appended again. */
-		s->npending = 0;
-		s->pending_bytes = 0;
-	}
-	return e;
+	uint64_t pad = (s->page_size - s->tail % s->page_size) % s->page_size;
+	if (s->tail + pad - s->head > s->r.size)
+		pad = s->head + s->r.size - s->tail;
+	/* An error is latched (fail): nothing is appended again. */
+	return write_buffered(n, s, (size_t)pad);
 }
 
 static void fail(struct nvm *n, int e)

@@ -14,17 +14,19 @@
  *               fence asked for, and nothing is written twice.
  *   flush       records the byte range (no I/O).
  *   order       appends the ranges flushed since the previous order or
- *               fence, with their bytes, as one checksummed record to a ring
- *               in the pool file (one pwrite, no sync).
- *   fence       the same, the record marked as its group's commit, then
- *               fdatasync: a device flush.  The records from one fence to
+ *               fence, with their bytes, as one checksummed record of a
+ *               ring in the pool file: assembled in memory, written with
+ *               its group's commit (a group is all-or-nothing, below).
+ *   fence       the same, the record marked as its group's commit, the
+ *               group's records written (one pwrite), then fdatasync: a
+ *               device flush.  The records from one fence to
  *               the next are a group, and replay applies a group only with
  *               its commit: a crash before a fence returns loses every
  *               order since the last one, which is more than the ordering
  *               nvm.h promises -- all or nothing (nvm_group_room), what
  *               persist.c's in-place write-back builds on.  An epoch's three
  *               fences (persist.c) are two orders and one fence: three
- *               records, one flush.
+ *               records, one write, one flush.
  *   checkpoint  once the ring is half full, the pages records touched
  *               since the last checkpoint are written in place from the
  *               mapping (which then holds what the records made durable, or

@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # cpu-split.sh -- where the CPU goes per request: native memcached against
-# memcached-pmthreads with output commit (and, with MODES, without it), under
-# the cost table's client load (mc_client bench).
+# memcached-pmthreads with output commit (and, with MODES, without it, with
+# output commit on a file pool, and Redis with appendfsync always), under the
+# cost table's client load (mc_client bench).
 #
 # Usage: memcached-demo/cpu-split.sh [OUT_DIR]
 #
@@ -16,8 +17,13 @@
 # served in the sampled window (the run's ops/s x 2 s).  The modes alternate,
 # ROUNDS times.  The machine must be quiet: every thread on it counts.
 #
+# Modes: native (Debian's memcached), pmthreads (memcached-pmthreads, emulated
+# pmem on /dev/shm, output commit off), commit (the same with output commit),
+# commit-file (output commit on a pool in $FILE_DIR: the log backend on the
+# disk), redis-always (redis-server, AOF in $FILE_DIR, appendfsync always; its
+# threads count as the server's).
 # Environment: ROUNDS (2), SECONDS_PER_RUN (6), CONNS (16), SET_PERCENT (90),
-#   TRACKER (uffd), MODES ("native commit"; also "pmthreads"), KEYS (10000),
+#   TRACKER (uffd), MODES ("native commit"), FILE_DIR (/var/tmp), KEYS (10000),
 #   VSIZE (100), THREADS (4), MEMCACHED (/usr/bin/memcached),
 #   MEMCACHED_PMTHREADS / BUILD_DIR (where memcached-pmthreads is).
 # Needs perf (Debian: linux-perf) and the right to sample the whole machine
@@ -32,6 +38,7 @@ CONNS=${CONNS:-16}
 SET_PERCENT=${SET_PERCENT:-90}
 TRACKER=${TRACKER:-uffd}
 MODES=${MODES:-"native commit"}
+FILE_DIR=${FILE_DIR:-/var/tmp}
 KEYS=${KEYS:-10000}
 VSIZE=${VSIZE:-100}
 THREADS=${THREADS:-4}
@@ -41,8 +48,10 @@ WINDOW=2	# seconds sampled
 command -v perf >/dev/null || die "perf not found (apt-get install linux-perf)"
 [ "$SECONDS_PER_RUN" -ge $((WINDOW + 2)) ] || die "SECONDS_PER_RUN must be at least $((WINDOW + 2))"
 for m in $MODES; do
-	case $m in native | pmthreads | commit) ;;
-	*) die "MODES: '$m' is not one of native pmthreads commit" ;;
+	case $m in native | pmthreads | commit | commit-file) ;;
+	redis-always) command -v redis-server >/dev/null ||
+		die "MODES: redis-always needs redis-server (apt-get install redis-server)" ;;
+	*) die "MODES: '$m' is not one of native pmthreads commit commit-file redis-always" ;;
 	esac
 done
 [ -x "$MEMCACHED" ] || die "$MEMCACHED not found (apt-get install memcached)"
@@ -67,7 +76,7 @@ split() {
 }
 
 run() {
-	local mode=$1 rep=$2 port pool tag res ops freq
+	local mode=$1 rep=$2 port pool tag res ops freq proto=memcache
 	tag=$mode-r$rep
 	port=$(free_port)
 	pool=$TMP/pool
@@ -78,18 +87,34 @@ run() {
 		CMD=(env PMEM_IS_PMEM_FORCE=1 PMTHREADS_NVM=pmem PMTHREADS_STRICT=1 PMTHREADS_POOL="$pool"
 			PMTHREADS_TRACKER="$TRACKER" PMTHREADS_OUTPUT="$([ "$mode" = commit ] && echo commit || echo off)"
 			PMTHREADS_STATS="$OUT/$tag.stats.json" "$BIN") ;;
+	commit-file)
+		pool=$(mktemp -u "$FILE_DIR/cpu-split-pool.XXXXXX")
+		CMD=(env -u PMEM_IS_PMEM_FORCE PMTHREADS_NVM=log PMTHREADS_STRICT=1 PMTHREADS_POOL="$pool"
+			PMTHREADS_TRACKER="$TRACKER" PMTHREADS_OUTPUT=commit
+			PMTHREADS_STATS="$OUT/$tag.stats.json" "$BIN") ;;
+	redis-always)
+		proto=redis
+		pool=$(mktemp -d "$FILE_DIR/cpu-split-aof.XXXXXX")
+		CMD=(redis-server --port "$port" --bind "$MC_HOST" --dir "$pool" --appendonly yes
+			--appendfsync always --save "" --daemonize no --protected-mode no --logfile "") ;;
 	esac
-	start_server "$OUT/$tag.log" "$port" "${CMD[@]}" -l "$MC_HOST" -p "$port" -U 0 -t "$THREADS" \
-		-m 256 "${USER_ARGS[@]}" || { note "$tag: the server did not start (see $OUT/$tag.log)"; return; }
+	if [ "$mode" = redis-always ]; then
+		start_server "$OUT/$tag.log" "$port" "${CMD[@]}" ||
+			{ note "$tag: the server did not start (see $OUT/$tag.log)"; rm -rf "$pool"; return; }
+	else
+		start_server "$OUT/$tag.log" "$port" "${CMD[@]}" -l "$MC_HOST" -p "$port" -U 0 -t "$THREADS" \
+			-m 256 "${USER_ARGS[@]}" || { note "$tag: the server did not start (see $OUT/$tag.log)"; return; }
+	fi
 	# The prefill takes ~1 s + 20 us per key (MC_GRACE_MS=0: the window starts right after it).
 	( sleep "$(awk -v k="$KEYS" -v s="$SECONDS_PER_RUN" -v w="$WINDOW" \
 		'BEGIN { printf "%.2f", 1 + k * 0.00002 + (s - w) / 2 }')"
 	  perf record -q -a -g -o "$OUT/$tag.perf.data" -- sleep "$WINDOW" >/dev/null 2>&1 ) &
 	local perf_pid=$!
 	res=$(MC_GRACE_MS=0 timeout $((SECONDS_PER_RUN + 60)) "$CLIENT" bench "$MC_HOST" "$port" "$CONNS" \
-		"$SECONDS_PER_RUN" "$KEYS" "$VSIZE" "$SET_PERCENT" memcache 2>>"$OUT/$tag.client")
+		"$SECONDS_PER_RUN" "$KEYS" "$VSIZE" "$SET_PERCENT" "$proto" 2>>"$OUT/$tag.client")
 	wait "$perf_pid"
 	stop_server TERM
+	case $mode in commit-file | redis-always) rm -rf "$pool" ;; esac
 	if [ -z "$res" ] || [ ! -s "$OUT/$tag.perf.data" ]; then
 		note "$tag: no result (see $OUT/$tag.client)"
 		return

@@ -533,6 +533,12 @@ class CpuSplit(unittest.TestCase):
                           ("runtime", "tracker-ioctl"), ("server", "recv"), ("server", "user"),
                           ("idle", "-"), ("other", "user")])  # no system call frame
 
+    def test_every_thread_of_redis_is_the_server(self):
+        for comm in ("redis-server", "bio_aof", "bio_close_file", "io_thd_1"):
+            self.assertEqual(cpu_split.group_of(comm, "7", "9"), "server")
+        self.assertEqual(cpu_split.group_of("memcached-pmthr", "7", "9"), "runtime")
+        self.assertEqual(cpu_split.group_of("memcached-pmthr", "7", "7"), "server")
+
     def test_the_handler_under_do_syscall_64_names_the_call(self):
         for handler, act in (("__x64_sys_epoll_wait", "epoll"), ("__x64_sys_futex", "futex+membarrier"),
                              ("__x64_sys_membarrier", "futex+membarrier"),

@@ -26,10 +26,14 @@ SYSCALLS = ((r"sendmsg|sendto|sendmmsg|sys_write", "send"), (r"recvfrom|recvmsg|
 
 
 def group_of(comm, pid, tid):
-    """The thread group of a sample: the epoch thread is the one thread of
-    memcached-pmthreads named after the program that is not its main thread."""
+    """The thread group of a sample: the runtime's threads (the epoch thread,
+    output commit's release thread) are those of memcached-pmthreads named
+    after the program that are not its main thread; every thread of Redis is
+    the server's."""
     if comm == "mc_client":
         return "client"
+    if re.match(r"redis-server|bio_|io_thd_", comm):
+        return "server"
     if re.match(r"mc-|memcached", comm):
         return "runtime" if comm.startswith("memcached-pmthr") and pid != tid else "server"
     if comm == "swapper":

@@ -701,6 +701,12 @@ TEST_CASE("no thread of the runtime until a pool is open; the first nvmalloc sta
 		CHECK(task_counts(r.out) == alone);
 		std::string json = slurp(dir.path + "/nvmalloc.json");
 		CHECK(json_number(json, "gate_closings") == 0);
+		// Without the thread, the lock path skips its fence as it does
+		// with it, where the kernel has membarrier(2).
+		run_result with_thread = run({ prog, "idle" }, env("malloc"));
+		REQUIRE(with_thread.status == 0);
+		CHECK(json_text(json, "membarrier") ==
+		      json_text(slurp(dir.path + "/malloc.json"), "membarrier"));
 	}
 	SECTION("malloc mode: the pool is open from the start, and so the epoch thread runs")
 	{

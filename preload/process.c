@@ -3,9 +3,10 @@
  * process -- the library constructor: hands lib/runtime/startup.h what only
  * the interposition layer knows (how to resolve the real functions, where
  * the real pthread_create/join are, how the main thread and malloc mode are
- * switched on) and starts the runtime.  Start-up order, strict-mode policy,
- * exit and fork are startup.c's.
+ * switched on) and starts the runtime; fork, forwarded.  Start-up order,
+ * strict-mode policy, exit and fork are startup.c's.
  */
+#include "base/export.h"
 #include "preload.h"
 #include "real.h"
 #include "runtime/interpose.h"
@@ -27,4 +28,9 @@ __attribute__((constructor(101))) static void preload_start(void)
 		.malloc_begin = malloc_begin,
 	};
 	startup_run(&self);
+}
+
+PMT_EXPORT pid_t fork(void)
+{
+	return startup_fork(REAL(fork), REAL(sigmask));
 }

@@ -148,6 +148,8 @@ REAL_FN(int, pselect, "pselect",
 REAL_FN(int, epoll_pwait2, "epoll_pwait2",
 	(int, struct epoll_event *, int, const struct timespec *, const sigset_t *))
 REAL_FN(int, epoll_ctl, "epoll_ctl", (int, int, int, struct epoll_event *))
+/* fork (process.c) */
+REAL_FN(pid_t, fork, "fork", (void))
 /* exec (exec.c) */
 REAL_FN(int, execve, "execve", (const char *, char *const[], char *const[]))
 REAL_FN(int, execvpe, "execvpe", (const char *, char *const[], char *const[]))

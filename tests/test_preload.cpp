@@ -209,10 +209,14 @@ std::map<std::string, std::string> compare_with_native(const std::string &prog,
 			CHECK(json_number(s, "tracker_collections") >= json_number(s, "epochs_persisted"));
 			CHECK(json_number(s, "nvm_fences") >= json_number(s, "fences"));
 			CHECK(json_number(s, "heap_capacity") > 0);
-			// Not in the nvmalloc mode: its quiescent points before the
-			// first nvmalloc opened the pool are counted, not logged.
-			if (std::strcmp(m.heap, "malloc") == 0)
-				check_epoch_log(epoch_log, s);
+			// In the nvmalloc mode too: no quiescent point is made
+			// before the first nvmalloc opened the pool.
+			check_epoch_log(epoch_log, s);
+		} else {
+			// Nothing to persist: the runtime starts no epoch thread,
+			// so no gate ever closes on the program's locks.
+			CHECK(json_number(s, "gate_closings") == 0);
+			CHECK(json_number(s, "epochs") == 0);
 		}
 		stats[m.name] = s;
 	}
@@ -263,9 +267,12 @@ TEST_CASE("a thread parked in read() does not stop epochs", "[preload][trackers]
 	// 400 ms of work at a 10 ms interval: about 40 epochs are due.
 	for (auto &kv : compare_with_native("prog_blockedread")) {
 		INFO(kv.first << "\n" << kv.second);
-		// Had the parked reader stalled the gate, every attempt would be
-		// abandoned; an overloaded machine may deschedule a lock holder
-		// past the bound now and then.
+		// Where there are epochs (a pool is open): had the parked reader
+		// stalled the gate, every attempt would be abandoned; an
+		// overloaded machine may deschedule a lock holder past the
+		// bound now and then.
+		if (json_text(kv.second, "persistence") != "true")
+			continue;
 		CHECK(json_number(kv.second, "epochs") >= 10);
 		CHECK(json_number(kv.second, "abandoned") * 2 < json_number(kv.second, "epochs"));
 	}
@@ -292,6 +299,8 @@ TEST_CASE("the old pthread_cond_wait version is interposed too", "[preload][trac
 	// abandoned about every 30 ms (and few would happen).
 	for (auto &kv : compare_with_native("prog_oldcond")) {
 		INFO(kv.first << "\n" << kv.second);
+		if (json_text(kv.second, "persistence") != "true")
+			continue;	// no epochs without a pool
 		CHECK(json_number(kv.second, "abandoned") < 4);
 		CHECK(json_number(kv.second, "epochs") >= 8);
 	}
@@ -643,4 +652,122 @@ TEST_CASE("a lock taken by a tail call is named by the function called", "[prelo
 	CHECK(named.r.out.find("sync ok\nsync ok\n") != std::string::npos);
 	CHECK(json_number(named.json, "not_fase_sites") == 1);
 	CHECK(json_number(named.json, "stalls") == 0);
+}
+
+namespace {
+// tests/progs/lazystart.c under the preload: its "tasks WHERE N" lines.
+std::map<std::string, int> task_counts(const std::string &out)
+{
+	std::map<std::string, int> counts;
+	std::istringstream in(out);
+	std::string word, where;
+	int n;
+	while (in >> word)
+		if (word == "tasks" && in >> where >> n)
+			counts[where] = n;
+	return counts;
+}
+} // namespace
+
+TEST_CASE("no thread of the runtime until a pool is open; the first nvmalloc starts the epoch thread",
+	  "[preload][trackers]")
+{
+	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");
+	const std::string prog = progs + "/prog_lazystart";
+	run_result native = run({ prog, "idle" }, {});
+	INFO("native: " << native.describe());
+	REQUIRE(native.status == 0);
+	std::map<std::string, int> alone = task_counts(native.out);
+	REQUIRE(alone.size() == 4);
+	for (auto &kv : alone)
+		CHECK(kv.second == 1);
+	scratch_dir dir;
+	auto env = [&](const char *heap) {
+		return std::map<std::string, std::string>{
+			{ "LD_PRELOAD", lib },
+			{ "PMTHREADS_POOL", dir.path + "/" + heap + ".pool" },
+			{ "PMTHREADS_POOL_SIZE", "64M" },
+			{ "PMTHREADS_HEAP", heap },
+			{ "PMTHREADS_TRACKER", probe_tracker() },
+			{ "PMTHREADS_INTERVAL_MS", "10" },
+			{ "PMTHREADS_STATS", dir.path + "/" + heap + ".json" },
+		};
+	};
+	SECTION("nvmalloc mode, the API never called: the program's threads only")
+	{
+		run_result r = run({ prog, "idle" }, env("nvmalloc"));
+		INFO(r.describe());
+		REQUIRE(r.status == 0);
+		CHECK(task_counts(r.out) == alone);
+		std::string json = slurp(dir.path + "/nvmalloc.json");
+		CHECK(json_number(json, "gate_closings") == 0);
+		// Without the thread, the lock path skips its fence as it does
+		// with it, where the kernel has membarrier(2).
+		run_result with_thread = run({ prog, "idle" }, env("malloc"));
+		REQUIRE(with_thread.status == 0);
+		CHECK(json_text(json, "membarrier") ==
+		      json_text(slurp(dir.path + "/malloc.json"), "membarrier"));
+	}
+	SECTION("malloc mode: the pool is open from the start, and so the epoch thread runs")
+	{
+		run_result r = run({ prog, "idle" }, env("malloc"));
+		INFO(r.describe());
+		REQUIRE(r.status == 0);
+		std::map<std::string, int> counts = task_counts(r.out);
+		CHECK(counts["main"] == 2);
+		CHECK(counts["joined"] == 2);
+		CHECK(counts["child"] == 1);	// a fork child has no epoch thread
+		CHECK(json_number(slurp(dir.path + "/malloc.json"), "epochs") >= 1);
+	}
+	SECTION("nvmalloc mode: two first nvmallocs at once while another thread holds a lock")
+	{
+		run_result r = run({ prog, "start" }, env("nvmalloc"));
+		INFO(r.describe());
+		REQUIRE(r.killed());
+		std::map<std::string, int> counts = task_counts(r.out);
+		CHECK(counts["main"] == 1);
+		CHECK(counts["joined"] == 1);
+		CHECK(counts["child"] == 1);
+		CHECK(counts["holding"] == 2);
+		// main, the holder and one epoch thread (the two callers ended)
+		CHECK(counts["started"] == 3);
+		CHECK(counts["synced"] == 2);
+		// The epoch that began while the holder held its lock waited for
+		// its release.
+		CHECK(r.out.find("sync 0\n") != std::string::npos);
+		run_result c = run({ prog, "check" }, env("nvmalloc"));
+		INFO(c.describe());
+		CHECK(c.status == 0);
+		CHECK(c.out == "recovered 4242424242\n");
+	}
+}
+
+TEST_CASE("a SCHED_FIFO child signalled before it first ran: its handler's malloc and stdio work",
+	  "[preload][trackers]")
+{
+	// Open POSIX sched_setparam/2-1 and 2-2: with a thread of the runtime
+	// in the process, glibc's fork held its malloc and stdio locks and the
+	// handler, run inside the child's fork, waited for them for ever.
+	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");
+	const std::string prog = progs + "/prog_forksignal";
+	run_result native = run({ prog }, {});
+	INFO("native: " << native.describe());
+	if (native.status == 77) {
+		WARN("SCHED_FIFO is not allowed here: " << native.out);
+		return;
+	}
+	REQUIRE(native.status == 0);
+	REQUIRE(native.out == "handler ran\n");
+	scratch_dir dir;
+	for (const preload_mode &m : preload_modes()) {
+		INFO(m.name);
+		run_result r = run({ prog }, { { "LD_PRELOAD", lib },
+					       { "PMTHREADS_POOL", dir.path + "/" + m.heap + ".pool" },
+					       { "PMTHREADS_POOL_SIZE", "64M" },
+					       { "PMTHREADS_HEAP", m.heap },
+					       { "PMTHREADS_TRACKER", m.tracker } });
+		INFO(r.describe());
+		CHECK(r.status == 0);
+		CHECK(r.out == native.out);
+	}
 }

@@ -45,9 +45,8 @@ static struct threads {
 	/* The end of the process (quiesce_set_last_thread_fn): application
 	 * threads alive (main counts from the start) and the runtime's own
 	 * threads alive (atomics), the function that ends it (atomic), and the
-	 * main thread's signal mask at quiesce_start for the exit on the epoch
-	 * thread (written under epoch.control_lock before the epoch thread is
-	 * created, read by it). */
+	 * signal mask of the thread that installed it, for the exit on the
+	 * epoch thread (written before fn is published, read after). */
 	atomic_int app;
 	atomic_int internal;
 	_Atomic(quiesce_last_thread_fn) last_thread_fn;
@@ -202,7 +201,10 @@ __thread struct quiesce_thread quiesce_self __attribute__((tls_model("initial-ex
 /* The gate; threads wait on it with a futex. */
 atomic_uint quiesce_gate = GATE_OPEN;
 /* When membarrier(2) is unavailable fase_enter pays a full fence instead.
- * Until the first quiesce_start it is unknown, so fence. */
+ * Until quiesce_init or the first quiesce_start has registered it, fence.
+ * Only ever goes from 1 to 0 while other threads may run (fence_settle):
+ * 0 means this process is registered, so the epoch thread's membarrier
+ * covers every thread whatever it read. */
 atomic_uint quiesce_need_fence = 1;
 atomic_uint quiesce_exclusions;
 
@@ -791,6 +793,7 @@ static enum attempt attempt_epoch(bool retry)
 
 void quiesce_set_last_thread_fn(quiesce_last_thread_fn fn)
 {
+	pthread_sigmask(SIG_BLOCK, NULL, &threads.start_mask);
 	atomic_store(&threads.last_thread_fn, fn);
 }
 
@@ -985,6 +988,22 @@ void quiesce_set_thread_functions(quiesce_create_fn create, quiesce_join_fn join
 quiesce_create_fn quiesce_thread_create_fn(void) { return threads.create; }
 quiesce_join_fn quiesce_thread_join_fn(void) { return threads.join; }
 
+/* Register this process for membarrier(2) unless it is already, and say
+ * whether the lock path may skip its fence.  Never sets quiesce_need_fence
+ * while it is 0: a thread may have taken the fast path on that value
+ * without a fence, which only the registration makes safe. */
+static bool fence_settle(void)
+{
+	if (atomic_load(&quiesce_need_fence) != 0 && prim_membarrier_register())
+		atomic_store(&quiesce_need_fence, 0);
+	return atomic_load(&quiesce_need_fence) == 0;
+}
+
+void quiesce_init(void)
+{
+	(void)fence_settle();
+}
+
 int quiesce_start(unsigned ms, quiesce_epoch_fn fn, void *arg)
 {
 	return quiesce_start_split(ms, fn, NULL, arg);
@@ -1011,8 +1030,7 @@ int quiesce_start_split(unsigned ms, quiesce_epoch_fn fn, quiesce_after_fn after
 		prim_unlock(&epoch.control_lock);
 		return 0;
 	}
-	atomic_store(&quiesce_need_fence, !prim_membarrier_register());
-	if (atomic_load(&quiesce_need_fence))
+	if (!fence_settle())
 		log_msg(LOG_INFO, "membarrier(2) is unavailable; the lock path uses a full fence");
 	epoch.fn = fn;
 	epoch.after = after;
@@ -1026,7 +1044,6 @@ int quiesce_start_split(unsigned ms, quiesce_epoch_fn fn, quiesce_after_fn after
 	prim_lock(&stats.lock);
 	stall.next_report_ns = first_report_ns();
 	prim_unlock(&stats.lock);
-	pthread_sigmask(SIG_BLOCK, NULL, &threads.start_mask);
 	int e = quiesce_create_internal_thread(&epoch.thread, epoch_main, NULL);
 	if (e != 0) {
 		prim_unlock(&epoch.control_lock);
@@ -1171,6 +1188,10 @@ void quiesce_atfork_child(void)
 	atomic_store(&threads.registered, n);
 	atomic_store(&threads.app, 1);
 	atomic_store(&threads.internal, 0);
+	/* A registration the kernel does not carry into the child is made
+	 * again; without it, fence (no other thread runs yet to have read 0). */
+	if (atomic_load(&quiesce_need_fence) == 0 && !prim_membarrier_register())
+		atomic_store(&quiesce_need_fence, 1);
 
 	/* No epoch thread; the procedure and the interval stay for a
 	 * quiesce_start in the child. */

@@ -130,9 +130,9 @@ extern __thread struct quiesce_thread quiesce_self
 	__attribute__((tls_model("initial-exec"), visibility("hidden")));
 /* The gate (enum quiesce_gate_state); threads wait on it with a futex. */
 extern atomic_uint quiesce_gate __attribute__((visibility("hidden")));
-/* Nonzero while the epoch thread cannot use membarrier(2) (also before it
- * first starts): then the 0 -> 1 transition needs a full fence, which the
- * slow path supplies. */
+/* Nonzero while the epoch thread cannot use membarrier(2) (also before
+ * quiesce_init or the first quiesce_start learnt that it can): then the
+ * 0 -> 1 transition needs a full fence, which the slow path supplies. */
 extern atomic_uint quiesce_need_fence __attribute__((visibility("hidden")));
 /* Nonzero once a classifier of call sites is installed
  * (quiesce_set_site_classifier): every acquire then asks whether its site
@@ -262,14 +262,22 @@ enum quiesce_outcome {
 };
 typedef enum quiesce_outcome (*quiesce_after_fn)(void *arg);
 
+/* Before the first lock is counted (the library's start-up), without
+ * starting any thread: registers the process for membarrier(2), so that the
+ * lock fast path needs no fence whether or not an epoch thread ever runs.
+ * Without it that is learnt at the first quiesce_start, and until then every
+ * 0 -> 1 pays a full fence. */
+void quiesce_init(void);
+
 /* Start the epoch thread.  interval_ms: the period (> 0), kept at a fixed
  * rate: an epoch is due one interval after the previous one started, and
  * when the after procedure overran that, the next epoch starts as soon as it
- * returns (counted as late: a backlog).  When the epoch
- * thread already runs, this replaces the epoch procedure and the interval
- * instead (the preload layer starts the gate before any pool is opened;
- * runtime_init later installs the persisting procedure).  Returns 0 or -1
- * with err_get() set. */
+ * returns (counted as late: a backlog).  When the epoch thread already runs,
+ * this replaces the epoch procedure and the interval instead.  Threads that
+ * already hold locks when it starts are waited for like any others: their
+ * depth is kept whether or not an epoch thread runs.  The runtime starts it
+ * only when a pool is open (runtime_init): a process with nothing to persist
+ * has no thread of the runtime.  Returns 0 or -1 with err_get() set. */
 int quiesce_start(unsigned interval_ms, quiesce_epoch_fn fn, void *arg);
 /* The same with a second procedure run after the gate reopened (see
  * quiesce_epoch_fn); both get arg.  quiesce_start is this with after NULL. */
@@ -335,10 +343,12 @@ void quiesce_thread_exit(void);
  * (quiesce_app_thread_gone).  Once the count is 0 the epoch thread watches
  * /proc/self/task (threads started without the wrapper count there, so
  * nothing ends early) and, when only the runtime's own threads are left,
- * restores the signal mask the program started with and calls fn on the
- * epoch thread: the preload's exit(0), whose handlers make the final epoch
+ * restores the signal mask of the thread that set fn (the main thread at
+ * start-up: the mask the program started with) and calls fn on the epoch
+ * thread: the preload's exit(0), whose handlers make the final epoch
  * (quiesce_stop works when called on the epoch thread itself).  Without fn
- * (the default) nothing is watched. */
+ * (the default) nothing is watched; without an epoch thread the C library
+ * ends the process itself. */
 typedef void (*quiesce_last_thread_fn)(void);
 void quiesce_set_last_thread_fn(quiesce_last_thread_fn fn);
 void quiesce_app_thread_added(void);

@@ -16,6 +16,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -30,10 +32,8 @@ extern char *program_invocation_name;
 static void at_exit(void)
 {
 	const struct config *cfg = config_get();
+	/* Stops the epoch thread, which runs only while a pool is open. */
 	runtime_shutdown();
-	/* Without a pool (nvmalloc mode, no nvmalloc call) the runtime did
-	 * not own the epoch thread. */
-	quiesce_stop(false);
 	if (runtime_write_final_stats() != 0)
 		log_msg(LOG_ERR, "%s", err_get());
 	if (cfg->check != CHECK_OFF)
@@ -64,6 +64,29 @@ static void atfork_child(void)
 	quiesce_atfork_child();
 }
 
+pid_t startup_fork(startup_fork_fn real_fork, startup_sigmask_fn real_sigmask)
+{
+	/* A handler that runs in the child before the C library's fork has
+	 * finished there (a SCHED_FIFO parent that signals a child pinned to
+	 * its CPU before it ever ran) waits for ever on the malloc and stdio
+	 * locks fork holds when the process has other threads; without the
+	 * runtime's it would have none.  Blocked, the signal waits for fork to
+	 * return.  The signals a fault raises stay deliverable: blocked, they
+	 * would end the process. */
+	sigset_t async, old;
+	sigfillset(&async);
+	static const int synchronous[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
+	for (size_t i = 0; i < sizeof(synchronous) / sizeof(synchronous[0]); i++)
+		sigdelset(&async, synchronous[i]);
+	bool blocked = real_sigmask(SIG_BLOCK, &async, &old) == 0;
+	pid_t pid = real_fork();
+	int saved_errno = errno;
+	if (blocked)
+		real_sigmask(SIG_SETMASK, &old, NULL);
+	errno = saved_errno;
+	return pid;
+}
+
 static void strict_exit(void)
 {
 	log_msg(LOG_ERR, "PMTHREADS_STRICT=1: exiting (status %d) instead of running "
@@ -71,14 +94,19 @@ static void strict_exit(void)
 	exit(RUNTIME_STRICT_EXIT);
 }
 
-/* The target's start: quiesce first (its epoch thread, the main thread
- * counted), then the heap in malloc mode, then the epoch thread. */
+/* The target's start: quiesce first (the main thread counted), then in
+ * malloc mode the heap, whose pool brings the epoch thread.  No thread is
+ * started otherwise: in nvmalloc mode the first nvmalloc (or other call that
+ * opens the pool) starts it, and until then the program runs with exactly
+ * its own threads (a multi-threaded process's fork and signal handlers
+ * behave differently: pmthreads(7)). */
 static void start_target(const struct startup_interposer *self, const struct config *cfg,
 			 uint64_t load_ns)
 {
 	if (!linkage_locks_reach_us() && cfg->strict)
 		strict_exit();
 	stats_start(load_ns);
+	quiesce_init();
 	quiesce_set_thread_functions(*self->real_create, *self->real_join);
 	self->main_thread_counted();
 	quiesce_set_last_thread_fn(last_thread_exited);
@@ -101,8 +129,6 @@ static void start_target(const struct startup_interposer *self, const struct con
 	if (cfg->not_fase[0] != '\0')
 		quiesce_set_site_classifier(stall_not_fase_site);
 	quiesce_set_sync_timeout(cfg->sync_timeout_ms);
-	if (!quiesce_running() && quiesce_start(cfg->interval_ms, NULL, NULL) != 0)
-		log_msg(LOG_ERR, "%s", err_get());
 	atexit(at_exit);
 }
 

@@ -6,9 +6,10 @@
  * configuration taken (a bad one reported, the program run on unpersisted),
  * the target decided (target.h; a wrapper or a child that is not the target
  * stays inert and never opens a pool), LD_PRELOAD fixed for children
- * (exec_env.h), the epoch thread given the real pthread_create/join and
- * started, and in malloc mode the runtime brought up at once; in nvmalloc
- * mode it starts at the first nvmalloc.  PMTHREADS_STRICT=1 policy at start:
+ * (exec_env.h), the epoch thread given the real pthread_create/join, and
+ * in malloc mode the runtime brought up at once (its pool starts the epoch
+ * thread); in nvmalloc mode it starts at the first nvmalloc, and until then
+ * the runtime has no thread.  PMTHREADS_STRICT=1 policy at start:
  * a configuration error, a program that does not use the API in nvmalloc
  * mode (linkage.h), or lock calls that reach a runtime before this library
  * end the process with RUNTIME_STRICT_EXIT.  The exit handler (final epoch,
@@ -19,6 +20,9 @@
 #define PMT_STARTUP_H
 
 #include "quiesce/quiesce.h"
+
+#include <signal.h>
+#include <sys/types.h>
 
 /* What start-up needs from the interposition layer, which only it knows. */
 struct startup_interposer {
@@ -41,5 +45,17 @@ struct startup_interposer {
  * as it was before the call: the program reaches main with what the C
  * library left there, whatever the start-up's probes set. */
 void startup_run(const struct startup_interposer *self);
+
+/* The program's fork(2), through real_fork (the C library's), with every
+ * signal but those a fault raises blocked across it (the kernel's masks set
+ * with real_sigmask, the C library's): a signal sent to the child before it
+ * first runs is delivered once the child's fork has returned -- after the C
+ * library released the locks it holds across fork in a multi-threaded
+ * process, which the runtime's own threads make this one -- and the
+ * parent's, once its fork has.  Each gets back the mask it had; fork's
+ * result and errno are the real one's. */
+typedef pid_t (*startup_fork_fn)(void);
+typedef int (*startup_sigmask_fn)(int, const sigset_t *, sigset_t *);
+pid_t startup_fork(startup_fork_fn real_fork, startup_sigmask_fn real_sigmask);
 
 #endif

@@ -774,24 +774,108 @@ static bool read_head(const struct log_state *s, int slot, struct log_head *h)
 	       h->pos % REC_ALIGN == 0;
 }
 
-/* The record at pos with seq, read into scratch (in two parts when it wraps
- * around the ring's end), when complete; NULL otherwise (the end). */
-static const unsigned char *record_at(const struct log_state *s, uint64_t pos, uint64_t seq,
-				      unsigned char *scratch)
+/* The live part of the ring as replay reads it: once, in chunks of
+ * READ_CHUNK, each record checksummed once in the buffer, which holds the
+ * ring's bytes from from (the first record of the group not yet applied) to
+ * to.  A group is applied from the buffer once its commit is read, then
+ * left behind; what a group still needs moves to the buffer's start when
+ * the next chunk has no room after it.  The kernel is asked to read the
+ * chunks after the one in hand meanwhile (prim_will_need), so that the disk
+ * works while the records in hand are checked and applied. */
+#define READ_CHUNK (1u << 20)
+#define READ_AHEAD (8u << 20)
+#define READ_FIRST (64u << 10)
+
+struct ring_reader {
+	unsigned char *buf;
+	size_t cap;		/* r.size: a live part never exceeds the ring */
+	uint64_t from, to;	/* positions: buf[0] holds from */
+	uint64_t advised;	/* positions before it were asked for */
+	bool failed;		/* a read failed: nothing after it */
+};
+
+/* Ring bytes [from, from + len) of the lap starting at head into dst, in
+ * two reads where they wrap around the ring's end. */
+static bool read_ring(const struct log_state *s, unsigned char *dst, uint64_t from, size_t len)
 {
-	uint64_t in = pos % s->r.size;
+	uint64_t in = from % s->r.size;
+	size_t first = in + len > s->r.size ? (size_t)(s->r.size - in) : len;
+	return read_at(s, dst, first, s->r.off + in) &&
+	       (first == len || read_at(s, dst + first, len - first, s->r.off));
+}
+
+static void advise_ring(const struct log_state *s, struct ring_reader *rr, uint64_t upto)
+{
+	if (upto <= rr->advised)
+		return;
+	uint64_t in = rr->advised % s->r.size, len = upto - rr->advised;
+	uint64_t first = in + len > s->r.size ? s->r.size - in : len;
+	prim_will_need(*s->dev.fd, s->r.off + in, first);
+	if (first < len)
+		prim_will_need(*s->dev.fd, s->r.off, len - first);
+	rr->advised = upto;
+}
+
+/* Make ring positions up to end readable in the buffer (end - head is at
+ * most the ring's size); false at a failed read. */
+static bool reader_fill(const struct log_state *s, struct ring_reader *rr, uint64_t keep,
+			uint64_t end)
+{
+	uint64_t limit = s->head + s->r.size;
+	while (rr->to < end) {
+		if (rr->failed)
+			return false;
+		/* Applied records leave the buffer once they fill a chunk,
+		 * or when the next chunk has no room: what is read goes to
+		 * memory already touched. */
+		if (keep > rr->from &&
+		    (keep - rr->from >= READ_CHUNK || rr->to - rr->from + READ_CHUNK > rr->cap)) {
+			memmove(rr->buf, rr->buf + (keep - rr->from), (size_t)(rr->to - keep));
+			rr->from = keep;
+		}
+		/* Small reads while the log proves short (a clean close
+		 * leaves none), up to a chunk. */
+		uint64_t len = rr->to - s->head < READ_CHUNK ? rr->to - s->head : READ_CHUNK;
+		if (len < READ_FIRST)
+			len = READ_FIRST;
+		if (len > limit - rr->to)
+			len = limit - rr->to;
+		if (len > rr->cap - (rr->to - rr->from))
+			len = rr->cap - (rr->to - rr->from);
+		/* A whole chunk past end when there is room: the next record
+		 * most likely starts there. */
+		if (len < end - rr->to)
+			len = end - rr->to;
+		uint64_t ahead = rr->to - s->head < READ_AHEAD ? rr->to - s->head : READ_AHEAD;
+		advise_ring(s, rr, rr->to + len + ahead < limit ? rr->to + len + ahead : limit);
+		if (!read_ring(s, rr->buf + (rr->to - rr->from), rr->to, (size_t)len)) {
+			rr->failed = true;
+			return false;
+		}
+		rr->to += len;
+	}
+	return true;
+}
+
+/* The record at pos with seq, checked in the buffer, when complete; NULL
+ * otherwise (the end).  keep: the position the buffer must still hold. */
+static const unsigned char *record_at(const struct log_state *s, struct ring_reader *rr,
+				      uint64_t keep, uint64_t pos, uint64_t seq)
+{
 	struct log_rec h;
-	if (!read_at(s, &h, sizeof(h), s->r.off + in))	/* a line never wraps */
+	if (pos + sizeof(h) - s->head > s->r.size || !reader_fill(s, rr, keep, pos + sizeof(h)))
 		return NULL;
+	memcpy(&h, rr->buf + (pos - rr->from), sizeof(h));
 	if ((h.magic != REC_MAGIC && h.magic != REC_MAGIC_SINGLE) || h.seq != seq || h.pos != pos ||
 	    h.len % REC_ALIGN != 0 ||
 	    h.len < sizeof(h) || h.len > s->r.size / 2 || h.payload > h.len - sizeof(h))
 		return NULL;
-	size_t first = in + h.len > s->r.size ? (size_t)(s->r.size - in) : h.len;
-	if (!read_at(s, scratch, first, s->r.off + in) ||
-	    (first < h.len && !read_at(s, scratch + first, h.len - first, s->r.off)))
+	if (pos + h.len - s->head > s->r.size)
+		return NULL;	/* it would overlap the head: not of this lap */
+	if (!reader_fill(s, rr, keep, pos + h.len))
 		return NULL;
-	return rec_check(s, scratch, h.len) == h.check ? scratch : NULL;
+	const unsigned char *rec = rr->buf + (pos - rr->from);
+	return rec_check(s, rec, h.len) == h.check ? rec : NULL;
 }
 
 /* Apply one complete record to the mapping.  -1 (err_get() set) when its
@@ -841,50 +925,43 @@ static int replay(struct nvm *n, struct log_state *s)
 	s->resume_pos = resumes ? h[cur].resume_pos : h[cur].pos;
 	s->resume_seq = resumes ? h[cur].resume_seq : h[cur].seq;
 	uint64_t t0 = prim_now_ns();
-	unsigned char *scratch = prim_map_any(s->r.size / 2);
-	if (scratch == NULL) {
+	struct ring_reader rr = { prim_map_any(s->r.size), s->r.size, s->head, s->head, s->head,
+				  false };
+	if (rr.buf == NULL) {
 		err_set_errno(ENOMEM, "cannot reserve the buffer to replay the pool's log");
 		return -1;
 	}
-	/* First the end of the last complete group: a record counts only
-	 * with its group's commit (nvm_log.h). */
-	uint64_t end = s->head, pos = s->head, seq = s->head_seq;
+	/* Each record is read and checked once; a group is applied when its
+	 * commit is read (a record counts only with its group's commit:
+	 * nvm_log.h), so what a torn or stale record ends is never applied. */
+	uint64_t pos = s->head, seq = s->head_seq;
+	int rc = 0;
 	for (;;) {
 		seq = seq_at(s, pos, seq);
-		const unsigned char *rec = record_at(s, pos, seq, scratch);
+		const unsigned char *rec = record_at(s, &rr, s->tail, pos, seq);
 		if (rec == NULL)
 			break;
 		struct log_rec r;
 		memcpy(&r, rec, sizeof(r));
-		if (pos + r.len - s->head > s->r.size)
-			break;	/* it would overlap the head: not of this lap */
 		pos += r.len;
 		seq++;
-		if (r.magic == REC_MAGIC_SINGLE || (r.flags & REC_COMMIT))
-			end = pos;
-	}
-	int rc = 0;
-	while (s->tail < end) {
-		s->next_seq = seq_at(s, s->tail, s->next_seq);
-		const unsigned char *rec = record_at(s, s->tail, s->next_seq, scratch);
-		if (rec == NULL) {
-			/* Read back as it was read a moment ago: only the
-			 * device can have changed it. */
-			err_set("the pool's log record %llu changed while it was replayed",
-				(unsigned long long)s->next_seq);
-			rc = -1;
-			break;
+		if (r.magic != REC_MAGIC_SINGLE && !(r.flags & REC_COMMIT))
+			continue;
+		while (s->tail < pos) {
+			const unsigned char *g = rr.buf + (s->tail - rr.from);
+			uint32_t len;
+			memcpy(&len, g + offsetof(struct log_rec, len), sizeof(len));
+			if ((rc = apply(n, s, g)) != 0)
+				break;
+			s->tail += len;
+			n->stats.log_replayed_records++;
+			n->stats.log_replayed_bytes += len;
 		}
-		uint32_t len;
-		memcpy(&len, rec + offsetof(struct log_rec, len), sizeof(len));
-		if ((rc = apply(n, s, rec)) != 0)
+		if (rc != 0)
 			break;
-		s->tail += len;
-		s->next_seq++;
-		n->stats.log_replayed_records++;
-		n->stats.log_replayed_bytes += len;
+		s->next_seq = seq;
 	}
-	prim_unmap(scratch, s->r.size / 2);
+	prim_unmap(rr.buf, rr.cap);
 	if (rc != 0)
 		return rc;
 	n->stats.log_replay_us += (prim_now_ns() - t0) / 1000;

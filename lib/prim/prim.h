@@ -95,6 +95,10 @@ int prim_fdatasync(int fd);
  * changed; pages read back from disk come in folios the size of what is
  * written next. */
 void prim_drop_cache(int fd, uint64_t off, uint64_t len);
+/* Start reading [off, off+len) of fd into the page cache without waiting
+ * for it (POSIX_FADV_WILLNEED): a hint, for a reader that will want it
+ * next. */
+void prim_will_need(int fd, uint64_t off, uint64_t len);
 /* fsync the directory dir itself, so that a name created in it or renamed
  * into it survives a power cut.  0, or -1 with errno set. */
 int prim_sync_dir(const char *dir);

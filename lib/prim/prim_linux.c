@@ -193,6 +193,11 @@ void prim_drop_cache(int fd, uint64_t off, uint64_t len)
 	(void)posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
 }
 
+void prim_will_need(int fd, uint64_t off, uint64_t len)
+{
+	(void)posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
+}
+
 int prim_fdatasync(int fd)
 {
 	int r;

@@ -17,17 +17,22 @@
  * cache after each sync (drop_synced), the data pages cached.  With
  * "cold", the whole file leaves the page cache before every open.
  *
- * Usage: bench_replay DIR [ROUNDS [LINES [cold]]]  (default 11, 5000)
+ * Replay takes a helper thread (nvm_log_set_helper) unless "one" is given;
+ * with "both", rounds alternate between the two, printed apart (paired).
+ *
+ * Usage: bench_replay DIR [ROUNDS [LINES [cold] [one|both]]]  (default 11, 5000)
  */
 #include "base/log.h"
 #include "persist/nvm.h"
 #include "persist/nvm_log.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,6 +60,11 @@ static void die(const char *what)
 	exit(1);
 }
 
+static int start_thread(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	return pthread_create(th, NULL, fn, arg);
+}
+
 static struct nvm *open_pool(const char *path, size_t len, const struct nvm_log_region *r, int *fd)
 {
 	*fd = open(path, O_RDWR);
@@ -69,12 +79,17 @@ static struct nvm *open_pool(const char *path, size_t len, const struct nvm_log_
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: bench_replay DIR [ROUNDS [LINES [cold]]]\n");
+		fprintf(stderr, "usage: bench_replay DIR [ROUNDS [LINES [cold] [one|both]]]\n");
 		return 2;
 	}
 	int rounds = argc > 2 ? atoi(argv[2]) : 11;
 	size_t lines = argc > 3 ? (size_t)atol(argv[3]) : 5000;
-	bool cold = argc > 4 && strcmp(argv[4], "cold") == 0;
+	bool cold = false, one = false, both = false;
+	for (int a = 4; a < argc; a++) {
+		cold |= strcmp(argv[a], "cold") == 0;
+		one |= strcmp(argv[a], "one") == 0;
+		both |= strcmp(argv[a], "both") == 0;
+	}
 	if (rounds < 1 || rounds > 1000 || lines < 1) {
 		fprintf(stderr, "bench_replay: ROUNDS 1-1000, LINES at least 1\n");
 		return 2;
@@ -132,35 +147,60 @@ int main(int argc, char **argv)
 	nvm_abandon(n);
 	close(fd);
 
-	uint64_t *replay_us = calloc((size_t)rounds, 8), *open_us = calloc((size_t)rounds, 8);
+	/* [0]: with the helper, [1]: one thread. */
+	uint64_t *replay_us[2], *open_us[2], *cpu_us[2], prefaulted = 0;
+	int got[2] = { 0, 0 };
+	for (int m = 0; m < 2; m++) {
+		replay_us[m] = calloc((size_t)rounds, 8);
+		open_us[m] = calloc((size_t)rounds, 8);
+		cpu_us[m] = calloc((size_t)rounds, 8);
+	}
 	uint64_t records = 0, bytes = 0;
-	for (int k = 0; k < rounds; k++) {
+	for (int k = 0; k < rounds * (both ? 2 : 1); k++) {
+		int m = both ? k % 2 : one;
+		nvm_log_set_helper(m == 0 ? start_thread : NULL, pthread_join, NULL);
 		if (cold) {
 			fd = open(path, O_RDONLY);
 			if (fd < 0 || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0)
 				die("drop the page cache");
 			close(fd);
 		}
+		struct rusage ru0, ru1;
+		getrusage(RUSAGE_THREAD, &ru0);
 		uint64_t t0 = now_ns();
 		n = open_pool(path, len, &r, &fd);
-		open_us[k] = (now_ns() - t0) / 1000;
-		replay_us[k] = n->stats.log_replay_us;
+		getrusage(RUSAGE_THREAD, &ru1);
+		cpu_us[m][got[m]] = (uint64_t)((ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1000000L + ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
+		open_us[m][got[m]] = (now_ns() - t0) / 1000;
+		replay_us[m][got[m]++] = n->stats.log_replay_us;
 		records = n->stats.log_replayed_records;
 		bytes = n->stats.log_replayed_bytes;
+		if (m == 0)
+			prefaulted = n->stats.log_replay_prefaulted;
 		nvm_abandon(n);
 		close(fd);
 	}
 	unlink(path);
-	qsort(replay_us, (size_t)rounds, 8, cmp_u64);
-	qsort(open_us, (size_t)rounds, 8, cmp_u64);
 	printf("bench_replay: %s, %llu epochs of %zu lines, log %.1f MiB; replayed %llu records, "
 	       "%.1f MiB; %d rounds%s\n", argv[1], (unsigned long long)epoch, lines,
 	       (double)filled / (1 << 20), (unsigned long long)records, (double)bytes / (1 << 20),
 	       rounds, cold ? ", page cache dropped before each" : "");
-	printf("replay_ms p50=%.1f min=%.1f max=%.1f  open_ms p50=%.1f min=%.1f max=%.1f\n",
-	       replay_us[rounds / 2] / 1e3, replay_us[0] / 1e3, replay_us[rounds - 1] / 1e3,
-	       open_us[rounds / 2] / 1e3, open_us[0] / 1e3, open_us[rounds - 1] / 1e3);
-	free(replay_us);
-	free(open_us);
+	for (int m = 0; m < 2; m++) {
+		if (got[m] == 0)
+			continue;
+		qsort(replay_us[m], (size_t)got[m], 8, cmp_u64);
+		qsort(open_us[m], (size_t)got[m], 8, cmp_u64);
+		qsort(cpu_us[m], (size_t)got[m], 8, cmp_u64);
+		printf("%-11s replay_ms p50=%.1f min=%.1f max=%.1f  open_ms p50=%.1f min=%.1f "
+		       "max=%.1f", m == 0 ? "helper:" : "one thread:", replay_us[m][got[m] / 2] / 1e3,
+		       replay_us[m][0] / 1e3, replay_us[m][got[m] - 1] / 1e3,
+		       open_us[m][got[m] / 2] / 1e3, open_us[m][0] / 1e3, open_us[m][got[m] - 1] / 1e3);
+		printf("  opener_cpu_ms p50=%.1f", cpu_us[m][got[m] / 2] / 1e3);
+		if (m == 0)
+			printf("  pages prefaulted %llu", (unsigned long long)prefaulted);
+		printf("\n");
+		free(replay_us[m]);
+		free(open_us[m]);
+	}
 	return 0;
 }

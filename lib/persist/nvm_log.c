@@ -10,6 +10,8 @@
 #include "prim/prim.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -758,6 +760,22 @@ static void log_discard_flushed(struct nvm *n)
 
 /* ---- replay ---- */
 
+/* How replay starts and ends its helper thread (nvm_log_set_helper): none
+ * set, it runs on the opening thread alone. */
+static struct {
+	nvm_log_thread_start_fn start;
+	nvm_log_thread_join_fn join;
+	void (*done)(void);
+} helper;
+
+void nvm_log_set_helper(nvm_log_thread_start_fn start, nvm_log_thread_join_fn join,
+			void (*done)(void))
+{
+	helper.start = start;
+	helper.join = start != NULL ? join : NULL;
+	helper.done = start != NULL ? done : NULL;
+}
+
 /* The log is read with pread, not through the mapping: a hole of a full
  * tmpfs cannot even be loaded from a mapping (SIGBUS), while pread gives
  * its zeros. */
@@ -779,18 +797,16 @@ static bool read_head(const struct log_state *s, int slot, struct log_head *h)
  * ring's bytes from from (the first record of the group not yet applied) to
  * to.  A group is applied from the buffer once its commit is read, then
  * left behind; what a group still needs moves to the buffer's start when
- * the next chunk has no room after it.  The kernel is asked to read the
- * chunks after the one in hand meanwhile (prim_will_need), so that the disk
- * works while the records in hand are checked and applied. */
+ * the next chunk has no room after it.  (Asking the kernel for the chunks
+ * ahead, POSIX_FADV_WILLNEED, cost more than it saved: its own readahead
+ * follows the reads.) */
 #define READ_CHUNK (1u << 20)
-#define READ_AHEAD (8u << 20)
 #define READ_FIRST (64u << 10)
 
 struct ring_reader {
 	unsigned char *buf;
 	size_t cap;		/* r.size: a live part never exceeds the ring */
 	uint64_t from, to;	/* positions: buf[0] holds from */
-	uint64_t advised;	/* positions before it were asked for */
 	bool failed;		/* a read failed: nothing after it */
 };
 
@@ -802,18 +818,6 @@ static bool read_ring(const struct log_state *s, unsigned char *dst, uint64_t fr
 	size_t first = in + len > s->r.size ? (size_t)(s->r.size - in) : len;
 	return read_at(s, dst, first, s->r.off + in) &&
 	       (first == len || read_at(s, dst + first, len - first, s->r.off));
-}
-
-static void advise_ring(const struct log_state *s, struct ring_reader *rr, uint64_t upto)
-{
-	if (upto <= rr->advised)
-		return;
-	uint64_t in = rr->advised % s->r.size, len = upto - rr->advised;
-	uint64_t first = in + len > s->r.size ? s->r.size - in : len;
-	prim_will_need(*s->dev.fd, s->r.off + in, first);
-	if (first < len)
-		prim_will_need(*s->dev.fd, s->r.off, len - first);
-	rr->advised = upto;
 }
 
 /* Make ring positions up to end readable in the buffer (end - head is at
@@ -846,8 +850,6 @@ static bool reader_fill(const struct log_state *s, struct ring_reader *rr, uint6
 		 * most likely starts there. */
 		if (len < end - rr->to)
 			len = end - rr->to;
-		uint64_t ahead = rr->to - s->head < READ_AHEAD ? rr->to - s->head : READ_AHEAD;
-		advise_ring(s, rr, rr->to + len + ahead < limit ? rr->to + len + ahead : limit);
 		if (!read_ring(s, rr->buf + (rr->to - rr->from), rr->to, (size_t)len)) {
 			rr->failed = true;
 			return false;
@@ -905,6 +907,156 @@ bad:
 	return -1;
 }
 
+/* Applying a record to the private mapping copies each page it touches
+ * out of the page cache (a copy-on-write fault, ~2 us a page, most of a
+ * replay).  A helper thread takes those copies ahead: replay hands it the
+ * pages of each record as soon as the record is checked (PREFAULT_SHARE of
+ * them, every page once) and applies groups PREFAULT_LAG bytes behind (a
+ * sixteenth of a smaller ring), so
+ * that the helper works on pages the applying thread reaches later.  The
+ * helper only makes the pages private (MADV_POPULATE_WRITE), which leaves
+ * their bytes as they are: what is applied, and in which order, is the
+ * opening thread's alone, and a page the helper has not reached yet (or a
+ * record whose group never commits) costs nothing but the work. */
+#define PREFAULT_LAG (4u << 20)
+#define PREFAULT_SHARE 3	/* two pages of three: the opener has the reading and the copying too */
+
+struct prefault {
+	struct nvm *n;
+	uint64_t *pages;	/* page numbers, in the order handed over */
+	size_t cap;
+	uint64_t *queued;	/* a bit per page of the file: handed over */
+	size_t words;
+	_Atomic size_t published;	/* pages[0, published) are the helper's */
+	atomic_uint wake;		/* futex word: bumped at each publish and at stop */
+	atomic_bool stop;
+	size_t taken;			/* the helper's own */
+	uint64_t populated;		/* pages it populated (the helper's; read after the join) */
+	pthread_t thread;
+};
+
+static void *prefault_main(void *arg)
+{
+	struct prefault *pf = arg;
+	const size_t ps = prim_page_size();
+	for (;;) {
+		unsigned w = atomic_load_explicit(&pf->wake, memory_order_acquire);
+		size_t pub = atomic_load_explicit(&pf->published, memory_order_acquire);
+		while (pf->taken < pub && !atomic_load_explicit(&pf->stop, memory_order_relaxed)) {
+			size_t i = pf->taken, j = i + 1;
+			while (j < pub && pf->pages[j] == pf->pages[j - 1] + 1)
+				j++;
+			/* A kernel without it (before 5.14), or a page the file
+			 * cannot give (past a shortened end): the applying
+			 * thread's own fault decides. */
+			if (prim_populate_write((unsigned char *)pf->n->base + pf->pages[i] * ps,
+						(j - i) * ps) == 0)
+				pf->populated += j - i;
+			pf->taken = j;
+		}
+		if (atomic_load_explicit(&pf->stop, memory_order_acquire))
+			break;
+		if (pf->taken == atomic_load_explicit(&pf->published, memory_order_acquire))
+			(void)prim_futex_wait(&pf->wake, w, 0);
+	}
+	if (helper.done != NULL)
+		helper.done();
+	return NULL;
+}
+
+/* A helper started for this replay, or NULL: none set, or none could be. */
+static struct prefault *prefault_start(struct nvm *n, const struct log_state *s)
+{
+	if (helper.start == NULL || prim_cpu_count() < 2)
+		return NULL;
+	struct prefault *pf = calloc(1, sizeof(*pf));
+	if (pf == NULL)
+		return NULL;
+	pf->n = n;
+	pf->words = s->touched_words;
+	/* Every page at most once; every page a record touches costs it at
+	 * least a range of 16 bytes. */
+	size_t pages = s->touched_words * 64;
+	pf->cap = pages < s->r.size / 16 ? pages : (size_t)(s->r.size / 16);
+	pf->pages = prim_map_any(pf->cap * sizeof(*pf->pages));
+	pf->queued = prim_map_any(pf->words * sizeof(*pf->queued));
+	if (pf->pages == NULL || pf->queued == NULL || helper.start(&pf->thread, prefault_main, pf) != 0) {
+		if (pf->pages != NULL)
+			prim_unmap(pf->pages, pf->cap * sizeof(*pf->pages));
+		if (pf->queued != NULL)
+			prim_unmap(pf->queued, pf->words * sizeof(*pf->queued));
+		free(pf);
+		return NULL;
+	}
+	return pf;
+}
+
+/* Hand the helper the pages of a checked record that are its share and
+ * new to it.  A range the pool does not allow is left to apply (which
+ * refuses it when its group commits). */
+static void prefault_record(struct prefault *pf, const struct log_state *s,
+			    const unsigned char *rec)
+{
+	struct log_rec h;
+	memcpy(&h, rec, sizeof(h));
+	const unsigned char *b = rec + sizeof(h), *end = b + h.payload;
+	size_t n = atomic_load_explicit(&pf->published, memory_order_relaxed), was = n;
+	for (uint32_t i = 0; i < h.nranges && end - b >= 8; i++) {
+		uint64_t hdr;
+		memcpy(&hdr, b, 8);
+		uint64_t off = (hdr >> 16) * 8, len = (hdr & 0xffff) * 8;
+		if ((uint64_t)(end - b - 8) < len)
+			break;
+		b += 8 + len;
+		if (!range_allowed(pf->n, s, off, len))
+			continue;
+		uint64_t last = (off + len - 1) / s->page_size;
+		for (uint64_t p = off / s->page_size; p <= last; p++) {
+			if ((p >> 9) % PREFAULT_SHARE == 0 || (pf->queued[p / 64] & (1ULL << (p % 64))) ||
+			    n == pf->cap)
+				continue;
+			pf->queued[p / 64] |= 1ULL << (p % 64);
+			pf->pages[n++] = p;
+		}
+	}
+	if (n == was)
+		return;
+	atomic_store_explicit(&pf->published, n, memory_order_release);
+	atomic_fetch_add_explicit(&pf->wake, 1, memory_order_release);
+	prim_futex_wake(&pf->wake, 1);
+}
+
+static void prefault_stop(struct prefault *pf, struct nvm *n)
+{
+	if (pf == NULL)
+		return;
+	atomic_store_explicit(&pf->stop, true, memory_order_release);
+	atomic_fetch_add_explicit(&pf->wake, 1, memory_order_release);
+	prim_futex_wake(&pf->wake, 1);
+	helper.join(pf->thread, NULL);
+	n->stats.log_replay_prefaulted += pf->populated;
+	prim_unmap(pf->pages, pf->cap * sizeof(*pf->pages));
+	prim_unmap(pf->queued, pf->words * sizeof(*pf->queued));
+	free(pf);
+}
+
+/* Apply the records from the tail to end (a group's end), read and checked
+ * in the buffer.  0, or -1 with err_get() set (apply). */
+static int apply_to(struct nvm *n, struct log_state *s, const struct ring_reader *rr, uint64_t end)
+{
+	while (s->tail < end) {
+		const unsigned char *g = rr->buf + (s->tail - rr->from);
+		uint32_t len;
+		memcpy(&len, g + offsetof(struct log_rec, len), sizeof(len));
+		if (apply(n, s, g) != 0)
+			return -1;
+		s->tail += len;
+		n->stats.log_replayed_records++;
+		n->stats.log_replayed_bytes += len;
+	}
+	return 0;
+}
+
 static int replay(struct nvm *n, struct log_state *s)
 {
 	struct log_head h[2];
@@ -925,42 +1077,41 @@ static int replay(struct nvm *n, struct log_state *s)
 	s->resume_pos = resumes ? h[cur].resume_pos : h[cur].pos;
 	s->resume_seq = resumes ? h[cur].resume_seq : h[cur].seq;
 	uint64_t t0 = prim_now_ns();
-	struct ring_reader rr = { prim_map_any(s->r.size), s->r.size, s->head, s->head, s->head,
-				  false };
+	struct ring_reader rr = { prim_map_any(s->r.size), s->r.size, s->head, s->head, false };
 	if (rr.buf == NULL) {
 		err_set_errno(ENOMEM, "cannot reserve the buffer to replay the pool's log");
 		return -1;
 	}
 	/* Each record is read and checked once; a group is applied when its
 	 * commit is read (a record counts only with its group's commit:
-	 * nvm_log.h), so what a torn or stale record ends is never applied. */
-	uint64_t pos = s->head, seq = s->head_seq;
+	 * nvm_log.h), so what a torn or stale record ends is never applied --
+	 * with a helper, once PREFAULT_LAG bytes of records are read past it. */
+	struct prefault *pf = prefault_start(n, s);
+	uint64_t lag = pf == NULL ? 0 : s->r.size / 16 < PREFAULT_LAG ? s->r.size / 16 : PREFAULT_LAG;
+	uint64_t pos = s->head, seq = s->head_seq, committed = s->head, committed_seq = s->head_seq;
 	int rc = 0;
 	for (;;) {
 		seq = seq_at(s, pos, seq);
 		const unsigned char *rec = record_at(s, &rr, s->tail, pos, seq);
 		if (rec == NULL)
 			break;
+		if (pf != NULL)
+			prefault_record(pf, s, rec);
 		struct log_rec r;
 		memcpy(&r, rec, sizeof(r));
 		pos += r.len;
 		seq++;
-		if (r.magic != REC_MAGIC_SINGLE && !(r.flags & REC_COMMIT))
-			continue;
-		while (s->tail < pos) {
-			const unsigned char *g = rr.buf + (s->tail - rr.from);
-			uint32_t len;
-			memcpy(&len, g + offsetof(struct log_rec, len), sizeof(len));
-			if ((rc = apply(n, s, g)) != 0)
-				break;
-			s->tail += len;
-			n->stats.log_replayed_records++;
-			n->stats.log_replayed_bytes += len;
+		if (r.magic == REC_MAGIC_SINGLE || (r.flags & REC_COMMIT)) {
+			committed = pos;
+			committed_seq = seq;
 		}
-		if (rc != 0)
+		if (committed - s->tail > lag && (rc = apply_to(n, s, &rr, committed)) != 0)
 			break;
-		s->next_seq = seq;
 	}
+	if (rc == 0)
+		rc = apply_to(n, s, &rr, committed);
+	s->next_seq = committed_seq;
+	prefault_stop(pf, n);
 	prim_unmap(rr.buf, rr.cap);
 	if (rc != 0)
 		return rc;

@@ -64,6 +64,7 @@
 
 #include "persist/nvm.h"
 
+#include <pthread.h>
 #include <stdint.h>
 
 /* Where the ring and its head live in the pool file. */
@@ -113,5 +114,18 @@ void nvm_log_fail_io(struct nvm *n, uint64_t k, int err);
 /* Checkpoint now when anything is committed since the last one and nothing
  * is pending (a clean close, a test).  0, or the latched error. */
 int nvm_log_checkpoint(struct nvm *n);
+
+/* How replay starts its helper thread, which makes the pages the records
+ * touch private ahead of the thread that applies them (nvm_log.c,
+ * prefault_main): start creates a thread running fn(arg) (0 or an errno),
+ * join waits for it, done (may be NULL) is called by the thread as the last
+ * thing it does.  The runtime passes its own threads' (created past the
+ * program's interposed pthread_create, signals blocked); the tool and
+ * tests pthread's.  Unset (start NULL), replay runs on one thread.  Set
+ * before opening pools, not while one opens. */
+typedef int (*nvm_log_thread_start_fn)(pthread_t *th, void *(*fn)(void *), void *arg);
+typedef int (*nvm_log_thread_join_fn)(pthread_t th, void **ret);
+void nvm_log_set_helper(nvm_log_thread_start_fn start, nvm_log_thread_join_fn join,
+			void (*done)(void));
 
 #endif

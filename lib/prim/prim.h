@@ -58,6 +58,8 @@ _Noreturn void prim_exit_now(int status);
 bool prim_process_alive(pid_t pid);
 /* The size of a page of memory (sysconf; 4096 should it not say). */
 size_t prim_page_size(void);
+/* The CPUs this process may run on (its affinity mask), at least 1. */
+unsigned prim_cpu_count(void);
 /* How many of this process's threads are alive (not exited, not a zombie
  * thread-group leader), from /proc/self/task; -1 when that cannot be read.
  * Raw system calls only: no malloc, no interposed symbol. */
@@ -95,10 +97,6 @@ int prim_fdatasync(int fd);
  * changed; pages read back from disk come in folios the size of what is
  * written next. */
 void prim_drop_cache(int fd, uint64_t off, uint64_t len);
-/* Start reading [off, off+len) of fd into the page cache without waiting
- * for it (POSIX_FADV_WILLNEED): a hint, for a reader that will want it
- * next. */
-void prim_will_need(int fd, uint64_t off, uint64_t len);
 /* fsync the directory dir itself, so that a name created in it or renamed
  * into it survives a power cut.  0, or -1 with errno set. */
 int prim_sync_dir(const char *dir);

@@ -193,9 +193,13 @@ void prim_drop_cache(int fd, uint64_t off, uint64_t len)
 	(void)posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
 }
 
-void prim_will_need(int fd, uint64_t off, uint64_t len)
+unsigned prim_cpu_count(void)
 {
-	(void)posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return 1;
+	int c = CPU_COUNT(&set);
+	return c > 0 ? (unsigned)c : 1;
 }
 
 int prim_fdatasync(int fd)

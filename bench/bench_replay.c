@@ -158,7 +158,7 @@ int main(int argc, char **argv)
 	uint64_t records = 0, bytes = 0;
 	for (int k = 0; k < rounds * (both ? 2 : 1); k++) {
 		int m = both ? k % 2 : one;
-		nvm_log_set_helper(m == 0 ? start_thread : NULL, pthread_join, NULL);
+		nvm_log_set_helper(m == 0 ? start_thread : NULL, pthread_join, NULL, false);
 		if (cold) {
 			fd = open(path, O_RDONLY);
 			if (fd < 0 || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0)

@@ -29,7 +29,7 @@ static struct pool *open_pool(const char *path, bool inspect, bool legacy)
 	o.creator = NULL;	/* any program's pool */
 	o.nvm = NVM_AUTO;
 	struct pool *p = NULL;
-	nvm_log_set_helper(start_thread, pthread_join, NULL);
+	nvm_log_set_helper(start_thread, pthread_join, NULL, false);
 	err_clear();
 	if (pool_open(&p, &o) != 0) {
 		const char *why = err_get();

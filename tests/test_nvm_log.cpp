@@ -41,7 +41,7 @@ int start_thread(pthread_t *th, void *(*fn)(void *), void *arg)
 
 void use_helper(bool on)
 {
-	nvm_log_set_helper(on ? start_thread : nullptr, pthread_join, nullptr);
+	nvm_log_set_helper(on ? start_thread : nullptr, pthread_join, nullptr, true);
 }
 constexpr size_t DATA_PAGES = 64;
 constexpr uint64_t HEAD_OFF = 1216;
@@ -53,7 +53,7 @@ struct rig {
 	nvm_log_region r;
 	size_t len;
 
-	explicit rig(uint64_t ring_bytes) : ring(ring_bytes)
+	explicit rig(uint64_t ring_bytes, size_t data_pages = DATA_PAGES) : ring(ring_bytes)
 	{
 		use_helper(true);	// every replay here with it, but where a test says
 
@@ -61,9 +61,9 @@ struct rig {
 		int fd = mkstemp(t);
 		REQUIRE(fd >= 0);
 		path = t;
-		len = PS * (1 + DATA_PAGES) + ring;
+		len = PS * (1 + data_pages) + ring;
 		REQUIRE(ftruncate(fd, (off_t)len) == 0);
-		r = { PS * (1 + DATA_PAGES), ring, HEAD_OFF, 0x1234abcdULL };
+		r = { PS * (1 + data_pages), ring, HEAD_OFF, 0x1234abcdULL };
 		REQUIRE(nvm_log_format(fd, path.c_str(), &r, true) == 0);
 		close(fd);
 	}
@@ -392,6 +392,62 @@ TEST_CASE("records larger than the replay's reads, groups across them and the ri
 			CHECK(r->stats.log_replay_prefaulted == 0);
 		nvm_unmap(r);
 	}
+}
+
+TEST_CASE("replay's helper changes no byte: what it made private holds the file's bytes and the "
+	  "records'", "[log]")
+{
+	// 1536 data pages (three 2 MiB blocks: the helper takes two of them),
+	// each holding its own pattern in the file; each epoch stores one line
+	// of every page, so most of every page is the file's bytes after the
+	// replay -- and a group left uncommitted, whose pages the helper may
+	// make private too, must leave them as they were.
+	constexpr size_t pages = 1536;
+	rig rg(8u << 20, pages);
+	std::vector<unsigned char> ref(pages * PS);
+	for (size_t i = 0; i < ref.size(); i += 8) {
+		uint64_t v = 0x9e3779b97f4a7c15ULL * (i + 1);
+		memcpy(&ref[i], &v, 8);
+	}
+	{
+		int fd = ::open(rg.path.c_str(), O_RDWR);
+		REQUIRE(fd >= 0);
+		REQUIRE(pwrite(fd, ref.data(), ref.size(), PS) == (ssize_t)ref.size());
+		close(fd);
+	}
+	nvm *n = rg.open();
+	auto *base = static_cast<unsigned char *>(n->base);
+	auto store = [&](uint64_t e) {
+		for (size_t p = 0; p < pages; p++) {
+			size_t at = p * PS + (e * 7 + p) % 64 * NVM_LINE;
+			memcpy(base + PS + at, &e, 8);
+			nvm_flush(n, base + PS + at, 8);
+		}
+	};
+	uint64_t e = 0;
+	nvm_log_info li;
+	do {
+		store(++e);
+		nvm_fence(n);
+		REQUIRE(nvm_error(n) == 0);
+		for (size_t p = 0; p < pages; p++)
+			memcpy(&ref[p * PS + (e * 7 + p) % 64 * NVM_LINE], &e, 8);
+		REQUIRE(nvm_log_get_info(n, &li) == 0);
+	} while (li.tail - li.head < (2u << 20));
+	store(e + 1);	// ordered, never fenced
+	nvm_order(n);
+	REQUIRE(n->stats.checkpoints == 0);	// the pages are the file's but for the log
+	nvm_abandon(n);
+	bool helper = GENERATE(true, false);
+	use_helper(helper);
+	nvm *r = rg.open(nullptr, true);
+	INFO((helper ? "helper" : "one thread") << ", " << e << " epochs, " << r->stats.log_replay_prefaulted << " pages made private by the helper");
+	CHECK(r->stats.log_replayed_bytes == li.tail - li.head);
+	size_t wrong = 0;
+	for (size_t p = 0; p < pages; p++)
+		wrong += memcmp(static_cast<unsigned char *>(r->base) + PS + p * PS, &ref[p * PS], PS) != 0;
+	CHECK(wrong == 0);
+	nvm_unmap(r);
 }
 
 TEST_CASE("a group larger than half the ring is written through, in order", "[log]")

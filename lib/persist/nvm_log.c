@@ -766,14 +766,16 @@ static struct {
 	nvm_log_thread_start_fn start;
 	nvm_log_thread_join_fn join;
 	void (*done)(void);
+	bool when_busy;
 } helper;
 
 void nvm_log_set_helper(nvm_log_thread_start_fn start, nvm_log_thread_join_fn join,
-			void (*done)(void))
+			void (*done)(void), bool when_busy)
 {
 	helper.start = start;
 	helper.join = start != NULL ? join : NULL;
 	helper.done = start != NULL ? done : NULL;
+	helper.when_busy = when_busy;
 }
 
 /* The log is read with pread, not through the mapping: a hole of a full
@@ -909,25 +911,29 @@ bad:
 
 /* Applying a record to the private mapping copies each page it touches
  * out of the page cache (a copy-on-write fault, ~2 us a page, most of a
- * replay).  A helper thread takes those copies ahead: replay hands it the
- * pages of each record as soon as the record is checked (PREFAULT_SHARE of
- * them, every page once) and applies groups PREFAULT_LAG bytes behind (a
- * sixteenth of a smaller ring), so
- * that the helper works on pages the applying thread reaches later.  The
- * helper only makes the pages private (MADV_POPULATE_WRITE), which leaves
- * their bytes as they are: what is applied, and in which order, is the
- * opening thread's alone, and a page the helper has not reached yet (or a
- * record whose group never commits) costs nothing but the work. */
+ * replay).  Where a CPU is idle, a helper thread takes those copies ahead:
+ * replay hands it the pages of each record as soon as the record is checked
+ * (two 2 MiB blocks of three, every page once) and applies groups
+ * PREFAULT_LAG bytes behind (a sixteenth of a smaller ring), so that the
+ * helper works on pages the applying thread reaches later; a page whose
+ * record the applying thread has passed already the helper skips.  The
+ * helper only makes pages private (MADV_POPULATE_WRITE), which leaves their
+ * bytes as they are: what is applied, and in which order, is the opening
+ * thread's alone, and a page the helper has not reached (or a record whose
+ * group never commits) costs nothing but the work. */
 #define PREFAULT_LAG (4u << 20)
-#define PREFAULT_SHARE 3	/* two pages of three: the opener has the reading and the copying too */
+#define PREFAULT_BLOCK_PAGES 512	/* a large folio of the page cache is one block's */
+#define PREFAULT_SHARE 3	/* the opener reads and copies too: a block of three is its own */
 
 struct prefault {
 	struct nvm *n;
 	uint64_t *pages;	/* page numbers, in the order handed over */
+	uint64_t *at;		/* the position of the record each came from */
 	size_t cap;
 	uint64_t *queued;	/* a bit per page of the file: handed over */
 	size_t words;
 	_Atomic size_t published;	/* pages[0, published) are the helper's */
+	_Atomic uint64_t applied;	/* the applying thread's position */
 	atomic_uint wake;		/* futex word: bumped at each publish and at stop */
 	atomic_bool stop;
 	size_t taken;			/* the helper's own */
@@ -944,6 +950,10 @@ static void *prefault_main(void *arg)
 		size_t pub = atomic_load_explicit(&pf->published, memory_order_acquire);
 		while (pf->taken < pub && !atomic_load_explicit(&pf->stop, memory_order_relaxed)) {
 			size_t i = pf->taken, j = i + 1;
+			if (pf->at[i] < atomic_load_explicit(&pf->applied, memory_order_relaxed)) {
+				pf->taken = j;
+				continue;
+			}
 			while (j < pub && pf->pages[j] == pf->pages[j - 1] + 1)
 				j++;
 			/* A kernel without it (before 5.14), or a page the file
@@ -967,7 +977,10 @@ static void *prefault_main(void *arg)
 /* A helper started for this replay, or NULL: none set, or none could be. */
 static struct prefault *prefault_start(struct nvm *n, const struct log_state *s)
 {
-	if (helper.start == NULL || prim_cpu_count() < 2)
+	/* On a machine with no CPU idle, the helper would take the opener's
+	 * (and could hold a page the opener waits for while it waits for a
+	 * CPU). */
+	if (helper.start == NULL || (!helper.when_busy && prim_idle_cpus() == 0))
 		return NULL;
 	struct prefault *pf = calloc(1, sizeof(*pf));
 	if (pf == NULL)
@@ -979,10 +992,15 @@ static struct prefault *prefault_start(struct nvm *n, const struct log_state *s)
 	size_t pages = s->touched_words * 64;
 	pf->cap = pages < s->r.size / 16 ? pages : (size_t)(s->r.size / 16);
 	pf->pages = prim_map_any(pf->cap * sizeof(*pf->pages));
+	pf->at = prim_map_any(pf->cap * sizeof(*pf->at));
 	pf->queued = prim_map_any(pf->words * sizeof(*pf->queued));
-	if (pf->pages == NULL || pf->queued == NULL || helper.start(&pf->thread, prefault_main, pf) != 0) {
+	atomic_init(&pf->applied, s->head);
+	if (pf->pages == NULL || pf->at == NULL || pf->queued == NULL ||
+	    helper.start(&pf->thread, prefault_main, pf) != 0) {
 		if (pf->pages != NULL)
 			prim_unmap(pf->pages, pf->cap * sizeof(*pf->pages));
+		if (pf->at != NULL)
+			prim_unmap(pf->at, pf->cap * sizeof(*pf->at));
 		if (pf->queued != NULL)
 			prim_unmap(pf->queued, pf->words * sizeof(*pf->queued));
 		free(pf);
@@ -1012,10 +1030,11 @@ static void prefault_record(struct prefault *pf, const struct log_state *s,
 			continue;
 		uint64_t last = (off + len - 1) / s->page_size;
 		for (uint64_t p = off / s->page_size; p <= last; p++) {
-			if ((p >> 9) % PREFAULT_SHARE == 0 || (pf->queued[p / 64] & (1ULL << (p % 64))) ||
-			    n == pf->cap)
+			if ((p / PREFAULT_BLOCK_PAGES) % PREFAULT_SHARE == 1 ||
+			    (pf->queued[p / 64] & (1ULL << (p % 64))) || n == pf->cap)
 				continue;
 			pf->queued[p / 64] |= 1ULL << (p % 64);
+			pf->at[n] = h.pos;
 			pf->pages[n++] = p;
 		}
 	}
@@ -1036,13 +1055,15 @@ static void prefault_stop(struct prefault *pf, struct nvm *n)
 	helper.join(pf->thread, NULL);
 	n->stats.log_replay_prefaulted += pf->populated;
 	prim_unmap(pf->pages, pf->cap * sizeof(*pf->pages));
+	prim_unmap(pf->at, pf->cap * sizeof(*pf->at));
 	prim_unmap(pf->queued, pf->words * sizeof(*pf->queued));
 	free(pf);
 }
 
 /* Apply the records from the tail to end (a group's end), read and checked
  * in the buffer.  0, or -1 with err_get() set (apply). */
-static int apply_to(struct nvm *n, struct log_state *s, const struct ring_reader *rr, uint64_t end)
+static int apply_to(struct nvm *n, struct log_state *s, const struct ring_reader *rr, uint64_t end,
+		    struct prefault *pf)
 {
 	while (s->tail < end) {
 		const unsigned char *g = rr->buf + (s->tail - rr->from);
@@ -1053,6 +1074,8 @@ static int apply_to(struct nvm *n, struct log_state *s, const struct ring_reader
 		s->tail += len;
 		n->stats.log_replayed_records++;
 		n->stats.log_replayed_bytes += len;
+		if (pf != NULL)
+			atomic_store_explicit(&pf->applied, s->tail, memory_order_relaxed);
 	}
 	return 0;
 }
@@ -1085,9 +1108,11 @@ static int replay(struct nvm *n, struct log_state *s)
 	/* Each record is read and checked once; a group is applied when its
 	 * commit is read (a record counts only with its group's commit:
 	 * nvm_log.h), so what a torn or stale record ends is never applied --
-	 * with a helper, once PREFAULT_LAG bytes of records are read past it. */
+	 * once PREFAULT_LAG bytes of records are read past it. */
 	struct prefault *pf = prefault_start(n, s);
-	uint64_t lag = pf == NULL ? 0 : s->r.size / 16 < PREFAULT_LAG ? s->r.size / 16 : PREFAULT_LAG;
+	/* With a helper or without: one way to apply, whatever the machine's
+	 * load. */
+	uint64_t lag = s->r.size / 16 < PREFAULT_LAG ? s->r.size / 16 : PREFAULT_LAG;
 	uint64_t pos = s->head, seq = s->head_seq, committed = s->head, committed_seq = s->head_seq;
 	int rc = 0;
 	for (;;) {
@@ -1105,11 +1130,11 @@ static int replay(struct nvm *n, struct log_state *s)
 			committed = pos;
 			committed_seq = seq;
 		}
-		if (committed - s->tail > lag && (rc = apply_to(n, s, &rr, committed)) != 0)
+		if (committed - s->tail > lag && (rc = apply_to(n, s, &rr, committed, pf)) != 0)
 			break;
 	}
 	if (rc == 0)
-		rc = apply_to(n, s, &rr, committed);
+		rc = apply_to(n, s, &rr, committed, pf);
 	s->next_seq = committed_seq;
 	prefault_stop(pf, n);
 	prim_unmap(rr.buf, rr.cap);

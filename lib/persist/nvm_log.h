@@ -120,12 +120,13 @@ int nvm_log_checkpoint(struct nvm *n);
  * prefault_main): start creates a thread running fn(arg) (0 or an errno),
  * join waits for it, done (may be NULL) is called by the thread as the last
  * thing it does.  The runtime passes its own threads' (created past the
- * program's interposed pthread_create, signals blocked); the tool and
- * tests pthread's.  Unset (start NULL), replay runs on one thread.  Set
- * before opening pools, not while one opens. */
+ * program's interposed pthread_create, signals blocked); the tool pthread's.
+ * Unset (start NULL), replay runs on one thread; so it does when no CPU is
+ * idle at the open, unless when_busy (tests).  Set before opening pools,
+ * not while one opens. */
 typedef int (*nvm_log_thread_start_fn)(pthread_t *th, void *(*fn)(void *), void *arg);
 typedef int (*nvm_log_thread_join_fn)(pthread_t th, void **ret);
 void nvm_log_set_helper(nvm_log_thread_start_fn start, nvm_log_thread_join_fn join,
-			void (*done)(void));
+			void (*done)(void), bool when_busy);
 
 #endif

@@ -60,6 +60,9 @@ bool prim_process_alive(pid_t pid);
 size_t prim_page_size(void);
 /* The CPUs this process may run on (its affinity mask), at least 1. */
 unsigned prim_cpu_count(void);
+/* Of those, how many no runnable thread wants now besides the caller (the
+ * system's runnable count, /proc/loadavg); 0 when unknown. */
+unsigned prim_idle_cpus(void);
 /* How many of this process's threads are alive (not exited, not a zombie
  * thread-group leader), from /proc/self/task; -1 when that cannot be read.
  * Raw system calls only: no malloc, no interposed symbol. */

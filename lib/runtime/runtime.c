@@ -299,7 +299,7 @@ static enum pool_error open_pool(pid_t *holder)
 	};
 	/* The log's replay takes a helper thread, one of the runtime's own. */
 	nvm_log_set_helper(quiesce_create_internal_thread, quiesce_thread_join_fn(),
-			   quiesce_internal_thread_done);
+			   quiesce_internal_thread_done, false);
 	return pool_open(&rt.pool, &o);
 }
 

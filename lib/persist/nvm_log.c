@@ -797,11 +797,11 @@ static bool read_head(const struct log_state *s, int slot, struct log_head *h)
 /* The live part of the ring as replay reads it: once, in chunks of
  * READ_CHUNK, each record checksummed once in the buffer, which holds the
  * ring's bytes from from (the first record of the group not yet applied) to
- * to.  A group is applied from the buffer once its commit is read, then
- * left behind; what a group still needs moves to the buffer's start when
- * the next chunk has no room after it.  (Asking the kernel for the chunks
- * ahead, POSIX_FADV_WILLNEED, cost more than it saved: its own readahead
- * follows the reads.) */
+ * to.  A group is applied from the buffer once its commit is read (and
+ * PREFAULT_LAG bytes more), then left behind: what is still needed moves
+ * to the buffer's start once a chunk's worth is applied.  (Asking the
+ * kernel for the chunks ahead, POSIX_FADV_WILLNEED, cost more than it
+ * saved: its own readahead follows the reads.) */
 #define READ_CHUNK (1u << 20)
 #define READ_FIRST (64u << 10)
 
@@ -848,8 +848,8 @@ static bool reader_fill(const struct log_state *s, struct ring_reader *rr, uint6
 			len = limit - rr->to;
 		if (len > rr->cap - (rr->to - rr->from))
 			len = rr->cap - (rr->to - rr->from);
-		/* A whole chunk past end when there is room: the next record
-		 * most likely starts there. */
+		/* At least to end: a record larger than a chunk is read
+		 * whole. */
 		if (len < end - rr->to)
 			len = end - rr->to;
 		if (!read_ring(s, rr->buf + (rr->to - rr->from), rr->to, (size_t)len)) {

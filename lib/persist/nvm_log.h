@@ -43,6 +43,10 @@
  *               replayed: the first append after an open numbers its records
  *               past any the crashed run can have left (the head slot says
  *               where), so none of those can continue the new run's chain.
+ *               Each record is read and checksummed once, a group applied
+ *               from that copy once its commit is read; where a CPU is
+ *               idle, a helper thread makes the pages records touch
+ *               private ahead of the applying (nvm_log_set_helper).
  *
  * A record larger than half the ring (or one the ring has no room for) is
  * written through instead -- then its group is not all-or-nothing: every

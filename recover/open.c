@@ -6,8 +6,16 @@
 #include "tool.h"
 
 #include "base/log.h"
+#include "persist/nvm_log.h"
 
+#include <pthread.h>
 #include <string.h>
+
+/* The log's replay helper (nvm_log_set_helper): a plain thread here. */
+static int start_thread(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	return pthread_create(th, NULL, fn, arg);
+}
 
 static struct pool *open_pool(const char *path, bool inspect, bool legacy)
 {
@@ -21,6 +29,7 @@ static struct pool *open_pool(const char *path, bool inspect, bool legacy)
 	o.creator = NULL;	/* any program's pool */
 	o.nvm = NVM_AUTO;
 	struct pool *p = NULL;
+	nvm_log_set_helper(start_thread, pthread_join, NULL, false);
 	err_clear();
 	if (pool_open(&p, &o) != 0) {
 		const char *why = err_get();

@@ -21,6 +21,7 @@ extern "C" {
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <pthread.h>
 #include <random>
 #include <string>
 #include <sys/stat.h>
@@ -31,6 +32,17 @@ extern "C" {
 namespace {
 
 constexpr size_t PS = 4096;
+
+// Replay's helper thread (nvm_log_set_helper): a plain thread.
+int start_thread(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	return pthread_create(th, nullptr, fn, arg);
+}
+
+void use_helper(bool on)
+{
+	nvm_log_set_helper(on ? start_thread : nullptr, pthread_join, nullptr, true);
+}
 constexpr size_t DATA_PAGES = 64;
 constexpr uint64_t HEAD_OFF = 1216;
 constexpr uint64_t MARK_OFF = 2048;	// the epoch number: one line of page 0
@@ -41,15 +53,17 @@ struct rig {
 	nvm_log_region r;
 	size_t len;
 
-	explicit rig(uint64_t ring_bytes) : ring(ring_bytes)
+	explicit rig(uint64_t ring_bytes, size_t data_pages = DATA_PAGES) : ring(ring_bytes)
 	{
+		use_helper(true);	// every replay here with it, but where a test says
+
 		char t[] = "/tmp/pmt-nvmlog-XXXXXX";
 		int fd = mkstemp(t);
 		REQUIRE(fd >= 0);
 		path = t;
-		len = PS * (1 + DATA_PAGES) + ring;
+		len = PS * (1 + data_pages) + ring;
 		REQUIRE(ftruncate(fd, (off_t)len) == 0);
-		r = { PS * (1 + DATA_PAGES), ring, HEAD_OFF, 0x1234abcdULL };
+		r = { PS * (1 + data_pages), ring, HEAD_OFF, 0x1234abcdULL };
 		REQUIRE(nvm_log_format(fd, path.c_str(), &r, true) == 0);
 		close(fd);
 	}
@@ -313,6 +327,127 @@ TEST_CASE("the ring is reused after checkpoints, and replay follows it around", 
 	nvm_unmap(ro);
 	n->read_only = true;
 	nvm_unmap(n);
+}
+
+TEST_CASE("records larger than the replay's reads, groups across them and the ring's end, "
+	  "replay to the last epoch's image", "[log]")
+{
+	// Replay reads the ring once, in reads that grow from 64 KiB to 1 MiB,
+	// and keeps a group in its buffer until the commit: here records of
+	// ~70 KiB to ~2.2 MiB (orders at a third of an epoch's lines), every
+	// line stored again by later epochs, and the log wraps the ring's end.
+	// A record read in the wrong place fails its checksum and ends the
+	// replay early; one applied out of order leaves an older epoch's line.
+	// With the helper, groups are applied 4 MiB behind the reading, and
+	// the helper makes pages private ahead of them: the image must be the
+	// same with it and without.
+	bool helper = GENERATE(true, false);
+	for (size_t lines : { 3000u, 18000u, 45000u }) {
+		rig rg(8u << 20);
+		use_helper(helper);
+		workload w{ 11 + lines, lines };
+		nvm *n = rg.open();
+		uint64_t last = 0;
+		nvm_log_info li;
+		REQUIRE(nvm_log_get_info(n, &li) == 0);
+		const uint64_t start = li.tail;
+		do {
+			w.run(n, ++last);
+			REQUIRE(nvm_error(n) == 0);
+			REQUIRE(nvm_log_get_info(n, &li) == 0);
+		} while ((li.tail < start + rg.ring || li.head % rg.ring < li.tail % rg.ring ||
+			  li.tail - li.head < rg.ring / 3) && last < 400);
+		INFO(lines << " lines an epoch, " << last << " epochs, " << li.tail - li.head
+			   << " bytes of records live" << (helper ? ", helper" : ", one thread"));
+		CHECK(li.head % rg.ring > li.tail % rg.ring);	// the live part wraps
+		// A third of the next epoch ordered, never fenced: a record read
+		// and checked, larger than the helper's lag, never applied.
+		auto *base = static_cast<unsigned char *>(n->base);
+		auto next = w.lines(last + 1);
+		for (size_t i = 0; i < next.size() / 3; i++) {
+			unsigned char *line = base + PS + next[i] * NVM_LINE;
+			uint64_t e = last + 1;
+			memcpy(line, &e, 8);
+			nvm_flush(n, line, NVM_LINE);
+		}
+		nvm_order(n);
+		REQUIRE(nvm_error(n) == 0);
+		REQUIRE(n->stats.writes_through == 0);
+		nvm_abandon(n);	// as a crash leaves it: no checkpoint
+		nvm *r = rg.open(nullptr, true);
+		CHECK(mark_of(r) == last);
+		nvm_log_info ri;
+		REQUIRE(nvm_log_get_info(r, &ri) == 0);
+		CHECK(ri.tail == li.tail);
+		CHECK(r->stats.log_replayed_bytes == li.tail - li.head);
+		auto img = w.image(last);
+		size_t wrong = 0;
+		for (size_t l = 0; l < img.size(); l++) {
+			uint64_t v;
+			memcpy(&v, static_cast<const unsigned char *>(r->base) + PS + l * NVM_LINE, 8);
+			wrong += v != img[l];
+		}
+		CHECK(wrong == 0);
+		if (!helper)	// with it, how far it got is the scheduler's
+			CHECK(r->stats.log_replay_prefaulted == 0);
+		nvm_unmap(r);
+	}
+}
+
+TEST_CASE("replay's helper changes no byte: what it made private holds the file's bytes and the "
+	  "records'", "[log]")
+{
+	// 1536 data pages (three 2 MiB blocks: the helper takes two of them),
+	// each holding its own pattern in the file; each epoch stores one line
+	// of every page, so most of every page is the file's bytes after the
+	// replay -- and a group left uncommitted, whose pages the helper may
+	// make private too, must leave them as they were.
+	constexpr size_t pages = 1536;
+	rig rg(8u << 20, pages);
+	std::vector<unsigned char> ref(pages * PS);
+	for (size_t i = 0; i < ref.size(); i += 8) {
+		uint64_t v = 0x9e3779b97f4a7c15ULL * (i + 1);
+		memcpy(&ref[i], &v, 8);
+	}
+	{
+		int fd = ::open(rg.path.c_str(), O_RDWR);
+		REQUIRE(fd >= 0);
+		REQUIRE(pwrite(fd, ref.data(), ref.size(), PS) == (ssize_t)ref.size());
+		close(fd);
+	}
+	nvm *n = rg.open();
+	auto *base = static_cast<unsigned char *>(n->base);
+	auto store = [&](uint64_t e) {
+		for (size_t p = 0; p < pages; p++) {
+			size_t at = p * PS + (e * 7 + p) % 64 * NVM_LINE;
+			memcpy(base + PS + at, &e, 8);
+			nvm_flush(n, base + PS + at, 8);
+		}
+	};
+	uint64_t e = 0;
+	nvm_log_info li;
+	do {
+		store(++e);
+		nvm_fence(n);
+		REQUIRE(nvm_error(n) == 0);
+		for (size_t p = 0; p < pages; p++)
+			memcpy(&ref[p * PS + (e * 7 + p) % 64 * NVM_LINE], &e, 8);
+		REQUIRE(nvm_log_get_info(n, &li) == 0);
+	} while (li.tail - li.head < (2u << 20));
+	store(e + 1);	// ordered, never fenced
+	nvm_order(n);
+	REQUIRE(n->stats.checkpoints == 0);	// the pages are the file's but for the log
+	nvm_abandon(n);
+	bool helper = GENERATE(true, false);
+	use_helper(helper);
+	nvm *r = rg.open(nullptr, true);
+	INFO((helper ? "helper" : "one thread") << ", " << e << " epochs, " << r->stats.log_replay_prefaulted << " pages made private by the helper");
+	CHECK(r->stats.log_replayed_bytes == li.tail - li.head);
+	size_t wrong = 0;
+	for (size_t p = 0; p < pages; p++)
+		wrong += memcmp(static_cast<unsigned char *>(r->base) + PS + p * PS, &ref[p * PS], PS) != 0;
+	CHECK(wrong == 0);
+	nvm_unmap(r);
 }
 
 TEST_CASE("a group larger than half the ring is written through, in order", "[log]")

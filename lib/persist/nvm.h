@@ -104,7 +104,8 @@ struct nvm_ops {
 	X(count, writes_through, "log_writes_through") /* groups too large for the ring */ \
 	X(count, log_replayed_records, "log_replayed_records") /* at open */ \
 	X(count, log_replayed_bytes, "log_replayed_bytes") \
-	X(count, log_replay_us, "log_replay_us") /* reading and applying them at open */
+	X(count, log_replay_us, "log_replay_us") /* reading and applying them at open */ \
+	X(count, log_replay_prefaulted, "log_replay_prefaulted") /* pages its helper made private */
 
 struct nvm_stats {
 	NVM_STATS_FIELDS(STATS_DECLARE)

@@ -45,6 +45,10 @@
  *               replayed: the first append after an open numbers its records
  *               past any the crashed run can have left (the head slot says
  *               where), so none of those can continue the new run's chain.
+ *               Each record is read and checksummed once, a group applied
+ *               from that copy once its commit is read; where a CPU is
+ *               idle, a helper thread makes the pages records touch
+ *               private ahead of the applying (nvm_log_set_helper).
  *
  * A record larger than half the ring (or one the ring has no room for) is
  * written through instead -- then its group is not all-or-nothing: every
@@ -66,6 +70,7 @@
 
 #include "persist/nvm.h"
 
+#include <pthread.h>
 #include <stdint.h>
 
 /* Where the ring and its head live in the pool file. */
@@ -115,5 +120,19 @@ void nvm_log_fail_io(struct nvm *n, uint64_t k, int err);
 /* Checkpoint now when anything is committed since the last one and nothing
  * is pending (a clean close, a test).  0, or the latched error. */
 int nvm_log_checkpoint(struct nvm *n);
+
+/* How replay starts its helper thread, which makes the pages the records
+ * touch private ahead of the thread that applies them (nvm_log.c,
+ * prefault_main): start creates a thread running fn(arg) (0 or an errno),
+ * join waits for it, done (may be NULL) is called by the thread as the last
+ * thing it does.  The runtime passes its own threads' (created past the
+ * program's interposed pthread_create, signals blocked); the tool pthread's.
+ * Unset (start NULL), replay runs on one thread; so it does when no CPU is
+ * idle at the open, unless when_busy (tests).  Set before opening pools,
+ * not while one opens. */
+typedef int (*nvm_log_thread_start_fn)(pthread_t *th, void *(*fn)(void *), void *arg);
+typedef int (*nvm_log_thread_join_fn)(pthread_t th, void **ret);
+void nvm_log_set_helper(nvm_log_thread_start_fn start, nvm_log_thread_join_fn join,
+			void (*done)(void), bool when_busy);
 
 #endif

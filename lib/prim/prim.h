@@ -58,6 +58,11 @@ _Noreturn void prim_exit_now(int status);
 bool prim_process_alive(pid_t pid);
 /* The size of a page of memory (sysconf; 4096 should it not say). */
 size_t prim_page_size(void);
+/* The CPUs this process may run on (its affinity mask), at least 1. */
+unsigned prim_cpu_count(void);
+/* Of those, how many no runnable thread wants now besides the caller (the
+ * system's runnable count, /proc/loadavg); 0 when unknown. */
+unsigned prim_idle_cpus(void);
 /* How many of this process's threads are alive (not exited, not a zombie
  * thread-group leader), from /proc/self/task; -1 when that cannot be read.
  * Raw system calls only: no malloc, no interposed symbol. */

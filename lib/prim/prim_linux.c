@@ -188,9 +188,32 @@ int prim_fallocate(int fd, uint64_t off, uint64_t len)
 	return r;
 }
 
+unsigned prim_idle_cpus(void)
+{
+	char buf[128];
+	long n = prim_read_file("/proc/loadavg", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	unsigned running;
+	if (sscanf(buf, "%*s %*s %*s %u/", &running) != 1 || running == 0)
+		return 0;
+	unsigned cpus = prim_cpu_count();
+	return running < cpus ? cpus - running : 0;
+}
+
 void prim_drop_cache(int fd, uint64_t off, uint64_t len)
 {
 	(void)posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
+}
+
+unsigned prim_cpu_count(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return 1;
+	int c = CPU_COUNT(&set);
+	return c > 0 ? (unsigned)c : 1;
 }
 
 int prim_fdatasync(int fd)

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "output/output.h"
 #include "output/stdout.h"
+#include "persist/nvm_log.h"
 #include "persist/persist.h"
 #include "persist/pool.h"
 #include "prim/prim.h"
@@ -296,6 +297,9 @@ static enum pool_error open_pool(pid_t *holder)
 		.sim = NULL,
 		.lock_holder = holder,
 	};
+	/* The log's replay takes a helper thread, one of the runtime's own. */
+	nvm_log_set_helper(quiesce_create_internal_thread, quiesce_thread_join_fn(),
+			   quiesce_internal_thread_done, false);
 	return pool_open(&rt.pool, &o);
 }
 

@@ -116,6 +116,11 @@ size_t nvm_group_room(const struct nvm *n)
 	return n->ops->group_room != NULL && !n->read_only ? n->ops->group_room(n) : 0;
 }
 
+bool nvm_has_groups(const struct nvm *n)
+{
+	return n->ops->group_room != NULL && !n->read_only;
+}
+
 void nvm_discard_flushed(struct nvm *n)
 {
 	if (n->ops->discard_flushed == NULL)

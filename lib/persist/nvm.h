@@ -171,6 +171,9 @@ void nvm_order(struct nvm *n);
  * backend has no such groups (pmem, msync, the simulator) or after an
  * error. */
 size_t nvm_group_room(const struct nvm *n);
+/* Whether the backend has such groups at all (nvm_group_room may still be
+ * 0 for a while: before the first record after an open, after an error). */
+bool nvm_has_groups(const struct nvm *n);
 /* Forget every range flushed since the last order or fence: the caller put
  * their bytes back as they were then, so nothing of them need reach the
  * media (persist.c's put-back of an unpublished in-place attempt).  Only

@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "prim/prim.h"
 
+#include <errno.h>
 #include <string.h>
 
 static enum persist_fault persist_fault_active;
@@ -91,17 +92,27 @@ static bool choose_in_place(struct pool *p, size_t n, size_t room)
 	size_t est = p->in_place_est != 0 ? p->in_place_est : 512;
 	if (room <= ROOM_RESERVE || n > (room - ROOM_RESERVE) / (2 * est))
 		return false;
-	if (p->undo == NULL) {
-		/* The room is at most half the log: undo bytes per page are
-		 * within a quarter more than group bytes. */
-		size_t cap = (size_t)p->log_size + 4096;
-		p->undo = prim_map_any(cap);
-		if (p->undo == NULL)
-			return false;
-		p->undo_cap = cap;
-	}
+	if (p->undo == NULL && persist_reserve_undo(p) != 0)
+		return false;
 	p->undo_used = 0;
 	return true;
+}
+
+int persist_reserve_undo(struct pool *p)
+{
+	if (p->undo != NULL || p->read_only || !nvm_has_groups(p->nvm))
+		return 0;
+	/* The room is at most half the log: undo bytes per page are within a
+	 * quarter more than group bytes. */
+	size_t cap = (size_t)p->log_size + 4096;
+	p->undo = prim_map_any(cap);
+	if (p->undo == NULL) {
+		err_set_errno(ENOMEM, "cannot reserve %zu bytes for the in-place write-back's undo "
+			      "area", cap);
+		return -1;
+	}
+	p->undo_cap = cap;
+	return 0;
 }
 
 /* Whether the next page may be written in place: the log's room and the

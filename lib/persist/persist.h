@@ -75,6 +75,15 @@ struct persist_source {
  * >= p->npages, or a read-only pool, aborts (a caller bug). */
 int persist_epoch(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
 		  struct persist_stats *st);
+
+/* Reserve now what the in-place write-back needs where the pool's backend
+ * has groups (the undo area, the size of the log: address space, touched
+ * as attempts use it), instead of at the first such attempt: memory the
+ * runtime maps later is not in what the kernel's RLIMIT_DATA was raised by
+ * when the program set it (runtime/memory_limits.h), and would come out of
+ * the program's own share.  0 (also where there is nothing to reserve), or
+ * -1 with err set (ENOMEM); in place is then never chosen. */
+int persist_reserve_undo(struct pool *p);
 /* The same, reading each page's image through src. */
 int persist_epoch_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
 		       size_t n, struct persist_stats *st);

@@ -626,6 +626,8 @@ static int start(void)
 	growth.off = false;
 	prim_unlock(&growth.lock);
 	heap_set_reserve(reserve_heap_pages, rt.pool);
+	if (persist_reserve_undo(rt.pool) != 0)
+		log_msg(LOG_WARN, "%s: every epoch is written with working copies", err_get());
 	/* From here the program's memory limits leave out the heap's range
 	 * and the pool's mapping (memory_limits.h); the kernel's still count
 	 * them, raised by as much when the program sets one. */

@@ -35,8 +35,9 @@ VMIN=${VMIN:-10}
 VMAX=${VMAX:-1000}
 THREADS=${THREADS:-4}
 export PMTHREADS_INTERVAL_MS=${PMTHREADS_INTERVAL_MS:-100}
-# the pool is on /dev/shm when possible: emulated pmem unless told otherwise
-export PMEM_IS_PMEM_FORCE=${PMEM_IS_PMEM_FORCE:-1}
+# the pool is on the medium of common.sh's tools/pool-medium.sh: emulated
+# pmem on /dev/shm (PMEM_IS_PMEM_FORCE=1 unless told otherwise), or with
+# PMT_POOL_MEDIUM=disk a file on a disk (the log backend)
 MARGIN_MS=${MARGIN_MS:-100}
 KILL_MIN_PCT=${KILL_MIN_PCT:-10}
 KILL_MAX_PCT=${KILL_MAX_PCT:-90}

@@ -12,6 +12,7 @@
 // pmthreads and run under LD_PRELOAD, in both heap modes.
 #include <catch2/catch.hpp>
 
+#include "pool_medium.hpp"
 #include "subprocess.hpp"
 
 #include <algorithm>
@@ -82,7 +83,7 @@ void set_env(const std::string &pool, const char *tracker, const char *restore)
 	setenv("PMTHREADS_POOL_SIZE", "64M", 1);
 	setenv("PMTHREADS_INTERVAL_MS", std::to_string(interval_ms).c_str(), 1);
 	setenv("PMTHREADS_TRACKER", tracker, 1);
-	setenv("PMEM_IS_PMEM_FORCE", "1", 1);
+	pool_medium::set_own_env();
 }
 
 // Run bank with --progress, kill -9 it after kill_after_ms, and return the
@@ -185,11 +186,10 @@ void kill_loop(const program &prog, const char *tracker, const char *restore, in
 {
 	rounds = rounds_from_env(rounds);
 	std::vector<double> lost_ms;
-	char dir[] = "/dev/shm/pmt-kill-XXXXXX";
-	REQUIRE(mkdtemp(dir) != nullptr);
-	std::string pool = std::string(dir) + "/bank.pool";
+	pool_medium::dir dir("kill");
+	std::string pool = dir.file("bank.pool");
 	set_env(pool, tracker, restore);
-	std::string stats = std::string(dir) + "/stats.json";
+	std::string stats = dir.file("stats.json");
 	std::string expect_path = std::string("\"restore\": \"") +
 				  (strcmp(tracker, "mprotect") == 0 ? "eager" : restore) + "\"";
 	std::mt19937 rng(std::random_device{}());
@@ -204,6 +204,7 @@ void kill_loop(const program &prog, const char *tracker, const char *restore, in
 				<< ", killed after " << after << " ms\n" << output);
 		REQUIRE(recovered >= 0);	// invariants hold
 		CHECK(file_text(stats).find(expect_path) != std::string::npos);
+		pool_medium::expect_backend(file_text(stats));
 		// What the runtime acknowledged as durable must be there: a
 		// count read before pmthreads_durable_epoch() returned E is
 		// durable once a later read returns E + 2 (pmthreads.h).  Not a
@@ -229,9 +230,6 @@ void kill_loop(const program &prog, const char *tracker, const char *restore, in
 		CHECK(recovered >= previous);
 		previous = recovered;
 	}
-	unlink(pool.c_str());
-	unlink(stats.c_str());
-	rmdir(dir);
 	std::sort(lost_ms.begin(), lost_ms.end());
 	if (!lost_ms.empty())
 		printf("kill loop, %s, %s tracker, %s restore, interval %u ms: %d kills, work lost per "

@@ -57,10 +57,11 @@ cutoff=()     # per round: keys acknowledged before this (ns) must survive
 fail=0
 nstart=0
 
-# start: the next server, with its own epoch log (epochs.N.csv)
+# start: the next server, with its own epoch log (epochs.N.csv) and
+# statistics (stats.N.json)
 start() {
 	nstart=$((nstart + 1))
-	PMTHREADS_EPOCH_LOG=$TMP/epochs.$nstart.csv start_server "$LOG" "$PORT" "$BIN" "${ARGS[@]}"
+	PMTHREADS_EPOCH_LOG=$TMP/epochs.$nstart.csv PMTHREADS_STATS=$TMP/stats.$nstart.json start_server "$LOG" "$PORT" "$BIN" "${ARGS[@]}"
 }
 
 # crash_loss loss|worst ...: tools/pmtkit/crash_loss.py (lost acknowledged
@@ -134,6 +135,12 @@ if [ $fail -eq 0 ]; then
 	check_log "$from"
 	[ $fail -eq 0 ] && verify_all "$ROUNDS"
 	stop_server TERM
+	# the medium's backend ran (tools/pool-medium.sh): pmem, or the log on a disk
+	if ! grep -q "\"nvm\": \"$POOL_MEDIUM_BACKEND\"" "$TMP/stats.$nstart.json"; then
+		note "FAIL: the server did not run on the $POOL_MEDIUM_BACKEND backend:" \
+			"$(grep '"nvm"' "$TMP/stats.$nstart.json" 2>&1)"
+		fail=1
+	fi
 fi
 
 if [ $fail -eq 0 ]; then

@@ -21,7 +21,10 @@ build=$1
 mc=$2
 [ -x "$mc" ] || { echo "FAIL: $mc not built (meson setup -Dmemcached=enabled)"; exit 1; }
 command -v python3 >/dev/null || { echo "SKIP: python3 not found (apt-get install python3)"; exit 77; }
-tmp=$(mktemp -d /dev/shm/pmt-soak-commit.XXXXXX 2>/dev/null || mktemp -d)
+# POOL_MEDIUM_DIR, PMEM_IS_PMEM_FORCE, POOL_MEDIUM_BACKEND: PMT_POOL_MEDIUM's
+# choice (pmem on /dev/shm, or the log backend on a disk)
+. "$here/../tools/pool-medium.sh"
+tmp=$(mktemp -d "$POOL_MEDIUM_DIR/pmt-soak-commit.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
 # uffd when this kernel has it: under PMTHREADS_STRICT a server whose tracker
@@ -30,7 +33,7 @@ trackers=mprotect
 user=()
 [ "$(id -u)" = 0 ] && user=(-u root)
 PMTHREADS_STRICT=1 PMTHREADS_TRACKER=uffd PMTHREADS_POOL="$tmp/probe.pool" \
-	PMTHREADS_POOL_SIZE=64M PMEM_IS_PMEM_FORCE=1 \
+	PMTHREADS_POOL_SIZE=64M \
 	timeout 3 "$mc" -s "$tmp/probe.sock" -U 0 "${user[@]}" >"$tmp/probe.log" 2>&1
 if [ $? -eq 124 ]; then
 	trackers=uffd,mprotect
@@ -46,7 +49,7 @@ soak() {
 	echo "=== $name: bench/soak.sh --programs memcached-commit --trackers $trackers $*"
 	SOAK_NICE=${SOAK_NICE:-19} "$here/soak.sh" --build "$build" --memcached "$mc" \
 		--programs memcached-commit --trackers "$trackers" --jobs 1 --seconds 240 \
-		--workdir "$tmp/$name" --json "$tmp/$name.json" "$@"
+		--workdir "$tmp/$name" --json "$tmp/$name.json" --nvm "$POOL_MEDIUM_BACKEND" "$@"
 	echo "(soak exit status $?)"
 }
 

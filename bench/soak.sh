@@ -29,8 +29,8 @@
 #                     memcached-commit-soak runs both).
 #   lost work         per crash, in ms and in achieved epoch periods (the
 #                     killed run's last period_us values): p50/p99/max.
-# Pools on /dev/shm with PMEM_IS_PMEM_FORCE=1 (--nvm msync --pool-dir DIR for
-# a disk file with msync).  Bounded: stops after --kills in total (split
+# Pools on /dev/shm with PMEM_IS_PMEM_FORCE=1 (--nvm msync or log --pool-dir
+# DIR for a disk file with msync or the log backend).  Bounded: stops after --kills in total (split
 # evenly over the streams) or --seconds / --deadline HH:MM (UTC), whichever
 # comes first; runs at nice 19 (SOAK_NICE to change).
 #

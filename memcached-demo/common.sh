@@ -8,6 +8,8 @@ MC_HOST=127.0.0.1
 MC_MAX_SECONDS=${MC_MAX_SECONDS:-600}
 DEMO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC_DIR=$(cd "$DEMO_DIR/.." && pwd)
+# POOL_MEDIUM_DIR, PMEM_IS_PMEM_FORCE: PMT_POOL_MEDIUM's choice
+. "$SRC_DIR/tools/pool-medium.sh"
 
 _mc_pids=()        # servers we started
 _mc_watchdogs=()   # their watchdogs
@@ -33,10 +35,11 @@ trap _mc_cleanup EXIT
 trap 'exit 130' INT TERM
 
 # mc_tmpdir: sets TMP to a scratch directory removed at exit (kept when
-# KEEP_TMP is set).  Not for $(...): the subshell would lose the registration.
+# KEEP_TMP is set), on the pool medium (tools/pool-medium.sh: /dev/shm, or a
+# disk with PMT_POOL_MEDIUM=disk).  Not for $(...): the subshell would lose
+# the registration.
 mc_tmpdir() {
-	local base=${TMPDIR:-/tmp}
-	[ -d /dev/shm ] && [ -w /dev/shm ] && base=/dev/shm
+	local base=$POOL_MEDIUM_DIR
 	TMP=$(mktemp -d "$base/pmthreads-memcached.XXXXXX") || die "mktemp failed"
 	_mc_tmpdirs+=("$TMP")
 }

@@ -35,8 +35,9 @@ VMIN=${VMIN:-10}
 VMAX=${VMAX:-1000}
 THREADS=${THREADS:-4}
 export PMTHREADS_INTERVAL_MS=${PMTHREADS_INTERVAL_MS:-100}
-# the pool is on /dev/shm when possible: emulated pmem unless told otherwise
-export PMEM_IS_PMEM_FORCE=${PMEM_IS_PMEM_FORCE:-1}
+# the pool is on the medium of common.sh's tools/pool-medium.sh: emulated
+# pmem on /dev/shm (PMEM_IS_PMEM_FORCE=1 unless told otherwise), or with
+# PMT_POOL_MEDIUM=disk a file on a disk (the log backend)
 MARGIN_MS=${MARGIN_MS:-100}
 KILL_MIN_PCT=${KILL_MIN_PCT:-10}
 KILL_MAX_PCT=${KILL_MAX_PCT:-90}
@@ -56,10 +57,11 @@ cutoff=()     # per round: keys acknowledged before this (ns) must survive
 fail=0
 nstart=0
 
-# start: the next server, with its own epoch log (epochs.N.csv)
+# start: the next server, with its own epoch log (epochs.N.csv) and
+# statistics (stats.N.json)
 start() {
 	nstart=$((nstart + 1))
-	PMTHREADS_EPOCH_LOG=$TMP/epochs.$nstart.csv start_server "$LOG" "$PORT" "$BIN" "${ARGS[@]}"
+	PMTHREADS_EPOCH_LOG=$TMP/epochs.$nstart.csv PMTHREADS_STATS=$TMP/stats.$nstart.json start_server "$LOG" "$PORT" "$BIN" "${ARGS[@]}"
 }
 
 # crash_loss loss|worst ...: tools/pmtkit/crash_loss.py (lost acknowledged
@@ -133,6 +135,12 @@ if [ $fail -eq 0 ]; then
 	check_log "$from"
 	[ $fail -eq 0 ] && verify_all "$ROUNDS"
 	stop_server TERM
+	# the medium's backend ran (tools/pool-medium.sh): pmem, or the log on a disk
+	if ! grep -q "\"nvm\": \"$POOL_MEDIUM_BACKEND\"" "$TMP/stats.$nstart.json"; then
+		note "FAIL: the server did not run on the $POOL_MEDIUM_BACKEND backend:" \
+			"$(grep '"nvm"' "$TMP/stats.$nstart.json" 2>&1)"
+		fail=1
+	fi
 fi
 
 if [ $fail -eq 0 ]; then

@@ -4,7 +4,8 @@
 
 usage: restart-check.py MEMCACHED_PMTHREADS [POOL_DIR]
 
-Starts memcached-pmthreads with -e POOL (a pool in POOL_DIR, default /dev/shm),
+Starts memcached-pmthreads with -e POOL (a pool in POOL_DIR; default /dev/shm, or
+PMT_DISK_DIR with PMT_POOL_MEDIUM=disk: tools/pmtkit/scratch.py),
 stores items with flags, TTLs and CAS values of several sizes (several slab
 classes, a chunked 2 MB item), lets an epoch pass (pmthreads_durable_epoch is
 not reachable from outside: it waits 3 intervals), kills it with SIGKILL,
@@ -28,7 +29,7 @@ from pathlib import Path
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from pmtkit.memcached_client import MemcachedClient  # noqa: E402
-from pmtkit.scratch import scratch_dir  # noqa: E402
+from pmtkit.scratch import env_for_pools, pool_dir  # noqa: E402
 
 HOST = "127.0.0.1"
 INTERVAL_S = int(os.environ.get("PMTHREADS_INTERVAL_MS", "100")) / 1000.0
@@ -127,10 +128,10 @@ def main():
         print(__doc__)
         return 2
     binary = sys.argv[1]
-    tmp = scratch_dir("mc-restart-check.", sys.argv[2] if len(sys.argv) > 2 else None)
+    tmp = pool_dir("mc-restart-check.", sys.argv[2] if len(sys.argv) > 2 else None)
     pool = os.path.join(tmp, "memcached.pool")
     logf = open(os.path.join(tmp, "server.log"), "w+")
-    os.environ.setdefault("PMEM_IS_PMEM_FORCE", "1")
+    env_for_pools(os.environ)
     port = free_port()
     proc, c = start(binary, pool, port, logf)
     procs = [proc]

@@ -22,7 +22,9 @@
 #   summary.md   one row per file, one column per mode/tracker
 #   logs/MODE-TRACKER/FILE.log  prove -v output of each file
 # Every server a test starts gets its own pool on /dev/shm (unless -e names
-# one), PMEM_IS_PMEM_FORCE=1; the pools are removed after each file.
+# one), PMEM_IS_PMEM_FORCE=1 -- or with PMT_POOL_MEDIUM=disk in PMT_DISK_DIR
+# (default /var/tmp), the log backend (tools/pool-medium.sh); the pools are
+# removed after each file.
 # Exit status: 0 every file passed or was skipped, or failed only as listed in
 # EXPECTED_FAIL in tools/pmtkit/t_suite.py; 1 another failure; 2 setup error.
 set -u
@@ -69,9 +71,9 @@ SRC=${SRC%/}
 [ -n "$OUT" ] || OUT=$MC/t-suite-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT/logs" || die "cannot create $OUT"
 OUT=$(cd "$OUT" && pwd)
-POOLBASE=/dev/shm
-[ -d "$POOLBASE" ] && [ -w "$POOLBASE" ] || POOLBASE=${TMPDIR:-/tmp}
-SCRATCH=$(mktemp -d "$POOLBASE/mc-t-suite.XXXXXX") || die "mktemp failed"
+# POOL_MEDIUM_DIR, PMEM_IS_PMEM_FORCE: PMT_POOL_MEDIUM's choice
+. "$SRC_DIR/tools/pool-medium.sh"
+SCRATCH=$(mktemp -d "$POOL_MEDIUM_DIR/mc-t-suite.XXXXXX") || die "mktemp failed"
 trap 'rm -rf "$SCRATCH"' EXIT
 
 FILES=("$@")
@@ -99,7 +101,7 @@ make_tree() {
 #!/bin/sh
 # run-t-suite.sh: $mode, tracker $tracker; a pool per server (-e overrides it
 # in memcached-pmthreads)
-exec env $env PMTHREADS_TRACKER=$tracker PMEM_IS_PMEM_FORCE=1 \\
+exec env $env PMTHREADS_TRACKER=$tracker ${PMEM_IS_PMEM_FORCE:+PMEM_IS_PMEM_FORCE=$PMEM_IS_PMEM_FORCE} \\
 	PMTHREADS_POOL="\$(mktemp -u "$dir/pools/pool.XXXXXX")" "$bin" "\$@"
 EOF
 	chmod +x "$dir/memcached-debug"

@@ -8,6 +8,7 @@
 #define PMT_TESTS_CORPUS_HPP
 
 #include "find_program.hpp"
+#include "pool_medium.hpp"
 #include "subprocess.hpp"
 #include "uffd_half.h"
 
@@ -19,18 +20,6 @@
 #include <vector>
 
 namespace corpus {
-
-// A scratch directory in /dev/shm, removed with what it holds.
-struct shm_dir {
-	std::string path;
-	shm_dir()
-	{
-		char t[] = "/dev/shm/pmt-corpus-XXXXXX";
-		REQUIRE(mkdtemp(t) != nullptr);
-		path = t;
-	}
-	~shm_dir() { (void)!system(("rm -rf '" + path + "'").c_str()); }
-};
 
 inline std::string how_it_ended(int wait_status)
 {
@@ -76,21 +65,13 @@ inline std::map<std::string, std::string> extra_env()
 	return env;
 }
 
-// Where a case's pools go: in memory where there is some (/dev/shm,
-// emulated pmem: an epoch every interval); an msync write-back to a
-// disk-backed /tmp on a loaded machine can take longer than the whole run.
+// Where a case's pools go: the run's medium (pool_medium.hpp).  By default
+// in memory (/dev/shm, emulated pmem: an epoch every interval; an msync
+// write-back to a disk-backed /tmp on a loaded machine can take longer than
+// the whole run); with PMT_POOL_MEDIUM=disk a file on a disk, the log backend.
 struct pool_place {
-	std::string dir;
-	bool shm = false;
-	std::unique_ptr<shm_dir> mem;
-	explicit pool_place(const std::string &fallback) : dir(fallback)
-	{
-		if (access("/dev/shm", W_OK) == 0) {
-			mem = std::make_unique<shm_dir>();
-			dir = mem->path;
-			shm = true;
-		}
-	}
+	pool_medium::dir mem{ "corpus" };
+	std::string dir = mem.path;
 };
 
 // `pmthreads run -- argv` in mode m: its command line and environment, a
@@ -116,8 +97,7 @@ inline pmthreads_run under_pmthreads(const std::vector<std::string> &argv,
 		     { "PMTHREADS_TRACKER", m.tracker },
 		     { "PMTHREADS_INTERVAL_MS", std::to_string(interval_ms) },
 		     { "PMTHREADS_STATS", stats } });
-	if (pools.shm)
-		env["PMEM_IS_PMEM_FORCE"] = "1";
+	pool_medium::child_env(env);
 	for (auto &kv : extra_env())
 		env[kv.first] = kv.second;
 	r.env = env;

@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "pool_medium.hpp"
+
 extern "C" {
 #include "base/log.h"
 #include "persist/persist.h"
@@ -27,11 +29,12 @@ extern "C" {
 
 namespace pooltest {
 
-// A fresh directory, removed with its files at scope exit.  On tmpfs when
-// available: the tests create and copy many small pools.
+// A fresh directory, removed with its files at scope exit.  On the pool
+// medium of the run (pool_medium.hpp): tmpfs by default, where the tests
+// create and copy many small pools quickly.
 struct scratch_dir {
 	std::string path;
-	scratch_dir() : scratch_dir(access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp") {}
+	scratch_dir() : scratch_dir(pool_medium::base_dir().c_str()) {}
 	explicit scratch_dir(const char *base)
 	{
 		std::string tmpl = std::string(base) + "/pmt-pooltest-XXXXXX";

@@ -164,7 +164,7 @@ std::string compare_with_native(const std::vector<std::string> &argv,
 			REQUIRE(same_as_expected);
 		}
 	}
-	pool_place pools(dir.path);
+	pool_place pools;
 	for (const preload_mode &m : preload_modes()) {
 		std::string tag = std::string(m.heap) + "-" + m.tracker;
 		std::string json = dir.path + "/" + tag + ".json";
@@ -191,6 +191,7 @@ std::string compare_with_native(const std::vector<std::string> &argv,
 			       (want.ends_with__exit && tracker == "\"none\"")));
 			CHECK(json_number(stats, "epochs") >= want.min_epochs);
 			CHECK(json_number(stats, "pages_persisted") > 0);
+			pool_medium::expect_backend(stats);
 		}
 	}
 	return native.out;

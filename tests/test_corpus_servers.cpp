@@ -353,6 +353,7 @@ void check_heap_was_the_pools(const preload_mode &m, const std::string &stats, b
 	INFO("--- statistics:\n" << stats);
 	CHECK(json_text(stats, "heap_mode") == "\"malloc\"");
 	CHECK(json_text(stats, "persistence") == "true");
+	pool_medium::expect_backend(stats);
 	if (tracker)
 		CHECK(json_text(stats, "tracker") == std::string("\"") + m.tracker + "\"");
 }
@@ -389,7 +390,7 @@ void compare_server(const std::string &name,
 		INFO(name << " natively: " << how_it_ended(native.wait_status) << "\n--- log:\n" << native.log);
 		expected_native(native);
 	}
-	pool_place pools(dir.path);
+	pool_place pools;
 	for (const preload_mode &m : preload_modes()) {
 		std::string tag = std::string(m.heap) + "-" + m.tracker;
 		std::string stats = dir.path + "/" + tag + "/stats.json";

@@ -20,6 +20,7 @@
 // and the epoch log's output columns after a clean exit.
 #include <catch2/catch.hpp>
 
+#include "pool_medium.hpp"
 #include "subprocess.hpp"
 #include "uffd_half.h"
 
@@ -585,7 +586,7 @@ void child_env(const std::string &prog, const std::string &pool, const char *tra
 	// a kill then loses values the reader already has.
 	setenv("PMTHREADS_INTERVAL_MS", "200", 1);
 	setenv("PMTHREADS_OUTPUT", mode, 1);
-	setenv("PMEM_IS_PMEM_FORCE", "1", 1);
+	pool_medium::set_own_env();
 }
 
 // Run outcommit to the end (a clean exit) and return what it wrote.
@@ -662,8 +663,8 @@ void kill_and_recover(bool use_stdio)
 	const char *mode = getenv("PMT_OUTPUT_MODE") != nullptr ? getenv("PMT_OUTPUT_MODE") : "commit";
 	int rounds = getenv("PMT_OUTPUT_ROUNDS") != nullptr ? atoi(getenv("PMT_OUTPUT_ROUNDS")) : 4;
 	std::string prog = env_path("PMT_PROGS") + "/prog_outcommit";
-	char dir[] = "/dev/shm/pmt-output-XXXXXX";
-	REQUIRE(mkdtemp(dir) != nullptr);
+	pool_medium::dir medium("output");
+	const char *dir = medium.path.c_str();
 	std::string pool = std::string(dir) + "/outcommit.pool";
 	child_env(prog, pool, tracker, mode);
 	if (use_stdio)
@@ -744,8 +745,8 @@ TEST_CASE("no value a reader received is lost by kill -9", "[kill][trackers]")
 TEST_CASE("writes through a dup'ed descriptor keep the order of the calls", "[preload]")
 {
 	std::string prog = env_path("PMT_PROGS") + "/prog_outcommit_dup";
-	char dir[] = "/dev/shm/pmt-output-dup-XXXXXX";
-	REQUIRE(mkdtemp(dir) != nullptr);
+	pool_medium::dir medium("output-dup");
+	const char *dir = medium.path.c_str();
 	std::string pool = std::string(dir) + "/dup.pool";
 	child_env(prog, pool, "mprotect", "commit");
 	for (const char *how : { "dup", "dup2", "dup3", "fcntl" }) {

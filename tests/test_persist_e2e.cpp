@@ -5,8 +5,9 @@
 // following an epoch -- under each write tracker; it must find both
 // structures whole at the addresses it printed, and the allocator usable.
 // Also: read() into a persistent buffer, and a program's own SIGSEGV handler
-// under the mprotect tracker.  The pool is on /dev/shm with
-// PMEM_IS_PMEM_FORCE=1.  After each run pmthreads-recover check must find
+// under the mprotect tracker.  The pool is on the run's medium
+// (pool_medium.hpp: emulated pmem on /dev/shm, or a file on a disk and the
+// log backend).  After each run pmthreads-recover check must find
 // the pool and the heap consistent, and the heap's usage must not grow over
 // a verify run (which frees all it allocates).
 //
@@ -47,8 +48,12 @@ struct scenario {
 		// Short interval: epochs also fall in the middle of the work.
 		env["PMTHREADS_INTERVAL_MS"] = "20";
 		env["PMTHREADS_TRACKER"] = tracker;
-		env["PMEM_IS_PMEM_FORCE"] = "1";
+		env["PMTHREADS_STATS"] = dir.file("stats.json");
+		pool_medium::child_env(env);
 	}
+
+	// The last run's statistics name the medium's backend.
+	void expect_backend() { pool_medium::expect_backend(subprocess::slurp(dir.file("stats.json"))); }
 
 	// Run prog with args.  The environment is ours minus PMTHREADS_* and
 	// LD_PRELOAD, plus env unless plain (the recovery tool: preloaded, it
@@ -127,6 +132,7 @@ void structs_round_trip(const std::string &prog, const char *tracker, const char
 	INFO("verify: " << v.describe());
 	REQUIRE(v.exited_ok());
 	REQUIRE(v.out.find("verified 600 500\n") != std::string::npos);
+	sc.expect_backend();
 	uint64_t after = sc.check_pool();
 	// With PMTHREADS_HEAP=malloc libc's own allocations (stdio buffers) are
 	// in the heap too, and those of a previous run are unreachable garbage:

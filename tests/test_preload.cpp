@@ -136,7 +136,7 @@ const char *const keys_added_with_lists[] = {
 	"copies_chosen", "restore_kernel_faults", "heap_bytes_in_use", "heap_bytes_mapped",
 	"heap_capacity", "nvm_flushes", "nvm_lines_flushed", "nvm_fences", "nvm_errors",
 	"nvm_fences_skipped", "checker_writes_checked", "checker_unlocked_writes",
-	"checker_sites_reported", "checker_sites_dropped",
+	"checker_sites_reported", "checker_sites_dropped", "nvm",
 };
 
 void check_report_keys(const std::string &json)

@@ -33,6 +33,7 @@ from pmtkit.percentile import percentile  # noqa: E402
 from pmtkit import posix_conformance as posix  # noqa: E402
 from pmtkit import ports  # noqa: E402
 from pmtkit import recovery_row  # noqa: E402
+from pmtkit import scratch  # noqa: E402
 from pmtkit.scratch import scratch_dir  # noqa: E402
 from pmtkit import t_suite  # noqa: E402
 
@@ -204,6 +205,47 @@ class Scratch(unittest.TestCase):
             self.assertEqual(os.path.dirname(d), "/dev/shm")
         finally:
             os.rmdir(d)
+
+
+class PoolMedium(unittest.TestCase):
+    """PMT_POOL_MEDIUM, the suite's switch between emulated pmem and a disk."""
+
+    def setUp(self):
+        self.saved = {k: os.environ.get(k) for k in ("PMT_POOL_MEDIUM", "PMT_DISK_DIR")}
+
+    def tearDown(self):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    def test_pmem_forces_pmem_and_disk_removes_the_force(self):
+        os.environ.pop("PMT_POOL_MEDIUM", None)
+        self.assertEqual(scratch.env_for_pools({}), {"PMEM_IS_PMEM_FORCE": "1"})
+        self.assertEqual(scratch.env_for_pools({"PMEM_IS_PMEM_FORCE": "0"}), {"PMEM_IS_PMEM_FORCE": "0"})
+        os.environ["PMT_POOL_MEDIUM"] = "disk"
+        self.assertEqual(scratch.env_for_pools({"PMEM_IS_PMEM_FORCE": "1", "A": "b"}), {"A": "b"})
+
+    def test_disk_pools_go_to_pmt_disk_dir_never_to_memory(self):
+        os.environ["PMT_POOL_MEDIUM"] = "disk"
+        parent = tempfile.mkdtemp(prefix="pmtkit-test.", dir="/var/tmp")
+        try:
+            os.environ["PMT_DISK_DIR"] = parent
+            if scratch._in_memory(parent):
+                self.skipTest("/var/tmp is in memory here")
+            self.assertEqual(os.path.dirname(scratch.pool_dir("x.")), parent)
+        finally:
+            shutil.rmtree(parent)
+        if os.path.isdir("/dev/shm"):
+            os.environ["PMT_DISK_DIR"] = "/dev/shm"
+            with self.assertRaises(SystemExit):
+                scratch.pool_dir("x.")
+
+    def test_an_unknown_medium_is_refused(self):
+        os.environ["PMT_POOL_MEDIUM"] = "ssd"
+        with self.assertRaises(SystemExit):
+            scratch.pool_medium()
 
 
 class BenchOptions(unittest.TestCase):

@@ -85,6 +85,7 @@ static struct closed_figures {
 	 * they close (under rt.init_lock, or by a fork child). */
 	struct epoch_counters counters;
 	struct nvm_stats nvm;
+	const char *nvm_name;
 	/* The trackers' counters, summed as each is closed, and the last
 	 * one's backend name: under lock. */
 	prim_lock_t lock;
@@ -135,6 +136,7 @@ void runtime_get_stats(struct stats_runtime *out)
 	/* Read by the epoch thread, which is the one writing them, or after
 	 * the pool is closed. */
 	out->nvm = rt.pool != NULL ? rt.pool->nvm->stats : closed.nvm;
+	out->nvm_name = rt.pool != NULL ? rt.pool->nvm->ops->name : closed.nvm_name;
 	prim_lock(&closed.lock);
 	out->tracker = closed.tracker_name;
 	out->tracker_stats = closed.tracker;
@@ -156,6 +158,7 @@ int runtime_write_final_stats(void)
 static void close_pool(bool fork_child)
 {
 	closed.nvm = rt.pool->nvm->stats;
+	closed.nvm_name = rt.pool->nvm->ops->name;
 	if (fork_child)
 		pool_abandon(rt.pool);
 	else

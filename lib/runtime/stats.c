@@ -191,6 +191,9 @@ int stats_write_json(const struct stats_report *r, const char *path)
 	put_tracker(&o, &rt->tracker_stats);
 	put_heap(&o, &r->heap);
 	put_nvm(&o, &rt->nvm);
+	/* Which write-back ran: tests check that the medium they asked
+	 * for (emulated pmem, a file on a disk) got the backend it should. */
+	put_str(&o, "nvm", rt->nvm_name != NULL ? rt->nvm_name : "none");
 	put_checker(&o, &r->checker);
 	/* The first FASE that blocks epochs now (quiesce.h's Stalls): its
 	 * thread, lock and call site; 0 and "" when none. */

@@ -43,6 +43,8 @@ struct stats_runtime {
 	struct epoch_counters epoch;	/* the epoch pipeline's (epoch.h) */
 	struct restore_stats restore;	/* how the heap was restored (restore.h) */
 	struct nvm_stats nvm;		/* the pool's write-back (nvm.h) */
+	const char *nvm_name;		/* its backend (a static string), NULL:
+					 * no pool was opened */
 	uint64_t startup_ns;		/* runtime start-up, pool open to epoch
 					 * thread, recovery included */
 	uint64_t heap_reset_bytes;	/* malloc mode: an unreachable heap emptied */

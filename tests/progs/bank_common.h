@@ -23,6 +23,7 @@
 #pragma weak nvrecover
 #pragma weak pmthreads_crashed
 #pragma weak pmthreads_errormsg
+#pragma weak pmthreads_durable_epoch
 
 #include <inttypes.h>
 #include <stdint.h>
@@ -189,8 +190,10 @@ static inline long long bank_now_ns(void)
 }
 
 /* The main thread's part: every 10 ms, with --progress, print the committed
- * transfers (read with read_transfers, which takes the ledger lock) and the
- * time after the read; return after the run's seconds. */
+ * transfers (read with read_transfers, which takes the ledger lock), the
+ * time after the read and the durable epoch read after the count, as
+ * examples/bank does (test_kill's acknowledgement rule: the count is durable
+ * once a later line's epoch is 2 higher); return after the run's seconds. */
 static inline void bank_report(const struct bank_options *o, uint64_t (*read_transfers)(void))
 {
 	long long end = bank_now_ns() + (long long)o->seconds * 1000000000LL;
@@ -199,7 +202,8 @@ static inline void bank_report(const struct bank_options *o, uint64_t (*read_tra
 		nanosleep(&tick, NULL);
 		if (o->progress) {
 			uint64_t done = read_transfers();
-			printf("progress %lld %" PRIu64 "\n", bank_now_ns(), done);
+			uint64_t durable = pmthreads_durable_epoch != NULL ? pmthreads_durable_epoch() : 0;
+			printf("progress %lld %" PRIu64 " %" PRIu64 "\n", bank_now_ns(), done, durable);
 			fflush(stdout);
 		}
 	}

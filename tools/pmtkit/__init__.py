@@ -4,7 +4,8 @@
   percentile.py         the one percentile definition (nearest rank)
   epoch_log.py          reading a PMTHREADS_EPOCH_LOG, a line cut by a kill included
   memcached_client.py   a memcached text-protocol client
-  scratch.py            temporary directories for pools (on /dev/shm)
+  scratch.py            temporary directories for pools (on /dev/shm; the tests'
+                        PMT_POOL_MEDIUM=disk puts them in PMT_DISK_DIR)
   ports.py              a free loopback port for a test server
   recovery_row.py       parsec-ports/recovery/crash_recover.sh's table and CSV rows
   cpu_split.py          memcached-demo/cpu-split.sh's sample classes, medians, table

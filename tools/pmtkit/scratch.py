@@ -12,3 +12,50 @@ def scratch_dir(prefix, parent=None):
     if parent is None and os.path.isdir("/dev/shm"):
         parent = "/dev/shm"
     return tempfile.mkdtemp(prefix=prefix, dir=parent)
+
+
+def pool_medium():
+    """PMT_POOL_MEDIUM, the test suite's switch (tools/pool-medium.sh is the
+    shell side, tests/pool_medium.hpp the C++ one): "pmem" (default: pools on
+    /dev/shm, PMEM_IS_PMEM_FORCE=1) or "disk" (pools in PMT_DISK_DIR, default
+    /var/tmp, PMEM_IS_PMEM_FORCE unset: the log backend)."""
+    m = os.environ.get("PMT_POOL_MEDIUM") or "pmem"
+    if m not in ("pmem", "disk"):
+        raise SystemExit("PMT_POOL_MEDIUM=%s: expected pmem (pools on /dev/shm) or disk (pools in "
+                         "PMT_DISK_DIR, default /var/tmp)" % m)
+    return m
+
+
+def pool_dir(prefix, parent=None):
+    """A new directory for pools on the medium of pool_medium(), under parent
+    when given; env_for_pools(os.environ) goes with it."""
+    if parent is None and pool_medium() == "disk":
+        parent = os.environ.get("PMT_DISK_DIR") or "/var/tmp"
+        if _in_memory(parent):
+            raise SystemExit("PMT_POOL_MEDIUM=disk: %s is in memory, not on a disk (set "
+                             "PMT_DISK_DIR to a directory on one)" % parent)
+    return scratch_dir(prefix, parent)
+
+
+def env_for_pools(env):
+    """Sets env (a dict) for a pool on the medium: PMEM_IS_PMEM_FORCE=1 on
+    pmem unless set, and removed on disk (a forced "is pmem" would pick the
+    pmem backend on an ordinary file)."""
+    if pool_medium() == "disk":
+        env.pop("PMEM_IS_PMEM_FORCE", None)
+    else:
+        env.setdefault("PMEM_IS_PMEM_FORCE", "1")
+    return env
+
+
+def _in_memory(path):
+    """Whether path is on tmpfs or ramfs (the mount table's longest match)."""
+    path = os.path.realpath(path)
+    best, fstype = "", ""
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            fields = line.split()
+            mnt = fields[1].replace("\\040", " ")
+            if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best):
+                best, fstype = mnt, fields[2]
+    return fstype in ("tmpfs", "ramfs")

@@ -46,7 +46,7 @@ def main(argv):
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--pool-size", default="1G")
     ap.add_argument("--pool-dir", default=None)
-    ap.add_argument("--nvm", choices=("pmem", "msync"), default="pmem")
+    ap.add_argument("--nvm", choices=("pmem", "msync", "log"), default="pmem")
     ap.add_argument("--memcached", default=None)
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--json", default=None, help="also write the summary rows here")

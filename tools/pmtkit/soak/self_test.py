@@ -301,6 +301,13 @@ class MemcachedCommitCheck(SoakCase):
         self.args.commit_output = "off"
         self.assertEqual(self.mc.env()["PMTHREADS_OUTPUT"], "off")
 
+    def test_a_disk_run_asks_for_the_log_backend_without_forced_pmem(self):
+        self.assertEqual(self.mc.env()["PMEM_IS_PMEM_FORCE"], "1")
+        self.args.nvm = "log"
+        e = self.mc.env()
+        self.assertEqual(e["PMTHREADS_NVM"], "log")
+        self.assertNotIn("PMEM_IS_PMEM_FORCE", e)
+
     def test_loss_fails_the_run_and_has_its_columns(self):
         self.mc.judge_missing([(1, 9, 1009)], "self-test", None)
         self.mc.stats.ack_us.extend([100.0, 300.0])

@@ -147,8 +147,8 @@ class Stream:
         e["PMTHREADS_INTERVAL_MS"] = str(self.args.interval_ms)
         e["PMTHREADS_TRACKER"] = self.tracker
         e["PMTHREADS_EPOCH_LOG"] = self.epoch_log
-        if self.args.nvm == "msync":
-            e["PMTHREADS_NVM"] = "msync"
+        if self.args.nvm in ("msync", "log"):
+            e["PMTHREADS_NVM"] = self.args.nvm
             e.pop("PMEM_IS_PMEM_FORCE", None)
         else:
             e["PMEM_IS_PMEM_FORCE"] = "1"

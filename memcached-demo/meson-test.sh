@@ -19,8 +19,9 @@ fail=0
 for t in ${MC_TEST_TRACKERS:-auto mprotect}; do
 	echo "=== crash test, tracker $t"
 	# a generous margin: a loaded CI machine can delay an epoch; a wrong
-	# value or a dropped item always fails
-	out=$(PMTHREADS_TRACKER=$t ROUNDS=${MC_TEST_ROUNDS:-2} KEYS=${MC_TEST_KEYS:-20000} \
+	# value or a dropped item always fails.  60,000 keys: a round's load
+	# lasts past interval + margin, so its durability check covers keys
+	out=$(PMTHREADS_TRACKER=$t ROUNDS=${MC_TEST_ROUNDS:-2} KEYS=${MC_TEST_KEYS:-60000} \
 		MARGIN_MS=${MARGIN_MS:-400} THREADS=4 MC_MAX_SECONDS=120 \
 		"$DEMO_DIR/crash-test.sh" "$BIN" 2>&1)
 	rc=$?

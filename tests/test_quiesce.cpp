@@ -14,6 +14,8 @@
 
 extern "C" {
 #include "quiesce/quiesce.h"
+// prim/prim.h is C only (atomics, _Noreturn): the one function used here.
+uint64_t prim_mapped_bytes(void);
 }
 
 namespace {
@@ -444,4 +446,33 @@ TEST_CASE("pause statistics are consistent", "[quiesce]")
 	CHECK(s.pause_ns_p99 <= s.pause_ns_max);
 	CHECK(s.pause_ns_max <= s.pause_ns_total);
 	CHECK(s.membarrier); // kernel 6.18 has it
+}
+
+// The runtime's own threads run on stacks of its own memory, so that the
+// memory limits leave them out of the program's share (memory_limits.h):
+// counted while the thread lives, given back when it is joined.
+static std::atomic<bool> stack_thread_go{ false };
+static void *stack_thread(void *)
+{
+	volatile unsigned char deep[64 << 10];	// a real frame, on that stack
+	deep[0] = 1;
+	while (!stack_thread_go.load())
+		usleep(1000);
+	quiesce_internal_thread_done();
+	return (void *)(uintptr_t)deep[0];
+}
+
+TEST_CASE("an internal thread's stack is the runtime's memory until it is joined", "[quiesce]")
+{
+	uint64_t before = prim_mapped_bytes();
+	pthread_t th;
+	stack_thread_go = false;
+	REQUIRE(quiesce_create_internal_thread(&th, stack_thread, nullptr) == 0);
+	uint64_t during = prim_mapped_bytes();
+	CHECK(during >= before + (8u << 20));
+	stack_thread_go = true;
+	void *ret = nullptr;
+	REQUIRE(quiesce_join_internal_thread(th, &ret) == 0);
+	CHECK(ret == (void *)1);
+	CHECK(prim_mapped_bytes() == before);
 }

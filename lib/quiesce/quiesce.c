@@ -810,6 +810,42 @@ void quiesce_app_thread_gone(void)
 	}
 }
 
+/* The runtime's threads run on stacks of its own memory (prim_map_any):
+ * counted in its share of RLIMIT_AS and RLIMIT_DATA (runtime/memory_limits.h)
+ * where glibc's would come out of the program's.  INTERNAL_STACK bytes each,
+ * below them a read-only page that an overflow faults on. */
+#define INTERNAL_STACK (8u << 20)
+#define INTERNAL_STACKS_MAX 16
+static struct {
+	prim_lock_t lock;
+	struct internal_stack {
+		pthread_t th;
+		unsigned char *map;	/* NULL: the slot is free */
+		size_t len;
+	} slot[INTERNAL_STACKS_MAX];
+} stacks = { .lock = PRIM_LOCK_INIT };
+
+/* A stack in a free slot (its index), or -1: then glibc's. */
+static int stack_take(pthread_attr_t *attr)
+{
+	size_t page = prim_page_size(), len = INTERNAL_STACK + page;
+	prim_lock(&stacks.lock);
+	int k = 0;
+	while (k < INTERNAL_STACKS_MAX && stacks.slot[k].map != NULL)
+		k++;
+	unsigned char *map = k < INTERNAL_STACKS_MAX ? prim_map_any(len) : NULL;
+	if (map == NULL || prim_protect(map, page, false) != 0 ||
+	    pthread_attr_setstack(attr, map + page, INTERNAL_STACK) != 0) {
+		if (map != NULL)
+			prim_unmap(map, len);
+		prim_unlock(&stacks.lock);
+		return -1;
+	}
+	stacks.slot[k] = (struct internal_stack){ .map = map, .len = len };
+	prim_unlock(&stacks.lock);
+	return k;
+}
+
 int quiesce_create_internal_thread(pthread_t *th, void *(*fn)(void *), void *arg)
 {
 	sigset_t all, old;
@@ -818,13 +854,45 @@ int quiesce_create_internal_thread(pthread_t *th, void *(*fn)(void *), void *arg
 	 * system cannot provide raises it, and the runtime's handler turns
 	 * it into an error (nvm.h); blocked, it would end the process. */
 	sigdelset(&all, SIGBUS);
+	pthread_attr_t attr;
+	bool have_attr = pthread_attr_init(&attr) == 0;
+	int k = have_attr ? stack_take(&attr) : -1;
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	atomic_fetch_add(&threads.internal, 1);
-	int e = threads.create(th, NULL, fn, arg);
+	int e = threads.create(th, k >= 0 ? &attr : NULL, fn, arg);
 	if (e != 0)
 		atomic_fetch_sub(&threads.internal, 1);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (have_attr)
+		pthread_attr_destroy(&attr);
+	if (k >= 0) {
+		prim_lock(&stacks.lock);
+		if (e == 0) {
+			stacks.slot[k].th = *th;
+		} else {
+			prim_unmap(stacks.slot[k].map, stacks.slot[k].len);
+			stacks.slot[k].map = NULL;
+		}
+		prim_unlock(&stacks.lock);
+	}
 	return e;
+}
+
+int quiesce_join_internal_thread(pthread_t th, void **ret)
+{
+	int e = threads.join(th, ret);
+	if (e != 0)
+		return e;
+	/* Ended and joined: nothing runs on its stack any more. */
+	prim_lock(&stacks.lock);
+	for (int k = 0; k < INTERNAL_STACKS_MAX; k++) {
+		if (stacks.slot[k].map != NULL && pthread_equal(stacks.slot[k].th, th)) {
+			prim_unmap(stacks.slot[k].map, stacks.slot[k].len);
+			stacks.slot[k].map = NULL;
+		}
+	}
+	prim_unlock(&stacks.lock);
+	return 0;
 }
 
 void quiesce_internal_thread_done(void)
@@ -986,7 +1054,6 @@ void quiesce_set_thread_functions(quiesce_create_fn create, quiesce_join_fn join
 }
 
 quiesce_create_fn quiesce_thread_create_fn(void) { return threads.create; }
-quiesce_join_fn quiesce_thread_join_fn(void) { return threads.join; }
 
 /* Register this process for membarrier(2) unless it is already, and say
  * whether the lock path may skip its fence.  Never sets quiesce_need_fence
@@ -1078,7 +1145,7 @@ void quiesce_stop(bool final)
 	}
 	atomic_fetch_add(&epoch.wake_word, 1);
 	prim_futex_wake(&epoch.wake_word, 1);
-	threads.join(epoch.thread, NULL);
+	quiesce_join_internal_thread(epoch.thread, NULL);
 	atomic_store(&epoch.running, false);
 	/* Sync waiters learn that no epoch will come. */
 	prim_futex_wake(&epoch.served, INT_MAX);
@@ -1173,6 +1240,10 @@ void quiesce_atfork_child(void)
 	 * other threads' records and the locks they held are not the child's.
 	 * Each struct of the module is reset here and nowhere else. */
 	threads.lock = (prim_lock_t)PRIM_LOCK_INIT;
+	/* The parent's threads are not here; their stacks stay mapped (the
+	 * child's copy of them), their slots are free. */
+	stacks.lock = (prim_lock_t)PRIM_LOCK_INIT;
+	memset(stacks.slot, 0, sizeof(stacks.slot));
 	unsigned n = 0;
 	for (struct slab *s = atomic_load(&threads.slabs); s != NULL; s = atomic_load(&s->next))
 		for (unsigned i = 0; i < RECS_PER_SLAB; i++) {

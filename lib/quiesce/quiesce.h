@@ -362,6 +362,10 @@ void quiesce_app_thread_gone(void);
  * last step.  Returns 0 or an error number. */
 int quiesce_create_internal_thread(pthread_t *th, void *(*fn)(void *), void *arg);
 void quiesce_internal_thread_done(void);
+/* Join a thread quiesce_create_internal_thread made, and give back its
+ * stack (the runtime's own memory, counted in its share of the memory
+ * limits: runtime/memory_limits.h).  0 or an error number. */
+int quiesce_join_internal_thread(pthread_t th, void **ret);
 
 /* After fork() in the child: forget other threads, no epoch thread, gate
  * open.  The calling thread keeps its record and depth. */
@@ -374,9 +378,9 @@ void quiesce_atfork_child(void);
 typedef int (*quiesce_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 typedef int (*quiesce_join_fn)(pthread_t, void **);
 void quiesce_set_thread_functions(quiesce_create_fn create, quiesce_join_fn join);
-/* The functions set there, for the runtime's other internal threads. */
+/* The create function set there (internal threads: quiesce_create_internal_thread
+ * and quiesce_join_internal_thread). */
 quiesce_create_fn quiesce_thread_create_fn(void);
-quiesce_join_fn quiesce_thread_join_fn(void);
 
 /* Number of registered threads whose depth is > 0 right now (tests assert 0
  * inside the epoch procedure; a racy snapshot elsewhere). */

@@ -448,7 +448,7 @@ void restore_close(struct restore *r)
 	if (prim_write(r->stop_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
 		log_msg(LOG_WARN, "lazy restore: cannot signal the restorer thread to stop");
 	if (r->thread_running)
-		quiesce_thread_join_fn()(r->thread, NULL);
+		quiesce_join_internal_thread(r->thread, NULL);
 	restore_get_stats(r, &last_stats);
 	atomic_store(&active, NULL);
 	free_restore(r);

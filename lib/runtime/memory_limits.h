@@ -24,7 +24,7 @@
 
 /* The runtime's share of the address space: its private writable memory
  * (prim_mapped_bytes: the heap's range, the trackers' and the epoch's
- * memory; counted by RLIMIT_AS and RLIMIT_DATA) and the pool's mapping
+ * memory, the stacks of its threads; counted by RLIMIT_AS and RLIMIT_DATA) and the pool's mapping
  * (RLIMIT_AS; RLIMIT_DATA too when it is private and writable: the log
  * backend's, pool_bytes_private).  Switched on once the heap is mapped;
  * before (and with active false), the limits pass through unchanged. */

@@ -301,7 +301,7 @@ static enum pool_error open_pool(pid_t *holder)
 		.lock_holder = holder,
 	};
 	/* The log's replay takes a helper thread, one of the runtime's own. */
-	nvm_log_set_helper(quiesce_create_internal_thread, quiesce_thread_join_fn(),
+	nvm_log_set_helper(quiesce_create_internal_thread, quiesce_join_internal_thread,
 			   quiesce_internal_thread_done, false);
 	return pool_open(&rt.pool, &o);
 }

@@ -113,7 +113,7 @@ int nvm_error(const struct nvm *n) { return n->error; }
 
 size_t nvm_group_room(const struct nvm *n)
 {
-	return n->ops->group_room != NULL && !n->read_only ? n->ops->group_room(n) : 0;
+	return nvm_has_groups(n) ? n->ops->group_room(n) : 0;
 }
 
 bool nvm_has_groups(const struct nvm *n)

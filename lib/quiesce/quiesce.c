@@ -1053,7 +1053,6 @@ void quiesce_set_thread_functions(quiesce_create_fn create, quiesce_join_fn join
 	threads.join = join != NULL ? join : pthread_join;
 }
 
-quiesce_create_fn quiesce_thread_create_fn(void) { return threads.create; }
 
 /* Register this process for membarrier(2) unless it is already, and say
  * whether the lock path may skip its fence.  Never sets quiesce_need_fence

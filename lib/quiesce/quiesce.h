@@ -378,9 +378,6 @@ void quiesce_atfork_child(void);
 typedef int (*quiesce_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 typedef int (*quiesce_join_fn)(pthread_t, void **);
 void quiesce_set_thread_functions(quiesce_create_fn create, quiesce_join_fn join);
-/* The create function set there (internal threads: quiesce_create_internal_thread
- * and quiesce_join_internal_thread). */
-quiesce_create_fn quiesce_thread_create_fn(void);
 
 /* Number of registered threads whose depth is > 0 right now (tests assert 0
  * inside the epoch procedure; a racy snapshot elsewhere). */

@@ -421,6 +421,51 @@ TEST_CASE("a set-user-ID program's pool directory must be its effective user's o
 	CHECK(good.out == "counter 1\n");
 }
 
+TEST_CASE("a set-user-ID program's own choice of pool is held to the same rules",
+	  "[trust][root]")
+{
+	privileged p;
+	REQUIRE(chown(p.suid.c_str(), 0, 0) == 0);
+	REQUIRE(chmod(p.suid.c_str(), 04755) == 0);
+	// A directory the caller owns, under a root-owned one: the caller could
+	// swap the pool.
+	std::string mine = p.bin.path + "/callers";
+	REQUIRE(mkdir(mine.c_str(), 0700) == 0);
+	REQUIRE(chown(mine.c_str(), caller, caller) == 0);
+	run_result r = run(as_caller({ p.suid, "at", mine + "/x.pool", "count" }), p.env());
+	{
+		INFO(r.describe());
+		CHECK(r.out == "errno EACCES\n");
+		CHECK(r.err.find("the directory " + mine + " belongs to another user") !=
+		      std::string::npos);
+	}
+	// Straight in a sticky, world-writable directory: the caller could have
+	// made the file first.
+	REQUIRE(chown(mine.c_str(), 0, 0) == 0);
+	REQUIRE(chmod(mine.c_str(), 01777) == 0);
+	run_result sticky = run(as_caller({ p.suid, "at", mine + "/x.pool", "count" }), p.env());
+	{
+		INFO(sticky.describe());
+		CHECK(sticky.out == "errno EACCES\n");
+		CHECK(sticky.err.find("others may write in the directory " + mine) !=
+		      std::string::npos);
+	}
+	// Below it, in a directory of root's: nothing the caller can change.
+	std::string safe = mine + "/safe";
+	REQUIRE(mkdir(safe.c_str(), 0700) == 0);
+	run_result good = run(as_caller({ p.suid, "at", safe + "/x.pool", "count" }), p.env());
+	{
+		INFO(good.describe());
+		CHECK(good.out == "counter 1\n");
+	}
+	// A pool there that others may read: refused, not opened.
+	REQUIRE(chmod((safe + "/x.pool").c_str(), 0644) == 0);
+	run_result readable = run(as_caller({ p.suid, "at", safe + "/x.pool", "count" }), p.env());
+	INFO(readable.describe());
+	CHECK(readable.out == "errno EACCES\n");
+	CHECK(readable.err.find("open to its group or others") != std::string::npos);
+}
+
 TEST_CASE("EACCES: an unprivileged program's pool in a directory it may not write",
 	  "[trust][root]")
 {

@@ -10,6 +10,8 @@
  *       the counter "trust-counter": recovered (or made), incremented under a
  *       lock, made durable (pmthreads_sync); prints "counter N", or "errno
  *       NAME" when the pool cannot be had.
+ *   at PATH count
+ *       count, with the pool chosen by the program: pmthreads_set_pool(PATH).
  *   lose rm|rename|replace|none POOL HOLD_MS
  *       as count, then prints "synced E" (the durable epoch), does to the
  *       pool file at POOL what the first word says, prints "tampered",
@@ -140,8 +142,17 @@ int main(int argc, char **argv)
 		(void)bump(&c);
 		return 0;
 	}
+	if (argc >= 4 && strcmp(argv[1], "at") == 0 && strcmp(argv[3], "count") == 0) {
+		long *c;
+		if (pmthreads_set_pool(argv[2], 0) != 0) {
+			printf("set_pool errno %s\n", errno_name(errno));
+			return 0;
+		}
+		(void)bump(&c);
+		return 0;
+	}
 	if (argc >= 5 && strcmp(argv[1], "lose") == 0)
 		return do_lose(argv[2], argv[3], atol(argv[4]));
-	fprintf(stderr, "usage: trust open | count | lose rm|rename|replace|none POOL HOLD_MS\n");
+	fprintf(stderr, "usage: trust open | count | at PATH count | lose rm|rename|replace|none POOL HOLD_MS\n");
 	return 2;
 }

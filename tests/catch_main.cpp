@@ -74,6 +74,11 @@ std::string missing(const char *need)
 			     "set-user-ID bits"
 			   : "";
 	}
+	if (strcmp(need, "mountns") == 0)
+		return system("/usr/bin/unshare -m /bin/true >/dev/null 2>&1") == 0
+			       ? ""
+			       : "`/usr/bin/unshare -m true` failed (no util-linux, or no right to make a "
+				 "mount namespace: not root)";
 	if (strcmp(need, "userns") == 0)
 		return system("/usr/bin/unshare -rm true >/dev/null 2>&1") == 0
 			       ? ""

@@ -170,6 +170,22 @@ TEST_CASE("nvmalloc and nvrecover give the cause when the pool cannot be had", "
 	}
 }
 
+TEST_CASE("EROFS and ENOSPC: a read-only and a full file system under the pool", "[trust][mounts]")
+{
+	setup s;
+	std::string mnt = s.dir.file("mnt");
+	REQUIRE(mkdir(mnt.c_str(), 0755) == 0);
+	// In a mount namespace of its own, so nothing outlives the test.
+	std::string script = "mount -t tmpfs -o ro,size=1m none '" + mnt + "' && '" + s.prog +
+			     "' open && mount -o remount,rw,size=64k '" + mnt + "' && '" + s.prog +
+			     "' open";
+	auto env = s.env(mnt + "/p.pool");
+	env["PMTHREADS_POOL_SIZE"] = "64M";
+	run_result r = run({ "/usr/bin/unshare", "-m", "/bin/sh", "-c", script }, env);
+	INFO(r.describe());
+	CHECK(r.out == "errno EROFS\nrecover errno EROFS\nerrno ENOSPC\nrecover errno ENOSPC\n");
+}
+
 // ---- the pool's identity (item 2) ----
 
 TEST_CASE("a pool file deleted, renamed or replaced under a running program stops its "

@@ -116,6 +116,10 @@ enum pool_error pool_lock_name(struct pool *p, const struct pool_open_options *o
 			"lock still guards it)", o->path, key, (int)holder, (unsigned)holder_uid);
 		return POOL_OK;
 	}
+	/* SO_PEERCRED names the process that bound the name; a child it
+	 * forked without our fork handler (a raw clone) may outlive it. */
+	if (holder != 0 && holder != prim_getpid() && !prim_process_alive(holder))
+		holder = 0;
 	if (o->lock_holder != NULL)
 		*o->lock_holder = holder;
 	if (holder == prim_getpid())

@@ -303,7 +303,9 @@ static void name_holder(const struct sockaddr_un *addr, socklen_t len, pid_t *pi
 {
 	*pid = 0;
 	*uid = (uid_t)-1;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	/* The system call itself: the preload's socket wrapper (output
+	 * commit's) has nothing to do with the runtime's own. */
+	int fd = (int)syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return;
 	if (connect(fd, (const struct sockaddr *)addr, len) == 0) {
@@ -329,7 +331,7 @@ int prim_name_lock(const char *key, pid_t *holder, uid_t *holder_uid)
 	}
 	memcpy(addr.sun_path + 1, key, n);	/* sun_path[0] = 0: abstract */
 	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = (int)syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	if (bind(fd, (struct sockaddr *)&addr, len) != 0 || listen(fd, 128) != 0) {

@@ -162,6 +162,16 @@ TEST_CASE("nvmalloc and nvrecover give the cause when the pool cannot be had", "
 		kill(holder.pid, SIGKILL);
 		finish_reading(holder, so_far);
 	}
+	SECTION("EPERM: not the program PMTHREADS_PROGRAM names, and told so")
+	{
+		auto env = s.env();
+		env["PMTHREADS_PROGRAM"] = "/bin/true";
+		run_result r = run({ s.prog, "open" }, env);
+		INFO(r.describe());
+		CHECK(r.out.find("errno EPERM") != std::string::npos);
+		CHECK(r.err.find("warning:") != std::string::npos);
+		CHECK(r.err.find("although it calls the pmthreads API") != std::string::npos);
+	}
 	SECTION("a pool that opens: no error")
 	{
 		run_result r = run({ s.prog, "open" }, s.env());

@@ -784,6 +784,13 @@ int runtime_init(void)
 			rt.init_errno = err_cause() != 0 ? err_cause() : EIO;
 			if (!rt.child_of_holder && !rt.not_target)
 				log_msg(LOG_ERR, "%s", rt.init_error);
+			else if (rt.not_target)
+				/* Only the API reaches here in a process that is
+				 * not the target: a program that asked to persist
+				 * and cannot must hear of it. */
+				log_msg(LOG_WARN, "%s, although it calls the pmthreads API; to "
+					"persist it, run it on its own rather than under that "
+					"`pmthreads run`, or with --follow-children", rt.init_error);
 			atomic_store_explicit(&rt.state, RUNTIME_FAILED, memory_order_release);
 		}
 		s = atomic_load(&rt.state);

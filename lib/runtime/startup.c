@@ -32,12 +32,17 @@ extern char *program_invocation_name;
 static void at_exit(void)
 {
 	const struct config *cfg = config_get();
+	/* The runtime's own code from here: the summary's libdw and the
+	 * statistics' stdio take locks that are no FASE (quiesce.h). */
+	struct quiesce_scope scope;
+	quiesce_runtime_enter(&scope);
 	/* Stops the epoch thread, which runs only while a pool is open. */
 	runtime_shutdown();
 	if (runtime_write_final_stats() != 0)
 		log_msg(LOG_ERR, "%s", err_get());
 	if (cfg->check != CHECK_OFF)
 		fase_checker_print_summary();
+	quiesce_runtime_leave(&scope);
 	if (cfg->check == CHECK_FAIL && fase_checker_violations() != 0) {
 		/* The last handler to run (registered first); the C library
 		 * flushes stdio only after it, so do that here. */
@@ -158,9 +163,20 @@ static void start(const struct startup_interposer *self, uint64_t load_ns)
 	start_target(self, cfg, load_ns);
 }
 
+bool startup_claim_inside(fault_signal_claim_fn claim, const siginfo_t *si, void *ucontext)
+{
+	struct quiesce_scope s;
+	quiesce_runtime_enter(&s);
+	bool taken = claim(si, ucontext);
+	quiesce_runtime_leave(&s);
+	return taken;
+}
+
 void startup_run(const struct startup_interposer *self)
 {
 	uint64_t load_ns = prim_now_ns();
+	/* Before any handler of the runtime can run. */
+	fault_signal_set_inside(startup_claim_inside);
 	/* The program starts as it would without us: with errno 0 at main,
 	 * whatever the start-up's system calls left there (probes that are
 	 * expected to fail, such as madvise or userfaultfd features). */

@@ -43,6 +43,9 @@ static struct dispositions {
 	/* preload/ routes the program's masks here (fault_signal_take_masks):
 	 * set once under lock, read atomically. */
 	atomic_bool masks_taken;
+	/* The runtime's scope around a claim (fault_signal_set_inside):
+	 * atomic. */
+	_Atomic(fault_signal_inside_fn) inside;
 } own = { .lock = PRIM_LOCK_INIT };
 
 /* The application's action of a signal where the kernel holds one of ours
@@ -291,7 +294,9 @@ static void on_fault(int sig, siginfo_t *si, void *ucv)
 	/* si_code > 0: raised by the kernel for this access, not sent. */
 	fault_signal_claim_fn claim =
 		atomic_load_explicit(&own.claimer[own_index(sig)], memory_order_acquire);
-	if (si->si_code <= 0 || claim == NULL || !claim(si, ucv)) {
+	fault_signal_inside_fn inside = atomic_load_explicit(&own.inside, memory_order_acquire);
+	if (si->si_code <= 0 || claim == NULL ||
+	    !(inside != NULL ? inside(claim, si, ucv) : claim(si, ucv))) {
 		/* The kernel's rule for a fault with the signal blocked (a
 		 * SIGBUS with SIGBUS blocked never reaches us). */
 		if (si->si_code > 0 && sig == SIGSEGV && segv.app_blocks) {
@@ -302,6 +307,11 @@ static void on_fault(int sig, siginfo_t *si, void *ucv)
 		}
 	}
 	errno = saved_errno;
+}
+
+void fault_signal_set_inside(fault_signal_inside_fn inside)
+{
+	atomic_store_explicit(&own.inside, inside, memory_order_release);
 }
 
 bool fault_signal_app_blocked(void) { return segv.app_blocks; }

@@ -33,6 +33,17 @@
  * application.  Must be async-signal-safe. */
 typedef bool (*fault_signal_claim_fn)(const siginfo_t *si, void *ucontext);
 
+/* The runtime's scope around everything the handler does for the runtime
+ * (quiesce.h's quiesce_runtime_enter; runtime/startup.c sets it before any
+ * tracker or pool exists): inside calls claim(si, ucontext) and returns what
+ * it returns.  A claim may reach code that takes locks (the FASE checker's
+ * report unwinds with libunwind), which must never wait at the gate of an
+ * epoch that waits for this handler.  Without one (NULL, the default: a
+ * test of track/ alone) the claim is called directly. */
+typedef bool (*fault_signal_inside_fn)(fault_signal_claim_fn claim, const siginfo_t *si,
+				       void *ucontext);
+void fault_signal_set_inside(fault_signal_inside_fn inside);
+
 /* Install our SIGSEGV handler with claim as the function that may take
  * faults, or count one more user when it is installed already.  Every user
  * passes the same function (else EBUSY).  Returns 0, or -1 with errno set. */

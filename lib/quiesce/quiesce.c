@@ -110,6 +110,11 @@ static struct epoch_thread {
 	 * it to look again (a sync request, stop, the last lock released while
 	 * CLOSING) bumps it and wakes it. */
 	atomic_uint wake_word;
+	/* The end of the process by a signal (quiesce_end_on_epoch_thread):
+	 * the function the first caller asked for, and how far the epoch
+	 * thread has got with it (END_*; futex).  Atomics. */
+	_Atomic(quiesce_end_fn) end_fn;
+	atomic_uint end_state;
 	/* Sync requests issued, and the latest request an epoch has covered
 	 * (the requests issued before that epoch closed the gate).  Waiters
 	 * sleep on served (futex). */
@@ -745,6 +750,51 @@ static void open_gate(void)
 	prim_futex_wake(&quiesce_gate, INT_MAX);
 }
 
+enum { END_NONE, END_RUNNING, END_DONE };
+
+/* On the epoch thread, between attempts: the end the handler asked for.  Does
+ * not return once it has run. */
+static void end_if_asked(void)
+{
+	quiesce_end_fn fn = atomic_load(&epoch.end_fn);
+	if (fn == NULL)
+		return;
+	atomic_store(&epoch.end_state, END_RUNNING);
+	fn();
+	atomic_store(&epoch.end_state, END_DONE);
+	prim_futex_wake(&epoch.end_state, INT_MAX);
+	/* The handler ends the process now; this thread has nothing left to
+	 * do, and must not start another epoch on a closed pool. */
+	for (;;)
+		prim_futex_wait(&epoch.end_state, END_DONE, 0);
+}
+
+bool quiesce_end_on_epoch_thread(quiesce_end_fn fn, uint64_t bound_ns)
+{
+	if (!atomic_load(&epoch.running) || atomic_load(&epoch.stopping) ||
+	    quiesce_self.on_epoch_thread)
+		return false;
+	quiesce_end_fn none = NULL;
+	(void)atomic_compare_exchange_strong(&epoch.end_fn, &none, fn);
+	atomic_fetch_add(&epoch.wake_word, 1);
+	prim_futex_wake(&epoch.wake_word, 1);
+	uint64_t until = prim_now_ns() + bound_ns;
+	for (;;) {
+		unsigned st = atomic_load(&epoch.end_state);
+		if (st == END_DONE)
+			return true;
+		/* Stopped by an exit before it began ours: that exit ends the
+		 * process its own way. */
+		if (st == END_NONE && !atomic_load(&epoch.running))
+			return false;
+		uint64_t now = prim_now_ns();
+		if (now >= until)
+			return false;
+		uint64_t left = until - now;
+		prim_futex_wait(&epoch.end_state, st, left < 10000000ULL ? left : 10000000ULL);
+	}
+}
+
 /* How an attempt at a quiescent point ended: abandoned (a lock held too
  * long), ended (its image durable, or failed for good: nothing to retry), or
  * carried over (to be completed at once). */
@@ -1053,6 +1103,7 @@ static void *epoch_main(void *unused)
 	uint64_t last_thread_poll = 1000000;	/* ns, doubled while threads remain */
 	while (!atomic_load(&epoch.stopping)) {
 		unsigned seen = atomic_load(&epoch.wake_word);
+		end_if_asked();
 		uint64_t now = prim_now_ns();
 		bool sync_pending = atomic_load(&epoch.requested) != atomic_load(&epoch.served);
 		if (atomic_load(&epoch.failed_for_good)) {
@@ -1375,6 +1426,8 @@ void quiesce_atfork_child(void)
 	atomic_store(&epoch.failed_for_good, false);
 	atomic_store(&epoch.requested, 0);
 	atomic_store(&epoch.served, 0);
+	atomic_store(&epoch.end_fn, NULL);
+	atomic_store(&epoch.end_state, END_NONE);
 	atomic_store(&quiesce_gate, GATE_OPEN);
 
 	/* The counters under the lock start again; the relaxed atomics after

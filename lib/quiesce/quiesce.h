@@ -402,6 +402,19 @@ void quiesce_set_last_thread_fn(quiesce_last_thread_fn fn);
 void quiesce_app_thread_added(void);
 void quiesce_app_thread_gone(void);
 
+/* The end of the process by a signal whose default action ends it
+ * (runtime/startup.c's handler, pmthreads(7) "Ending"): fn -- the runtime's
+ * part of an exit: the final epoch, the pool marked clean, the statistics --
+ * runs on the epoch thread, never in the handler, and the caller waits for it
+ * to return, at most bound_ns.  Returns true when it did; false at once when
+ * no epoch thread runs (nothing to persist: the caller ends the process
+ * straight away), or after the bound.  Async-signal-safe: atomics and futexes
+ * only.  The first caller's fn runs; a later one (another thread's signal)
+ * waits for it.  The epoch thread does not return to its loop afterwards: the
+ * process is about to end. */
+typedef void (*quiesce_end_fn)(void);
+bool quiesce_end_on_epoch_thread(quiesce_end_fn fn, uint64_t bound_ns);
+
 /* Create one of the runtime's own threads (the epoch thread, the lazy
  * restorer): with every signal blocked from its first instruction (the
  * creating thread blocks them around the creation, so a signal the program

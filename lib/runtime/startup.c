@@ -29,11 +29,14 @@ extern char *program_invocation_name;
  * statistics.  Registered from the constructor, so it runs after every
  * atexit handler and static destructor the program registered later, which
  * may still use the heap. */
-static void at_exit(void)
+/* The runtime's part of an exit: the final epoch and the pool marked clean,
+ * the statistics, the FASE checker's summary.  On the exiting thread, or on
+ * the epoch thread when a signal ends the process (end_by_signal). */
+static void end_runtime(void)
 {
 	const struct config *cfg = config_get();
-	/* The runtime's own code from here: the summary's libdw and the
-	 * statistics' stdio take locks that are no FASE (quiesce.h). */
+	/* The runtime's own code: the summary's libdw and the statistics'
+	 * stdio take locks that are no FASE (quiesce.h). */
 	struct quiesce_scope scope;
 	quiesce_runtime_enter(&scope);
 	/* Stops the epoch thread, which runs only while a pool is open. */
@@ -43,12 +46,39 @@ static void at_exit(void)
 	if (cfg->check != CHECK_OFF)
 		fase_checker_print_summary();
 	quiesce_runtime_leave(&scope);
+}
+
+static void at_exit(void)
+{
+	const struct config *cfg = config_get();
+	end_runtime();
 	if (cfg->check == CHECK_FAIL && fase_checker_violations() != 0) {
 		/* The last handler to run (registered first); the C library
 		 * flushes stdio only after it, so do that here. */
 		fflush(NULL);
 		prim_exit_now(1);
 	}
+}
+
+/* In the handler of a signal whose default action ends the process, the
+ * program's disposition being SIG_DFL (fault_signal.h, pmthreads(7)
+ * "Ending"): the end as an exit's, but without the program's exit handlers,
+ * which the signal would not have run either.  The work is the epoch
+ * thread's, never the handler's (a handler may have interrupted anything:
+ * malloc, stdio, a lock of the runtime's); this waits for it at most the
+ * sync timeout, then fault_signal ends the process by the signal.  The
+ * final epoch is a quiescent point like any other: a FASE the signal
+ * interrupted is not in it (the thread cannot leave it), so it is abandoned
+ * after its bound and the last durable epoch is what the next run gets, the
+ * pool left marked as crashed -- as an exit inside a FASE. */
+static void end_by_signal(int sig)
+{
+	(void)sig;
+	struct quiesce_scope scope;
+	quiesce_runtime_enter(&scope);
+	uint64_t bound = (uint64_t)config_get()->sync_timeout_ms * 1000000ULL;
+	(void)quiesce_end_on_epoch_thread(end_runtime, bound);
+	quiesce_runtime_leave(&scope);
 }
 
 /* The program's last thread has ended while the runtime's threads live on
@@ -135,6 +165,9 @@ static void start_target(const struct startup_interposer *self, const struct con
 		quiesce_set_site_classifier(stall_not_fase_site);
 	quiesce_set_sync_timeout(cfg->sync_timeout_ms);
 	atexit(at_exit);
+	/* Last: the program's ending signals reach the final epoch only once
+	 * everything it needs is in place. */
+	fault_signal_set_ending(end_by_signal);
 }
 
 static void start(const struct startup_interposer *self, uint64_t load_ns)

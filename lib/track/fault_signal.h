@@ -44,6 +44,27 @@ typedef bool (*fault_signal_inside_fn)(fault_signal_claim_fn claim, const siginf
 				       void *ucontext);
 void fault_signal_set_inside(fault_signal_inside_fn inside);
 
+/*
+ * Ending signals: those whose default action ends the process without a core
+ * dump (signal(7)): SIGHUP, SIGINT, SIGTERM, SIGPIPE, SIGALRM, SIGUSR1,
+ * SIGUSR2, SIGIO, SIGPROF, SIGVTALRM, SIGPWR, SIGSTKFLT.  (SIGKILL cannot be
+ * caught; SIGQUIT, SIGABRT, SIGXCPU, SIGXFSZ and the faults dump core: they
+ * are crashes.  The real-time signals are left alone: a program that dies by
+ * one is rare, and glibc reserves the first two.)  Once
+ * fault_signal_set_ending is called, the kernel holds our handler for each of
+ * them while the application's disposition is SIG_DFL -- the one it started
+ * with or set since -- and the application's own action otherwise (a handler
+ * it installs, SIG_IGN).  The application reads what it set, SIG_DFL
+ * included, through fault_signal_sigaction.  Our handler calls end(sig) (the
+ * runtime's final epoch, which end waits for with a bound) and then ends the
+ * process by sig as the default action would: SIG_DFL put back, sig raised
+ * and unblocked, so the wait status is "killed by sig".  A fork child, which
+ * has no epoch thread, ends at once; an exec'ed image starts with SIG_DFL
+ * (the kernel resets caught signals).  Masks are not touched.
+ */
+typedef void (*fault_signal_end_fn)(int sig);
+void fault_signal_set_ending(fault_signal_end_fn end);
+
 /* Install our SIGSEGV handler with claim as the function that may take
  * faults, or count one more user when it is installed already.  Every user
  * passes the same function (else EBUSY).  Returns 0, or -1 with errno set. */

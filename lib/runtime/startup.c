@@ -24,6 +24,12 @@
 
 extern char *program_invocation_name;
 
+/* What start-up recorded for later: the target's process ID (written
+ * once, before any handler of ours is installed). */
+static struct {
+	pid_t pid;
+} started;
+
 /* A clean exit (return from main, exit(), the last thread's pthread_exit)
  * persists a final epoch and marks the pool clean, then writes the
  * statistics.  Registered from the constructor, so it runs after every
@@ -74,6 +80,10 @@ static void at_exit(void)
 static void end_by_signal(int sig)
 {
 	(void)sig;
+	/* A vfork child shares the memory, and so the epoch thread's state, of
+	 * the process it came from: it must not end that one's runtime. */
+	if (prim_getpid() != started.pid)
+		return;
 	struct quiesce_scope scope;
 	quiesce_runtime_enter(&scope);
 	uint64_t bound = (uint64_t)config_get()->sync_timeout_ms * 1000000ULL;
@@ -167,6 +177,7 @@ static void start_target(const struct startup_interposer *self, const struct con
 	atexit(at_exit);
 	/* Last: the program's ending signals reach the final epoch only once
 	 * everything it needs is in place. */
+	started.pid = prim_getpid();
 	fault_signal_set_ending(end_by_signal);
 }
 

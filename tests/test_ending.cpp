@@ -31,13 +31,14 @@ struct signalled_run {
 // Run endsignal (mode: "" or "handler") on pool, wait until it has printed
 // `counts` counts, send sig, read it to its end.  Bounded: a run that does
 // not end within 60 s after the signal is killed and the test fails.
-signalled_run run_and_signal(const std::string &pool, int sig, const char *mode, int counts)
+signalled_run run_and_signal(const std::string &pool, int sig, const char *mode, int counts,
+			     const char *interval_ms = "10000")
 {
 	std::map<std::string, std::string> env = {
 		{ "LD_PRELOAD", env_or_fail("PMT_LIB") },
 		{ "PMTHREADS_POOL", pool },
 		{ "PMTHREADS_POOL_SIZE", "64M" },
-		{ "PMTHREADS_INTERVAL_MS", "10000" },
+		{ "PMTHREADS_INTERVAL_MS", interval_ms },
 	};
 	pool_medium::child_env(env);
 	std::vector<std::string> argv = { env_or_fail("PMT_PROGS") + "/prog_endsignal" };
@@ -142,6 +143,26 @@ TEST_CASE("SIGKILL stays a crash", "[ending]")
 	CHECK(l.crashed == 1);
 	// The killed run's counts were never durable (10 s interval): the
 	// third starts where the killed one did.
+	CHECK(l.count == durable);
+}
+
+TEST_CASE("a signal inside a FASE ends at the last quiescent point", "[ending]")
+{
+	// The main thread holds a lock of its own when SIGTERM reaches it: no
+	// quiescent point can come (it cannot leave its FASE), so the process
+	// ends by the signal after the attempt's bound, with what the last
+	// quiescent point made durable -- here nothing of this run -- and the
+	// next run is told of a crash, as after an exit inside a lock.
+	pool_medium::dir d("ending");
+	std::string pool = d.file("infase.pool");
+	REQUIRE(WTERMSIG(run_and_signal(pool, SIGTERM, "", 3).r.wait_status) == SIGTERM);
+	signalled_run s = run_and_signal(pool, SIGTERM, "infase", 3, "1000");
+	INFO(s.r.describe());
+	CHECK(WIFSIGNALED(s.r.wait_status));
+	CHECK(WTERMSIG(s.r.wait_status) == SIGTERM);
+	long durable = start_of(s.r.out).count;
+	start_line l = start_of(run_and_signal(pool, SIGTERM, "", 1).r.out);
+	CHECK(l.crashed == 1);
 	CHECK(l.count == durable);
 }
 

@@ -13,7 +13,9 @@
  * counted before it.
  *
  * argv[1] "handler": installs a SIGTERM handler first; the program then ends
- * by it with status 3 after printing "handled N". */
+ * by it with status 3 after printing "handled N".  "infase": the main thread
+ * holds a lock of its own while it waits, so a signal it receives finds it
+ * inside a FASE. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -36,6 +38,7 @@ struct state {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
 static struct state *st;
 static atomic_bool handled;
 
@@ -109,6 +112,8 @@ int main(int argc, char **argv)
 	printf("child %d %d\n", WIFEXITED(ws) ? WEXITSTATUS(ws) : 0,
 	       WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
 	fflush(stdout);
+	if (argc > 1 && strcmp(argv[1], "infase") == 0)
+		pthread_mutex_lock(&held);
 	pthread_t th;
 	if (pthread_create(&th, NULL, work, NULL) != 0)
 		return 1;

@@ -54,10 +54,14 @@ static bool segv_deliverable(void)
 	return pthread_sigmask(SIG_BLOCK, NULL, &cur) != 0 || !sigismember(&cur, SIGSEGV);
 }
 
+/* The runtime's own code (its threads, its handlers: quiesce_in_runtime)
+ * allocates from the next allocator too: a heap operation is a FASE of the
+ * program's state, and libunwind's allocations in the FASE checker's report
+ * would otherwise run one inside a fault handler while an epoch collects. */
 static inline bool from_heap(void)
 {
 	return __builtin_expect(preload_malloc_mode, 0) && heap_ready() && !runtime_in_init() &&
-	       libc_alloc_depth == 0 && segv_deliverable();
+	       libc_alloc_depth == 0 && !quiesce_in_runtime() && segv_deliverable();
 }
 
 /* Two kinds of malloc call stay outside the heap (in the next allocator),

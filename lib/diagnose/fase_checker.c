@@ -239,7 +239,10 @@ static void report(void *addr, void *ucontext, int nframes)
 
 void fase_checker_on_write(void *addr, void *ucontext)
 {
-	if (in_hook || !atomic_load_explicit(&initialised, memory_order_acquire))
+	/* A write of the runtime's own code (its threads, its exit path; the
+	 * handler's scope is one level) is not the program's. */
+	if (in_hook || !atomic_load_explicit(&initialised, memory_order_acquire) ||
+	    quiesce_runtime_depth() > 1)
 		return;
 	atomic_fetch_add_explicit(&counts.checked, 1, memory_order_relaxed);
 	if (fase_depth() != 0)

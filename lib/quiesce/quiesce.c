@@ -62,10 +62,11 @@ static struct threads {
 	.join = pthread_join,
 };
 
-/* The epoch thread's record: never in a slab, so the scan never sees it, and
- * its depth starts far from 0, so fase_enter/fase_leave on the epoch thread
- * (heap operations in the epoch procedure) never reach the gate. */
-#define EPOCH_REC_DEPTH (1u << 30)
+/* A thread's record inside a runtime scope (quiesce_runtime_enter): never in
+ * a slab, so the scan never sees it, and its depth starts far from 0, so the
+ * lock fast path only moves it (heap operations in the epoch procedure, a
+ * library's locks in a handler) and never reaches the gate. */
+#define RUNTIME_REC_DEPTH (1u << 30)
 
 /* The epoch thread: its procedure, its schedule and the requests it
  * serves. */
@@ -109,6 +110,11 @@ static struct epoch_thread {
 	 * it to look again (a sync request, stop, the last lock released while
 	 * CLOSING) bumps it and wakes it. */
 	atomic_uint wake_word;
+	/* The end of the process by a signal (quiesce_end_on_epoch_thread):
+	 * the function the first caller asked for, and how far the epoch
+	 * thread has got with it (END_*; futex).  Atomics. */
+	_Atomic(quiesce_end_fn) end_fn;
+	atomic_uint end_state;
 	/* Sync requests issued, and the latest request an epoch has covered
 	 * (the requests issued before that epoch closed the gate).  Waiters
 	 * sleep on served (futex). */
@@ -118,16 +124,14 @@ static struct epoch_thread {
 	 * (quiesce.h).  Atomic. */
 	_Atomic uint64_t pauses;
 	_Atomic uint64_t durable_pause;
-	/* Written and read on the epoch thread only: its own record, the last
-	 * pause and period, and the attempt start of the previous epoch. */
-	struct quiesce_rec rec;
+	/* Written and read on the epoch thread only: the last pause and
+	 * period, and the attempt start of the previous epoch. */
 	uint64_t last_pause_ns;
 	uint64_t last_period_ns;
 	uint64_t last_start_ns;
 } epoch = {
 	.lock = PRIM_LOCK_INIT,
 	.control_lock = PRIM_LOCK_INIT,
-	.rec = { .depth = EPOCH_REC_DEPTH },
 };
 
 /* The FASEs that blocked the last abandoned attempt; more than fit are not
@@ -261,14 +265,14 @@ static inline struct quiesce_rec *my_record(void)
 
 void quiesce_thread_start(void)
 {
-	if (!quiesce_self.on_epoch_thread)
+	if (quiesce_self.runtime == 0)
 		(void)my_record();
 }
 
 void quiesce_thread_exit(void)
 {
 	struct quiesce_rec *r = quiesce_self.rec;
-	if (r == NULL || quiesce_self.on_epoch_thread)
+	if (r == NULL || quiesce_self.runtime != 0)
 		return;
 	quiesce_self.rec = NULL;
 	quiesce_self.depth = 0;
@@ -314,9 +318,8 @@ void fase_enter(void) { fase_enter_fast(); }
 void fase_enter_slow(struct quiesce_rec *r, const void *lock, const void *site)
 {
 	if (r == NULL) {
-		/* Unregistered, so depth is 0 (the fast path took d != 0). */
-		if (quiesce_self.on_epoch_thread)
-			return;
+		/* Unregistered, so depth is 0 (the fast path took d != 0); never
+		 * in a runtime scope, whose record is always set. */
 		r = my_record();
 		atomic_store_explicit(&r->lock, (uintptr_t)lock, memory_order_relaxed);
 		atomic_store_explicit(&r->site, (uintptr_t)site, memory_order_relaxed);
@@ -360,8 +363,11 @@ void fase_reenter(void)
 
 void fase_reenter_lock(const void *lock, const void *site)
 {
-	if (quiesce_self.on_epoch_thread)
+	if (quiesce_self.runtime != 0) {
+		/* The private record: a level, never the gate. */
+		fase_enter_site(lock, site);
 		return;
+	}
 	struct quiesce_rec *r = my_record();
 	unsigned d = quiesce_self.depth;
 	PMT_ASSERT(d + 1 != 0);
@@ -429,7 +435,9 @@ static void site_remember(uintptr_t site, unsigned verdict)
 bool fase_excluded_acquire(const void *lock, const void *site)
 {
 	quiesce_site_fn fn = atomic_load_explicit(&sites.fn, memory_order_acquire);
-	if (fn == NULL || lock == NULL || quiesce_self.classifying)
+	/* The runtime's own locks are no FASE anyway, and must not take the
+	 * program's entries of excluded[]. */
+	if (fn == NULL || lock == NULL || quiesce_self.classifying || quiesce_self.runtime != 0)
 		return false;
 	unsigned v = site_verdict((uintptr_t)site);
 	if (v == VERDICT_UNKNOWN) {
@@ -482,8 +490,64 @@ void fase_pass_gate(void)
 
 unsigned fase_depth(void)
 {
-	/* The epoch thread's record only looks busy (see epoch.rec). */
-	return quiesce_self.on_epoch_thread ? 0 : quiesce_self.depth;
+	/* In a scope the record only looks busy (runtime_rec). */
+	return quiesce_self.runtime != 0 ? quiesce_self.app_depth : quiesce_self.depth;
+}
+
+/* ---- the runtime's own code (quiesce.h) ---- */
+
+void quiesce_runtime_enter(struct quiesce_scope *s)
+{
+	/* What this scope found, whatever an interrupted enter or leave had
+	 * done of its own steps: restored as found. */
+	s->rec = quiesce_self.rec;
+	s->depth = quiesce_self.depth;
+	s->runtime = quiesce_self.runtime;
+	s->app_depth = quiesce_self.app_depth;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (s->runtime == 0) {
+		/* The outermost scope: the application's depth is what the
+		 * thread has now, unless an enter this interrupts has already
+		 * swapped the record (and set app_depth). */
+		if (s->rec != &quiesce_self.runtime_rec)
+			quiesce_self.app_depth = s->depth;
+		atomic_store_explicit(&quiesce_self.runtime_rec.depth, RUNTIME_REC_DEPTH,
+				      memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+		quiesce_self.rec = &quiesce_self.runtime_rec;
+		quiesce_self.depth = RUNTIME_REC_DEPTH;
+	}
+	/* Last: until here a handler that interrupts sees runtime == 0 and
+	 * makes its own switch, which it undoes before returning. */
+	atomic_signal_fence(memory_order_seq_cst);
+	quiesce_self.runtime = s->runtime + 1;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+void quiesce_runtime_leave(const struct quiesce_scope *s)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	/* First: from here a handler that interrupts switches for itself. */
+	quiesce_self.runtime = s->runtime;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (s->runtime == 0) {
+		quiesce_self.depth = s->depth;
+		quiesce_self.rec = s->rec;
+		/* An enter interrupted half-way had swapped the record. */
+		if (s->rec == &quiesce_self.runtime_rec)
+			atomic_store_explicit(&quiesce_self.runtime_rec.depth, s->depth,
+					      memory_order_relaxed);
+	}
+	quiesce_self.app_depth = s->app_depth;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+unsigned quiesce_runtime_depth(void) { return quiesce_self.runtime; }
+
+void quiesce_runtime_become_app(void)
+{
+	struct quiesce_scope fresh = { 0 };
+	quiesce_runtime_leave(&fresh);
 }
 
 /* ---- the epoch thread ---- */
@@ -686,6 +750,51 @@ static void open_gate(void)
 	prim_futex_wake(&quiesce_gate, INT_MAX);
 }
 
+enum { END_NONE, END_RUNNING, END_DONE };
+
+/* On the epoch thread, between attempts: the end the handler asked for.  Does
+ * not return once it has run. */
+static void end_if_asked(void)
+{
+	quiesce_end_fn fn = atomic_load(&epoch.end_fn);
+	if (fn == NULL)
+		return;
+	atomic_store(&epoch.end_state, END_RUNNING);
+	fn();
+	atomic_store(&epoch.end_state, END_DONE);
+	prim_futex_wake(&epoch.end_state, INT_MAX);
+	/* The handler ends the process now; this thread has nothing left to
+	 * do, and must not start another epoch on a closed pool. */
+	for (;;)
+		prim_futex_wait(&epoch.end_state, END_DONE, 0);
+}
+
+bool quiesce_end_on_epoch_thread(quiesce_end_fn fn, uint64_t bound_ns)
+{
+	if (!atomic_load(&epoch.running) || atomic_load(&epoch.stopping) ||
+	    quiesce_self.on_epoch_thread)
+		return false;
+	quiesce_end_fn none = NULL;
+	(void)atomic_compare_exchange_strong(&epoch.end_fn, &none, fn);
+	atomic_fetch_add(&epoch.wake_word, 1);
+	prim_futex_wake(&epoch.wake_word, 1);
+	uint64_t until = prim_now_ns() + bound_ns;
+	for (;;) {
+		unsigned st = atomic_load(&epoch.end_state);
+		if (st == END_DONE)
+			return true;
+		/* Stopped by an exit before it began ours: that exit ends the
+		 * process its own way. */
+		if (st == END_NONE && !atomic_load(&epoch.running))
+			return false;
+		uint64_t now = prim_now_ns();
+		if (now >= until)
+			return false;
+		uint64_t left = until - now;
+		prim_futex_wait(&epoch.end_state, st, left < 10000000ULL ? left : 10000000ULL);
+	}
+}
+
 /* How an attempt at a quiescent point ended: abandoned (a lock held too
  * long), ended (its image durable, or failed for good: nothing to retry), or
  * carried over (to be completed at once). */
@@ -823,7 +932,17 @@ static struct {
 		unsigned char *map;	/* NULL: the slot is free */
 		size_t len;
 	} slot[INTERNAL_STACKS_MAX];
-} stacks = { .lock = PRIM_LOCK_INIT };
+	/* The function and argument a new runtime thread starts with
+	 * (internal_main), handed over under start.lock: the creator waits
+	 * until the thread has taken them (no allocation, which may be the
+	 * persistent heap's). */
+	struct {
+		prim_lock_t lock;
+		void *(*fn)(void *);
+		void *arg;
+		atomic_uint taken;	/* futex */
+	} start;
+} stacks = { .lock = PRIM_LOCK_INIT, .start.lock = PRIM_LOCK_INIT };
 
 /* A stack in a free slot (its index), or -1: then glibc's. */
 static int stack_take(pthread_attr_t *attr)
@@ -846,6 +965,23 @@ static int stack_take(pthread_attr_t *attr)
 	return k;
 }
 
+/* Every runtime thread's first function: a runtime scope from the first
+ * instruction to the last (quiesce_runtime_enter), so that no lock it or a
+ * library takes for it is ever a FASE or waits at the gate. */
+static void *internal_main(void *unused)
+{
+	(void)unused;
+	struct quiesce_scope s;
+	quiesce_runtime_enter(&s);
+	void *(*fn)(void *) = stacks.start.fn;
+	void *arg = stacks.start.arg;
+	atomic_store_explicit(&stacks.start.taken, 1, memory_order_release);
+	prim_futex_wake(&stacks.start.taken, 1);
+	void *ret = fn(arg);
+	quiesce_runtime_leave(&s);
+	return ret;
+}
+
 int quiesce_create_internal_thread(pthread_t *th, void *(*fn)(void *), void *arg)
 {
 	sigset_t all, old;
@@ -859,9 +995,17 @@ int quiesce_create_internal_thread(pthread_t *th, void *(*fn)(void *), void *arg
 	int k = have_attr ? stack_take(&attr) : -1;
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	atomic_fetch_add(&threads.internal, 1);
-	int e = threads.create(th, k >= 0 ? &attr : NULL, fn, arg);
+	prim_lock(&stacks.start.lock);
+	stacks.start.fn = fn;
+	stacks.start.arg = arg;
+	atomic_store_explicit(&stacks.start.taken, 0, memory_order_relaxed);
+	int e = threads.create(th, k >= 0 ? &attr : NULL, internal_main, NULL);
 	if (e != 0)
 		atomic_fetch_sub(&threads.internal, 1);
+	else
+		while (atomic_load_explicit(&stacks.start.taken, memory_order_acquire) == 0)
+			prim_futex_wait(&stacks.start.taken, 0, 0);
+	prim_unlock(&stacks.start.lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (have_attr)
 		pthread_attr_destroy(&attr);
@@ -915,6 +1059,9 @@ static void check_last_thread(void)
 	/* The exit handlers (the program's too) run here: with the mask the
 	 * program started with, as on its own last thread. */
 	pthread_sigmask(SIG_SETMASK, &threads.start_mask, NULL);
+	/* The program's exit handlers run here as on its own last thread:
+	 * their locks are FASEs, their allocations the program's. */
+	quiesce_runtime_become_app();
 	fn();
 }
 
@@ -942,9 +1089,8 @@ static void final_epoch(void)
 static void *epoch_main(void *unused)
 {
 	(void)unused;
+	/* In a runtime scope already (quiesce_create_internal_thread). */
 	quiesce_self.on_epoch_thread = true;
-	quiesce_self.rec = &epoch.rec;
-	quiesce_self.depth = atomic_load_explicit(&epoch.rec.depth, memory_order_relaxed);
 
 	uint64_t backoff = 0;
 	uint64_t next_due = prim_now_ns() + (uint64_t)atomic_load(&epoch.interval_ms) * 1000000ULL;
@@ -957,6 +1103,7 @@ static void *epoch_main(void *unused)
 	uint64_t last_thread_poll = 1000000;	/* ns, doubled while threads remain */
 	while (!atomic_load(&epoch.stopping)) {
 		unsigned seen = atomic_load(&epoch.wake_word);
+		end_if_asked();
 		uint64_t now = prim_now_ns();
 		bool sync_pending = atomic_load(&epoch.requested) != atomic_load(&epoch.served);
 		if (atomic_load(&epoch.failed_for_good)) {
@@ -1134,9 +1281,15 @@ void quiesce_stop(bool final)
 	if (quiesce_self.on_epoch_thread) {
 		/* exit() on the epoch thread (quiesce_set_last_thread_fn): it
 		 * cannot join itself; the final attempt runs here, and the
-		 * thread ends with the process. */
-		if (final)
+		 * thread ends with the process.  The exit handlers run as the
+		 * application's (check_last_thread); the epoch as the
+		 * runtime's. */
+		if (final) {
+			struct quiesce_scope s;
+			quiesce_runtime_enter(&s);
 			final_epoch();
+			quiesce_runtime_leave(&s);
+		}
 		atomic_store(&epoch.running, false);
 		prim_futex_wake(&epoch.served, INT_MAX);
 		prim_unlock(&epoch.control_lock);
@@ -1243,6 +1396,7 @@ void quiesce_atfork_child(void)
 	 * child's copy of them), their slots are free. */
 	stacks.lock = (prim_lock_t)PRIM_LOCK_INIT;
 	memset(stacks.slot, 0, sizeof(stacks.slot));
+	stacks.start.lock = (prim_lock_t)PRIM_LOCK_INIT;
 	unsigned n = 0;
 	for (struct slab *s = atomic_load(&threads.slabs); s != NULL; s = atomic_load(&s->next))
 		for (unsigned i = 0; i < RECS_PER_SLAB; i++) {
@@ -1272,6 +1426,8 @@ void quiesce_atfork_child(void)
 	atomic_store(&epoch.failed_for_good, false);
 	atomic_store(&epoch.requested, 0);
 	atomic_store(&epoch.served, 0);
+	atomic_store(&epoch.end_fn, NULL);
+	atomic_store(&epoch.end_state, END_NONE);
 	atomic_store(&quiesce_gate, GATE_OPEN);
 
 	/* The counters under the lock start again; the relaxed atomics after

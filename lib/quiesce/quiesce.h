@@ -68,8 +68,42 @@ bool fase_cond_leave(const void *lock);
  * the epoch is not starved. */
 void fase_pass_gate(void);
 
-/* The calling thread's current depth (0: outside any FASE). */
+/* The calling thread's current depth (0: outside any FASE): the
+ * application's, also inside a runtime scope (0 on the runtime's threads). */
 unsigned fase_depth(void);
+
+/*
+ * The runtime's own code.  A lock the runtime takes, or a library takes on its
+ * behalf (libunwind, libdw, the dynamic loader, libpmem, a malloc arena), on
+ * one of its threads or in one of its signal handlers, is no failure-atomic
+ * section and must never wait at the gate: the epoch that closed it may be
+ * waiting for that very code (a fault handler the tracker's collection waits
+ * out; the release thread an epoch's output waits for).  So every entry into
+ * the runtime that can run while the gate is closed is a scope: the runtime's
+ * threads from their first instruction (quiesce_create_internal_thread), its
+ * signal handlers around all they do (runtime/startup.h), the exit path.
+ * Inside a scope the thread's record is swapped for a private one whose depth
+ * never comes near 0, as the epoch thread's always was: the lock wrappers'
+ * fast path is unchanged and counts nothing the scan sees, and the gate is
+ * never read.  The application's record and depth are kept in *s (on the
+ * caller's stack, so a handler interrupting enter or leave half-way saves and
+ * restores exactly what it found) and come back at quiesce_runtime_leave.
+ * Async-signal-safe: thread-local stores only.  Scopes nest.
+ */
+struct quiesce_scope {
+	struct quiesce_rec *rec;
+	unsigned depth, runtime, app_depth;
+};
+void quiesce_runtime_enter(struct quiesce_scope *s);
+void quiesce_runtime_leave(const struct quiesce_scope *s);
+/* How many runtime scopes enclose the caller (0: application code).  In a
+ * handler's scope, more than 1 means the handler interrupted the runtime's own
+ * code (its writes are not the program's). */
+unsigned quiesce_runtime_depth(void);
+/* A thread of the runtime, or a signal handler on its behalf, in a scope that
+ * must not end (quiesce_set_last_thread_fn's exit on the epoch thread): the
+ * thread becomes an application thread from here on, holding nothing. */
+void quiesce_runtime_become_app(void);
 
 #ifndef __cplusplus
 /*
@@ -122,7 +156,16 @@ struct quiesce_thread {
 	unsigned n_excluded;		/* entries of excluded in use */
 	bool classifying;		/* inside the site classifier */
 	bool on_epoch_thread;		/* set once, when the epoch thread starts */
+	/* The runtime's own code runs on this thread (quiesce_runtime_enter):
+	 * how many scopes deep, and the application's depth as it was at the
+	 * outermost one (fase_depth reports it; the record is swapped, see
+	 * quiesce_runtime_enter). */
+	unsigned runtime;
+	unsigned app_depth;
 	const void *excluded[QUIESCE_MAX_EXCLUDED];
+	/* The record in use inside a scope: never in a slab, so the epoch
+	 * thread's scan never sees it. */
+	struct quiesce_rec runtime_rec;
 };
 /* initial-exec: %fs-relative loads, no __tls_get_addr call.  The library is
  * preloaded or linked, so its TLS is in the static block. */
@@ -138,6 +181,11 @@ extern atomic_uint quiesce_need_fence __attribute__((visibility("hidden")));
  * (quiesce_set_site_classifier): every acquire then asks whether its site
  * takes a lock that is no critical section. */
 extern atomic_uint quiesce_exclusions __attribute__((visibility("hidden")));
+
+/* Inside a runtime scope (quiesce_runtime_enter): the malloc wrappers serve
+ * such a thread from the allocator the program has without us, never from
+ * the persistent heap, whose operations are FASEs of the program's state. */
+static inline bool quiesce_in_runtime(void) { return quiesce_self.runtime != 0; }
 
 /* Slow paths (quiesce.c).  fase_enter_slow: r is the caller's record with
  * depth already set to 1 by the fast path, or NULL for an unregistered
@@ -353,6 +401,19 @@ typedef void (*quiesce_last_thread_fn)(void);
 void quiesce_set_last_thread_fn(quiesce_last_thread_fn fn);
 void quiesce_app_thread_added(void);
 void quiesce_app_thread_gone(void);
+
+/* The end of the process by a signal whose default action ends it
+ * (runtime/startup.c's handler, pmthreads(7) "Ending"): fn -- the runtime's
+ * part of an exit: the final epoch, the pool marked clean, the statistics --
+ * runs on the epoch thread, never in the handler, and the caller waits for it
+ * to return, at most bound_ns.  Returns true when it did; false at once when
+ * no epoch thread runs (nothing to persist: the caller ends the process
+ * straight away), or after the bound.  Async-signal-safe: atomics and futexes
+ * only.  The first caller's fn runs; a later one (another thread's signal)
+ * waits for it.  The epoch thread does not return to its loop afterwards: the
+ * process is about to end. */
+typedef void (*quiesce_end_fn)(void);
+bool quiesce_end_on_epoch_thread(quiesce_end_fn fn, uint64_t bound_ns);
 
 /* Create one of the runtime's own threads (the epoch thread, the lazy
  * restorer): with every signal blocked from its first instruction (the

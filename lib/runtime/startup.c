@@ -24,26 +24,71 @@
 
 extern char *program_invocation_name;
 
+/* What start-up recorded for later: the target's process ID (written
+ * once, before any handler of ours is installed). */
+static struct {
+	pid_t pid;
+} started;
+
 /* A clean exit (return from main, exit(), the last thread's pthread_exit)
  * persists a final epoch and marks the pool clean, then writes the
  * statistics.  Registered from the constructor, so it runs after every
  * atexit handler and static destructor the program registered later, which
  * may still use the heap. */
-static void at_exit(void)
+/* The runtime's part of an exit: the final epoch and the pool marked clean,
+ * the statistics, the FASE checker's summary.  On the exiting thread, or on
+ * the epoch thread when a signal ends the process (end_by_signal). */
+static void end_runtime(void)
 {
 	const struct config *cfg = config_get();
+	/* The runtime's own code: the summary's libdw and the statistics'
+	 * stdio take locks that are no FASE (quiesce.h). */
+	struct quiesce_scope scope;
+	quiesce_runtime_enter(&scope);
 	/* Stops the epoch thread, which runs only while a pool is open. */
 	runtime_shutdown();
 	if (runtime_write_final_stats() != 0)
 		log_msg(LOG_ERR, "%s", err_get());
 	if (cfg->check != CHECK_OFF)
 		fase_checker_print_summary();
+	quiesce_runtime_leave(&scope);
+}
+
+static void at_exit(void)
+{
+	const struct config *cfg = config_get();
+	end_runtime();
 	if (cfg->check == CHECK_FAIL && fase_checker_violations() != 0) {
 		/* The last handler to run (registered first); the C library
 		 * flushes stdio only after it, so do that here. */
 		fflush(NULL);
 		prim_exit_now(1);
 	}
+}
+
+/* In the handler of a signal whose default action ends the process, the
+ * program's disposition being SIG_DFL (fault_signal.h, pmthreads(7)
+ * "Ending"): the end as an exit's, but without the program's exit handlers,
+ * which the signal would not have run either.  The work is the epoch
+ * thread's, never the handler's (a handler may have interrupted anything:
+ * malloc, stdio, a lock of the runtime's); this waits for it at most the
+ * sync timeout, then fault_signal ends the process by the signal.  The
+ * final epoch is a quiescent point like any other: a FASE the signal
+ * interrupted is not in it (the thread cannot leave it), so it is abandoned
+ * after its bound and the last durable epoch is what the next run gets, the
+ * pool left marked as crashed -- as an exit inside a FASE. */
+static void end_by_signal(int sig)
+{
+	(void)sig;
+	/* A vfork child shares the memory, and so the epoch thread's state, of
+	 * the process it came from: it must not end that one's runtime. */
+	if (prim_getpid() != started.pid)
+		return;
+	struct quiesce_scope scope;
+	quiesce_runtime_enter(&scope);
+	uint64_t bound = (uint64_t)config_get()->sync_timeout_ms * 1000000ULL;
+	(void)quiesce_end_on_epoch_thread(end_runtime, bound);
+	quiesce_runtime_leave(&scope);
 }
 
 /* The program's last thread has ended while the runtime's threads live on
@@ -130,6 +175,10 @@ static void start_target(const struct startup_interposer *self, const struct con
 		quiesce_set_site_classifier(stall_not_fase_site);
 	quiesce_set_sync_timeout(cfg->sync_timeout_ms);
 	atexit(at_exit);
+	/* Last: the program's ending signals reach the final epoch only once
+	 * everything it needs is in place. */
+	started.pid = prim_getpid();
+	fault_signal_set_ending(end_by_signal);
 }
 
 static void start(const struct startup_interposer *self, uint64_t load_ns)
@@ -162,9 +211,20 @@ static void start(const struct startup_interposer *self, uint64_t load_ns)
 	start_target(self, cfg, load_ns);
 }
 
+bool startup_claim_inside(fault_signal_claim_fn claim, const siginfo_t *si, void *ucontext)
+{
+	struct quiesce_scope s;
+	quiesce_runtime_enter(&s);
+	bool taken = claim(si, ucontext);
+	quiesce_runtime_leave(&s);
+	return taken;
+}
+
 void startup_run(const struct startup_interposer *self)
 {
 	uint64_t load_ns = prim_now_ns();
+	/* Before any handler of the runtime can run. */
+	fault_signal_set_inside(startup_claim_inside);
 	/* The program starts as it would without us: with errno 0 at main,
 	 * whatever the start-up's system calls left there (probes that are
 	 * expected to fail, such as madvise or userfaultfd features). */

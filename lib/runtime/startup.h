@@ -20,6 +20,7 @@
 #define PMT_STARTUP_H
 
 #include "quiesce/quiesce.h"
+#include "track/fault_signal.h"
 
 #include <signal.h>
 #include <sys/types.h>
@@ -45,6 +46,11 @@ struct startup_interposer {
  * as it was before the call: the program reaches main with what the C
  * library left there, whatever the start-up's probes set. */
 void startup_run(const struct startup_interposer *self);
+
+/* The runtime's fault handler's work, as a scope of the runtime's own code
+ * (quiesce_runtime_enter): claim(si, ucontext) and its result.  startup_run
+ * gives it to fault_signal_set_inside before anything else. */
+bool startup_claim_inside(fault_signal_claim_fn claim, const siginfo_t *si, void *ucontext);
 
 /* The program's fork(2), through real_fork (the C library's), with every
  * signal but those a fault raises blocked across it (the kernel's masks set

@@ -43,6 +43,15 @@ static struct dispositions {
 	/* preload/ routes the program's masks here (fault_signal_take_masks):
 	 * set once under lock, read atomically. */
 	atomic_bool masks_taken;
+	/* The runtime's scope around a claim (fault_signal_set_inside):
+	 * atomic. */
+	_Atomic(fault_signal_inside_fn) inside;
+	/* Ending signals (fault_signal.h): the runtime's end, set once (atomic;
+	 * NULL: the kernel keeps the application's dispositions), and of each
+	 * signal whether the kernel holds our handler for it (under lock; read
+	 * by nothing else). */
+	_Atomic(fault_signal_end_fn) end;
+	bool ending_ours[NSIG];
 } own = { .lock = PRIM_LOCK_INIT };
 
 /* The application's action of a signal where the kernel holds one of ours
@@ -291,7 +300,9 @@ static void on_fault(int sig, siginfo_t *si, void *ucv)
 	/* si_code > 0: raised by the kernel for this access, not sent. */
 	fault_signal_claim_fn claim =
 		atomic_load_explicit(&own.claimer[own_index(sig)], memory_order_acquire);
-	if (si->si_code <= 0 || claim == NULL || !claim(si, ucv)) {
+	fault_signal_inside_fn inside = atomic_load_explicit(&own.inside, memory_order_acquire);
+	if (si->si_code <= 0 || claim == NULL ||
+	    !(inside != NULL ? inside(claim, si, ucv) : claim(si, ucv))) {
 		/* The kernel's rule for a fault with the signal blocked (a
 		 * SIGBUS with SIGBUS blocked never reaches us). */
 		if (si->si_code > 0 && sig == SIGSEGV && segv.app_blocks) {
@@ -302,6 +313,11 @@ static void on_fault(int sig, siginfo_t *si, void *ucv)
 		}
 	}
 	errno = saved_errno;
+}
+
+void fault_signal_set_inside(fault_signal_inside_fn inside)
+{
+	atomic_store_explicit(&own.inside, inside, memory_order_release);
 }
 
 bool fault_signal_app_blocked(void) { return segv.app_blocks; }
@@ -564,6 +580,133 @@ void fault_signal_take_masks(int (*real)(int, const sigset_t *, sigset_t *))
 	unlock_dispositions(&saved);
 }
 
+/* ---- ending signals (fault_signal.h) ---- */
+
+static const int ending_signals[] = {
+	SIGHUP, SIGINT, SIGTERM, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGIO, SIGPROF, SIGVTALRM,
+#ifdef SIGPWR
+	SIGPWR,
+#endif
+#ifdef SIGSTKFLT
+	SIGSTKFLT,
+#endif
+};
+
+/* Whether sig is one of ending_signals. */
+static bool is_ending(int sig)
+{
+	for (size_t i = 0; i < sizeof(ending_signals) / sizeof(ending_signals[0]); i++)
+		if (ending_signals[i] == sig)
+			return true;
+	return false;
+}
+
+/* The end of the process by sig, as its default action: the kernel's
+ * disposition SIG_DFL, sig sent to this thread and unblocked (our handler
+ * runs with it blocked), so that it is delivered before the call returns. */
+static _Noreturn void end_by_default(int sig)
+{
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	prim_sys_sigaction(sig, &dfl, NULL);
+	prim_sys_signal_thread(sig);
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	real_sigmask(SIG_UNBLOCK, &one, NULL);
+	/* Not reached: the signal's default action has ended the process. */
+	prim_exit_now(128 + sig);
+}
+
+static void on_ending(int sig, siginfo_t *si, void *ucv)
+{
+	struct sigaction app;
+	record_read(sig, &app);
+	if (app.sa_handler != SIG_DFL) {
+		/* Replaced in between (the kernel has the new action now):
+		 * what the kernel would have done with it. */
+		int saved_errno = errno;
+		if (app.sa_handler != SIG_IGN)
+			chain_to_application(sig, si, ucv);
+		else
+			errno = saved_errno;
+		return;
+	}
+	fault_signal_end_fn end = atomic_load_explicit(&own.end, memory_order_acquire);
+	if (end != NULL)
+		end(sig);
+	end_by_default(sig);
+}
+
+/* Our handler for an ending signal: every signal blocked while it runs but
+ * the faults (the tracker's), no SA_RESTART needed (it never returns to the
+ * interrupted code unless the application replaced SIG_DFL meanwhile; then
+ * as that action's flags say, which the kernel has by then).  Lock held. */
+static int install_ending(int sig)
+{
+	struct sigaction ours;
+	memset(&ours, 0, sizeof(ours));
+	ours.sa_sigaction = on_ending;
+	sigfillset(&ours.sa_mask);
+	sigdelset(&ours.sa_mask, SIGSEGV);
+	sigdelset(&ours.sa_mask, SIGBUS);
+	ours.sa_flags = SA_SIGINFO | SA_RESTART;
+	return prim_sys_sigaction(sig, &ours, NULL);
+}
+
+static bool is_default(const struct sigaction *a)
+{
+	return a->sa_handler == SIG_DFL;
+}
+
+void fault_signal_set_ending(fault_signal_end_fn end)
+{
+	sigset_t saved;
+	lock_dispositions(&saved);
+	atomic_store_explicit(&own.end, end, memory_order_release);
+	for (size_t i = 0; i < sizeof(ending_signals) / sizeof(ending_signals[0]); i++) {
+		int sig = ending_signals[i];
+		struct sigaction cur;
+		if (own.ending_ours[sig] || kernel_get_app(sig, &cur) != 0 || !is_default(&cur))
+			continue;	/* a handler, or ignored (by a shell, say): kept */
+		record_write(sig, &cur);
+		if (install_ending(sig) == 0)
+			own.ending_ours[sig] = true;
+	}
+	unlock_dispositions(&saved);
+}
+
+/* fault_signal_sigaction of an ending signal once the runtime owns them:
+ * ours in the kernel while the application's action is SIG_DFL, else the
+ * application's.  Lock held. */
+static int ending_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (own.ending_ours[sig]) {
+		record_read(sig, old);
+		if (act == NULL || is_default(act)) {
+			if (act != NULL)
+				record_write(sig, act);
+			return 0;
+		}
+		int r = kernel_set_app(sig, act, NULL);
+		if (r == 0) {
+			own.ending_ours[sig] = false;
+			record_write(sig, act);
+		}
+		return r;
+	}
+	if (act == NULL || !is_default(act))
+		return kernel_set_app(sig, act, old);
+	if (kernel_get_app(sig, old) != 0)
+		return -1;
+	record_write(sig, act);
+	int r = install_ending(sig);
+	if (r == 0)
+		own.ending_ours[sig] = true;
+	return r;
+}
+
 int fault_signal_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	if (sig <= 0 || sig >= NSIG)
@@ -581,6 +724,9 @@ int fault_signal_sigaction(int sig, const struct sigaction *act, struct sigactio
 		record_read(sig, &prev);
 		if (act != NULL)
 			record_write(sig, &new_action);
+	} else if (atomic_load_explicit(&own.end, memory_order_relaxed) != NULL &&
+		   is_ending(sig)) {
+		r = ending_sigaction(sig, act != NULL ? &new_action : NULL, &prev);
 	} else if (atomic_load_explicit(&own.masks_taken, memory_order_relaxed)) {
 		r = kernel_set_app(sig, act != NULL ? &new_action : NULL, &prev);
 	} else {

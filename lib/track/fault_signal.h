@@ -33,6 +33,38 @@
  * application.  Must be async-signal-safe. */
 typedef bool (*fault_signal_claim_fn)(const siginfo_t *si, void *ucontext);
 
+/* The runtime's scope around everything the handler does for the runtime
+ * (quiesce.h's quiesce_runtime_enter; runtime/startup.c sets it before any
+ * tracker or pool exists): inside calls claim(si, ucontext) and returns what
+ * it returns.  A claim may reach code that takes locks (the FASE checker's
+ * report unwinds with libunwind), which must never wait at the gate of an
+ * epoch that waits for this handler.  Without one (NULL, the default: a
+ * test of track/ alone) the claim is called directly. */
+typedef bool (*fault_signal_inside_fn)(fault_signal_claim_fn claim, const siginfo_t *si,
+				       void *ucontext);
+void fault_signal_set_inside(fault_signal_inside_fn inside);
+
+/*
+ * Ending signals: those whose default action ends the process without a core
+ * dump (signal(7)): SIGHUP, SIGINT, SIGTERM, SIGPIPE, SIGALRM, SIGUSR1,
+ * SIGUSR2, SIGIO, SIGPROF, SIGVTALRM, SIGPWR, SIGSTKFLT.  (SIGKILL cannot be
+ * caught; SIGQUIT, SIGABRT, SIGXCPU, SIGXFSZ and the faults dump core: they
+ * are crashes.  The real-time signals are left alone: a program that dies by
+ * one is rare, and glibc reserves the first two.)  Once
+ * fault_signal_set_ending is called, the kernel holds our handler for each of
+ * them while the application's disposition is SIG_DFL -- the one it started
+ * with or set since -- and the application's own action otherwise (a handler
+ * it installs, SIG_IGN).  The application reads what it set, SIG_DFL
+ * included, through fault_signal_sigaction.  Our handler calls end(sig) (the
+ * runtime's final epoch, which end waits for with a bound) and then ends the
+ * process by sig as the default action would: SIG_DFL put back, sig raised
+ * and unblocked, so the wait status is "killed by sig".  A fork child, which
+ * has no epoch thread, ends at once; an exec'ed image starts with SIG_DFL
+ * (the kernel resets caught signals).  Masks are not touched.
+ */
+typedef void (*fault_signal_end_fn)(int sig);
+void fault_signal_set_ending(fault_signal_end_fn end);
+
 /* Install our SIGSEGV handler with claim as the function that may take
  * faults, or count one more user when it is installed already.  Every user
  * passes the same function (else EBUSY).  Returns 0, or -1 with errno set. */

@@ -51,6 +51,8 @@ static inline bool nvm_in_mapping(const struct nvm *n, const void *addr, size_t 
 void nvm_flush(struct nvm *n, const void *addr, size_t len)
 {
 	check_writable(n, "flush");
+	if (!n->accepted)
+		(void)nvm_accept(n);
 	PMT_ASSERT(nvm_in_mapping(n, addr, len));
 	size_t lines = nvm_lines(addr, len);
 	n->stats.flushes++;
@@ -63,6 +65,8 @@ void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len)
 {
 	check_writable(n, "copy_flush");
 	PMT_ASSERT(nvm_in_mapping(n, dst, len));
+	if (!n->accepted)
+		(void)nvm_accept(n);
 	if (n->error != 0)
 		return;	/* the pool is no longer written (nvm.h) */
 	size_t lines = nvm_lines(dst, len);
@@ -83,6 +87,8 @@ void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len)
 static bool may_fence(struct nvm *n, const char *what)
 {
 	check_writable(n, what);
+	if (!n->accepted)
+		(void)nvm_accept(n);
 	if (n->error == 0)
 		return true;
 	n->stats.fences_skipped++;
@@ -110,6 +116,45 @@ void nvm_order(struct nvm *n)
 }
 
 int nvm_error(const struct nvm *n) { return n->error; }
+
+int nvm_accept(struct nvm *n)
+{
+	if (n->accepted || n->read_only)
+		return n->error;
+	n->accepted = true;
+	int e = n->ops->accept != NULL ? n->ops->accept(n) : 0;
+	if (e != 0)
+		nvm_latch_error(n, e);
+	return n->error;
+}
+
+int nvm_accept_pool(struct nvm **np, const char *path)
+{
+	struct nvm *n = *np;
+	int e = nvm_accept(n);
+	if (e == 0 && n->switch_pending)
+		e = nvm_log_checkpoint(n);
+	if (e != 0) {
+		err_set_errno(e, "pool %s: writing what its log holds into the file failed; the "
+			      "log is kept, replayed again at the next open", path);
+		return -1;
+	}
+	if (!n->switch_pending)
+		return 0;
+	/* Another backend: the log is empty now, the file holds what it
+	 * made durable. */
+	int fd = n->fd;
+	size_t len = n->len;
+	enum nvm_kind kind = n->switch_kind;
+	unsigned latency_ns = n->switch_latency_ns;
+	const struct nvm_sim_options *sim = n->switch_sim;
+	struct nvm *m;
+	if (nvm_map(&m, fd, path, len, kind, latency_ns, sim) != 0)
+		return -1;
+	nvm_unmap(n);
+	*np = m;
+	return 0;
+}
 
 size_t nvm_group_room(const struct nvm *n)
 {
@@ -232,6 +277,7 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 		return -1;
 	}
 	set_mapped(n, fd, len, latency_ns);
+	n->accepted = true;	/* nothing deferred: no replay */
 
 	int rc;
 	switch (kind) {
@@ -298,6 +344,7 @@ static int map_log(struct nvm **out, int fd, const char *path, size_t len, unsig
 	set_mapped(n, fd, len, latency_ns);
 	n->read_only = read_only;
 	n->private_map = true;
+	n->accepted = false;	/* nvm_accept: after the caller's checks */
 	if (nvm_log_init(n, log, sim, read_only) != 0) {
 		char why[600];
 		snprintf(why, sizeof(why), "%s", err_get());
@@ -334,18 +381,15 @@ int nvm_map_pool(struct nvm **out, int fd, const char *path, size_t len, enum nv
 	}
 	/* Another backend: the log is emptied into the file first, so that
 	 * it finds the pool the log made durable and leaves an empty log
-	 * behind (its fences never append). */
-	struct nvm *l;
-	if (map_log(&l, fd, path, len, 0, NULL, log, false) != 0)
+	 * behind (its fences never append) -- once the caller has checked the
+	 * pool the replay made (nvm_accept_pool), never before. */
+	if (map_log(out, fd, path, len, 0, NULL, log, false) != 0)
 		return -1;
-	int e = nvm_log_checkpoint(l);
-	nvm_unmap(l);
-	if (e != 0) {
-		err_set_errno(e, "pool %s: writing its log into the file failed; it was left as it "
-			      "was (the log is kept)", path);
-		return -1;
-	}
-	return nvm_map(out, fd, path, len, kind, latency_ns, sim);
+	(*out)->switch_pending = true;
+	(*out)->switch_kind = kind;
+	(*out)->switch_latency_ns = latency_ns;
+	(*out)->switch_sim = sim;
+	return 0;
 }
 
 void nvm_readonly_flush(struct nvm *n, const void *addr, size_t len)

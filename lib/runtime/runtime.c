@@ -642,8 +642,15 @@ static int start(void)
 	if (heap_init(rt.heap_base, rt.heap_len, rt.pool->created || *rt.pool->ver_d == 0) != 0)
 		goto fail_tracker;
 	heap_name_after_crash(rt.previous_run_crashed);
-	/* The first write to the pool: it passed every check. */
-	int werr = pool_set_clean(rt.pool, false);
+	/* The first writes to the pool: it passed every check (its own, the
+	 * restored pages' checksums on the eager path, the heap's).  Torn
+	 * copies go first and durably, before any epoch can reuse VER_d + 1
+	 * (what the log backend deferred at the open goes before them). */
+	int werr = pool_accept(rt.pool);
+	if (werr == 0)
+		persist_invalidate_torn(rt.pool);
+	if (werr == 0)
+		werr = pool_set_clean(rt.pool, false);
 	if (werr != 0) {
 		err_set_errno(werr, "cannot write to the pool %s (its file system failed); fix the "
 			      "storage under it and start again -- nothing in the pool changed",

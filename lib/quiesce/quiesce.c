@@ -124,6 +124,10 @@ static struct epoch_thread {
 	uint64_t last_pause_ns;
 	uint64_t last_period_ns;
 	uint64_t last_start_ns;
+	/* quiesce_set_tick: called each turn, the loop's waits bounded by
+	 * tick_period_ns (0: unbounded).  Atomics. */
+	_Atomic(quiesce_tick_fn) tick;
+	_Atomic uint64_t tick_period_ns;
 } epoch = {
 	.lock = PRIM_LOCK_INIT,
 	.control_lock = PRIM_LOCK_INIT,
@@ -789,6 +793,33 @@ static enum attempt attempt_epoch(bool retry)
 	}
 }
 
+/* ---- the tick (quiesce.h) ---- */
+
+void quiesce_set_tick(quiesce_tick_fn fn, uint64_t period_ns)
+{
+	atomic_store(&epoch.tick_period_ns, fn != NULL ? period_ns : 0);
+	atomic_store(&epoch.tick, fn);
+	/* A wait already under way may have no bound: look again now. */
+	atomic_fetch_add(&epoch.wake_word, 1);
+	prim_futex_wake(&epoch.wake_word, 1);
+}
+
+/* The epoch thread's wait for wake_word, bounded by the tick's period. */
+static void loop_wait(unsigned seen, uint64_t ns)
+{
+	uint64_t period = atomic_load(&epoch.tick_period_ns);
+	if (period != 0 && ns > period)
+		ns = period;
+	prim_futex_wait(&epoch.wake_word, seen, ns);
+}
+
+static void loop_tick(void)
+{
+	quiesce_tick_fn fn = atomic_load(&epoch.tick);
+	if (fn != NULL)
+		fn();
+}
+
 /* ---- the end of the process ---- */
 
 void quiesce_set_last_thread_fn(quiesce_last_thread_fn fn)
@@ -984,9 +1015,10 @@ static void *epoch_main(void *unused)
 			last_thread_poll = 1000000;
 		}
 		stall_check(now);
+		loop_tick();
 		if (now < due || atomic_load(&epoch.failed_for_good)) {
 			if (now < due)
-				prim_futex_wait(&epoch.wake_word, seen, due - now);
+				loop_wait(seen, due - now);
 			continue;
 		}
 		uint64_t interval_ns = (uint64_t)atomic_load(&epoch.interval_ms) * 1000000ULL;
@@ -1002,7 +1034,7 @@ static void *epoch_main(void *unused)
 			}
 			uint64_t poll = interval_ns / 10;
 			poll = poll < 1000000 ? 1000000 : poll > 10000000 ? 10000000 : poll;
-			prim_futex_wait(&epoch.wake_word, seen, poll);
+			loop_wait(seen, poll);
 			continue;
 		}
 		uint64_t started = now;

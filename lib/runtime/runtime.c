@@ -523,6 +523,22 @@ static void unwatch_pool_faults(void)
 	nvm_watch_faults(NULL);
 }
 
+/* The epoch thread, at every turn of its loop (quiesce_set_tick): the
+ * statistics file, every STATS_PERIOD_NS whatever the epochs do -- while
+ * they stall too, so that a stall can be watched (figures that survive a
+ * kill -9 as well). */
+static void stats_tick(void)
+{
+	static struct stats_runtime figures;	/* epoch thread only */
+	static uint64_t last_ns;		/* epoch thread only */
+	uint64_t now = prim_now_ns();
+	if (now - last_ns < STATS_PERIOD_NS)
+		return;	/* the loop turns far more often: collect only when due */
+	last_ns = now;
+	runtime_get_stats(&figures);
+	stats_periodic(&figures);
+}
+
 /* The epoch thread, after each epoch's write-back. */
 static enum quiesce_outcome after_epoch(void *arg)
 {
@@ -530,9 +546,6 @@ static enum quiesce_outcome after_epoch(void *arg)
 	note_io_error();
 	if (durable)
 		output_on_durable(quiesce_current_pause());
-	static struct stats_runtime figures;	/* epoch thread only */
-	runtime_get_stats(&figures);
-	stats_periodic(&figures);	/* figures that survive a kill -9 */
 	if (durable)
 		return QUIESCE_DURABLE;
 	/* After a storage error nothing becomes durable again: retrying at
@@ -667,6 +680,8 @@ static int start(void)
 	log_configuration();
 	quiesce_set_sync_timeout(rt.cfg.sync_timeout_ms);
 	quiesce_set_stall_fn(report_stall);
+	if (rt.cfg.stats_path[0] != '\0' && strcmp(rt.cfg.stats_path, "-") != 0)
+		quiesce_set_tick(stats_tick, STATS_PERIOD_NS);
 	if (quiesce_start_split(rt.cfg.interval_ms, epoch_on_quiescent, after_epoch, rt.pipeline) != 0)
 		goto fail_pipeline;
 	if (rt.cfg.output == OUTPUT_COMMIT) {

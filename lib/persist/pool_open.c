@@ -177,17 +177,6 @@ static int map_and_fill(struct pool *p, const struct pool_header *h,
 		err_set("%s; it was left untouched: %s", why, POOL_REFUSE_FIX);
 		return -1;
 	}
-	if (p->nvm->switch_pending) {
-		/* Another backend than the log's was asked for: the log goes
-		 * into the file now that the pool it made passed the pool's
-		 * own checks (the heap's come later, on the new mapping). */
-		if (nvm_accept_pool(&p->nvm, p->path) != 0) {
-			nvm_abandon(p->nvm);
-			p->nvm = NULL;
-			return -1;
-		}
-		fill_from_header(p, h, &now, o);
-	}
 	if (pool_sum_key_init(&p->sum_key, p->uuid, p->page_size) != 0) {
 		nvm_abandon(p->nvm);
 		p->nvm = NULL;

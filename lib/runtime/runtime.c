@@ -660,6 +660,9 @@ static int start(void)
 	 * copies go first and durably, before any epoch can reuse VER_d + 1
 	 * (what the log backend deferred at the open goes before them). */
 	int werr = pool_accept(rt.pool);
+	/* The log's private mapping may have become another backend's shared
+	 * one (PMTHREADS_NVM=msync or pmem on a pool whose log held epochs). */
+	memory_limits_set_ours(true, rt.pool->nvm->len, rt.pool->nvm->private_map ? rt.pool->nvm->len : 0);
 	if (werr == 0)
 		persist_invalidate_torn(rt.pool);
 	if (werr == 0)

@@ -145,6 +145,13 @@ struct pool_open_options {
 	/* Where pool_open stores, when it returns POOL_ERR_LOCKED, the pid of
 	 * the process holding the pool (0 when unknown); NULL: not wanted. */
 	pid_t *lock_holder;
+	/* The caller runs checks of its own on the pool before anything may be
+	 * written to it (the runtime: the restored pages' checksums, the
+	 * heap's validation) and calls pool_accept once they passed.  false:
+	 * pool_open accepts the pool once its own checks passed (what the log
+	 * backend deferred is written then, another backend takes over), so
+	 * that the caller may store into the mapping at once. */
+	bool accept_later;
 };
 
 /* What pool_open returns; err_get() holds the message that goes with an
@@ -168,10 +175,12 @@ enum pool_error {
  * one seq), one created by another program (o->creator set and different),
  * one locked by another opener (the message names its pid when known).  An
  * existing 0-byte file is initialised (when !read_only); any other existing
- * file never is.  Opening writes nothing, not even what replaying a log
- * would write back (the first write is pool_accept's, which every writer
- * of the pool calls first: pool_set_clean, pool_publish, the epoch and
- * torn-copy invalidation of persist.h).  read_only: O_RDONLY, shared lock, PROT_READ mapping,
+ * file never is.  Nothing is written before every check of pool_open has
+ * passed, not even what replaying a log would write back; with
+ * o->accept_later nothing at all (the first write is pool_accept's, which
+ * every writer of the pool calls first: pool_set_clean, pool_publish, the
+ * epoch and torn-copy invalidation of persist.h), so that the caller's own
+ * checks may still refuse the pool untouched.  read_only: O_RDONLY, shared lock, PROT_READ mapping,
  * no write at all; capacity/shadow_base/create are ignored then. */
 enum pool_error pool_open(struct pool **out, const struct pool_open_options *o);
 

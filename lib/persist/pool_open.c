@@ -183,6 +183,15 @@ static int map_and_fill(struct pool *p, const struct pool_header *h,
 		err_set_errno(ENOMEM, "cannot open pool %s", p->path);
 		return -1;
 	}
+	if (!o->accept_later && !o->read_only && nvm_accept(p->nvm) != 0) {
+		int e = nvm_error(p->nvm);
+		nvm_abandon(p->nvm);
+		p->nvm = NULL;
+		pool_sum_key_fini(&p->sum_key);
+		err_set_errno(e, "pool %s: writing what its log holds into the file failed; the "
+			      "log is kept, replayed again at the next open", p->path);
+		return -1;
+	}
 	return 0;
 }
 

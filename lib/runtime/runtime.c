@@ -299,6 +299,8 @@ static enum pool_error open_pool(pid_t *holder)
 		.latency_ns = rt.cfg.nvm_latency_ns,
 		.sim = NULL,
 		.lock_holder = holder,
+		/* Written only once the heap passed its checks too (start). */
+		.accept_later = true,
 	};
 	/* The log's replay takes a helper thread, one of the runtime's own. */
 	nvm_log_set_helper(quiesce_create_internal_thread, quiesce_join_internal_thread,

@@ -24,6 +24,8 @@
  *                       the write (the kernel then reports the error to the
  *                       msync that caused it)
  *   fail-fsync-all [ERRNO]  every fsync from now on fails so
+ *   fail-fsync-nth K [ERRNO]  the K-th fsync from now (1: the next) fails so,
+ *                       once: fault injection at each I/O step
  *   tear SEED           at the power cut, keep a pseudo-random half of the
  *                       unsynced 512-byte sectors instead of none (torn
  *                       writes), chosen from SEED
@@ -78,6 +80,7 @@ static int backing = -1;	/* the backing directory */
 static struct file_state *files;
 static bool no_holes;
 static int fail_once, fail_all;	/* errno, 0: none */
+static uint64_t fail_nth;	/* fsyncs until fail_once applies, 0: at the next */
 static bool tear;
 static uint64_t tear_rng;
 static uint64_t n_fsyncs, n_failed, n_writes;
@@ -325,8 +328,14 @@ static int ctl_write(const char *buf, size_t size)
 	int got = sscanf(cmd, "%31s %llu", word, &arg);
 	if (got < 1)
 		return -EINVAL;
+	unsigned long long arg2 = 0;
+	int got2 = sscanf(cmd, "%*s %*u %llu", &arg2);
 	if (strcmp(word, "fail-fsync") == 0)
 		fail_once = got == 2 ? (int)arg : EIO;
+	else if (strcmp(word, "fail-fsync-nth") == 0 && got == 2 && arg >= 1) {
+		fail_nth = arg - 1;
+		fail_once = got2 == 1 ? (int)arg2 : EIO;
+	}
 	else if (strcmp(word, "fail-fsync-all") == 0)
 		fail_all = got == 2 ? (int)arg : EIO;
 	else if (strcmp(word, "tear") == 0 && got == 2) {
@@ -334,7 +343,7 @@ static int ctl_write(const char *buf, size_t size)
 		tear_rng = arg;
 	} else {
 		fprintf(stderr, "lossyfs: unknown command \"%s\" (fail-fsync [ERRNO], "
-			"fail-fsync-all [ERRNO], tear SEED)\n", word);
+			"fail-fsync-all [ERRNO], fail-fsync-nth K [ERRNO], tear SEED)\n", word);
 		return -EINVAL;
 	}
 	return (int)size;
@@ -396,7 +405,13 @@ static int lossy_fsync(const char *path, int datasync, struct fuse_file_info *fi
 	int fd = (int)fi->fh;
 	n_fsyncs++;
 	struct file_state *f = state_of_fd(fd, false);
-	int err = fail_all ? fail_all : fail_once;
+	int err = fail_all;
+	if (err == 0 && fail_once != 0) {
+		if (fail_nth == 0)
+			err = fail_once;
+		else
+			fail_nth--;
+	}
 	if (err != 0) {
 		fail_once = 0;
 		n_failed++;

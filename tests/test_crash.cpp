@@ -125,8 +125,10 @@ struct child_work {
 	const image *persist = nullptr;	// then persist this image ...
 	const std::vector<uint64_t> *dirty = nullptr; // ... these pages of it
 	persist_fault fault = PERSIST_FAULT_NONE;
-	// The runtime's path instead: restore_open (invalidation, then lazy
-	// restore through the uffd tracker; implies recover), the program
+	// The runtime's path instead: restore_open (lazy restore through the
+	// uffd tracker, nothing written), then, the pool accepted, the
+	// invalidation (implies recover; issue 39: no write before every
+	// check of the open has passed), the program
 	// writes the dirty pages (each restored on its first touch), the
 	// tracker collects them, the epoch persists them while the other
 	// pages are still waiting for their restore.
@@ -152,6 +154,7 @@ void lazy_child(pool *p, const child_work &w)
 	ro.no_background = !w.background;
 	if (heap == nullptr || restore_open(&r, &t, p, heap, len, TRACKER_UFFD, &ro) != 0 || r == nullptr)
 		_exit(12);
+	persist_invalidate_torn(p);	/* as the runtime does once the heap passed */
 	if (w.persist) {
 		for (uint64_t pg : *w.dirty)
 			memcpy(heap + pg * ps, w.persist->data() + pg * ps, ps);

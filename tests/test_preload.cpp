@@ -4,9 +4,11 @@
 // LD_PRELOAD=libpmthreads.so -- interception only (nvmalloc mode, no pool)
 // and with the persistent heap behind malloc under each tracker -- must print
 // exactly the same, and the statistics must show epochs happening.
+#include "pool_medium.hpp"
 #include "subprocess.hpp"
 #include "uffd_half.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -579,6 +582,98 @@ TEST_CASE("a lock held for the whole run: the stall is reported, sync times out,
 	CHECK(s.epoch_log.find(" stall stood_ms=") != std::string::npos);
 	CHECK(s.epoch_log.find(" thread=" + s.holder_tid + " ") != std::string::npos);
 	CHECK(s.epoch_log.find(" site=hold_big_lock+0x") != std::string::npos);
+}
+
+// Issue 39, item 10: the statistics file keeps its period while epochs
+// stall.  The main thread holds a lock for its whole life, so no epoch ever
+// completes; before, the file appeared only at the exit.  Watched from here
+// while the program runs: it must appear within its period (plus slack) and
+// be rewritten, saying the stall, before the program ends.
+TEST_CASE("the statistics file keeps its period while durability stalls", "[preload][trackers][stall]")
+{
+	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");
+	scratch_dir dir;
+	std::string json = dir.path + "/stall.json";
+	std::map<std::string, std::string> env = {
+		{ "LD_PRELOAD", lib },
+		{ "PMTHREADS_POOL", dir.path + "/stall.pool" },
+		{ "PMTHREADS_POOL_SIZE", "64M" },
+		{ "PMTHREADS_HEAP", "malloc" },
+		{ "PMTHREADS_TRACKER", probe_tracker() },
+		{ "PMTHREADS_INTERVAL_MS", "10" },
+		{ "PMTHREADS_SYNC_TIMEOUT_MS", "500" },
+		{ "PMTHREADS_STATS", json },
+	};
+	auto t0 = std::chrono::steady_clock::now();
+	spawned c = spawn({ progs + "/prog_stallhold", "life" }, env);
+	std::vector<double> writes;	// seconds since the start, of each new version
+	std::string last, mid;
+	struct stat st {};
+	timespec seen{};
+	for (;;) {
+		int wst = 0;
+		if (waitpid(c.pid, &wst, WNOHANG) == c.pid) {
+			run_result r;
+			r.out = read_fd(c.out_fd);
+			close(c.out_fd);
+			r.wait_status = wst;
+			r.status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
+			lseek(c.err_fd, 0, SEEK_SET);
+			r.err = read_fd(c.err_fd);
+			close(c.err_fd);
+			INFO(r.describe());
+			CHECK(r.status == 0);
+			break;
+		}
+		if (stat(json.c_str(), &st) == 0 &&
+		    (st.st_mtim.tv_sec != seen.tv_sec || st.st_mtim.tv_nsec != seen.tv_nsec)) {
+			seen = st.st_mtim;
+			writes.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+			mid = slurp(json);
+		}
+		usleep(20000);
+	}
+	INFO(writes.size() << " versions while the program ran, the first at "
+			   << (writes.empty() ? -1.0 : writes.front()) << " s\n" << mid);
+	// The program runs about 3.5 s, its lock held from the start: the file
+	// every second.
+	REQUIRE(writes.size() >= 2);
+	CHECK(writes.front() < 2.0);
+	CHECK(json_text(mid, "stalled") == "true");
+}
+
+// Issue 39, item 5: pmthreads_sync's timeout measures a stall, not a slow
+// write-back.  One thread writes every line of a 16 MiB region, each write
+// its own FASE, then syncs with no lock held and a 50 ms timeout; the
+// emulated write latency (2 us a line) makes the write-back of the region
+// take about half a second or more, on either medium.  Before, the sync
+// failed with ETIMEDOUT and blamed a lock nobody held.
+TEST_CASE("pmthreads_sync waits for a slow write-back: it is no stall", "[preload][trackers][stall]")
+{
+	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");
+	pool_medium::dir dir("slowsync");
+	std::map<std::string, std::string> env = {
+		{ "LD_PRELOAD", lib },
+		{ "PMTHREADS_POOL", dir.file("slow.pool") },
+		{ "PMTHREADS_POOL_SIZE", "64M" },
+		{ "PMTHREADS_HEAP", "malloc" },
+		{ "PMTHREADS_TRACKER", probe_tracker() },
+		{ "PMTHREADS_INTERVAL_MS", "100000" },	// the sync's epoch writes it all
+		{ "PMTHREADS_SYNC_TIMEOUT_MS", "50" },
+		{ "PMTHREADS_NVM_LATENCY_NS", "2000" },
+		{ "PMTHREADS_STATS", dir.file("slow.json") },
+	};
+	pool_medium::child_env(env);
+	run_result r = run({ progs + "/prog_slowsync", "16" }, env);
+	std::string json = slurp(dir.file("slow.json"));
+	INFO(r.describe() << "\n" << json);
+	REQUIRE(r.status == 0);
+	CHECK(r.out.rfind("sync ok ", 0) == 0);
+	// It did wait for a write-back longer than the timeout.
+	CHECK(strtod(r.out.c_str() + 8, nullptr) > 50.0);
+	CHECK(r.err.find("holds a lock") == std::string::npos);
+	CHECK(json_number(json, "sync_timeouts") == 0);
+	pool_medium::expect_backend(json);
 }
 
 TEST_CASE("a stall that ends is said to end; sync succeeds once the lock is released",

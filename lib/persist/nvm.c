@@ -7,6 +7,7 @@
 #include "base/own_fds.h"
 #include "persist/nvm_backend.h"
 #include "persist/nvm_log.h"
+#include "persist/nvm_sim.h"
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -51,6 +52,8 @@ static inline bool nvm_in_mapping(const struct nvm *n, const void *addr, size_t 
 void nvm_flush(struct nvm *n, const void *addr, size_t len)
 {
 	check_writable(n, "flush");
+	if (!n->accepted)
+		(void)nvm_accept(n);
 	PMT_ASSERT(nvm_in_mapping(n, addr, len));
 	size_t lines = nvm_lines(addr, len);
 	n->stats.flushes++;
@@ -63,6 +66,8 @@ void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len)
 {
 	check_writable(n, "copy_flush");
 	PMT_ASSERT(nvm_in_mapping(n, dst, len));
+	if (!n->accepted)
+		(void)nvm_accept(n);
 	if (n->error != 0)
 		return;	/* the pool is no longer written (nvm.h) */
 	size_t lines = nvm_lines(dst, len);
@@ -83,6 +88,8 @@ void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len)
 static bool may_fence(struct nvm *n, const char *what)
 {
 	check_writable(n, what);
+	if (!n->accepted)
+		(void)nvm_accept(n);
 	if (n->error == 0)
 		return true;
 	n->stats.fences_skipped++;
@@ -110,6 +117,22 @@ void nvm_order(struct nvm *n)
 }
 
 int nvm_error(const struct nvm *n) { return n->error; }
+
+static int switch_in_place(struct nvm *n);
+static const struct nvm_ops switch_failed_ops;
+
+int nvm_accept(struct nvm *n)
+{
+	if (n->accepted || n->read_only)
+		return n->error;
+	n->accepted = true;
+	int e = n->ops->accept != NULL ? n->ops->accept(n) : 0;
+	if (e == 0 && n->switch_pending)
+		e = switch_in_place(n);
+	if (e != 0)
+		nvm_latch_error(n, e);
+	return n->error;
+}
 
 size_t nvm_group_room(const struct nvm *n)
 {
@@ -217,22 +240,11 @@ static int map_shared(int fd, const char *path, size_t len, bool writable, bool 
 	return 0;
 }
 
-int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kind kind,
-	    unsigned latency_ns, const struct nvm_sim_options *sim)
+/* The backend of kind on n, mapped shared (synced: with MAP_SYNC).  0, or
+ * -1 with err_get() set. */
+static int init_backend(struct nvm *n, const char *path, enum nvm_kind kind, bool synced,
+			const struct nvm_sim_options *sim)
 {
-	struct nvm *n = calloc(1, sizeof(*n));
-	if (n == NULL) {
-		err_set_errno(ENOMEM, "cannot map the pool %s", path);
-		return -1;
-	}
-	bool synced;
-	bool try_sync = kind == NVM_AUTO || kind == NVM_PMEM;
-	if (map_shared(fd, path, len, true, try_sync, &n->base, &synced) != 0) {
-		free(n);
-		return -1;
-	}
-	set_mapped(n, fd, len, latency_ns);
-
 	int rc;
 	switch (kind) {
 	case NVM_SIM:
@@ -250,7 +262,7 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 		bool pmem = synced;
 		rc = nvm_pmem_init(n);
 		if (rc == 0 && !pmem)
-			rc = nvm_pmem_detect(n->base, len, &pmem);
+			rc = nvm_pmem_detect(n->base, n->len, &pmem);
 		if (rc == 0 && !pmem)
 			log_msg(LOG_WARN,
 				"PMTHREADS_NVM=pmem but %s is not on persistent memory: cache "
@@ -261,13 +273,72 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 	case NVM_AUTO:
 	default: {
 		bool pmem = synced;
-		rc = pmem ? 0 : nvm_pmem_detect(n->base, len, &pmem);
+		rc = pmem ? 0 : nvm_pmem_detect(n->base, n->len, &pmem);
 		if (rc == 0)
 			rc = pmem ? nvm_pmem_init(n) : nvm_msync_init(n);
 		break;
 	}
 	}
+	return rc;
+}
+
+/* The log's mapping n of a pool for which another backend was asked
+ * (nvm_map_pool), now accepted: the log is written into the file, then the
+ * file is mapped shared with that backend over the same addresses (pointers
+ * into the pool stay valid; a concurrent reader -- lazy restore -- sees the
+ * same bytes before and after).  0 or an errno; on an error the mapping
+ * stays the log's, private, and is written no more. */
+static int switch_in_place(struct nvm *n)
+{
+	int e = nvm_log_checkpoint(n);
+	if (e != 0)
+		return e;
+	void *a;
+	bool synced;
+	bool try_sync = n->switch_kind == NVM_AUTO || n->switch_kind == NVM_PMEM;
+	if (map_shared(n->fd, "(the pool)", n->len, true, try_sync, &a, &synced) != 0)
+		return errno != 0 ? errno : ENOMEM;
+	/* The log's state goes first: it holds nothing more to write (just
+	 * checkpointed), and its unmap must not see the shared mapping. */
+	n->ops->unmap(n);
+	n->impl = NULL;
+	n->ops = &switch_failed_ops;
+	if (prim_move_mapping(a, n->len, n->base) != 0) {
+		e = errno;
+		prim_unmap_file(a, n->len);
+		return e;
+	}
+	n->private_map = false;
+	n->switch_pending = false;
+	struct nvm_sim_options *sim = n->switch_sim;
+	n->switch_sim = NULL;
+	int rc = init_backend(n, "the pool", n->switch_kind, synced, sim);
+	free(sim);
 	if (rc != 0) {
+		n->ops = &switch_failed_ops;
+		log_msg(LOG_WARN, "%s", err_get());
+		return EIO;
+	}
+	return 0;
+}
+
+int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kind kind,
+	    unsigned latency_ns, const struct nvm_sim_options *sim)
+{
+	struct nvm *n = calloc(1, sizeof(*n));
+	if (n == NULL) {
+		err_set_errno(ENOMEM, "cannot map the pool %s", path);
+		return -1;
+	}
+	bool synced;
+	bool try_sync = kind == NVM_AUTO || kind == NVM_PMEM;
+	if (map_shared(fd, path, len, true, try_sync, &n->base, &synced) != 0) {
+		free(n);
+		return -1;
+	}
+	set_mapped(n, fd, len, latency_ns);
+	n->accepted = true;	/* nothing deferred: no replay */
+	if (init_backend(n, path, kind, synced, sim) != 0) {
 		own_fd_forget(&n->fd);
 		prim_unmap_file(n->base, len);
 		free(n);
@@ -276,6 +347,16 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 	*out = n;
 	return 0;
 }
+
+/* What a mapping whose switch failed does: nothing (the error is latched,
+ * so nvm_flush and nvm_fence reach it only to find it). */
+static void switch_failed_unmap(struct nvm *n) { (void)n; }
+static const struct nvm_ops switch_failed_ops = {
+	.name = "none (switching backends failed)",
+	.flush = nvm_readonly_flush,
+	.fence = nvm_readonly_fence,
+	.unmap = switch_failed_unmap,
+};
 
 /* The pool file mapped private and its log replayed into the mapping. */
 static int map_log(struct nvm **out, int fd, const char *path, size_t len, unsigned latency_ns,
@@ -298,6 +379,7 @@ static int map_log(struct nvm **out, int fd, const char *path, size_t len, unsig
 	set_mapped(n, fd, len, latency_ns);
 	n->read_only = read_only;
 	n->private_map = true;
+	n->accepted = false;	/* nvm_accept: after the caller's checks */
 	if (nvm_log_init(n, log, sim, read_only) != 0) {
 		char why[600];
 		snprintf(why, sizeof(why), "%s", err_get());
@@ -334,18 +416,25 @@ int nvm_map_pool(struct nvm **out, int fd, const char *path, size_t len, enum nv
 	}
 	/* Another backend: the log is emptied into the file first, so that
 	 * it finds the pool the log made durable and leaves an empty log
-	 * behind (its fences never append). */
-	struct nvm *l;
-	if (map_log(&l, fd, path, len, 0, NULL, log, false) != 0)
-		return -1;
-	int e = nvm_log_checkpoint(l);
-	nvm_unmap(l);
-	if (e != 0) {
-		err_set_errno(e, "pool %s: writing its log into the file failed; it was left as it "
-			      "was (the log is kept)", path);
+	 * behind (its fences never append) -- once the caller has checked the
+	 * pool the replay made (nvm_accept_pool), never before. */
+	struct nvm_sim_options *copy = NULL;
+	if (sim != NULL) {
+		copy = malloc(sizeof(*copy));
+		if (copy == NULL) {
+			err_set_errno(ENOMEM, "cannot map the pool %s", path);
+			return -1;
+		}
+		*copy = *sim;
+	}
+	if (map_log(out, fd, path, len, latency_ns, NULL, log, false) != 0) {
+		free(copy);
 		return -1;
 	}
-	return nvm_map(out, fd, path, len, kind, latency_ns, sim);
+	(*out)->switch_pending = true;
+	(*out)->switch_kind = kind;
+	(*out)->switch_sim = copy;
+	return 0;
 }
 
 void nvm_readonly_flush(struct nvm *n, const void *addr, size_t len)
@@ -393,6 +482,7 @@ void nvm_unmap(struct nvm *n)
 {
 	if (n == NULL)
 		return;
+	free(n->switch_sim);
 	n->ops->unmap(n);
 	prim_unmap_file(n->base, n->len);
 	own_fd_forget(&n->fd);

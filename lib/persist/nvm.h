@@ -81,6 +81,10 @@ struct nvm_ops {
 	 * write-back, as one primitive.  NULL: memcpy then flush.  The pmem
 	 * backend uses non-temporal stores here. */
 	void (*copy_flush)(struct nvm *n, void *dst, const void *src, size_t len);
+	/* nvm_accept: the first write of an open that passed every check
+	 * (the log backend's deferred checkpoint).  NULL: nothing deferred.
+	 * 0 or an errno. */
+	int (*accept)(struct nvm *n);
 };
 
 /* X(kind, field, report key): base/stats_fields.h. */
@@ -123,6 +127,17 @@ struct nvm {
 	bool private_map;	/* mapped private and writable (the log
 				 * backend): counted as data memory */
 	int error;		/* the first write-back error (errno), sticky; 0: none */
+	/* Whether the mapping may write the file (nvm_accept): until then
+	 * nothing of an open reaches it, not even what replaying the log
+	 * would write back, so that a pool refused by a later check is left
+	 * as it was. */
+	bool accepted;
+	/* nvm_map_pool was asked for another backend than the log's: the
+	 * log's mapping until nvm_accept switches in place (kind, and a copy
+	 * of the simulator's options). */
+	bool switch_pending;
+	enum nvm_kind switch_kind;
+	struct nvm_sim_options *switch_sim;
 };
 
 struct nvm_sim_options;	/* nvm_sim.h */
@@ -145,11 +160,25 @@ int nvm_map_readonly(struct nvm **out, int fd, const char *path, size_t len);
  * nvm_map, and NVM_LOG (the log backend; with sim, on a simulated device)
  * -- which NVM_AUTO picks where the file is not on persistent memory.  A
  * backend other than the log's starts from an empty log: what it held is
- * checkpointed into the file first.  0, or -1 with err_get() set. */
+ * checkpointed into the file first -- by nvm_accept, once the caller has
+ * checked the pool the replay made, which then maps the file shared with
+ * that backend over the same addresses (until then the mapping is the
+ * log's, switch_pending).  Nothing is written to the file by this call: the
+ * log's own writes after a replay wait for nvm_accept too.  0, or -1 with
+ * err_get() set. */
 int nvm_map_pool(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kind kind,
 		 unsigned latency_ns, const struct nvm_sim_options *sim,
 		 const struct nvm_log_region *log, bool read_only);
 void nvm_unmap(struct nvm *n);
+/* The pool the mapping holds passed every check of its open: from now on it
+ * may be written (nvm.accepted).  The log backend writes what it deferred
+ * (after a replay that met an earlier run's skip, a checkpoint); a switch
+ * nvm_map_pool left pending writes the log into the file and maps it shared
+ * with the backend asked for, at the same address.  Called by every writer
+ * of a pool before its first store (pool_accept); nvm_flush, nvm_fence and
+ * nvm_order accept an unaccepted mapping themselves.  0, or the (latched)
+ * errno. */
+int nvm_accept(struct nvm *n);
 /* Unmap without writing anything more -- not even the log backend's
  * checkpoint of a clean close: a fork child's copy of the mapping, whose
  * pool the parent still writes. */

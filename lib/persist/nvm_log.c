@@ -130,6 +130,10 @@ struct log_state {
 	/* The next append first checkpoints and moves the head past a gap of
 	 * seq numbers (see jump_past_stale). */
 	bool jump_pending;
+	/* The replay met the skip of an earlier run: the head moves past it
+	 * with a checkpoint when the pool is accepted (log_accept), before
+	 * anything is stored, never while a check may still refuse it. */
+	bool resume_due;
 
 	unsigned char *buf;		/* record assembly, r.size bytes reserved */
 };
@@ -728,6 +732,9 @@ int nvm_log_checkpoint(struct nvm *n)
 	struct log_state *s = log_of(n);
 	if (s == NULL || n->read_only)
 		return 0;
+	/* A write: the pool passed its checks (nvm_accept), or it is now. */
+	if (nvm_accept(n) != 0)
+		return n->error;
 	if (n->error != 0)
 		return n->error;
 	if (s->npending != 0 ||
@@ -772,7 +779,7 @@ uint64_t nvm_log_touched_end(const struct nvm *n, uint64_t lo, uint64_t hi)
 static size_t log_group_room(const struct nvm *n)
 {
 	const struct log_state *s = n->impl;
-	if (n->error != 0 || s->jump_pending)
+	if (n->error != 0 || s->jump_pending || !n->accepted)
 		return 0;
 	uint64_t room = s->r.size - (s->tail - s->head);
 	if (room > s->r.size / 2)
@@ -1182,8 +1189,10 @@ static void log_unmap(struct nvm *n)
 	if (s == NULL)
 		return;
 	/* A clean close leaves nothing to replay (nothing pending: the last
-	 * fence was the close's record). */
-	if (!n->read_only && n->error == 0)
+	 * fence was the close's record).  A pool never accepted -- refused
+	 * by a check after the replay, or closed before its first write --
+	 * is left exactly as it was: what the replay made stays in the log. */
+	if (!n->read_only && n->accepted && n->error == 0)
 		(void)nvm_log_checkpoint(n);
 	if (s->dev.sim != NULL) {
 		dev_forget(&s->dev);
@@ -1202,8 +1211,19 @@ static void log_unmap(struct nvm *n)
 	n->impl = NULL;
 }
 
+/* nvm_accept: what the open deferred (nvm_log_init). */
+static int log_accept(struct nvm *n)
+{
+	struct log_state *s = n->impl;
+	if (!s->resume_due)
+		return 0;
+	s->resume_due = false;
+	return checkpoint(n, s);
+}
+
 static const struct nvm_ops log_ops = {
 	.name = "log",
+	.accept = log_accept,
 	.flush = log_flush,
 	.fence = log_fence,
 	.order = log_order,
@@ -1307,16 +1327,10 @@ int nvm_log_init(struct nvm *n, const struct nvm_log_region *r, const struct nvm
 	}
 	/* The skip of an earlier run still in the log (it crashed before a
 	 * checkpoint, and so did the run before it): the head moves past it
-	 * now, while the mapping holds only what the log made durable. */
-	if (!read_only && s->resume_pos > s->head) {
-		int e = checkpoint(n, s);
-		if (e != 0) {
-			err_set_errno(e, "cannot checkpoint the pool's log after replaying it");
-			n->read_only = true;
-			log_unmap(n);
-			return -1;
-		}
-	}
+	 * when the pool is accepted (log_accept), before anything is stored
+	 * -- the mapping holds only what the log made durable then -- and not
+	 * now, while the checks of the open may still refuse the pool. */
+	s->resume_due = !read_only && s->resume_pos > s->head;
 	return 0;
 }
 

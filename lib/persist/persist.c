@@ -295,7 +295,7 @@ void persist_attempt_begin(struct persist_attempt *e, struct pool *p, const uint
 	*e = (struct persist_attempt){ .p = p, .next = *p->ver_d + 1, .fences0 = p->nvm->stats.fences };
 	/* A write-back already failed: nothing written now could be trusted
 	 * (nvm.h), so the pool is left exactly as it is. */
-	e->failed = nvm_error(p->nvm) != 0;
+	e->failed = pool_accept(p) != 0;
 	if (e->failed)
 		return;
 	if (!p->torn_invalidated)
@@ -463,6 +463,8 @@ uint64_t persist_invalidate_torn(struct pool *p)
 		p->torn_invalidated = true;
 		return 0;
 	}
+	if (pool_accept(p) != 0)
+		return 0;	/* nothing is written after an error (nvm.h) */
 	const uint64_t v = *p->ver_d;
 	uint64_t count = 0;
 	/* One flush per line of the seq table (four pages' pairs), not per

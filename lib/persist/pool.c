@@ -79,13 +79,20 @@ void pool_close(struct pool *p) { close_pool(p, nvm_unmap); }
 
 void pool_abandon(struct pool *p) { close_pool(p, nvm_abandon); }
 
+int pool_accept(struct pool *p)
+{
+	if (p->read_only)
+		log_fatal("pool_accept on %s, which was opened read-only", p->path);
+	return nvm_accept(p->nvm);
+}
+
 /* Write the next record into the slot that does not hold the current one.
  * Returns 0, or the latched write-back error (nvm.h): then nothing was
  * stored (when it was latched before) or the record's fence failed, and the
  * pool's idea of its current record is unchanged. */
 static int write_record(struct pool *p, uint64_t ver_d, uint64_t clean)
 {
-	if (nvm_error(p->nvm) != 0)
+	if (pool_accept(p) != 0)
 		return nvm_error(p->nvm);
 	/* No record goes to a file the pool's path no longer names: nobody
 	 * would find what it acknowledges. */
@@ -110,6 +117,8 @@ int pool_set_clean(struct pool *p, bool clean)
 {
 	if (p->read_only)
 		log_fatal("pool_set_clean on %s, which was opened read-only", p->path);
+	if (pool_accept(p) != 0)
+		return nvm_error(p->nvm);
 	if (!clean)
 		*p->holder_pid = (uint64_t)prim_getpid();
 	return write_record(p, p->ver_d_now, clean ? 1 : 0);

@@ -172,6 +172,13 @@ struct pool_open_options {
 	/* Where pool_open stores, when it returns POOL_ERR_LOCKED, the pid of
 	 * the process holding the pool (0 when unknown); NULL: not wanted. */
 	pid_t *lock_holder;
+	/* The caller runs checks of its own on the pool before anything may be
+	 * written to it (the runtime: the restored pages' checksums, the
+	 * heap's validation) and calls pool_accept once they passed.  false:
+	 * pool_open accepts the pool once its own checks passed (what the log
+	 * backend deferred is written then, another backend takes over), so
+	 * that the caller may store into the mapping at once. */
+	bool accept_later;
 };
 
 /* What pool_open returns; err_get() holds the message that goes with an
@@ -195,8 +202,12 @@ enum pool_error {
  * one seq), one created by another program (o->creator set and different),
  * one locked by another opener (the message names its pid when known).  An
  * existing 0-byte file is initialised (when !read_only); any other existing
- * file never is.  Opening writes nothing (the first write is
- * pool_set_clean's).  read_only: O_RDONLY, shared lock, PROT_READ mapping,
+ * file never is.  Nothing is written before every check of pool_open has
+ * passed, not even what replaying a log would write back; with
+ * o->accept_later nothing at all (the first write is pool_accept's, which
+ * every writer of the pool calls first: pool_set_clean, pool_publish, the
+ * epoch and torn-copy invalidation of persist.h), so that the caller's own
+ * checks may still refuse the pool untouched.  read_only: O_RDONLY, shared lock, PROT_READ mapping,
  * no write at all; capacity/shadow_base/create are ignored then. */
 enum pool_error pool_open(struct pool **out, const struct pool_open_options *o);
 
@@ -216,8 +227,16 @@ int pool_remove(const char *path);
 
 /* Unmap and unlock; does not persist anything (see runtime shutdown) --
  * but the log backend checkpoints what its log holds, so that the next open
- * replays nothing.  NULL is ignored. */
+ * replays nothing, once the pool was accepted (pool_accept): a pool closed
+ * before that, refused by a check after pool_open, is left exactly as it
+ * was.  NULL is ignored. */
 void pool_close(struct pool *p);
+/* The pool passed every check of its open (the pool's, the heap's, the
+ * restored pages' checksums): it may be written from now on.  Every writer
+ * calls it before its first store; the caller that runs the checks calls it
+ * once they passed.  0, or the latched write-back error (what the log
+ * backend deferred could not be written: nothing else was). */
+int pool_accept(struct pool *p);
 /* The same in a fork child, whose copy of the pool is the parent's to
  * write: nothing at all is written. */
 void pool_abandon(struct pool *p);

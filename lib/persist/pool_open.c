@@ -148,11 +148,14 @@ static int map_and_fill(struct pool *p, const struct pool_header *h,
 	if (nvm_map_pool(&p->nvm, p->fd, p->path, h->file_size, o->nvm, o->latency_ns, o->sim,
 			 l.log_size != 0 ? &log : NULL, o->read_only) != 0)
 		return -1;
-	/* The version records as the log left them, not as the file had them. */
+	/* The version records as the log left them, not as the file had them.
+	 * Nothing is written to the file until every check has passed (the
+	 * mapping is not accepted: pool_accept), so a refusal from here on
+	 * leaves it as it was, whatever the replay made of the mapping. */
 	struct pool_records now = *rec;
 	if (l.log_size != 0 &&
 	    pool_read_records(p->nvm->base, h, p->path, o, true, &now) != 0) {
-		nvm_unmap(p->nvm);
+		nvm_abandon(p->nvm);
 		p->nvm = NULL;
 		return -1;
 	}
@@ -167,7 +170,7 @@ static int map_and_fill(struct pool *p, const struct pool_header *h,
 			p->seq_pages = pages;
 	}
 	if (!o->inspect && pool_validate_seq(p) != 0) {
-		nvm_unmap(p->nvm);
+		nvm_abandon(p->nvm);
 		p->nvm = NULL;
 		char why[600];
 		snprintf(why, sizeof(why), "%s", err_get());
@@ -175,9 +178,18 @@ static int map_and_fill(struct pool *p, const struct pool_header *h,
 		return -1;
 	}
 	if (pool_sum_key_init(&p->sum_key, p->uuid, p->page_size) != 0) {
-		nvm_unmap(p->nvm);
+		nvm_abandon(p->nvm);
 		p->nvm = NULL;
 		err_set_errno(ENOMEM, "cannot open pool %s", p->path);
+		return -1;
+	}
+	if (!o->accept_later && !o->read_only && nvm_accept(p->nvm) != 0) {
+		int e = nvm_error(p->nvm);
+		nvm_abandon(p->nvm);
+		p->nvm = NULL;
+		pool_sum_key_fini(&p->sum_key);
+		err_set_errno(e, "pool %s: writing what its log holds into the file failed; the "
+			      "log is kept, replayed again at the next open", p->path);
 		return -1;
 	}
 	return 0;

@@ -315,6 +315,11 @@ void prim_unmap_file(void *addr, size_t len);
  * errno set and the range as it was.  Async-signal-safe (a SIGBUS handler
  * uses it). */
 int prim_make_private(void *addr, size_t len, bool keep);
+/* Move the mapping [from, from + len) to to, replacing whatever was mapped
+ * there in one step (mremap MREMAP_FIXED): a thread reading [to, to + len)
+ * meanwhile sees the old mapping or the new one, never a hole.  0, or -1
+ * with errno (both mappings then as they were). */
+int prim_move_mapping(void *from, size_t len, void *to);
 
 /* Make [addr, addr+len) read-only, or readable and writable again
  * (mprotect).  0, or -1 with errno set.  A plain call: the mprotect

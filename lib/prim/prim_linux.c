@@ -764,6 +764,11 @@ int prim_make_private(void *addr, size_t len, bool keep)
 	return 0;
 }
 
+int prim_move_mapping(void *from, size_t len, void *to)
+{
+	return mremap(from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to) == MAP_FAILED ? -1 : 0;
+}
+
 void prim_discard(void *addr, size_t len) { (void)madvise(addr, len, MADV_DONTNEED); }
 
 int prim_protect(void *addr, size_t len, bool writable)

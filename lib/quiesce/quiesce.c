@@ -106,6 +106,11 @@ static struct epoch_thread {
 	 * a sync or a demand (output commit) issued before it began waits for.
 	 * Atomic. */
 	atomic_bool attempt_awaited;
+	/* Set by the epoch thread from a quiescent point until the end of its
+	 * procedures (the pause's collect, the write-back after it): the
+	 * program is not stalled then, however long the write-back takes,
+	 * and pmthreads_sync's timeout does not run.  Atomic. */
+	atomic_bool working;
 	/* The epoch thread sleeps on wake_word (futex); everything that wants
 	 * it to look again (a sync request, stop, the last lock released while
 	 * CLOSING) bumps it and wakes it. */
@@ -129,6 +134,10 @@ static struct epoch_thread {
 	uint64_t last_pause_ns;
 	uint64_t last_period_ns;
 	uint64_t last_start_ns;
+	/* quiesce_set_tick: called each turn, the loop's waits bounded by
+	 * tick_period_ns (0: unbounded).  Atomics. */
+	_Atomic(quiesce_tick_fn) tick;
+	_Atomic uint64_t tick_period_ns;
 } epoch = {
 	.lock = PRIM_LOCK_INIT,
 	.control_lock = PRIM_LOCK_INIT,
@@ -822,6 +831,7 @@ static enum attempt attempt_epoch(bool retry)
 			/* Numbered before the procedure collects: a writer that
 			 * reads the old number stamps its output with this one,
 			 * and every heap write it made is collected here. */
+			atomic_store(&epoch.working, true);
 			uint64_t this_pause = atomic_fetch_add(&epoch.pauses, 1) + 1;
 			/* Taken under epoch.lock, so that quiesce_start swapping
 			 * the procedure cannot pair one epoch's fn with another's
@@ -863,6 +873,7 @@ static enum attempt attempt_epoch(bool retry)
 			 * done: epochs stay ordered and never overlap. */
 			enum quiesce_outcome o = after == NULL ? QUIESCE_DURABLE : after(arg);
 			atomic_store_explicit(&epoch.attempt_awaited, false, memory_order_relaxed);
+			atomic_store(&epoch.working, false);
 			if (o == QUIESCE_CARRIED)
 				return ATTEMPT_CARRIED;
 			if (o == QUIESCE_DURABLE)
@@ -896,6 +907,33 @@ static enum attempt attempt_epoch(bool retry)
 		if (sleep_ns < 1000000)
 			sleep_ns *= 2;
 	}
+}
+
+/* ---- the tick (quiesce.h) ---- */
+
+void quiesce_set_tick(quiesce_tick_fn fn, uint64_t period_ns)
+{
+	atomic_store(&epoch.tick_period_ns, fn != NULL ? period_ns : 0);
+	atomic_store(&epoch.tick, fn);
+	/* A wait already under way may have no bound: look again now. */
+	atomic_fetch_add(&epoch.wake_word, 1);
+	prim_futex_wake(&epoch.wake_word, 1);
+}
+
+/* The epoch thread's wait for wake_word, bounded by the tick's period. */
+static void loop_wait(unsigned seen, uint64_t ns)
+{
+	uint64_t period = atomic_load(&epoch.tick_period_ns);
+	if (period != 0 && ns > period)
+		ns = period;
+	prim_futex_wait(&epoch.wake_word, seen, ns);
+}
+
+static void loop_tick(void)
+{
+	quiesce_tick_fn fn = atomic_load(&epoch.tick);
+	if (fn != NULL)
+		fn();
 }
 
 /* ---- the end of the process ---- */
@@ -1131,9 +1169,10 @@ static void *epoch_main(void *unused)
 			last_thread_poll = 1000000;
 		}
 		stall_check(now);
+		loop_tick();
 		if (now < due || atomic_load(&epoch.failed_for_good)) {
 			if (now < due)
-				prim_futex_wait(&epoch.wake_word, seen, due - now);
+				loop_wait(seen, due - now);
 			continue;
 		}
 		uint64_t interval_ns = (uint64_t)atomic_load(&epoch.interval_ms) * 1000000ULL;
@@ -1149,7 +1188,7 @@ static void *epoch_main(void *unused)
 			}
 			uint64_t poll = interval_ns / 10;
 			poll = poll < 1000000 ? 1000000 : poll > 10000000 ? 10000000 : poll;
-			prim_futex_wait(&epoch.wake_word, seen, poll);
+			loop_wait(seen, poll);
 			continue;
 		}
 		uint64_t started = now;
@@ -1325,8 +1364,11 @@ int quiesce_sync(void)
 	unsigned mine = atomic_fetch_add(&epoch.requested, 1) + 1;
 	atomic_fetch_add(&epoch.wake_word, 1);
 	prim_futex_wake(&epoch.wake_word, 1);
-	/* The timeout runs while no quiescent point is reached: a slow
-	 * write-back (points reached, carried over) is waited for. */
+	/* The timeout measures a stall: time in which no quiescent point is
+	 * reached while the epoch thread is not working either.  A write-back
+	 * under way, however slow (a device, an emulated latency, a batch of
+	 * a whole heap), is progress and is waited for; its failure is an
+	 * error of its own (EIO, through the caller). */
 	uint64_t timeout = (uint64_t)atomic_load(&stall.sync_timeout_ms) * 1000000ULL;
 	uint64_t points = atomic_load(&epoch.pauses), since = prim_now_ns();
 	for (;;) {
@@ -1339,7 +1381,7 @@ int quiesce_sync(void)
 			return -1;
 		}
 		uint64_t now = prim_now_ns(), p = atomic_load(&epoch.pauses);
-		if (p != points) {
+		if (p != points || atomic_load(&epoch.working)) {
 			points = p;
 			since = now;
 		} else if (now - since >= timeout) {
@@ -1356,9 +1398,18 @@ int quiesce_sync(void)
 			while (atomic_load(&stall.reports_answered) == answered && atomic_load(&epoch.running) &&
 			       prim_now_ns() < ask_end)
 				prim_futex_wait(&stall.reports_answered, answered, 10000000ULL);
-			err_set("pmthreads_sync: no quiescent point for %llu ms: a thread holds a lock "
-				"(see the stall report on standard error; PMTHREADS_SYNC_TIMEOUT_MS "
-				"sets the bound)", (unsigned long long)(timeout / 1000000));
+			/* The cause as it stands: attempts abandoned or the gate
+			 * closing against a FASE, or else none that is a lock. */
+			if (atomic_load(&stall.on) || atomic_load(&quiesce_gate) == GATE_CLOSING)
+				err_set("pmthreads_sync: no quiescent point for %llu ms: a thread "
+					"holds a lock (see the stall report on standard error; "
+					"PMTHREADS_SYNC_TIMEOUT_MS sets the bound)",
+					(unsigned long long)(timeout / 1000000));
+			else
+				err_set("pmthreads_sync: no quiescent point for %llu ms, and no thread "
+					"was seen holding a lock: the epoch thread did not get to run "
+					"(an overloaded machine?); PMTHREADS_SYNC_TIMEOUT_MS sets the "
+					"bound", (unsigned long long)(timeout / 1000000));
 			errno = ETIMEDOUT;
 			return -1;
 		}
@@ -1424,6 +1475,9 @@ void quiesce_atfork_child(void)
 	atomic_store(&epoch.running, false);
 	atomic_store(&epoch.stopping, false);
 	atomic_store(&epoch.failed_for_good, false);
+	atomic_store(&epoch.working, false);
+	atomic_store(&epoch.tick, NULL);
+	atomic_store(&epoch.tick_period_ns, 0);
 	atomic_store(&epoch.requested, 0);
 	atomic_store(&epoch.served, 0);
 	atomic_store(&epoch.end_fn, NULL);

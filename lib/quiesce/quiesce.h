@@ -532,6 +532,14 @@ void quiesce_set_stall_fn(quiesce_stall_fn fn);
 /* PMTHREADS_SYNC_TIMEOUT_MS, in ms (> 0; default 10000). */
 void quiesce_set_sync_timeout(unsigned ms);
 
+/* Something to do on the epoch thread at least every period_ns, whatever
+ * the epochs do: stalled, deferred, failed for good or far apart (the
+ * statistics file's period).  fn is called at every turn of the thread's
+ * loop (it keeps its own schedule) and no wait of the loop outside an
+ * attempt lasts longer than period_ns.  NULL: none. */
+typedef void (*quiesce_tick_fn)(void);
+void quiesce_set_tick(quiesce_tick_fn fn, uint64_t period_ns);
+
 /* PMTHREADS_NOT_FASE: fn says whether the function containing a call site
  * (a return address) is one whose locks are no critical section.  Asked
  * once per site (cached by address; a full cache asks again); while it runs

@@ -15,8 +15,13 @@
 
 uint64_t recovery_restore_image(struct pool *p, void *shadow)
 {
-	persist_invalidate_torn(p);
-	return recovery_copy_image(p, shadow);
+	/* Verified first: a refused pool is not written.  The copy never
+	 * reads a torn copy (pool_valid_copy), so the invalidation may come
+	 * after it. */
+	uint64_t restored = recovery_copy_image(p, shadow);
+	if (restored != RECOVERY_REFUSED)
+		persist_invalidate_torn(p);
+	return restored;
 }
 
 uint64_t recovery_copy_image(const struct pool *p, void *shadow)

@@ -359,9 +359,11 @@ int restore_open(struct restore **out, struct tracker **tracker_out, struct pool
 		last_stats.complete_ns = last_stats.usable_ns = prim_now_ns() - t0;
 		return rc;
 	}
-	/* First and durable, before any page is served from the pool and
-	 * before any epoch can reuse VER_d + 1. */
-	persist_invalidate_torn(p);
+	/* No write: torn copies are never served (pool_valid_copy), and
+	 * are invalidated durably once the pool passed every check (the
+	 * caller, or the first epoch: persist_attempt_begin), before any
+	 * epoch can reuse VER_d + 1 -- never before a check that may still
+	 * refuse the pool. */
 	uint64_t t_inval = prim_now_ns();
 
 	/* The part of the heap that has persisted pages: only it needs

@@ -89,8 +89,11 @@ struct restore;
 
 /* Open the write tracker of kind over the heap [shadow, shadow+len) and make
  * the pool's consistent image its content: on a new pool (p->created) only
- * the tracker; on a reopened one, first persist_invalidate_torn (durable), then
- * the lazy or the eager path as above.  *tracker_out is the tracker (close
+ * the tracker; on a reopened one the lazy or the eager path as above.
+ * Nothing is written to the pool: torn copies are never served
+ * (pool_valid_copy) and are invalidated by the caller once every check of
+ * the open passed (persist_invalidate_torn, after pool_accept), or by the
+ * first epoch.  *tracker_out is the tracker (close
  * it with tracker_close after restore_close).  *out is NULL when nothing is
  * pending (eager or new pool).  Returns 0 or -1 with err_get() set (nothing
  * left open; a page that fails its checksum on the eager path is one such

@@ -320,6 +320,8 @@ static enum pool_error open_pool(pid_t *holder)
 		.latency_ns = rt.cfg.nvm_latency_ns,
 		.sim = NULL,
 		.lock_holder = holder,
+		/* Written only once the heap passed its checks too (start). */
+		.accept_later = true,
 	};
 	/* The log's replay takes a helper thread, one of the runtime's own. */
 	nvm_log_set_helper(quiesce_create_internal_thread, quiesce_join_internal_thread,
@@ -559,6 +561,22 @@ static void unwatch_pool_faults(void)
 	nvm_watch_faults(NULL);
 }
 
+/* The epoch thread, at every turn of its loop (quiesce_set_tick): the
+ * statistics file, every STATS_PERIOD_NS whatever the epochs do -- while
+ * they stall too, so that a stall can be watched (figures that survive a
+ * kill -9 as well). */
+static void stats_tick(void)
+{
+	static struct stats_runtime figures;	/* epoch thread only */
+	static uint64_t last_ns;		/* epoch thread only */
+	uint64_t now = prim_now_ns();
+	if (now - last_ns < STATS_PERIOD_NS)
+		return;	/* the loop turns far more often: collect only when due */
+	last_ns = now;
+	runtime_get_stats(&figures);
+	stats_periodic(&figures);
+}
+
 /* The epoch thread, after each epoch's write-back. */
 static enum quiesce_outcome after_epoch(void *arg)
 {
@@ -571,9 +589,6 @@ static enum quiesce_outcome after_epoch(void *arg)
 	note_io_error();
 	if (durable)
 		output_on_durable(quiesce_current_pause());
-	static struct stats_runtime figures;	/* epoch thread only */
-	runtime_get_stats(&figures);
-	stats_periodic(&figures);	/* figures that survive a kill -9 */
 	if (durable)
 		return QUIESCE_DURABLE;
 	/* After a storage error nothing becomes durable again: retrying at
@@ -707,8 +722,18 @@ static int start(void)
 		goto fail_tracker;
 	}
 	heap_name_after_crash(rt.previous_run_crashed);
-	/* The first write to the pool: it passed every check. */
-	int werr = pool_set_clean(rt.pool, false);
+	/* The first writes to the pool: it passed every check (its own, the
+	 * restored pages' checksums on the eager path, the heap's).  Torn
+	 * copies go first and durably, before any epoch can reuse VER_d + 1
+	 * (what the log backend deferred at the open goes before them). */
+	int werr = pool_accept(rt.pool);
+	/* The log's private mapping may have become another backend's shared
+	 * one (PMTHREADS_NVM=msync or pmem on a pool whose log held epochs). */
+	memory_limits_set_ours(true, rt.pool->nvm->len, rt.pool->nvm->private_map ? rt.pool->nvm->len : 0);
+	if (werr == 0)
+		persist_invalidate_torn(rt.pool);
+	if (werr == 0)
+		werr = pool_set_clean(rt.pool, false);
 	if (werr != 0) {
 		err_set_errno(werr, "cannot write to the pool %s (its file system failed); fix the "
 			      "storage under it and start again -- nothing in the pool changed",
@@ -725,6 +750,8 @@ static int start(void)
 	log_configuration();
 	quiesce_set_sync_timeout(rt.cfg.sync_timeout_ms);
 	quiesce_set_stall_fn(report_stall);
+	if (rt.cfg.stats_path[0] != '\0' && strcmp(rt.cfg.stats_path, "-") != 0)
+		quiesce_set_tick(stats_tick, STATS_PERIOD_NS);
 	if (quiesce_start_split(rt.cfg.interval_ms, epoch_on_quiescent, after_epoch, rt.pipeline) != 0)
 		goto fail_pipeline;
 	if (rt.cfg.output == OUTPUT_COMMIT) {

@@ -811,3 +811,96 @@ TEST_CASE("recover tool: check reports an image whose heap a program would refus
 	CHECK(parse_json(r.out)["heap"] == "invalid");
 }
 #endif
+
+TEST_CASE("recover tool: create takes its sizes from the options and the environment",
+	  "[recover-tool][create]")
+{
+	scratch_dir d;
+	std::string a = d.file("env.pool");
+	run_result r = subprocess::run({ tool_path(), "create", a },
+				       { { "PMTHREADS_POOL_SIZE", "6M" }, { "PMTHREADS_LOG_SIZE", "512K" } });
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	auto m = parse_json(run_tool({ "info", "--json", a }).out);
+	CHECK(m["capacity"] == std::to_string(6 << 20));
+	CHECK(m["log_size"] == std::to_string(512 << 10));
+
+	std::string b = d.file("opts.pool");
+	r = subprocess::run({ tool_path(), "create", "--size", "5M", "--log-size", "1M", b },
+			    { { "PMTHREADS_POOL_SIZE", "6M" }, { "PMTHREADS_LOG_SIZE", "512K" } });
+	REQUIRE(r.status == 0);
+	m = parse_json(run_tool({ "info", "--json", b }).out);
+	CHECK(m["capacity"] == std::to_string(5 << 20));
+	CHECK(m["log_size"] == std::to_string(1 << 20));
+
+	std::string c = d.file("bad.pool");
+	r = subprocess::run({ tool_path(), "create", c }, { { "PMTHREADS_POOL_SIZE", "lots" } });
+	CHECK(r.status == 2);
+	CHECK(contains(r.err, "PMTHREADS_POOL_SIZE"));
+	r = run_tool({ "create", "--log-size", "1K", c });
+	CHECK(r.status == 2);
+	CHECK(contains(r.err, "--log-size"));
+	CHECK(access(c.c_str(), F_OK) != 0);
+}
+
+TEST_CASE("recover tool: create --program records the name the runtime checks",
+	  "[recover-tool][create]")
+{
+	scratch_dir d;
+	// The runtime records its executable's file name with links resolved
+	// (/proc/self/exe): a link to the tool is the tool.
+	std::string link = d.file("alias");
+	REQUIRE(symlink(tool_path(), link.c_str()) == 0);
+	std::string a = d.file("a.pool");
+	run_result r = run_tool({ "create", "--size", "4M", "--program", link, a });
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(parse_json(run_tool({ "info", "--json", a }).out)["creator"] == "pmthreads-recover");
+	auto o = options(a, 1024, "pmthreads-recover");
+	o.create = false;
+	pool *p = open_or_fail(o); // what the runtime's start would check
+	pool_close(p);
+
+	// A command name is looked up in PATH.
+	std::string b = d.file("b.pool");
+	std::string dir = std::string(tool_path()).substr(0, std::string(tool_path()).rfind('/'));
+	r = subprocess::run({ tool_path(), "create", "--size", "4M", "--program", "pmthreads-recover", b },
+			    { { "PATH", dir } });
+	REQUIRE(r.status == 0);
+	CHECK(parse_json(run_tool({ "info", "--json", b }).out)["creator"] == "pmthreads-recover");
+
+	// A path that names no program: its file name, with a warning.
+	std::string c = d.file("c.pool");
+	r = run_tool({ "create", "--size", "4M", "--program", "/no/such/dir/prog", c });
+	REQUIRE(r.status == 0);
+	CHECK(contains(r.err, "not found"));
+	CHECK(parse_json(run_tool({ "info", "--json", c }).out)["creator"] == "prog");
+}
+
+TEST_CASE("pool creation refuses a log larger than the free disk space, writing nothing",
+	  "[recover-tool][create]")
+{
+	const char *dir = getenv("PMT_DISK_DIR") != nullptr ? getenv("PMT_DISK_DIR") : "/var/tmp";
+	scratch_dir d(dir);
+	struct statfs fs;
+	REQUIRE(statfs(d.path.c_str(), &fs) == 0);
+	if (fs.f_type == TMPFS_MAGIC) {
+		WARN("SKIP: " << dir << " is tmpfs, where the log ring is a hole and costs no space");
+		return;
+	}
+	uint64_t avail = (uint64_t)fs.f_bavail * (uint64_t)fs.f_frsize;
+	std::string path = d.file("huge-log.pool");
+	auto o = options(path, 1024, "pooltest");
+	o.nvm = NVM_AUTO;
+	o.log_size = avail + (1ULL << 30);
+	pool *p = nullptr;
+	int rc = pool_open(&p, &o);
+	INFO(err_get());
+	REQUIRE(rc != 0);
+	CHECK(contains(err_get(), "MiB free"));
+	CHECK(contains(err_get(), "PMTHREADS_LOG_SIZE"));
+	CHECK(access(path.c_str(), F_OK) != 0);
+	REQUIRE(statfs(d.path.c_str(), &fs) == 0);
+	// Nothing was written (other writers on the machine aside: a margin).
+	CHECK((uint64_t)fs.f_bavail * (uint64_t)fs.f_frsize + (256ULL << 20) >= avail);
+}

@@ -301,7 +301,10 @@ static void findings_free(struct findings *f)
 static int64_t run_checks(const struct pool *p, struct findings *f, char *heap_summary,
 			  size_t summary_len)
 {
-	pool_check(p, report_pool_problem, f);
+	if (pool_check(p, report_pool_problem, f) > 0)
+		note(f, "where the problems above are in the seq table only, the image can be "
+			"salvaged: " TOOL_NAME " dump --salvage POOL OUT writes each page from the "
+			"copy whose checksum verifies, naming every page so chosen");
 	/* The deeper checks read the mapping: only while the file still has
 	 * the size its header gives (a shrunk file would fault). */
 	struct stat st;

@@ -1044,3 +1044,46 @@ TEST_CASE("pool creation refuses a log larger than the free disk space, writing 
 	// Nothing was written (other writers on the machine aside: a margin).
 	CHECK((uint64_t)fs.f_bavail * (uint64_t)fs.f_frsize + (256ULL << 20) >= avail);
 }
+
+TEST_CASE("recover tool: dump names damaged pages, and --salvage reads past a damaged seq table",
+	  "[recover-tool][salvage]")
+{
+	scratch_dir d;
+	std::string path = d.file("raw.pool");
+	std::vector<unsigned char> expected;
+	make_raw_pool(path, expected);
+	const size_t ps = page_size();
+	pool_layout l = pool_layout_for(16, ps);
+
+	// A byte of page 1's only copy (copy 0) changed: dump writes it as
+	// found, names it, and exits 1.
+	unsigned char x = 0x77;
+	patch_file(path, (off_t)(l.data_off + 2 * 1 * ps + 10), &x, 1);
+	std::string out = d.file("image");
+	run_result r = run_on_pool(path, { "dump", path, out });
+	INFO(r.out << r.err);
+	CHECK(r.status == 1);
+	CHECK(contains(r.err, "page 1 (heap address 0x500000001000): copy 0 fails its checksum; "
+			      "written as found (damaged)"));
+	CHECK(contains(r.err, "1 damaged page written as found"));
+	std::vector<unsigned char> got = file_bytes(out);
+	REQUIRE(got.size() == expected.size());
+	CHECK(got[ps + 10] == 0x77);
+	x = 0x11; // put back
+	patch_file(path, (off_t)(l.data_off + 2 * 1 * ps + 10), &x, 1);
+
+	// Page 7's seq entry destroyed: every command refuses the pool, check
+	// points at --salvage, which writes the image whole.
+	uint64_t bad = 99;
+	patch_file(path, (off_t)(l.seq_off + 2 * 7 * sizeof(uint64_t)), &bad, sizeof(bad));
+	r = run_on_pool(path, { "dump", "--force", path, out });
+	CHECK(r.status == 1);
+	r = run_on_pool(path, { "check", path });
+	CHECK(r.status == 1);
+	CHECK(contains(r.out, "dump --salvage"));
+	r = run_on_pool(path, { "dump", "--salvage", "--force", path, out });
+	CHECK(r.status == 0);
+	CHECK(contains(r.err, "page 7 (heap address 0x500000007000): seq entries 99 and 0"));
+	CHECK(contains(r.err, "1 page salvaged"));
+	CHECK(file_bytes(out) == expected);
+}

@@ -82,7 +82,7 @@ unsigned tool_check_open_pool(const struct pool *p);
  * IMAGE_CLEAN_MAX bytes of them are held (copied again should they be read
  * again); blocks written (by heap adoption) stay.  So examining a heap costs
  * memory in proportion to the parts examined, not to the pool. */
-#define IMAGE_BLOCK_PAGES 4
+#define IMAGE_BLOCK_PAGES 16
 #define IMAGE_CLEAN_MAX (32u << 20)
 struct image {
 	unsigned char *base;	/* where the image lives */

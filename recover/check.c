@@ -163,7 +163,14 @@ static bool check_pages(const struct pool *p, struct findings *f, uint64_t *veri
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGBUS, &sa, &old);
 	volatile uint64_t unreadable = 0, damaged = 0, verified = 0;
+	struct progress pr;
+	progress_start(&pr, "verifying pages", p->seq_pages);
 	for (volatile uint64_t i = 0; i < p->seq_pages; i++) {
+		/* In bounded memory: what was read is given back (stream.c). */
+		if (i % TOOL_RELEASE_PAGES == 0 && i > 0) {
+			tool_release_pages(p, i - TOOL_RELEASE_PAGES, i);
+			progress_step(&pr, i);
+		}
 		if (pool_valid_copy(p, i) < 0)
 			continue;
 		if (sigsetjmp(read_fault, 1) != 0) {
@@ -184,6 +191,8 @@ static bool check_pages(const struct pool *p, struct findings *f, uint64_t *veri
 		verified++;
 	}
 	sigaction(SIGBUS, &old, NULL);
+	tool_release_pages(p, p->seq_pages / TOOL_RELEASE_PAGES * TOOL_RELEASE_PAGES, p->seq_pages);
+	progress_end(&pr);
 	if (unreadable > LIST_MAX)
 		problem(f, "... and %" PRIu64 " more unreadable pages", unreadable - LIST_MAX);
 	if (damaged > LIST_MAX)
@@ -292,7 +301,10 @@ static void findings_free(struct findings *f)
 static int64_t run_checks(const struct pool *p, struct findings *f, char *heap_summary,
 			  size_t summary_len)
 {
-	pool_check(p, report_pool_problem, f);
+	if (pool_check(p, report_pool_problem, f) > 0)
+		note(f, "where the problems above are in the seq table only, the image can be "
+			"salvaged: " TOOL_NAME " dump --salvage POOL OUT writes each page from the "
+			"copy whose checksum verifies, naming every page so chosen");
 	/* The deeper checks read the mapping: only while the file still has
 	 * the size its header gives (a shrunk file would fault). */
 	struct stat st;

@@ -58,8 +58,9 @@ struct heap_facts {
 	struct named_objects objs;
 };
 
-static void print_text(const struct pool *p, const struct pool_summary *s,
-		       const struct heap_facts *hf)
+/* What the pool's header and tables say, printed (and flushed) before the
+ * heap is looked at. */
+static void print_text_pool(const struct pool *p, const struct pool_summary *s)
 {
 	char uuid[37], cap[32], fsize[32];
 	format_uuid(p->uuid, uuid);
@@ -93,6 +94,11 @@ static void print_text(const struct pool *p, const struct pool_summary *s,
 	printf("creator:           %s\n", p->creator[0] != '\0' ? p->creator : "(not recorded)");
 	if (s->holder_pid != 0)
 		printf("last opened by:    pid %" PRIu64 "\n", s->holder_pid);
+	fflush(stdout);
+}
+
+static void print_text_heap(const struct heap_facts *hf)
+{
 	if (hf->state != HEAP_IMAGE_ADOPTED) {
 		printf("named objects:     unavailable: %s\n", hf->why);
 		return;
@@ -162,6 +168,8 @@ int cmd_info(int argc, char **argv)
 		return TOOL_PROBLEM;
 	struct pool_summary s;
 	pool_summarize(p, &s);
+	if (!json)
+		print_text_pool(p, &s);
 	struct image img;
 	struct heap_facts hf;
 	memset(&hf, 0, sizeof(hf));
@@ -174,7 +182,7 @@ int cmd_info(int argc, char **argv)
 	if (json)
 		print_json(p, &s, &hf);
 	else
-		print_text(p, &s, &hf);
+		print_text_heap(&hf);
 	rc = fflush(stdout) == 0 ? TOOL_OK : TOOL_PROBLEM;
 	heap_image_names_free(&hf.objs);
 out_image:

@@ -13,6 +13,7 @@
 #define PMT_VERSION "unknown"
 #endif
 
+/* A format: the format versions come from POOL_FORMAT_VERSION (print_help). */
 static const char tool_help[] =
 	"Usage: " TOOL_NAME " COMMAND [OPTIONS] POOL ...\n"
 	"Inspect a pmthreads pool file without modifying it; list, create and remove\n"
@@ -23,16 +24,16 @@ static const char tool_help[] =
 	"                              crashed, creator, named objects\n"
 	"  check POOL [--json]         verify every invariant; exit 0 when consistent,\n"
 	"                              1 listing every problem\n"
-	"  dump POOL OUT [--used-only] [--force]\n"
+	"  dump POOL OUT [--used-only] [--force] [--salvage]\n"
 	"                              write the consistent heap image to OUT (- for\n"
 	"                              standard output)\n"
 	"  list [--dir DIR]            the pools in the default directory: program,\n"
 	"                              capacity, disk space, in use / clean / crashed\n"
 	"  rm POOL...                  remove pools (never one in use)\n"
-	"  create POOL [--size SIZE] [--program NAME]\n"
+	"  create POOL [--size SIZE] [--log-size SIZE] [--program PROGRAM]\n"
 	"                              create an empty pool\n"
-	"  upgrade POOL                convert a pool of an older format version (2, 3)\n"
-	"                              to the current one, keeping its data\n"
+	"  upgrade POOL                convert a pool of an older format version (2 to\n"
+	"                              %d) to the current one (%d), keeping its data\n"
 	"  help [COMMAND]              this text, or a command's\n"
 	"\n"
 	"Options:\n"
@@ -43,6 +44,11 @@ static const char tool_help[] =
 	"(upgrade writes a new file, then renames it over the old pool).  A\n"
 	"pool held by a running program cannot be inspected until that program exits.\n"
 	"Exit status: 0 success, 1 a problem with the pool or the output, 2 usage.\n";
+
+static void print_help(void)
+{
+	printf(tool_help, POOL_FORMAT_VERSION - 1, POOL_FORMAT_VERSION);
+}
 
 struct command {
 	const char *name;
@@ -76,7 +82,7 @@ int main(int argc, char **argv)
 		return tool_usage_error(short_usage, "missing command");
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
-		fputs(tool_help, stdout);
+		print_help();
 		return TOOL_OK;
 	}
 	if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
@@ -85,7 +91,7 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "help") == 0) {
 		if (argc == 2) {
-			fputs(tool_help, stdout);
+			print_help();
 			return TOOL_OK;
 		}
 		const struct command *c = find_command(argv[2]);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- list ---------------------------------------------------------------- */
 
@@ -188,29 +189,79 @@ int cmd_rm(int argc, char **argv)
 /* ---- create -------------------------------------------------------------- */
 
 static const char create_usage[] =
-	"Usage: " TOOL_NAME " create [--size SIZE] [--program NAME] POOL\n";
+	"Usage: " TOOL_NAME " create [--size SIZE] [--log-size SIZE] [--program PROGRAM] POOL\n";
 static const char create_help[] =
-	"Usage: " TOOL_NAME " create [--size SIZE] [--program NAME] POOL\n"
+	"Usage: " TOOL_NAME " create [--size SIZE] [--log-size SIZE] [--program PROGRAM] POOL\n"
 	"Create an empty pool (sparse: it takes disk space only as its heap grows).\n"
 	"An existing file is never touched.\n"
 	"\n"
-	"  --size SIZE     heap capacity (suffixes K, M, G, T; default: the runtime's\n"
-	"                  default pool size)\n"
-	"  --program NAME  the program that will use it (its executable's file name;\n"
-	"                  default: POOL's file name without .pool)\n"
-	"  -h, --help      this text\n";
+	"  --size SIZE        heap capacity (suffixes K, M, G, T; default:\n"
+	"                     PMTHREADS_POOL_SIZE, else the runtime's default)\n"
+	"  --log-size SIZE    the redo log ring, written in full on a disk (default:\n"
+	"                     PMTHREADS_LOG_SIZE, else by capacity); refused when\n"
+	"                     the file system has not that much free\n"
+	"  --program PROGRAM  the program that will use it: a path or a command name\n"
+	"                     (looked up in PATH), recorded as the runtime names it,\n"
+	"                     the file name of the executable with symbolic links\n"
+	"                     resolved; default: POOL's file name without .pool\n"
+	"  -h, --help         this text\n";
+
+/* The name the runtime records and compares for the program at arg: the
+ * file name of its executable with every symbolic link resolved
+ * (/proc/self/exe), so "/usr/bin/python3" is "python3.11".  arg without a
+ * slash is looked up in PATH as a shell would; a program not found is
+ * recorded by its file name as given, with a warning. */
+static void program_identity(const char *arg, char *out, size_t len)
+{
+	char found[PATH_MAX] = "";
+	if (strchr(arg, '/') != NULL) {
+		snprintf(found, sizeof(found), "%s", arg);
+	} else {
+		const char *path = getenv("PATH");
+		while (path != NULL && *path != '\0' && found[0] == '\0') {
+			const char *colon = strchr(path, ':');
+			size_t n = colon != NULL ? (size_t)(colon - path) : strlen(path);
+			char cand[PATH_MAX];
+			snprintf(cand, sizeof(cand), "%.*s/%s", (int)n, n > 0 ? path : ".", arg);
+			if (access(cand, X_OK) == 0)
+				snprintf(found, sizeof(found), "%s", cand);
+			path = colon != NULL ? colon + 1 : NULL;
+		}
+	}
+	char real[PATH_MAX];
+	const char *name = arg;
+	if (found[0] != '\0' && realpath(found, real) != NULL)
+		name = real;
+	else
+		fprintf(stderr, TOOL_NAME ": warning: program %s not found; recording the name "
+				"'%s' as given (a program whose executable has another file name "
+				"is refused this pool)\n", arg,
+			strrchr(arg, '/') != NULL ? strrchr(arg, '/') + 1 : arg);
+	const char *base = strrchr(name, '/');
+	base = base != NULL ? base + 1 : name;
+	size_t n = strlen(base) < len ? strlen(base) : len - 1;	/* as the runtime cuts it */
+	memcpy(out, base, n);
+	out[n] = '\0';
+}
 
 int cmd_create(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "size", required_argument, NULL, 's' },
+		{ "log-size", required_argument, NULL, 'l' },
 		{ "program", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	/* The sizes as the runtime would take them: PMTHREADS_POOL_SIZE and
+	 * PMTHREADS_LOG_SIZE (and PMTHREADS_SHADOW_BASE), with the same limits
+	 * for the options. */
 	struct config cfg;
-	config_defaults(&cfg);
-	uint64_t size = cfg.pool_size;
+	err_clear();
+	if (config_from_env(&cfg) != 0) {
+		tool_error("%s", err_get());
+		return TOOL_USAGE;
+	}
 	const char *program = NULL;
 	opterr = 0;
 	optind = 1;
@@ -218,11 +269,14 @@ int cmd_create(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (config_parse_size(optarg, &size) != 0 || size < CONFIG_MIN_POOL_SIZE ||
-			    size > CONFIG_MAX_POOL_SIZE)
-				return tool_usage_error(create_usage, "create: --size '%s' is not a size "
-							"from 1M to 1T", optarg);
+		case 'l': {
+			const char *env = c == 's' ? "PMTHREADS_POOL_SIZE" : "PMTHREADS_LOG_SIZE";
+			err_clear();
+			if (config_set(&cfg, config_option_by_env(env), optarg) != 0)
+				return tool_usage_error(create_usage, "create: --%s: %s",
+							c == 's' ? "size" : "log-size", err_get());
 			break;
+		}
 		case 'p': program = optarg; break;
 		case 'h': fputs(create_help, stdout); return TOOL_OK;
 		default: return tool_bad_option(create_usage, "create", argv);
@@ -240,7 +294,8 @@ int cmd_create(int argc, char **argv)
 		size_t len = strlen(name);
 		if (len > 5 && strcmp(name + len - 5, ".pool") == 0)
 			name[len - 5] = '\0';
-		program = name;
+	} else {
+		program_identity(program, name, sizeof(name));
 	}
 	struct stat st;
 	if (lstat(path, &st) == 0) {
@@ -250,12 +305,14 @@ int cmd_create(int argc, char **argv)
 	struct pool_open_options o;
 	memset(&o, 0, sizeof(o));
 	o.path = path;
-	o.capacity = size;
+	o.capacity = cfg.pool_size;
+	o.log_size = cfg.log_size;
 	o.shadow_base = cfg.shadow_base;
-	o.creator = program;
+	o.creator = name;
 	o.create = true;
 	o.nvm = NVM_AUTO;
 	struct pool *p = NULL;
+	err_clear();
 	if (pool_open(&p, &o) != 0) {
 		tool_error("%s", err_get());
 		return TOOL_PROBLEM;
@@ -265,9 +322,15 @@ int cmd_create(int argc, char **argv)
 		pool_close(p);
 		return TOOL_PROBLEM;
 	}
-	char cap[32];
+	char cap[32], lsize[32] = "";
 	tool_human_size(p->npages * p->page_size, cap, sizeof(cap));
-	fprintf(stderr, "%s: created, capacity %s, for the program '%s'\n", path, cap, program);
+	if (p->log_size != 0) {
+		char h[24];
+		tool_human_size(p->log_size, h, sizeof(h));
+		snprintf(lsize, sizeof(lsize), ", log %s", h);
+	}
+	fprintf(stderr, "%s: created, capacity %s%s, for the program '%s'\n", path, cap, lsize,
+		name);
 	pool_close(p);
 	return TOOL_OK;
 }

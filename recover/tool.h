@@ -76,18 +76,54 @@ struct pool *tool_open_pool_legacy(const char *path);
  * (check.c).  Returns the number of problems. */
 unsigned tool_check_open_pool(const struct pool *p);
 
-/* The consistent heap image, copied into the tool's own memory (image.c). */
+/* The consistent heap image in the tool's own memory (image.c), filled on
+ * demand: a block of pages is copied from the pool when first touched, and
+ * the blocks only read are given back, oldest first, once more than
+ * IMAGE_CLEAN_MAX bytes of them are held (copied again should they be read
+ * again); blocks written (by heap adoption) stay.  So examining a heap costs
+ * memory in proportion to the parts examined, not to the pool. */
+#define IMAGE_BLOCK_PAGES 16
+#define IMAGE_CLEAN_MAX (32u << 20)
 struct image {
-	unsigned char *base;	/* where the copy lives */
+	unsigned char *base;	/* where the image lives */
 	size_t len;		/* capacity bytes */
-	uint64_t pages_restored;
+	uint64_t pages_restored;	/* page copies read from the pool so far */
+	/* The fill's state (image.c): */
+	const struct pool *pool;
+	size_t block_bytes;
+	unsigned char *state;	/* per block: absent, read-only copy, written */
+	size_t nblocks;
+	uint32_t *ring;		/* read-only blocks in the order filled */
+	size_t ring_cap, ring_head, ring_n;
 };
-/* Copy every persisted page's consistent copy into fresh anonymous memory at
- * the recorded shadow base (anywhere else when that range is taken); pages
- * never persisted stay zero.  Reads the pool only.  0, or -1 after printing
- * why. */
+/* Reserve the image at the recorded shadow base (anywhere else when that
+ * range is taken), every page reading as the consistent copy of its page
+ * in p (pages never persisted: zeros).  Reads the pool only.  0, or -1
+ * after printing why.  One image at a time; p must stay open until
+ * image_free. */
 int image_load(const struct pool *p, struct image *img);
 void image_free(struct image *img);
+
+/* Drop the tool's mapping of [addr, addr+len) of the pool where it still
+ * maps the file's pages, keeping the pages that are the process's own (a
+ * log replay's) (stream.c).  Nothing changes for the reader but the
+ * resident memory. */
+void tool_release(const void *addr, size_t len);
+/* The same for both copies of pages [first, end). */
+void tool_release_pages(const struct pool *p, uint64_t first, uint64_t end);
+/* Pages read between two releases of the whole-pool scans. */
+#define TOOL_RELEASE_PAGES 4096
+
+/* A progress line on standard error while a command reads a whole pool,
+ * only when standard error is a terminal (stream.c). */
+struct progress {
+	bool on, shown;
+	const char *what;
+	uint64_t total, last_ns;
+};
+void progress_start(struct progress *pr, const char *what, uint64_t total);
+void progress_step(struct progress *pr, uint64_t done);
+void progress_end(struct progress *pr);	/* the line cleared */
 
 /* Index of the last page with a consistent copy, or -1 when none has one. */
 int64_t image_last_used_page(const struct pool *p);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * upgrade -- a pool of format version 2, 3 or 4, which the runtime refuses,
+ * upgrade -- a pool of an older format version (2 to POOL_FORMAT_VERSION - 1),
+ * which the runtime refuses,
  * converted to the current format keeping the program's data: checked as
  * `check` checks, then replaced by a new file (pool_upgrade).  A pool that
  * fails a check, or that a process holds, is left as it is.
@@ -18,8 +19,8 @@
 static const char upgrade_usage[] = "Usage: " TOOL_NAME " upgrade POOL\n";
 static const char upgrade_help[] =
 	"Usage: " TOOL_NAME " upgrade POOL\n"
-	"Convert a pool of an older format version (2, 3 or 4), which this pmthreads\n"
-	"refuses to open, into a pool of the current format holding the same data:\n"
+	"Convert a pool of an older format version (2 to %d), which this pmthreads\n"
+	"refuses to open, into a pool of the current format (%d) holding the same data:\n"
 	"the image the program's next start would recover (its last durable epoch,\n"
 	"VER_d, kept), each page with the checksum the current format records.\n"
 	"The pool is first checked as `check` does; one with problems is not\n"
@@ -58,7 +59,10 @@ static void on_step(const char *what, void *arg)
 int cmd_upgrade(int argc, char **argv)
 {
 	const char *path;
-	int rc = tool_parse_pool_command(argc, argv, "upgrade", upgrade_help, upgrade_usage, NULL,
+	/* The format versions from the one constant, POOL_FORMAT_VERSION. */
+	char help[sizeof(upgrade_help) + 16];
+	snprintf(help, sizeof(help), upgrade_help, POOL_FORMAT_VERSION - 1, POOL_FORMAT_VERSION);
+	int rc = tool_parse_pool_command(argc, argv, "upgrade", help, upgrade_usage, NULL,
 					 &path);
 	if (rc >= 0)
 		return rc;

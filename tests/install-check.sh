@@ -14,7 +14,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 	{ cat "$dest.log"; rm -f "$dest.log"; fail "meson install"; }
 rm -f "$dest.log"
 
-for page in man1/pmthreads.1 man1/pmthreads-recover.1 man7/pmthreads.7 man3/pmthreads.h.3; do
+for page in man1/pmthreads.1 man1/pmthreads-recover.1 man7/pmthreads.7 man3/pmthreads.h.3 man3/nvmalloc.3 man3/nvrecover.3 man3/isCrashed.3; do
 	f=$(find "$dest" -path "*/share/man/$page")
 	[ -n "$f" ] || fail "$page is not installed"
 	if command -v man >/dev/null; then

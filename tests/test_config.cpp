@@ -218,7 +218,7 @@ TEST_CASE("config table: every entry is documented in pmthreads(7), which the RE
 	const char *src = getenv("PMT_SOURCE_ROOT");
 	REQUIRE(src != nullptr);
 	std::string man, readme;
-	for (auto [path, out] : { std::pair<std::string, std::string *>{ std::string(src) + "/man/pmthreads.7", &man },
+	for (auto [path, out] : { std::pair<std::string, std::string *>{ std::string(src) + "/man/pmthreads.7.in", &man },
 				  { std::string(src) + "/README.md", &readme } }) {
 		FILE *f = fopen(path.c_str(), "r");
 		INFO(path);

@@ -22,6 +22,11 @@ extern "C" {
 #endif
 
 #include <cctype>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <linux/magic.h>
 #include <map>
 #include <sstream>
 
@@ -788,6 +793,141 @@ TEST_CASE("recover tool: info lists the heap's named objects and check verifies 
 	CHECK(file_bytes(out) == sh.bytes());
 }
 
+namespace {
+
+// Run the tool with stdout and stderr to /dev/null; its exit status, and its
+// peak resident set in KiB (wait4's ru_maxrss).
+int run_tool_rss(std::vector<std::string> args, long *maxrss_kib)
+{
+	args.insert(args.begin(), tool_path());
+	std::vector<char *> argv;
+	for (auto &a : args)
+		argv.push_back(const_cast<char *>(a.c_str()));
+	argv.push_back(nullptr);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		dup2(null, 2);
+		execv(argv[0], argv.data());
+		_exit(127);
+	}
+	int st = 0;
+	struct rusage ru {};
+	REQUIRE(wait4(pid, &st, 0, &ru) == pid);
+	*maxrss_kib = ru.ru_maxrss;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+// A heap of npages pages, blocks of block bytes filled up to fill bytes and
+// named "first" and "last", persisted by one epoch (nvm: the backend that
+// writes it); the heap's image is left in sh.
+void make_heap_pool(const std::string &path, uint64_t npages, size_t block, size_t fill,
+		    shadow_buf &sh, enum nvm_kind nvm, bool crash)
+{
+	const size_t ps = page_size();
+	auto o = options(path, npages, "heaptest");
+	o.nvm = nvm;
+	pool *p = open_or_fail(o);
+	if (crash)
+		pool_set_clean(p, false);
+	REQUIRE(heap_init(sh.mem, sh.len, true) == 0);
+	void *first = nullptr, *last = nullptr;
+	for (size_t done = 0; done < fill; done += block) {
+		void *b = heap_malloc(block);
+		REQUIRE(b != nullptr);
+		memset(b, (int)(done / block) | 1, block);
+		if (first == nullptr)
+			first = b;
+		last = b;
+	}
+	REQUIRE(heap_name_set("first", first) == 0);
+	REQUIRE(heap_name_set("last", last) == 0);
+	std::vector<uint64_t> dirty;
+	for (uint64_t i = 0; i < npages; i++)
+		if (std::any_of(sh.mem + i * ps, sh.mem + (i + 1) * ps, [](unsigned char c) { return c != 0; }))
+			dirty.push_back(i);
+	meta_sums_bind(p);
+	REQUIRE(persist_epoch(p, sh.mem, dirty.data(), dirty.size(), nullptr) == 0);
+	meta_sums_bind(nullptr);
+	if (crash) {
+		pool_abandon(p); // the epoch in the log only
+	} else {
+		pool_set_clean(p, true);
+		pool_close(p);
+	}
+}
+
+} // namespace
+
+// The bytes of two files are the same (without holding either whole).
+bool same_files(const std::string &a, const std::string &b)
+{
+	return system(("cmp -s '" + a + "' '" + b + "'").c_str()) == 0;
+}
+
+TEST_CASE("recover tool: info, check and dump read a large pool in bounded memory",
+	  "[recover-tool][heap][stream]")
+{
+	scratch_dir d;
+	std::string path = d.file("big.pool"), expected = d.file("expected");
+	const uint64_t n = (256u << 20) / page_size();
+	// Made in a child: a forked tool starts with the resident set of the
+	// process that forked it, which must not hold the image.
+	int st = in_child([&] {
+		shadow_buf sh(n * page_size());
+		make_heap_pool(path, n, 1u << 20, 192u << 20, sh, NVM_MSYNC, false);
+		write_file(expected, sh.mem, sh.len);
+	});
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	// The image is 192 MiB, the pool's copies of it as much: bounded means
+	// well below (old tools held both: 400 MiB).
+	const long limit_kib = 64 << 10;
+	long rss = 0;
+	st = run_tool_rss({ "check", path }, &rss);
+	CHECK(st == 0);
+	INFO("check's peak resident set: " << rss << " KiB");
+	CHECK(rss < limit_kib);
+	st = run_tool_rss({ "info", path }, &rss);
+	CHECK(st == 0);
+	INFO("info's peak resident set: " << rss << " KiB");
+	CHECK(rss < limit_kib);
+	std::string out = d.file("image");
+	st = run_tool_rss({ "dump", path, out }, &rss);
+	CHECK(st == 0);
+	INFO("dump's peak resident set: " << rss << " KiB");
+	CHECK(rss < limit_kib);
+	run_result r = run_tool({ "info", path });
+	CHECK(contains(r.out, "named objects:     2\n"));
+	CHECK(same_files(out, expected));
+}
+
+TEST_CASE("recover tool: pages only the log holds are read again after the tool gave back its memory",
+	  "[recover-tool][heap][stream]")
+{
+	scratch_dir d;
+	std::string path = d.file("logheap.pool");
+	const uint64_t n = 1024;
+	shadow_buf sh(n * page_size());
+	make_heap_pool(path, n, 3000, 64 * 3000, sh, NVM_LOG, true);
+	// check reads every page, gives the pool's pages back, then reads the
+	// heap's pages again from the image: the log's replay must still be
+	// there (it exists in the tool's memory only).
+	run_result r = run_on_pool(path, { "check", path });
+	INFO(r.out << r.err);
+	CHECK(r.status == 0);
+	CHECK(contains(r.out, "heap: consistent: 2 named objects"));
+	r = run_on_pool(path, { "info", path });
+	CHECK(contains(r.out, "named objects:     2\n"));
+	std::string out = d.file("image");
+	r = run_on_pool(path, { "dump", path, out });
+	REQUIRE(r.status == 0);
+	CHECK(file_bytes(out).size() == sh.len);
+	CHECK(memcmp(file_bytes(out).data(), sh.mem, sh.len) == 0);
+}
+
 TEST_CASE("recover tool: check reports an image whose heap a program would refuse",
 	  "[recover-tool][heap]")
 {
@@ -811,3 +951,139 @@ TEST_CASE("recover tool: check reports an image whose heap a program would refus
 	CHECK(parse_json(r.out)["heap"] == "invalid");
 }
 #endif
+
+TEST_CASE("recover tool: create takes its sizes from the options and the environment",
+	  "[recover-tool][create]")
+{
+	scratch_dir d;
+	std::string a = d.file("env.pool");
+	run_result r = subprocess::run({ tool_path(), "create", a },
+				       { { "PMTHREADS_POOL_SIZE", "6M" }, { "PMTHREADS_LOG_SIZE", "512K" } });
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	auto m = parse_json(run_tool({ "info", "--json", a }).out);
+	CHECK(m["capacity"] == std::to_string(6 << 20));
+	CHECK(m["log_size"] == std::to_string(512 << 10));
+
+	std::string b = d.file("opts.pool");
+	r = subprocess::run({ tool_path(), "create", "--size", "5M", "--log-size", "1M", b },
+			    { { "PMTHREADS_POOL_SIZE", "6M" }, { "PMTHREADS_LOG_SIZE", "512K" } });
+	REQUIRE(r.status == 0);
+	m = parse_json(run_tool({ "info", "--json", b }).out);
+	CHECK(m["capacity"] == std::to_string(5 << 20));
+	CHECK(m["log_size"] == std::to_string(1 << 20));
+
+	std::string c = d.file("bad.pool");
+	r = subprocess::run({ tool_path(), "create", c }, { { "PMTHREADS_POOL_SIZE", "lots" } });
+	CHECK(r.status == 2);
+	CHECK(contains(r.err, "PMTHREADS_POOL_SIZE"));
+	r = run_tool({ "create", "--log-size", "1K", c });
+	CHECK(r.status == 2);
+	CHECK(contains(r.err, "--log-size"));
+	CHECK(access(c.c_str(), F_OK) != 0);
+}
+
+TEST_CASE("recover tool: create --program records the name the runtime checks",
+	  "[recover-tool][create]")
+{
+	scratch_dir d;
+	// The runtime records its executable's file name with links resolved
+	// (/proc/self/exe): a link to the tool is the tool.
+	std::string link = d.file("alias");
+	REQUIRE(symlink(tool_path(), link.c_str()) == 0);
+	std::string a = d.file("a.pool");
+	run_result r = run_tool({ "create", "--size", "4M", "--program", link, a });
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(parse_json(run_tool({ "info", "--json", a }).out)["creator"] == "pmthreads-recover");
+	auto o = options(a, 1024, "pmthreads-recover");
+	o.create = false;
+	pool *p = open_or_fail(o); // what the runtime's start would check
+	pool_close(p);
+
+	// A command name is looked up in PATH.
+	std::string b = d.file("b.pool");
+	std::string dir = std::string(tool_path()).substr(0, std::string(tool_path()).rfind('/'));
+	r = subprocess::run({ tool_path(), "create", "--size", "4M", "--program", "pmthreads-recover", b },
+			    { { "PATH", dir } });
+	REQUIRE(r.status == 0);
+	CHECK(parse_json(run_tool({ "info", "--json", b }).out)["creator"] == "pmthreads-recover");
+
+	// A path that names no program: its file name, with a warning.
+	std::string c = d.file("c.pool");
+	r = run_tool({ "create", "--size", "4M", "--program", "/no/such/dir/prog", c });
+	REQUIRE(r.status == 0);
+	CHECK(contains(r.err, "not found"));
+	CHECK(parse_json(run_tool({ "info", "--json", c }).out)["creator"] == "prog");
+}
+
+TEST_CASE("pool creation refuses a log larger than the free disk space, writing nothing",
+	  "[recover-tool][create]")
+{
+	const char *dir = getenv("PMT_DISK_DIR") != nullptr ? getenv("PMT_DISK_DIR") : "/var/tmp";
+	scratch_dir d(dir);
+	struct statfs fs;
+	REQUIRE(statfs(d.path.c_str(), &fs) == 0);
+	if (fs.f_type == TMPFS_MAGIC) {
+		WARN("SKIP: " << dir << " is tmpfs, where the log ring is a hole and costs no space");
+		return;
+	}
+	uint64_t avail = (uint64_t)fs.f_bavail * (uint64_t)fs.f_frsize;
+	std::string path = d.file("huge-log.pool");
+	auto o = options(path, 1024, "pooltest");
+	o.nvm = NVM_AUTO;
+	o.log_size = avail + (1ULL << 30);
+	pool *p = nullptr;
+	int rc = pool_open(&p, &o);
+	INFO(err_get());
+	REQUIRE(rc != 0);
+	CHECK(contains(err_get(), "MiB free"));
+	CHECK(contains(err_get(), "PMTHREADS_LOG_SIZE"));
+	CHECK(access(path.c_str(), F_OK) != 0);
+	REQUIRE(statfs(d.path.c_str(), &fs) == 0);
+	// Nothing was written (other writers on the machine aside: a margin).
+	CHECK((uint64_t)fs.f_bavail * (uint64_t)fs.f_frsize + (256ULL << 20) >= avail);
+}
+
+TEST_CASE("recover tool: dump names damaged pages, and --salvage reads past a damaged seq table",
+	  "[recover-tool][salvage]")
+{
+	scratch_dir d;
+	std::string path = d.file("raw.pool");
+	std::vector<unsigned char> expected;
+	make_raw_pool(path, expected);
+	const size_t ps = page_size();
+	pool_layout l = pool_layout_for(16, ps);
+
+	// A byte of page 1's only copy (copy 0) changed: dump writes it as
+	// found, names it, and exits 1.
+	unsigned char x = 0x77;
+	patch_file(path, (off_t)(l.data_off + 2 * 1 * ps + 10), &x, 1);
+	std::string out = d.file("image");
+	run_result r = run_on_pool(path, { "dump", path, out });
+	INFO(r.out << r.err);
+	CHECK(r.status == 1);
+	CHECK(contains(r.err, "page 1 (heap address 0x500000001000): copy 0 fails its checksum; "
+			      "written as found (damaged)"));
+	CHECK(contains(r.err, "1 damaged page written as found"));
+	std::vector<unsigned char> got = file_bytes(out);
+	REQUIRE(got.size() == expected.size());
+	CHECK(got[ps + 10] == 0x77);
+	x = 0x11; // put back
+	patch_file(path, (off_t)(l.data_off + 2 * 1 * ps + 10), &x, 1);
+
+	// Page 7's seq entry destroyed: every command refuses the pool, check
+	// points at --salvage, which writes the image whole.
+	uint64_t bad = 99;
+	patch_file(path, (off_t)(l.seq_off + 2 * 7 * sizeof(uint64_t)), &bad, sizeof(bad));
+	r = run_on_pool(path, { "dump", "--force", path, out });
+	CHECK(r.status == 1);
+	r = run_on_pool(path, { "check", path });
+	CHECK(r.status == 1);
+	CHECK(contains(r.out, "dump --salvage"));
+	r = run_on_pool(path, { "dump", "--salvage", "--force", path, out });
+	CHECK(r.status == 0);
+	CHECK(contains(r.err, "page 7 (heap address 0x500000007000): seq entries 99 and 0"));
+	CHECK(contains(r.err, "1 page salvaged"));
+	CHECK(file_bytes(out) == expected);
+}

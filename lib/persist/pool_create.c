@@ -48,6 +48,25 @@ static void say_if_not_sparse(int fd, const char *path, uint64_t size)
 		(unsigned long long)st.st_blocks / 2, (unsigned long long)(size >> 20));
 }
 
+/* On a disk the log ring is written in full at creation (see
+ * pool_format_file): a ring larger than the free space would fill the file
+ * system before the write fails, leaving every other program on it without
+ * space meanwhile.  Refuse it first, with room to spare for the heap's first
+ * pages.  -1 with err_get() set. */
+#define LOG_FILL_SPARE (16ull << 20)
+static int check_log_space(int fd, const char *path, uint64_t log_size)
+{
+	uint64_t avail;
+	if (prim_fs_avail(fd, &avail) != 0 || avail >= log_size + LOG_FILL_SPARE)
+		return 0;	/* cannot be told: the write reports ENOSPC itself */
+	err_set("cannot create pool %s: its redo log of %llu MiB is written in full when the "
+		"pool is created, and the file system has %llu MiB free: set a smaller "
+		"PMTHREADS_LOG_SIZE (pmthreads-recover create --log-size) or free disk space; "
+		"nothing was written", path, (unsigned long long)(log_size >> 20),
+		(unsigned long long)(avail >> 20));
+	return -1;
+}
+
 /* The header of a new pool for o: h filled (magic and checksum aside), l
  * its layout.  -1 with err_get() set when o cannot make a pool. */
 static int new_header(const char *path, const struct pool_open_options *o, size_t page_size,
@@ -101,6 +120,9 @@ int pool_format_file(int fd, const char *path, const struct pool_open_options *o
 	struct pool_layout l;
 	if (new_header(path, o, page_size, &h, &l) != 0)
 		return -1;
+	bool fill = pool_log_needs_fill(fd);
+	if (fill && check_log_space(fd, path, l.log_size) != 0)
+		return -1;
 	memcpy(h.magic, POOL_MAGIC, 8);
 	/* A new pool counts as cleanly closed: nothing to recover (VER_d 0,
 	 * clean 1 in both records, as pool_unfinished_format expects). */
@@ -127,7 +149,7 @@ int pool_format_file(int fd, const char *path, const struct pool_open_options *o
 	 * commits no journal transaction.  On tmpfs a hole costs nothing and
 	 * holds zeros as well. */
 	struct nvm_log_region r = pool_log_region(&l, h.uuid);
-	if (nvm_log_format(fd, path, &r, pool_log_needs_fill(fd)) != 0)
+	if (nvm_log_format(fd, path, &r, fill) != 0)
 		return -1;
 	if (prim_fsync(fd) != 0 || prim_pwrite_all(fd, buf, 8, 0) != 0 || prim_fsync(fd) != 0) {
 		err_set_errno(errno, "cannot create pool %s: writing its header failed", path);

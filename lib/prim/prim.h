@@ -203,6 +203,10 @@ unsigned long prim_fs_type(int fd);
  * user (fstatfs f_bavail 0: a bare system call, where fstatvfs may read the
  * mount table); false when it cannot be told.  Async-signal-safe. */
 bool prim_fs_full(int fd);
+/* The bytes an unprivileged user may still allocate on the file system fd
+ * is on (fstatfs f_bavail blocks of f_frsize): 0 with *bytes set, or -1
+ * with errno when it cannot be told. */
+int prim_fs_avail(int fd, uint64_t *bytes);
 /* Clear fd's O_NONBLOCK (opened non-blocking so that a FIFO would not make
  * the open wait); a failure leaves it as it was. */
 void prim_set_blocking(int fd);

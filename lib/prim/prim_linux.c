@@ -423,6 +423,16 @@ bool prim_fs_full(int fd)
 	return fstatfs(fd, &fs) == 0 && fs.f_bavail == 0;
 }
 
+int prim_fs_avail(int fd, uint64_t *bytes)
+{
+	struct statfs fs;
+	if (fstatfs(fd, &fs) != 0)
+		return -1;
+	uint64_t unit = fs.f_frsize != 0 ? (uint64_t)fs.f_frsize : (uint64_t)fs.f_bsize;
+	*bytes = (uint64_t)fs.f_bavail * unit;
+	return 0;
+}
+
 void prim_set_blocking(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);

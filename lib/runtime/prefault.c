@@ -6,7 +6,9 @@
 #include "recovery/restore.h"
 #include "track/tracker.h"
 #include "prim/prim.h"
+#include "runtime/runtime.h"
 
+#include <errno.h>
 #include <string.h>
 
 bool prefault_range(void *buf, size_t len)
@@ -150,4 +152,50 @@ char *prefault_getcwd(char *(*real_getcwd)(char *, size_t), char *buf, size_t n)
 		r = real_getcwd(buf, n);
 	} while (r == NULL && errno == EFAULT && in_heap && round++ < PREFAULT_RETRIES);
 	return r;
+}
+
+/* ---- the table's calls (prefault.h, "pinned for the call") ---- */
+
+static void pin_range(void *ctx, void *addr, size_t len)
+{
+	struct prefault_pins *p = ctx;
+	if (len == 0 || !heap_contains(addr))
+		return;
+	p->in_heap = true;
+	/* Lazy restore first, as prefault_range. */
+	restore_prefault(addr, len);
+	if (!runtime_kernel_writes_fault())
+		return;
+	if (p->n < PREFAULT_PINS) {
+		int rc = runtime_try_pin_writable(addr, len);
+		if (rc == 0) {
+			p->pin[p->n].addr = addr;
+			p->pin[p->n].len = len;
+			p->n++;
+			return;
+		}
+	}
+	tracker_prefault(addr, len);
+	p->retry = true;
+}
+
+void prefault_pin_begin(struct prefault_pins *p, long nr, const unsigned long a[6])
+{
+	p->n = 0;
+	p->in_heap = false;
+	p->retry = false;
+	syscall_outputs(nr, a, pin_range, p);
+}
+
+void prefault_pin_end(struct prefault_pins *p)
+{
+	if (p->n == 0)
+		return;
+	int e = errno;
+	/* The pages stay writable and written until the next collection, so
+	 * the epoch after the call takes what the kernel wrote. */
+	for (unsigned i = 0; i < p->n; i++)
+		runtime_unpin(p->pin[i].addr, p->pin[i].len);
+	p->n = 0;
+	errno = e;
 }

@@ -28,6 +28,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "runtime/syscall_outputs.h"
+
 /* A few rounds are plenty: each needs an epoch to land exactly between the
  * pre-fault and the kernel's write. */
 #define PREFAULT_RETRIES 4
@@ -69,6 +71,49 @@ static inline bool prefault_again(long r, bool in_heap, int *round)
 			r_ = (CALL);                           \
 		} while (prefault_again(r_, in_heap_, &round_)); \
 		return r_;                                     \
+	} while (0)
+
+/* ---- the table's calls: pinned for the call ----
+ *
+ * Every libc entry point of lib/runtime/syscall_outputs.tab, and syscall(2)
+ * by number, goes through PREFAULT_SYSCALL: the ranges the table names for
+ * the call that lie in the heap are restored if a lazy restore has not
+ * reached them yet, and under the mprotect tracker pinned writable
+ * (runtime_pin_writable: marked written, and never re-protected by an epoch
+ * until unpinned) for the call's duration.  No epoch can then make the
+ * kernel's write fail, however long the call blocks, so calls that consume
+ * something before they write (wait4 reaps the child, a datagram is taken
+ * off its queue) lose nothing.  Past PREFAULT_PINS ranges, or when the pin
+ * lock is held (a signal handler that interrupted its holder), the rest is
+ * only pre-faulted and the call retried on EFAULT as above.  Under uffd only
+ * the lazy restore is done.  errno is kept across prefault_pin_end. */
+enum { PREFAULT_PINS = 8 };
+
+struct prefault_pins {
+	unsigned n;
+	bool in_heap;	/* some range lies in the heap */
+	bool retry;	/* some range only pre-faulted: retry on EFAULT */
+	struct {
+		void *addr;
+		size_t len;
+	} pin[PREFAULT_PINS];
+};
+
+void prefault_pin_begin(struct prefault_pins *p, long nr, const unsigned long a[6]);
+void prefault_pin_end(struct prefault_pins *p);
+
+/* r = CALL, with system call nr's outputs pinned around it; the system
+ * call's arguments follow (up to six, converted to unsigned long). */
+#define PREFAULT_SYSCALL(r, nr, CALL, ...)                                      \
+	do {                                                                    \
+		const unsigned long a_[6] = { __VA_ARGS__ };                    \
+		struct prefault_pins p_;                                        \
+		int round_ = 0;                                                 \
+		do {                                                            \
+			prefault_pin_begin(&p_, (nr), a_);                      \
+			(r) = (CALL);                                           \
+			prefault_pin_end(&p_);                                  \
+		} while (p_.retry && prefault_again((long)(r), p_.in_heap, &round_)); \
 	} while (0)
 
 /* poll and ppoll write every revents back when they return -- after a

@@ -22,41 +22,6 @@ bool prefault_range(void *buf, size_t len)
 	return true;
 }
 
-bool prefault_read_on(int fd, ssize_t got, size_t want, const void *buf)
-{
-	if (got <= 0 || (size_t)got >= want || !heap_contains((const char *)buf + got))
-		return false;
-	struct stat st;
-	return prim_fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-bool prefault_iov(const struct iovec *iov, int n)
-{
-	bool any = false;
-	for (int i = 0; i < n; i++)
-		any |= prefault_range(iov[i].iov_base, iov[i].iov_len);
-	return any;
-}
-
-bool prefault_msg(const struct msghdr *m)
-{
-	bool any = prefault_iov(m->msg_iov, (int)m->msg_iovlen);
-	any |= prefault_range(m->msg_name, m->msg_namelen);
-	any |= prefault_range(m->msg_control, m->msg_controllen);
-	return any;
-}
-
-bool prefault_addr(void *addr, socklen_t *len)
-{
-	bool any = false;
-	if (len != NULL) {
-		any |= prefault_range(len, sizeof(*len));
-		if (addr != NULL)
-			any |= prefault_range(addr, *len);
-	}
-	return any;
-}
-
 /* Not inlined: glibc declares poll's array write-only (access attribute),
  * and GCC would take the test of where it is for a read of its elements. */
 __attribute__((noinline)) bool prefault_poll_through_copy(void *fds, nfds_t n)

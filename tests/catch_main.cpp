@@ -11,26 +11,49 @@
 //   root                root, and /usr/bin/setpriv to run a program as nobody
 //   userns              `/usr/bin/unshare -rm` works (user and mount namespaces)
 //   populate-write      madvise(MADV_POPULATE_WRITE), Linux >= 5.14
+//   disk                PMT_DISK_DIR (default /var/tmp) writable and on block
+//                       storage, and /proc/self/io (the epoch's bytes)
+//   ipc-lock            CAP_IPC_LOCK in the effective set (mlockall without
+//                       the RLIMIT_MEMLOCK bound)
+//   sched-fifo          sched_setscheduler(SCHED_FIFO) allowed to a child
+//   rename-noreplace    renameat2(RENAME_NOREPLACE) on /dev/shm (/tmp)
 //   java                a `java` on PATH (the JVM case of the corpus)
 //   node, redis-server, varnishd, unbound
 //                       that program (find_program.hpp: PATH, then /usr/sbin
 //                       and the other system directories): the corpus cases
 //                       of programs tools/setup-deps may not install
 // Several, comma-separated, when a test needs each (uffd,java).
+//
+// And a hang is a failure with backtraces, not a timeout: where meson.build
+// gives a test PMT_TEST_TIMEOUT (its meson timeout, in seconds), a watchdog
+// fires shortly before it, prints every thread's backtrace of the test and of
+// each process under it (gdb), kills those processes and exits 1.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
+#include <vector>
 
 extern "C" {
 #include "track/tracker.h"
 }
 #include "find_program.hpp"
 #include "lossyfs_mount.hpp"
+#include "pool_medium.hpp"
 
 namespace {
 
@@ -73,6 +96,55 @@ std::string missing(const char *need)
 		munmap(p, ps);
 		return ok ? "" : "madvise(MADV_POPULATE_WRITE) is not supported (Linux < 5.14)";
 	}
+	if (strcmp(need, "disk") == 0) {
+		std::string why = pool_medium::disk_unusable(pool_medium::disk_dir());
+		if (!why.empty())
+			return why;
+		return access("/proc/self/io", R_OK) == 0 ? "" : "this kernel keeps no /proc/self/io";
+	}
+	if (strcmp(need, "ipc-lock") == 0) {
+		std::ifstream status("/proc/self/status");
+		std::string line;
+		while (std::getline(status, line))
+			if (line.rfind("CapEff:", 0) == 0) {
+				unsigned long long eff = strtoull(line.c_str() + 7, nullptr, 16);
+				return (eff >> 14 /* CAP_IPC_LOCK */) & 1
+					       ? ""
+					       : "no CAP_IPC_LOCK: RLIMIT_MEMLOCK bounds mlockall";
+			}
+		return "no CapEff line in /proc/self/status";
+	}
+	if (strcmp(need, "sched-fifo") == 0) {
+		pid_t child = fork();
+		if (child == 0) {
+			struct sched_param sp = { .sched_priority = sched_get_priority_min(SCHED_FIFO) };
+			_exit(sched_setscheduler(0, SCHED_FIFO, &sp) == 0 ? 0 : 1);
+		}
+		int st = 0;
+		if (child < 0 || waitpid(child, &st, 0) != child)
+			return "fork failed";
+		return WIFEXITED(st) && WEXITSTATUS(st) == 0
+			       ? ""
+			       : "this process may not use SCHED_FIFO (needs CAP_SYS_NICE or RLIMIT_RTPRIO)";
+	}
+	if (strcmp(need, "rename-noreplace") == 0) {
+		const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+		std::string a = std::string(base) + "/pmt-noreplace-probe-XXXXXX";
+		std::vector<char> buf(a.begin(), a.end());
+		buf.push_back('\0');
+		int fd = mkstemp(buf.data());
+		if (fd < 0)
+			return std::string("cannot make a file in ") + base;
+		close(fd);
+		std::string to = std::string(buf.data()) + ".to";
+		long r = syscall(SYS_renameat2, AT_FDCWD, buf.data(), AT_FDCWD, to.c_str(),
+				 1 /* RENAME_NOREPLACE */);
+		int e = errno;
+		unlink(buf.data());
+		unlink(to.c_str());
+		return r == 0 ? "" : std::string("renameat2(RENAME_NOREPLACE) fails on ") + base + ": " +
+					     strerror(e);
+	}
 	if (strcmp(need, "fuse") == 0) {
 		if (access("/dev/fuse", R_OK | W_OK) != 0)
 			return "no usable /dev/fuse";
@@ -111,7 +183,83 @@ std::string missing(const char *need)
 	return std::string("unknown PMT_TEST_NEEDS value '") + need + "'";
 }
 
+// The processes under pid, children before their parents.
+void descendants(pid_t pid, std::vector<pid_t> &out)
+{
+	std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+	if (DIR *d = opendir(tasks.c_str())) {
+		while (struct dirent *e = readdir(d)) {
+			if (e->d_name[0] == '.')
+				continue;
+			std::ifstream kids(tasks + "/" + e->d_name + "/children");
+			for (pid_t k; kids >> k;)
+				descendants(k, out);
+		}
+		closedir(d);
+	}
+	out.push_back(pid);
+}
+
+[[noreturn]] void hang_report(unsigned ran, unsigned limit)
+{
+	std::vector<pid_t> tree;
+	descendants(getpid(), tree);
+	fprintf(stderr,
+		"\nHANG: this test ran for %u s of the %u s meson gives it; the backtraces of its %zu "
+		"process(es) follow, then they are killed\n",
+		ran, limit, tree.size());
+	fflush(nullptr);
+	for (pid_t p : tree) {
+		std::ifstream cmd("/proc/" + std::to_string(p) + "/cmdline");
+		std::string line;
+		std::getline(cmd, line, '\0');
+		fprintf(stderr, "\n=== process %d (%s)\n", (int)p, line.c_str());
+		fflush(nullptr);
+		std::string gdb = "timeout 20 gdb -q -batch -nx -p " + std::to_string(p) +
+				  " -ex 'thread apply all bt' </dev/null 1>&2 2>/dev/null";
+		if (access("/usr/bin/gdb", X_OK) != 0)
+			fprintf(stderr, "(no /usr/bin/gdb: tools/setup-deps installs it)\n");
+		else
+			(void)!system(gdb.c_str());
+	}
+	for (pid_t p : tree)
+		if (p != getpid())
+			kill(p, SIGKILL);
+	fprintf(stderr, "HANG: failed\n");
+	fflush(nullptr);
+	_exit(1);
+}
+
+// The watchdog: PMT_TEST_TIMEOUT (seconds) is meson's timeout for this test;
+// the report takes up to about 20 s a process, so it fires a tenth of the
+// limit (at least 15 s) before it.
+void start_watchdog()
+{
+	const char *t = getenv("PMT_TEST_TIMEOUT"), *mul = getenv("PMT_TEST_TIMEOUT_MULTIPLIER");
+	unsigned limit = t != nullptr ? (unsigned)strtoul(t, nullptr, 10) : 0;
+	if (mul != nullptr && strtod(mul, nullptr) > 0)
+		limit = (unsigned)(limit * strtod(mul, nullptr));
+	if (limit < 30)
+		return;
+	unsigned margin = limit / 10 < 15 ? 15 : limit / 10;
+	unsigned at = limit - margin;
+	std::thread([at, limit] {
+		std::this_thread::sleep_for(std::chrono::seconds(at));
+		hang_report(at, limit);
+	}).detach();
+}
+
+// How many test cases ran (a listener: Catch2 2.13's session keeps no count
+// it hands out).
+int cases_started = 0;
+struct case_counter : Catch::TestEventListenerBase {
+	using TestEventListenerBase::TestEventListenerBase;
+	void testCaseStarting(Catch::TestCaseInfo const &) override { cases_started++; }
+};
+
 } // namespace
+
+CATCH_REGISTER_LISTENER(case_counter)
 
 int main(int argc, char **argv)
 {
@@ -126,7 +274,8 @@ int main(int argc, char **argv)
 		std::string why = missing(need.c_str());
 		if (why.rfind("unknown", 0) == 0) {
 			fprintf(stderr, "%s (expected uffd, uffd-kernel-faults, debug, root, userns, "
-				"populate-write, fuse, java, node, redis-server, varnishd or unbound)\n", why.c_str());
+				"populate-write, disk, ipc-lock, sched-fifo, rename-noreplace, fuse, java, node, "
+				"redis-server, varnishd or unbound)\n", why.c_str());
 			return 2;
 		}
 		if (!why.empty()) {
@@ -134,5 +283,17 @@ int main(int argc, char **argv)
 			return 77;
 		}
 	}
-	return Catch::Session().run(argc, argv);
+	start_watchdog();
+	Catch::Session session;
+	int r = session.run(argc, argv);
+	// A filter that matches no case at all (a tag renamed, say) fails the
+	// test instead of passing it with nothing run.  (Catch's --warn NoTests
+	// would also fail a "[a],[b]" filter whose [a] alone matches nothing.)
+	const auto &cfg = session.configData();
+	if (r == 0 && cases_started == 0 && !cfg.listTests && !cfg.listTags && !cfg.listTestNamesOnly &&
+	    !cfg.listReporters && !cfg.showHelp) {
+		fprintf(stderr, "no test case matched the filters: nothing was tested\n");
+		return 2;
+	}
+	return r;
 }

@@ -30,8 +30,8 @@ extern "C" {
 namespace pooltest {
 
 // A fresh directory, removed with its files at scope exit.  On the pool
-// medium of the run (pool_medium.hpp): tmpfs by default, where the tests
-// create and copy many small pools quickly.
+// medium of the run (pool_medium.hpp): a file system on a disk by default,
+// /dev/shm under the pmem setup.
 struct scratch_dir {
 	std::string path;
 	scratch_dir() : scratch_dir(pool_medium::base_dir().c_str()) {}

@@ -373,7 +373,8 @@ TEST_CASE("--stats -: the report reaches stderr even when the program closed it"
 			     "closeerr" }, s.env());
 	INFO(r.describe());
 	CHECK(r.status == 0);
-	CHECK(json_number(r.err, "epochs") >= 0);
+	// The report is there: its keys, whatever the counts.
+	CHECK(r.err.find("\"epochs\": ") != std::string::npos);
 	CHECK(r.err.find("\"heap_mode\": \"malloc\"") != std::string::npos);
 }
 

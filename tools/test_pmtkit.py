@@ -221,11 +221,29 @@ class PoolMedium(unittest.TestCase):
                 os.environ[k] = v
 
     def test_pmem_forces_pmem_and_disk_removes_the_force(self):
-        os.environ.pop("PMT_POOL_MEDIUM", None)
+        os.environ["PMT_POOL_MEDIUM"] = "pmem"
         self.assertEqual(scratch.env_for_pools({}), {"PMEM_IS_PMEM_FORCE": "1"})
         self.assertEqual(scratch.env_for_pools({"PMEM_IS_PMEM_FORCE": "0"}), {"PMEM_IS_PMEM_FORCE": "0"})
         os.environ["PMT_POOL_MEDIUM"] = "disk"
         self.assertEqual(scratch.env_for_pools({"PMEM_IS_PMEM_FORCE": "1", "A": "b"}), {"A": "b"})
+
+    def test_the_default_medium_is_the_disk(self):
+        os.environ.pop("PMT_POOL_MEDIUM", None)
+        self.assertEqual(scratch.pool_medium(), "disk")
+        self.assertEqual(scratch.env_for_pools({"PMEM_IS_PMEM_FORCE": "1"}), {})
+
+    def test_no_disk_skips_by_default_and_fails_when_asked(self):
+        if not os.path.isdir("/dev/shm") or not scratch._in_memory("/dev/shm"):
+            self.skipTest("no /dev/shm in memory here")
+        os.environ["PMT_DISK_DIR"] = "/dev/shm"
+        os.environ.pop("PMT_POOL_MEDIUM", None)
+        with self.assertRaises(SystemExit) as cm:
+            scratch.pool_dir("x.")
+        self.assertEqual(cm.exception.code, 77)
+        os.environ["PMT_POOL_MEDIUM"] = "disk"
+        with self.assertRaises(SystemExit) as cm:
+            scratch.pool_dir("x.")
+        self.assertNotEqual(cm.exception.code, 77)
 
     def test_disk_pools_go_to_pmt_disk_dir_never_to_memory(self):
         os.environ["PMT_POOL_MEDIUM"] = "disk"

@@ -337,8 +337,7 @@ void persist_attempt_begin(struct persist_attempt *e, struct pool *p, const uint
 		 * flush: a copy that is not valid is never verified. */
 		if (p->seq[i][w] == 0 || p->seq[i][w] == POOL_SEQ_INVALID)
 			p->sum[i][w] = 0;
-		if (i >= p->seq_pages)
-			p->seq_pages = i + 1;
+		pool_seq_pages_raise(p, i + 1);
 		p->seq[i][w] = next;
 		nvm_flush(p->nvm, &p->seq[i][w], sizeof(uint64_t));
 		e->st.pages++;
@@ -469,7 +468,8 @@ uint64_t persist_invalidate_torn(struct pool *p)
 	/* One flush per line of the seq table (four pages' pairs), not per
 	 * copy: an interrupted epoch leaves runs of torn copies. */
 	uintptr_t line = 0;
-	for (uint64_t i = 0; i < p->seq_pages; i++) {
+	const uint64_t seq_pages = pool_seq_pages(p);
+	for (uint64_t i = 0; i < seq_pages; i++) {
 		for (int c = 0; c < 2; c++) {
 			uint64_t s = p->seq[i][c];
 			if (s != POOL_SEQ_INVALID && s > v) {

@@ -173,14 +173,13 @@ int pool_reserve(struct pool *p, uint64_t first, uint64_t end)
 			      (unsigned long long)((end - first) * p->page_size));
 		return -1;
 	}
-	if (p->seq_pages < end)
-		p->seq_pages = end;
+	pool_seq_pages_raise(p, end);
 	return 0;
 }
 
 int pool_valid_copy(const struct pool *p, uint64_t page)
 {
-	if (page >= p->seq_pages)
+	if (page >= pool_seq_pages(p))
 		return -1;	/* a hole of the seq table: never written */
 	uint64_t v = *p->ver_d;
 	uint64_t s0 = p->seq[page][0], s1 = p->seq[page][1];

@@ -113,9 +113,27 @@ struct pool {
 	volatile uint64_t *holder_pid;	/* pid of the read-write opener */
 	/* Seq entries of pages >= seq_pages are zero (never written: the seq
 	 * table's holes, found with SEEK_DATA at open); scans stop there, so a
-	 * large sparse pool costs start-up time in proportion to its use. */
+	 * large sparse pool costs start-up time in proportion to its use.
+	 * Once the pool is open it only grows, from two threads: an
+	 * application thread reserving heap (pool_reserve, under the heap's
+	 * growth lock) and the epoch thread writing a page's seq entry
+	 * (persist.c); both raise it with pool_seq_pages_raise, and readers
+	 * that may run beside them read it with pool_seq_pages. */
 	uint64_t seq_pages;
 };
+
+static inline uint64_t pool_seq_pages(const struct pool *p)
+{
+	return __atomic_load_n(&p->seq_pages, __ATOMIC_ACQUIRE);
+}
+
+static inline void pool_seq_pages_raise(struct pool *p, uint64_t end)
+{
+	uint64_t cur = __atomic_load_n(&p->seq_pages, __ATOMIC_RELAXED);
+	while (cur < end && !__atomic_compare_exchange_n(&p->seq_pages, &cur, end, true,
+							 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
 
 struct pool_open_options {
 	const char *path;

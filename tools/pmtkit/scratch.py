@@ -4,6 +4,7 @@ directory on /dev/shm (memory, so PMEM_IS_PMEM_FORCE=1 is honest about it),
 or the system's temporary directory where there is no /dev/shm."""
 
 import os
+import sys
 import tempfile
 
 
@@ -16,24 +17,31 @@ def scratch_dir(prefix, parent=None):
 
 def pool_medium():
     """PMT_POOL_MEDIUM, the test suite's switch (tools/pool-medium.sh is the
-    shell side, tests/pool_medium.hpp the C++ one): "pmem" (default: pools on
-    /dev/shm, PMEM_IS_PMEM_FORCE=1) or "disk" (pools in PMT_DISK_DIR, default
-    /var/tmp, PMEM_IS_PMEM_FORCE unset: the log backend)."""
-    m = os.environ.get("PMT_POOL_MEDIUM") or "pmem"
+    shell side, tests/pool_medium.hpp the C++ one): "disk" (the default, what
+    users get: pools in PMT_DISK_DIR, default /var/tmp, PMEM_IS_PMEM_FORCE
+    unset: the log backend) or "pmem" (pools on /dev/shm,
+    PMEM_IS_PMEM_FORCE=1)."""
+    m = os.environ.get("PMT_POOL_MEDIUM") or "disk"
     if m not in ("pmem", "disk"):
-        raise SystemExit("PMT_POOL_MEDIUM=%s: expected pmem (pools on /dev/shm) or disk (pools in "
-                         "PMT_DISK_DIR, default /var/tmp)" % m)
+        raise SystemExit("PMT_POOL_MEDIUM=%s: expected disk (the default: pools in PMT_DISK_DIR, "
+                         "default /var/tmp) or pmem (pools on /dev/shm)" % m)
     return m
 
 
 def pool_dir(prefix, parent=None):
     """A new directory for pools on the medium of pool_medium(), under parent
-    when given; env_for_pools(os.environ) goes with it."""
+    when given; env_for_pools(os.environ) goes with it.  With the medium left
+    to its default, a disk directory in memory ends the script with status 77
+    (meson: SKIP) and the reason; asked for by name, it is an error."""
     if parent is None and pool_medium() == "disk":
         parent = os.environ.get("PMT_DISK_DIR") or "/var/tmp"
         if _in_memory(parent):
-            raise SystemExit("PMT_POOL_MEDIUM=disk: %s is in memory, not on a disk (set "
-                             "PMT_DISK_DIR to a directory on one)" % parent)
+            why = ("%s is in memory, not on a disk (set PMT_DISK_DIR to a directory on one, "
+                   "or PMT_POOL_MEDIUM=pmem)" % parent)
+            if not os.environ.get("PMT_POOL_MEDIUM"):
+                sys.stderr.write("SKIP: pools go on a file on a disk by default, and %s\n" % why)
+                raise SystemExit(77)
+            raise SystemExit("PMT_POOL_MEDIUM=disk: " + why)
     return scratch_dir(prefix, parent)
 
 

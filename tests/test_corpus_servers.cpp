@@ -12,8 +12,8 @@
 // answer or stop within its bound fails the case and is killed with its
 // process group.  Each program has meson tests of its own that skip where it
 // is not installed (catch_main.cpp's PMT_TEST_NEEDS):
-//   meson test -C build corpus-redis corpus-redis-uffd corpus-varnish corpus-varnish-uffd \
-//     corpus-unbound corpus-unbound-uffd
+//   meson test -C build corpus-redis corpus-redis-uffd corpus-varnish corpus-varnish-uffd
+//                       corpus-unbound corpus-unbound-uffd
 #include "corpus.hpp"
 
 #include <algorithm>

@@ -82,6 +82,26 @@ std::string missing(const char *need)
 			return "not root";
 		return access("/usr/bin/setpriv", X_OK) == 0 ? "" : "no /usr/bin/setpriv";
 	}
+	if (strcmp(need, "setuid") == 0) {
+		// no_new_privs (a seccomp filter such as no_userfaultfd's sets it)
+		// makes exec ignore set-user-ID and set-group-ID bits.
+		char buf[4096];
+		FILE *f = fopen("/proc/self/status", "r");
+		bool nnp = false;
+		while (f != nullptr && fgets(buf, sizeof(buf), f) != nullptr)
+			if (strncmp(buf, "NoNewPrivs:", 11) == 0)
+				nnp = atoi(buf + 11) != 0;
+		if (f != nullptr)
+			fclose(f);
+		return nnp ? "no_new_privs is set (under a seccomp filter, say): exec ignores "
+			     "set-user-ID bits"
+			   : "";
+	}
+	if (strcmp(need, "mountns") == 0)
+		return system("/usr/bin/unshare -m /bin/true >/dev/null 2>&1") == 0
+			       ? ""
+			       : "`/usr/bin/unshare -m true` failed (no util-linux, or no right to make a "
+				 "mount namespace: not root)";
 	if (strcmp(need, "userns") == 0)
 		return system("/usr/bin/unshare -rm true >/dev/null 2>&1") == 0
 			       ? ""

@@ -400,7 +400,9 @@ void compare_server(const std::string &name,
 		server_run r = run_in(tag, pm.env, pm.argv, what);
 		INFO(what << ": " << how_it_ended(r.wait_status) << "\n--- log:\n" << r.log);
 		CHECK(how_it_ended(r.wait_status) == how_it_ended(native.wait_status));
-		CHECK(runtime_complaints(r.log) == "");
+		// Stall reports are expected of a server: redis holds its GIL for
+		// life, and no server here is checked for durability.
+		CHECK(runtime_complaints(r.log, true) == "");
 		CHECK(missing_log_lines(native.log, r.log) == "");
 		// strerror(EFAULT): a system call the native run made failed
 		// (unbound went on without libevent's pipe and signal

@@ -44,7 +44,7 @@ PREFIXES = {
     'output': {'output'},
     'runtime': {'runtime', 'stats', 'target', 'kernel_stack', 'kernel_stacks', 'memory_limits',
                 'meta_sums', 'aio_pin', 'aio_pins', 'memory_lock', 'memory_unlock', 'startup',
-                'linkage', 'exec_env', 'prefault', 'syscall_outputs'},
+                'linkage', 'exec_env', 'prefault', 'syscall_outputs', 'privilege'},
 }
 # Within a directory: lib/<dir>/<file>.{c,h} includes none of these headers
 # and calls no function with these prefixes.  The report (stats) is called

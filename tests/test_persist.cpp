@@ -152,6 +152,37 @@ TEST_CASE("the older copy becomes the working copy", "[persist]")
 	pool_close(p);
 }
 
+// The seq table's extent grows from two threads: an application thread
+// reserving heap (pool_reserve, under the heap's growth lock) and the epoch
+// thread writing the seq entry of a page past it (persist_epoch).  Both go
+// through pool_seq_pages_raise: under ThreadSanitizer (the tsan suite runs
+// this case) the two plain stores that did this before were a data race.
+TEST_CASE("the seq table's extent grows from the heap and the epoch thread at once", "[persist][race]")
+{
+	scratch_dir d;
+	const uint64_t n = 256;
+	std::string path = d.file("grow.pool");
+	auto o = options(path, n);
+	pool *p = open_or_fail(o);
+	shadow_buf sh(n * page_size());
+	std::atomic<int> reserve_failures{ 0 };	// Catch's macros are not for other threads
+	std::thread heap([p, &reserve_failures] {
+		for (uint64_t end = 1; end <= n; end++)
+			if (pool_reserve(p, end - 1, end) != 0)
+				reserve_failures++;
+	});
+	for (uint64_t i = n; i-- > 0;) {
+		uint64_t page[] = { i };
+		REQUIRE(persist_epoch(p, sh.mem, page, 1, nullptr) == 0);
+		CHECK(pool_valid_copy(p, i) >= 0);
+	}
+	heap.join();
+	CHECK(reserve_failures == 0);
+	CHECK(pool_seq_pages(p) == n);
+	CHECK(pool_check(p, nullptr, nullptr) == 0);
+	pool_close(p);
+}
+
 TEST_CASE("a page listed twice is persisted once", "[persist]")
 {
 	scratch_dir d;

@@ -287,6 +287,29 @@ static const char *env_get(const char *name)
 	return secure_getenv(name);
 }
 
+/* A program in secure-execution mode (set-user-ID, set-group-ID, file
+ * capabilities): its caller may be less privileged, and chooses argv[0], the
+ * environment and everything under its own home and /tmp.  So the pool is
+ * CONFIG_SECURE_POOL_DIR/<effective uid>/<the executable's file name>.pool,
+ * whose directories runtime/privilege.c checks before use. */
+static void secure_pool_path(struct config *c)
+{
+	char exe[PATH_MAX];
+	const char *base = "program";
+	ssize_t n = prim_readlink("/proc/self/exe", exe, sizeof(exe));
+	if (n > 0) {
+		const char *slash = strrchr(exe, '/');
+		base = slash != NULL ? slash + 1 : exe;
+	}
+	int w = snprintf(c->pool_path, sizeof(c->pool_path), "%s/%u/%s.pool",
+			 CONFIG_SECURE_POOL_DIR, (unsigned)prim_geteuid(), base);
+	if (w < 0 || (size_t)w >= sizeof(c->pool_path))
+		snprintf(c->pool_path, sizeof(c->pool_path), "%s/%u/program.pool",
+			 CONFIG_SECURE_POOL_DIR, (unsigned)prim_geteuid());
+	c->pool_dir_is_tmp = false;
+	c->pool_dir_is_secure = true;
+}
+
 /* The default pool is per program and per user, outside the current
  * directory, on ordinary storage so that it is really durable:
  * $XDG_DATA_HOME/pmthreads/<program>.pool, else
@@ -300,6 +323,11 @@ static void default_pool_path(struct config *c)
 	const char *prog = program_invocation_short_name;
 	if (prog == NULL || prog[0] == '\0')
 		prog = "program";
+	c->pool_dir_is_secure = false;
+	if (getauxval(AT_SECURE) != 0) {
+		secure_pool_path(c);
+		return;
+	}
 	const char *xdg = env_get("XDG_DATA_HOME");
 	const char *home = env_get("HOME");
 	int n;
@@ -444,6 +472,7 @@ int config_set(struct config *c, const struct config_option *o, const char *v)
 		if (field == c->pool_path) {
 			c->pool_path_is_default = false;
 			c->pool_dir_is_tmp = false;
+			c->pool_dir_is_secure = false;
 		}
 		return 0;
 	}

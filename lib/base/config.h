@@ -46,11 +46,15 @@ enum check_mode { CHECK_OFF = 0, CHECK_REPORT = 1, CHECK_FAIL = 2 };
 /* Check mode's epoch interval ceiling, ms: pages are re-protected at every
  * quiescent point, so a shorter interval lets more first writes fault. */
 #define CONFIG_CHECK_INTERVAL_MS 10
+/* A program in secure-execution mode (set-user-ID...) keeps its pool under
+ * this directory, in a directory of its effective uid (runtime/privilege.h). */
+#define CONFIG_SECURE_POOL_DIR "/var/lib/pmthreads"
 
 struct config {
 	char pool_path[PATH_MAX];	/* PMTHREADS_POOL, or the default path */
 	bool pool_path_is_default;
 	bool pool_dir_is_tmp;		/* the default is the /tmp fallback */
+	bool pool_dir_is_secure;	/* the default of a privileged program */
 	uint64_t pool_size;		/* PMTHREADS_POOL_SIZE: heap capacity */
 	uint64_t log_size;		/* PMTHREADS_LOG_SIZE: a new pool's log ring, 0: by capacity */
 	bool pool_size_given;		/* set explicitly (compared with a pool's) */

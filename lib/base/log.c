@@ -16,6 +16,8 @@
 
 static enum log_level current_level = LOG_WARN;
 static _Thread_local char last_error[MSG_MAX];
+/* The errno that goes with it (err_cause): 0 when none was given. */
+static _Thread_local int last_cause;
 
 void log_set_level(enum log_level level) { current_level = level; }
 enum log_level log_get_level(void) { return current_level; }
@@ -72,11 +74,18 @@ void err_set_errno(int errnum, const char *fmt, ...)
 	if (n >= 0 && (size_t)n < sizeof(last_error))
 		snprintf(last_error + n, sizeof(last_error) - (size_t)n, ": %s",
 			 strerror(errnum));
+	last_cause = errnum;
 	errno = saved;
 }
 
 const char *err_get(void) { return last_error; }
-void err_clear(void) { last_error[0] = '\0'; }
+void err_clear(void)
+{
+	last_error[0] = '\0';
+	last_cause = 0;
+}
+void err_set_cause(int errnum) { last_cause = errnum; }
+int err_cause(void) { return last_cause; }
 
 void log_vfatal(const char *fmt, va_list ap)
 {

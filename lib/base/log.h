@@ -29,7 +29,14 @@ void err_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void err_set_errno(int errnum, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 const char *err_get(void);
+/* Clears the message and its cause. */
 void err_clear(void);
+/* The errno that best names the last error's cause, for a caller that
+ * returns one (nvmalloc's errno): err_set_errno's errnum, or what
+ * err_set_cause gave; 0 when none was given since err_clear.  err_set leaves
+ * it alone, so that a message wrapping err_get() keeps its cause. */
+int err_cause(void);
+void err_set_cause(int errnum);
 
 /* Print the message and abort(): for broken internal invariants only. */
 __attribute__((noreturn)) void log_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

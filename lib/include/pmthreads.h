@@ -46,8 +46,16 @@ extern "C" {
  * run (pmthreads.h(3), RECOVERY ACROSS RUNS).  The memory is zeroed.
  * Objects of a page or more are page-aligned; smaller ones are 16-byte
  * aligned.  Returns NULL with errno set to ENOMEM when the heap is full,
- * EINVAL for a name that is too long, or the runtime's error (see
- * pmthreads_errormsg()) when it could not initialise.
+ * EINVAL for a name that is too long, or, when the runtime could not start
+ * (pmthreads_errormsg() says why), the cause: ENOENT the pool's directory
+ * does not exist; EACCES, EROFS, EPERM, ENOSPC, EDQUOT, ENOMEM... from the
+ * system call that failed (EACCES also: a privileged program without a safe
+ * place for its pool); EBUSY another process holds the pool (or its path);
+ * EINVAL a malformed PMTHREADS_* variable; EBADMSG the file at the pool's
+ * path is no pool this program can use (not a pool, damaged, another
+ * program's or format version); EPERM this process is not the program that
+ * owns the pool (PMTHREADS_PROGRAM); ESHUTDOWN the runtime has shut down.
+ * The same error at every later call.
  */
 void *nvmalloc(size_t size, const char *name);
 
@@ -65,7 +73,9 @@ void nvfree(void *ptr);
  * mapped at the address it was created at), or NULL when no object of that
  * name exists or it is smaller than size (the size nvmalloc was asked for,
  * not the block's), with errno ENOENT or ERANGE and pmthreads_errormsg()
- * saying which.  When dest is not NULL, exactly size bytes are also
+ * saying which.  When the runtime could not start: NULL with the errno
+ * nvmalloc gives for it (ENOENT too, for a missing directory: the usual
+ * "nvrecover, else nvmalloc" then fails at nvmalloc with the same errno).  When dest is not NULL, exactly size bytes are also
  * copied to dest (as NVthreads' nvrecover does) from the data the name had
  * when this run started: the object an earlier run registered, if this run
  * has since rebound the name with nvmalloc, else the registered object; the
@@ -95,7 +105,11 @@ bool pmthreads_crashed(void);
  * EDQUOT...): -1 with that errno, now and at every later call -- the epoch
  * was not published, nothing written since the last durable epoch is durable
  * and none will be in this process, which keeps running without persistence
- * (with PMTHREADS_STRICT=1 it has exited with status 1 instead).
+ * (with PMTHREADS_STRICT=1 it has exited with status 1 instead).  ESTALE
+ * the same way when the pool file was deleted, renamed or replaced while the
+ * program ran (its path no longer leads to the file this process holds; a
+ * message at the default verbosity says how to copy it back).  When the
+ * runtime could not start: -1 with nvmalloc's errno for that.
  */
 int pmthreads_sync(void);
 
@@ -106,8 +120,9 @@ int pmthreads_sync(void);
  * enough: epoch E + 1 may have reached its quiescent point before the write
  * and still be writing back (the write-back runs after the threads resume),
  * so only epoch E + 2 is sure to include the write.  pmthreads_sync() waits
- * for durability instead.  After a failed write-back (see pmthreads_sync) it
- * no longer advances.
+ * for durability instead.  After a failed write-back, or once the pool file
+ * was deleted, renamed or replaced (see pmthreads_sync), it no longer
+ * advances.
  */
 uint64_t pmthreads_durable_epoch(void);
 

@@ -69,6 +69,8 @@ static void close_pool(struct pool *p, void (*unmap)(struct nvm *))
 	if (p->undo != NULL)
 		prim_unmap(p->undo, p->undo_cap);
 	own_fd_close(&p->fd);
+	own_fd_close(&p->dir_fd);
+	own_fd_close(&p->name_fd);	/* a fork child's copy too: the name is the parent's */
 	pool_sum_key_fini(&p->sum_key);
 	free(p);
 }
@@ -84,6 +86,10 @@ void pool_abandon(struct pool *p) { close_pool(p, nvm_abandon); }
 static int write_record(struct pool *p, uint64_t ver_d, uint64_t clean)
 {
 	if (nvm_error(p->nvm) != 0)
+		return nvm_error(p->nvm);
+	/* No record goes to a file the pool's path no longer names: nobody
+	 * would find what it acknowledges. */
+	if (!pool_identity_holds(p))
 		return nvm_error(p->nvm);
 	int slot = 1 - p->rec_slot;
 	struct ver_record r = pool_make_record(p->rec_gen + 1, ver_d, clean, slot, p->uuid);

@@ -120,6 +120,15 @@ struct pool {
 	 * (persist.c); both raise it with pool_seq_pages_raise, and readers
 	 * that may run beside them read it with pool_seq_pages. */
 	uint64_t seq_pages;
+	/* Identity (read-write opens): the pool is the file that was opened
+	 * and locked, found as name in the directory dir_fd; dev/ino are that
+	 * file's.  name_fd holds the name lock (pool_lock.c), -1 when none.
+	 * lost says how the name stopped leading to the file, "" while it
+	 * does (written by the thread that publishes). */
+	int dir_fd, name_fd;
+	char name[256];
+	uint64_t dev, ino;
+	char lost[160];
 };
 
 static inline uint64_t pool_seq_pages(const struct pool *p)
@@ -190,6 +199,14 @@ enum pool_error {
  * pool_set_clean's).  read_only: O_RDONLY, shared lock, PROT_READ mapping,
  * no write at all; capacity/shadow_base/create are ignored then. */
 enum pool_error pool_open(struct pool **out, const struct pool_open_options *o);
+
+/* Whether the pool's path still names the file p holds (read-write
+ * opens; always true for others): not deleted, renamed or replaced.  When
+ * it does not, p->lost says how and the pool's write-back error is latched
+ * as ESTALE (nvm.h), so that no epoch is published any more.  pool_publish
+ * and pool_set_clean call it before every record they write: the cost is
+ * an fstat and an fstatat per epoch. */
+bool pool_identity_holds(struct pool *p);
 
 /* Remove the pool file at path, refusing (-1, err_get() says why, nothing
  * removed) a symbolic link, a file that is not a pool (no pool magic) and a

@@ -115,6 +115,22 @@ int pool_lock_fd(int fd, bool shared);
  * from the header, this process, or a /proc scan) and the fix; returns that
  * pid, 0 when unknown. */
 pid_t pool_report_locked(int fd, const char *path, const struct stat *st);
+/* Read-write opens, before the file is looked for: p->dir_fd opened on the
+ * directory of o->path, p->name set, and the name lock taken, so that no two
+ * processes run on pools at one path -- even when the first one's file was
+ * deleted or replaced under it, where the file's own lock no longer meets
+ * the second one's.  The lock is an abstract unix socket named after the
+ * directory's device and inode and the file name: the kernel releases it
+ * when the process dies, and a fork child closes its copy (pool_abandon).
+ * A name held by a process of another user (not root) is no pool's holder
+ * -- anyone may bind any abstract name -- and is passed over with a
+ * warning, the file's own lock still guarding.  POOL_OK, POOL_ERR_LOCKED
+ * (*o->lock_holder set), or POOL_ERR_REFUSED, err_get() set. */
+enum pool_error pool_lock_name(struct pool *p, const struct pool_open_options *o);
+/* After the file is locked: it is the file at p->name (a lock-file
+ * protocol's check), its device and inode recorded.  0, or -1 with
+ * err_get() set. */
+int pool_bind_identity(struct pool *p, const struct stat *locked);
 
 #define POOL_REFUSE_FIX \
 	"choose another PMTHREADS_POOL path, or remove the file if its data is expendable"

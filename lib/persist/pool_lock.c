@@ -3,9 +3,15 @@
 #include "persist/pool_internal.h"
 
 #include "base/log.h"
+#include "base/own_fds.h"
+#include "persist/nvm_backend.h"
 #include "prim/prim.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int pool_lock_fd(int fd, bool shared) { return prim_lock_file(fd, shared); }
 
@@ -38,3 +44,132 @@ pid_t pool_report_locked(int fd, const char *path, const struct stat *st)
 	return pid;
 }
 
+
+/* FNV-1a, 64 bits: the file name in the name lock's key (a key must fit a
+ * socket address; a collision of two names in one directory would only make
+ * them exclude each other). */
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+static int open_dir(struct pool *p, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	const char *base = slash != NULL ? slash + 1 : path;
+	if (strlen(base) >= sizeof(p->name) || base[0] == '\0') {
+		err_set("pool %s: its file name is empty or longer than %zu bytes; set "
+			"PMTHREADS_POOL to a file path", path, sizeof(p->name) - 1);
+		err_set_cause(EINVAL);
+		return -1;
+	}
+	snprintf(p->name, sizeof(p->name), "%s", base);
+	p->dir_fd = prim_open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	if (p->dir_fd < 0) {
+		err_set_errno(errno, "cannot open pool %s: its directory %s", path, dir);
+		return -1;
+	}
+	own_fd_keep(&p->dir_fd, "pool directory");
+	return 0;
+}
+
+enum pool_error pool_lock_name(struct pool *p, const struct pool_open_options *o)
+{
+	if (open_dir(p, o->path) != 0)
+		return POOL_ERR_REFUSED;
+	struct stat d;
+	if (prim_fstat(p->dir_fd, &d) != 0) {
+		err_set_errno(errno, "cannot open pool %s: its directory", o->path);
+		return POOL_ERR_REFUSED;
+	}
+	char key[100];
+	snprintf(key, sizeof(key), "pmthreads-pool/%llx/%llx/%016llx",
+		 (unsigned long long)d.st_dev, (unsigned long long)d.st_ino,
+		 (unsigned long long)name_hash(p->name));
+	pid_t holder;
+	uid_t holder_uid;
+	p->name_fd = prim_name_lock(key, &holder, &holder_uid);
+	if (p->name_fd >= 0) {
+		own_fd_keep(&p->name_fd, "pool name lock");
+		return POOL_OK;
+	}
+	if (errno != EADDRINUSE) {
+		/* No unix sockets here (a seccomp filter, say): the file's
+		 * own lock is all there is. */
+		log_msg(LOG_DEBUG, "pool %s: no name lock (%s); the file's lock alone guards it",
+			o->path, strerror(errno));
+		return POOL_OK;
+	}
+	if (holder != 0 && holder_uid != prim_geteuid() && holder_uid != 0) {
+		log_msg(LOG_WARN, "pool %s: the name lock %s is held by process %d of uid %u, "
+			"which cannot hold this user's pool; passed over (the pool file's own "
+			"lock still guards it)", o->path, key, (int)holder, (unsigned)holder_uid);
+		return POOL_OK;
+	}
+	/* SO_PEERCRED names the process that bound the name; a child it
+	 * forked without our fork handler (a raw clone) may outlive it. */
+	if (holder != 0 && holder != prim_getpid() && !prim_process_alive(holder))
+		holder = 0;
+	if (o->lock_holder != NULL)
+		*o->lock_holder = holder;
+	if (holder == prim_getpid())
+		err_set("pool %s is already open in this process; open it once, or use another "
+			"PMTHREADS_POOL path", o->path);
+	else if (holder != 0)
+		err_set("pool %s is in use by process %d, which holds its path; stop that "
+			"process first, or use another PMTHREADS_POOL path", o->path, (int)holder);
+	else
+		err_set("pool %s is in use by another process (pid unknown), which holds its "
+			"path; stop it first, or use another PMTHREADS_POOL path", o->path);
+	return POOL_ERR_LOCKED;
+}
+
+int pool_bind_identity(struct pool *p, const struct stat *locked)
+{
+	p->dev = (uint64_t)locked->st_dev;
+	p->ino = (uint64_t)locked->st_ino;
+	p->lost[0] = '\0';
+	if (p->dir_fd < 0)
+		return 0;
+	struct stat now;
+	if (prim_fstatat(p->dir_fd, p->name, &now, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    (uint64_t)now.st_dev != p->dev || (uint64_t)now.st_ino != p->ino) {
+		err_set("pool %s was removed or replaced while being opened; is another program "
+			"replacing it?", p->path);
+		err_set_cause(ESTALE);
+		return -1;
+	}
+	return 0;
+}
+
+bool pool_identity_holds(struct pool *p)
+{
+	if (p->dir_fd < 0 || p->read_only)
+		return true;
+	if (p->lost[0] != '\0')
+		return false;
+	struct stat held, named;
+	if (prim_fstatat(p->dir_fd, p->name, &named, AT_SYMLINK_NOFOLLOW) == 0) {
+		if ((uint64_t)named.st_dev == p->dev && (uint64_t)named.st_ino == p->ino)
+			return true;
+		snprintf(p->lost, sizeof(p->lost), "was replaced (its name now leads to another file)");
+	} else if (errno != ENOENT && errno != ENOTDIR) {
+		return true;	/* cannot tell (EACCES, ENOMEM...): the next epoch asks again */
+	} else if (prim_fstat(p->fd, &held) == 0 && held.st_nlink == 0) {
+		snprintf(p->lost, sizeof(p->lost), "was deleted");
+	} else {
+		snprintf(p->lost, sizeof(p->lost), "was renamed (nothing is at its path now)");
+	}
+	nvm_latch_error(p->nvm, ESTALE);
+	return false;
+}

@@ -325,6 +325,8 @@ static struct pool *new_pool(const struct pool_open_options *o)
 	}
 	snprintf(p->path, sizeof(p->path), "%s", o->path);
 	p->fd = -1;
+	p->dir_fd = -1;
+	p->name_fd = -1;
 	return p;
 }
 
@@ -340,6 +342,12 @@ enum pool_error pool_open(struct pool **out, const struct pool_open_options *o)
 	_Alignas(64) unsigned char buf[POOL_HEADER_READ];
 	struct pool_header h;
 	struct pool_records rec;
+	if (!o->read_only) {
+		rc = pool_lock_name(p, o);
+		if (rc != POOL_OK)
+			goto fail;
+		rc = POOL_ERR_REFUSED;
+	}
 	if (find_or_create(p, o, page_size) != 0)
 		goto fail;
 	own_fd_keep(&p->fd, "pool file");
@@ -347,6 +355,8 @@ enum pool_error pool_open(struct pool **out, const struct pool_open_options *o)
 	if (rc != POOL_OK)
 		goto fail;
 	rc = POOL_ERR_REFUSED;
+	if (pool_bind_identity(p, &st) != 0)
+		goto fail;
 	if (format_if_empty(p, o, page_size, &st) != 0 || read_head(p, o->path, buf) != 0 ||
 	    pool_validate_header(buf, &st, o->path, o, page_size, &h, &rec) != 0 ||
 	    map_and_fill(p, &h, &rec, o) != 0)
@@ -355,6 +365,8 @@ enum pool_error pool_open(struct pool **out, const struct pool_open_options *o)
 	return POOL_OK;
 fail:
 	own_fd_close(&p->fd);
+	own_fd_close(&p->dir_fd);
+	own_fd_close(&p->name_fd);
 	free(p);
 	return rc;
 }

@@ -49,6 +49,10 @@ void prim_sleep_ns(uint64_t ns);
 pid_t prim_gettid(void);
 pid_t prim_getpid(void);
 uid_t prim_getuid(void);
+/* Whether this process runs in secure-execution mode (getauxval
+ * AT_SECURE: set-user-ID, set-group-ID or file capabilities): its caller
+ * may be less privileged than it. */
+bool prim_secure_exec(void);
 uid_t prim_geteuid(void);
 pid_t prim_getppid(void);
 /* _exit(2): the process ends now, no atexit handler run, no stdio buffer
@@ -153,6 +157,17 @@ int prim_fchown(int fd, uid_t uid, gid_t gid);
 int prim_unlink(const char *path);
 int prim_rename(const char *from, const char *to);
 int prim_mkdir(const char *path, mode_t mode);
+/* The same relative to the directory dirfd (openat, fstatat, mkdirat). */
+int prim_openat(int dirfd, const char *name, int flags, mode_t mode);
+int prim_fstatat(int dirfd, const char *name, struct stat *st, int flags);
+int prim_mkdirat(int dirfd, const char *name, mode_t mode);
+/* A name only one process at a time may hold, released by the kernel when
+ * the last descriptor of it closes (a process that dies releases it): an
+ * abstract unix socket bound to key (at most 100 bytes) and listening.
+ * Returns the descriptor (close-on-exec), or -1 with errno set: EADDRINUSE
+ * when another process holds key, *holder and *holder_uid then naming it
+ * (0 and (uid_t)-1 when it cannot be told). */
+int prim_name_lock(const char *key, pid_t *holder, uid_t *holder_uid);
 /* fcntl(fd, F_DUPFD_CLOEXEC, lowest): a close-on-exec copy of fd, the
  * lowest free descriptor from lowest up. */
 int prim_dup_cloexec(int fd, int lowest);

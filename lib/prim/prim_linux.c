@@ -15,9 +15,13 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <stddef.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <ucontext.h>
@@ -49,6 +53,8 @@ pid_t prim_gettid(void) { return (pid_t)prim_syscall(SYS_gettid); }
 pid_t prim_getpid(void) { return getpid(); }
 
 uid_t prim_getuid(void) { return getuid(); }
+
+bool prim_secure_exec(void) { return getauxval(AT_SECURE) != 0; }
 
 uid_t prim_geteuid(void) { return geteuid(); }
 
@@ -277,6 +283,67 @@ int prim_unlink(const char *path) { return unlink(path); }
 int prim_rename(const char *from, const char *to) { return rename(from, to); }
 
 int prim_mkdir(const char *path, mode_t mode) { return mkdir(path, mode); }
+
+int prim_openat(int dirfd, const char *name, int flags, mode_t mode)
+{
+	return openat(dirfd, name, flags, mode);
+}
+
+int prim_fstatat(int dirfd, const char *name, struct stat *st, int flags)
+{
+	return fstatat(dirfd, name, st, flags);
+}
+
+int prim_mkdirat(int dirfd, const char *name, mode_t mode) { return mkdirat(dirfd, name, mode); }
+
+/* Who holds the abstract name addr: connect to it (it listens) and ask the
+ * kernel for the peer's credentials.  The connection is never accepted;
+ * it stays in the holder's backlog until the holder closes. */
+static void name_holder(const struct sockaddr_un *addr, socklen_t len, pid_t *pid, uid_t *uid)
+{
+	*pid = 0;
+	*uid = (uid_t)-1;
+	/* The system call itself: the preload's socket wrapper (output
+	 * commit's) has nothing to do with the runtime's own. */
+	int fd = (int)prim_syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return;
+	if (connect(fd, (const struct sockaddr *)addr, len) == 0) {
+		struct ucred cred;
+		socklen_t cl = sizeof(cred);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {
+			*pid = cred.pid;
+			*uid = cred.uid;
+		}
+	}
+	close(fd);
+}
+
+int prim_name_lock(const char *key, pid_t *holder, uid_t *holder_uid)
+{
+	*holder = 0;
+	*holder_uid = (uid_t)-1;
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	size_t n = strlen(key);
+	if (n + 1 > sizeof(addr.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(addr.sun_path + 1, key, n);	/* sun_path[0] = 0: abstract */
+	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+	int fd = (int)prim_syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&addr, len) != 0 || listen(fd, 128) != 0) {
+		int e = errno;
+		close(fd);
+		if (e == EADDRINUSE)
+			name_holder(&addr, len, holder, holder_uid);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
 
 int prim_dup_cloexec(int fd, int lowest) { return fcntl(fd, F_DUPFD_CLOEXEC, lowest); }
 

@@ -15,7 +15,7 @@ PMT_EXPORT void *nvmalloc(size_t size, const char *name)
 {
 	err_clear();
 	if (runtime_init() != 0) {
-		errno = EAGAIN;
+		errno = runtime_init_errno();
 		return NULL;
 	}
 	if (name != NULL)
@@ -46,7 +46,7 @@ PMT_EXPORT void *nvrecover(void *dest, size_t size, const char *name)
 		return NULL;
 	}
 	if (runtime_init() != 0) {
-		errno = EAGAIN;
+		errno = runtime_init_errno();
 		return NULL;
 	}
 	void *p;
@@ -72,7 +72,7 @@ PMT_EXPORT int pmthreads_sync(void)
 {
 	err_clear();
 	if (runtime_init() != 0) {
-		errno = EAGAIN;
+		errno = runtime_init_errno();
 		return -1;
 	}
 	if (runtime_io_error() != 0)

@@ -36,7 +36,7 @@ PMT_EXPORT unsigned long pmthreads_nvthreads_recover(void *dest, size_t size, ch
 		return NVT_RECOVER_FAILED;
 	}
 	if (runtime_init() != 0) {
-		errno = EAGAIN;
+		errno = runtime_init_errno();
 		return NVT_RECOVER_FAILED;
 	}
 	return heap_name_recover(name, dest, size, NULL) == 0 ? 0 : NVT_RECOVER_FAILED;

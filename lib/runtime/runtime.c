@@ -20,6 +20,7 @@
 #include "runtime/kernel_stacks.h"
 #include "runtime/memory_limits.h"
 #include "runtime/memory_lock.h"
+#include "runtime/privilege.h"
 #include "runtime/meta_sums.h"
 #include "runtime/stats.h"
 #include "runtime/target.h"
@@ -47,6 +48,7 @@ static struct runtime {
 	/* The start-up failure, kept so that every later caller gets the
 	 * reason: under init_lock. */
 	char init_error[512];
+	int init_errno;			/* its cause, as an errno (runtime_init_errno) */
 	/* Written by start() under init_lock, before state says RUNNING;
 	 * read-only after: */
 	struct config cfg;
@@ -127,6 +129,18 @@ uint64_t runtime_durable_epoch(void)
 }
 
 int runtime_io_error(void) { return atomic_load(&rt.io_error); }
+
+int runtime_init_errno(void)
+{
+	switch (atomic_load(&rt.state)) {
+	case RUNTIME_FAILED:
+		return rt.init_errno;
+	case RUNTIME_STARTING:
+		return EAGAIN;	/* re-entered from the start-up itself */
+	default:
+		return ESHUTDOWN;
+	}
+}
 
 void runtime_get_stats(struct stats_runtime *out)
 {
@@ -216,6 +230,7 @@ static int check_private_dir(const char *dir)
 			"0700 (owner uid %u, mode %04o): it is not safe to keep pools there; set "
 			"PMTHREADS_POOL (or HOME) to a path of your own", dir, (unsigned)st.st_uid,
 			(unsigned)(st.st_mode & 07777));
+		err_set_cause(EACCES);
 		return -1;
 	}
 	return 0;
@@ -288,8 +303,14 @@ static bool is_ancestor(pid_t pid)
 /* holder: where pool_open puts the pid holding the pool, when locked. */
 static enum pool_error open_pool(pid_t *holder)
 {
-	if (rt.cfg.pool_path_is_default && make_parent_dirs(rt.cfg.pool_path) != 0)
+	if (privilege_secure()) {
+		/* The caller may be less privileged: only a place nobody else
+		 * controls (privilege.h), whatever path was chosen. */
+		if (privilege_check_pool_path(rt.cfg.pool_path) != 0)
+			return POOL_ERR_REFUSED;
+	} else if (rt.cfg.pool_path_is_default && make_parent_dirs(rt.cfg.pool_path) != 0) {
 		return POOL_ERR_REFUSED;
+	}
 	char creator[POOL_CREATOR_MAX];
 	program_identity(creator, sizeof(creator));
 	struct pool_open_options o = {
@@ -511,7 +532,22 @@ static void note_io_error(void)
 		return;
 	rt.io_error_epoch = *rt.pool->ver_d;
 	atomic_store(&rt.io_error, e);
-	log_msg(LOG_ERR, "a write-back to the pool %s failed: %s.  Nothing after epoch %llu "
+	if (e == ESTALE)
+		log_msg(LOG_ERR, "the pool file %s %s while this program ran: its path no longer "
+			"leads to the file this process holds, so nobody would find what is "
+			"written there.  No epoch after %llu is acknowledged; the program %s "
+			"WITHOUT persistence (pmthreads_sync() fails with ESTALE).  The file as "
+			"of epoch %llu is still open here: before this process ends, copy it back "
+			"with `cp /proc/%d/fd/%d %s`, and the next run recovers it; no other "
+			"process can open a pool at that path while this one runs",
+			rt.pool->path, rt.pool->lost, (unsigned long long)rt.io_error_epoch,
+			rt.cfg.strict ? "exits (PMTHREADS_STRICT=1)"
+			: rt.cfg.output == OUTPUT_COMMIT ? "exits (output commit: what it holds "
+							"could never be released)"
+			: "keeps running", (unsigned long long)rt.io_error_epoch,
+			(int)prim_getpid(), rt.pool->fd, rt.pool->path);
+	else
+		log_msg(LOG_ERR, "a write-back to the pool %s failed: %s.  Nothing after epoch %llu "
 		"is durable, and nothing will be: the program %s WITHOUT persistence "
 		"(pmthreads_sync() fails with this error; the stats report's \"io_error\" is "
 		"set).  Fix the storage under the pool; the next run recovers epoch %llu",
@@ -552,6 +588,11 @@ static void unwatch_pool_faults(void)
 static enum quiesce_outcome after_epoch(void *arg)
 {
 	bool durable = epoch_on_reopened(arg);
+	/* Also after an epoch that published nothing (no page written; a
+	 * publication asked already): a pmthreads_sync waiting for it must
+	 * learn that the pool is gone.  One fstatat, 1-3 us, outside the
+	 * pause. */
+	(void)pool_identity_holds(rt.pool);
 	note_io_error();
 	if (durable)
 		output_on_durable(quiesce_current_pause());
@@ -594,6 +635,7 @@ static int start(void)
 	rt.cfg = *config_get();
 	if (config_error() != NULL) {
 		err_set("%s", config_error());
+		err_set_cause(EINVAL);
 		return -1;
 	}
 	if (!target_is_self()) {
@@ -601,6 +643,7 @@ static int start(void)
 		 * asked to run: it never touches a pool. */
 		err_set("this process is not %s (PMTHREADS_PROGRAM), which owns the pool; it "
 			"runs without persistence", rt.cfg.program);
+		err_set_cause(EPERM);
 		rt.not_target = true;
 		return -1;
 	}
@@ -609,13 +652,29 @@ static int start(void)
 	if (check_mode_setup() != 0)
 		return -1;
 	pid_t holder = 0;
-	if (open_pool(&holder) != POOL_OK) {
+	enum pool_error perr = open_pool(&holder);
+	if (perr != POOL_OK) {
+		/* In use: EBUSY; a file that is no pool of ours (not a pool,
+		 * damaged, another program's or format version): EBADMSG, as a
+		 * file system says of a block failing its checksum; else the
+		 * system call's own errno (ENOENT, EACCES, EROFS, ENOSPC...). */
+		if (perr == POOL_ERR_LOCKED)
+			err_set_cause(EBUSY);
+		else if (err_cause() == 0)
+			err_set_cause(EBADMSG);
 		/* A descendant exec'd by the program holding the pool (system(),
 		 * popen(), a helper binary) inherits LD_PRELOAD and the
 		 * environment: it runs without persistence, quietly. */
 		if (holder != 0 && is_ancestor(holder)) {
-			log_msg(LOG_INFO, "%s; this child of the holder runs without persistence",
-				err_get());
+			/* With PMTHREADS_FOLLOW_CHILDREN=1 that is the rule
+			 * (pmthreads(7)); otherwise a launcher that is no known
+			 * wrapper took the pool this program would persist to,
+			 * and the user must hear of it. */
+			log_msg(rt.cfg.follow_children ? LOG_INFO : LOG_WARN,
+				"%s; this process, started by it, runs WITHOUT persistence.  To "
+				"persist this program rather than the one that started it, run "
+				"it under `pmthreads run`, which finds the program past the "
+				"launcher, or set PMTHREADS_PROGRAM to its path", err_get());
 			rt.child_of_holder = true;
 		}
 		return -1;
@@ -629,8 +688,11 @@ static int start(void)
 	check_pool_size();
 	rt.heap_len = (size_t)(rt.pool->npages * rt.pool->page_size);
 	rt.heap_base = shadow_reserve(rt.pool->shadow_base, rt.heap_len);
-	if (rt.heap_base == NULL)
+	if (rt.heap_base == NULL) {
+		if (err_cause() == 0)
+			err_set_cause(ENOMEM);
 		goto fail_pool;
+	}
 	if ((uintptr_t)rt.heap_base != rt.pool->shadow_base)
 		log_msg(LOG_WARN, "the heap's address %#llx is taken in this process; it was "
 			"restored at %p and pointers stored in it are off by "
@@ -666,8 +728,11 @@ static int start(void)
 	 * pool's checksums; each epoch records new ones. */
 	meta_sums_bind(rt.pool);
 	watch_pool_faults();
-	if (heap_init(rt.heap_base, rt.heap_len, rt.pool->created || *rt.pool->ver_d == 0) != 0)
+	if (heap_init(rt.heap_base, rt.heap_len, rt.pool->created || *rt.pool->ver_d == 0) != 0) {
+		if (err_cause() == 0)
+			err_set_cause(EBADMSG);	/* the heap failed validation */
 		goto fail_tracker;
+	}
 	heap_name_after_crash(rt.previous_run_crashed);
 	/* The first write to the pool: it passed every check. */
 	int werr = pool_set_clean(rt.pool, false);
@@ -743,8 +808,16 @@ int runtime_init(void)
 			atexit(runtime_shutdown);
 		} else {
 			snprintf(rt.init_error, sizeof(rt.init_error), "%s", err_get());
+			rt.init_errno = err_cause() != 0 ? err_cause() : EIO;
 			if (!rt.child_of_holder && !rt.not_target)
 				log_msg(LOG_ERR, "%s", rt.init_error);
+			else if (rt.not_target)
+				/* Only the API reaches here in a process that is
+				 * not the target: a program that asked to persist
+				 * and cannot must hear of it. */
+				log_msg(LOG_WARN, "%s, although it calls the pmthreads API; to "
+					"persist it, run it on its own rather than under that "
+					"`pmthreads run`, or with --follow-children", rt.init_error);
 			atomic_store_explicit(&rt.state, RUNTIME_FAILED, memory_order_release);
 		}
 		s = atomic_load(&rt.state);
@@ -801,7 +874,12 @@ void runtime_shutdown(void)
 			"lock); the next run recovers epoch %llu",
 			(unsigned long long)*rt.pool->ver_d);
 	}
-	if (atomic_load(&rt.io_error) != 0)
+	if (atomic_load(&rt.io_error) == ESTALE)
+		log_msg(LOG_WARN, "the pool file this process held (%s, which %s) is left as of "
+			"epoch %llu, marked as crashed; it is lost once this process ends unless "
+			"it was copied back", rt.pool->path, rt.pool->lost,
+			(unsigned long long)*rt.pool->ver_d);
+	else if (atomic_load(&rt.io_error) != 0)
 		log_msg(LOG_WARN, "the pool %s is left marked as crashed (a write-back failed); the "
 			"next run recovers epoch %llu", rt.pool->path,
 			(unsigned long long)*rt.pool->ver_d);

@@ -34,6 +34,13 @@ enum runtime_state {
  * heap is usable (RUNNING, or DETACHED with a heap), -1 otherwise with
  * err_get() set; the reason was also printed once. */
 int runtime_init(void);
+/* After runtime_init failed: the errno naming why (pmthreads.h(3)): EINVAL
+ * a malformed PMTHREADS_* variable, EPERM not PMTHREADS_PROGRAM, EBUSY the
+ * pool in use, EBADMSG a file that is no usable pool, EACCES no safe place
+ * for a privileged program's pool, else the failing system call's (ENOENT,
+ * EACCES, EROFS, ENOSPC, ENOMEM...); EAGAIN while the runtime is starting,
+ * ESHUTDOWN after it has shut down. */
+int runtime_init_errno(void);
 /* With PMTHREADS_STRICT=1 runtime_init does not return on failure: it
  * prints the reason and exits with RUNTIME_STRICT_EXIT. */
 enum runtime_state runtime_state(void);

@@ -151,8 +151,12 @@ static void start(const struct startup_interposer *self, uint64_t load_ns)
 	if (!is_target) {
 		/* A wrapper on the way to the target, or a child of it: the
 		 * wrappers forward, nothing is persisted, nothing is said. */
-		log_msg(LOG_DEBUG, "%s is not %s (PMTHREADS_PROGRAM): not persisted",
-			program_invocation_name, cfg->program);
+		if (target_is_wrapper())
+			log_msg(LOG_DEBUG, "%s is a wrapper (time, timeout, env, nice...): not "
+				"persisted, the program it runs is", program_invocation_name);
+		else
+			log_msg(LOG_DEBUG, "%s is not %s (PMTHREADS_PROGRAM): not persisted",
+				program_invocation_name, cfg->program);
 		return;
 	}
 	start_target(self, cfg, load_ns);

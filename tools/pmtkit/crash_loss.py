@@ -9,6 +9,12 @@ achieved (its header says what the test checks).
       periods x 1000) to the file WINDOWS
   python3 -m pmtkit.crash_loss worst WINDOWS
       "largest loss window: N.NN achieved epoch periods"
+  python3 -m pmtkit.crash_loss horizon START_NS EPOCH_LOG
+      the durability horizon: a time (ns, CLOCK_REALTIME) no later than the
+      quiescent point of the newest epoch the log shows durable, for a
+      server started at START_NS or later; 0 when no epoch was durable.  Every
+      set acknowledged before it must survive a kill: the runtime said so,
+      however late its epochs ran on a loaded machine.
 """
 
 import re
@@ -57,6 +63,21 @@ def loss(kill_ns, per_us, persist_us, line):
             f"{persist_us} us)"), x1000
 
 
+def horizon(start_ns, rows):
+    """START_NS plus the newest durable epoch's quiescent point as the log
+    places it: a row is written when its write-back ended (t_ms, since the
+    runtime started, which is after START_NS) and the quiescent point came
+    no later than pause + persist (collection and write-back) before that."""
+    best = 0
+    for r in rows:
+        if r.get("durable", 1) != 1:
+            continue
+        q = start_ns + int(r["t_ms"] * 1e6) - int(r.get("persist_us", 0) * 1e3) \
+            - int(r.get("pause_us", 0) * 1e3)
+        best = max(best, q)
+    return best
+
+
 def main(argv):
     if len(argv) == 5 and argv[0] == "loss":
         rows = read_epoch_log(argv[2])
@@ -72,6 +93,8 @@ def main(argv):
         except OSError:
             worst = 0
         print(f"largest loss window: {periods(worst)} achieved epoch periods")
+    elif len(argv) == 3 and argv[0] == "horizon":
+        print(horizon(int(argv[1]), read_epoch_log(argv[2])))
     else:
         sys.exit(__doc__.split("\n\n")[1])
 

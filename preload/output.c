@@ -27,6 +27,7 @@
 #include <stdarg.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -80,17 +81,26 @@ PMT_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 	return REAL(sendmsg)(fd, m, flags);
 }
 
+/* The kernel writes each message's msg_len (lib/runtime/syscall_outputs.tab). */
+static int sendmmsg_pinned(int fd, struct mmsghdr *v, unsigned n, int flags)
+{
+	int r;
+	PREFAULT_SYSCALL(r, SYS_sendmmsg, REAL(sendmmsg)(fd, v, n, flags), (unsigned long)fd,
+			 (unsigned long)v, n, (unsigned long)flags);
+	return r;
+}
+
 PMT_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
 {
 	if (!output_active() || v == NULL || n == 0)
-		return REAL(sendmmsg)(fd, v, n, flags);
+		return sendmmsg_pinned(fd, v, n, flags);
 	unsigned sent = 0;
 	for (; sent < n; sent++) {
 		ssize_t r;
 		if (!output_hold_msg(fd, &v[sent].msg_hdr, flags, &r)) {
 			if (sent != 0)
 				break;	/* the caller sends the rest again */
-			return REAL(sendmmsg)(fd, v, n, flags);
+			return sendmmsg_pinned(fd, v, n, flags);
 		}
 		if (r < 0) {
 			if (sent != 0)
@@ -107,7 +117,9 @@ PMT_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 	ssize_t r;
 	if (output_active() && output_hold_sendfile(out_fd, in_fd, offset, count, &r))
 		return r;
-	return REAL(sendfile)(out_fd, in_fd, offset, count);
+	PREFAULT_SYSCALL(r, SYS_sendfile, REAL(sendfile)(out_fd, in_fd, offset, count),
+			 (unsigned long)out_fd, (unsigned long)in_fd, (unsigned long)offset, count);
+	return r;
 }
 
 PMT_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t count)
@@ -116,7 +128,9 @@ PMT_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t cou
 	if (output_active() &&
 	    output_hold_sendfile(out_fd, in_fd, (off_t *)offset, count, &r))
 		return r;
-	return REAL(sendfile64)(out_fd, in_fd, offset, count);
+	PREFAULT_SYSCALL(r, SYS_sendfile, REAL(sendfile64)(out_fd, in_fd, offset, count),
+			 (unsigned long)out_fd, (unsigned long)in_fd, (unsigned long)offset, count);
+	return r;
 }
 
 PMT_EXPORT int shutdown(int fd, int how)
@@ -162,7 +176,9 @@ static int dup_by_fcntl(int (*real)(int, int, ...), int fd, int cmd, long arg)
 {
 	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && refuse_ours(fd))
 		return -1;
-	int r = real(fd, cmd, arg);
+	int r;
+	PREFAULT_SYSCALL(r, SYS_fcntl, real(fd, cmd, arg), (unsigned long)fd, (unsigned long)cmd,
+			 (unsigned long)arg);
 	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0 && output_active())
 		output_after_dup(fd, r);
 	return r;

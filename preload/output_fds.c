@@ -18,6 +18,7 @@
 #include <linux/close_range.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 PMT_EXPORT int socket(int domain, int type, int protocol)
@@ -30,7 +31,10 @@ PMT_EXPORT int socket(int domain, int type, int protocol)
 
 PMT_EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
 {
-	int r = REAL(socketpair)(domain, type, protocol, sv);
+	int r;
+	PREFAULT_SYSCALL(r, SYS_socketpair, REAL(socketpair)(domain, type, protocol, sv),
+			 (unsigned long)domain, (unsigned long)type, (unsigned long)protocol,
+			 (unsigned long)sv);
 	if (r == 0 && output_active()) {
 		output_fd_created(sv[0]);
 		output_fd_created(sv[1]);
@@ -40,7 +44,8 @@ PMT_EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
 
 PMT_EXPORT int pipe(int fds[2])
 {
-	int r = REAL(pipe)(fds);
+	int r;
+	PREFAULT_SYSCALL(r, SYS_pipe2, REAL(pipe)(fds), (unsigned long)fds, 0);
 	if (r == 0 && output_active()) {
 		output_fd_created(fds[0]);
 		output_fd_created(fds[1]);
@@ -50,7 +55,9 @@ PMT_EXPORT int pipe(int fds[2])
 
 PMT_EXPORT int pipe2(int fds[2], int flags)
 {
-	int r = REAL(pipe2)(fds, flags);
+	int r;
+	PREFAULT_SYSCALL(r, SYS_pipe2, REAL(pipe2)(fds, flags), (unsigned long)fds,
+			 (unsigned long)flags);
 	if (r == 0 && output_active()) {
 		output_fd_created(fds[0]);
 		output_fd_created(fds[1]);

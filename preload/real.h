@@ -31,6 +31,22 @@
 #include <sys/stat.h>
 #include <threads.h>
 #include <time.h>
+/* The types of the generated wrappers' functions (syscall_wrappers_real.h). */
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <mqueue.h>
+#include <sched.h>
+#include <sys/msg.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/shm.h>
+#include <sys/statfs.h>
+#include <sys/sysinfo.h>
+#include <sys/time.h>
+#include <sys/times.h>
+#include <sys/timex.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
 
 /* One function pointer per line of real_list.h. */
 struct real_fns {

@@ -17,16 +17,26 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/syscall.h>
 #include <time.h>
+
+/* The kernel writes the old set (rt_sigprocmask's, lib/runtime/syscall_outputs.tab). */
+static int sigmask_pinned(int how, const sigset_t *set, sigset_t *old)
+{
+	int r;
+	PREFAULT_SYSCALL(r, SYS_rt_sigprocmask, fault_signal_sigmask(how, set, old, REAL(sigmask)),
+			 (unsigned long)how, (unsigned long)set, (unsigned long)old, 8);
+	return r;
+}
 
 PMT_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-	return fault_signal_sigmask(how, set, old, REAL(sigmask));
+	return sigmask_pinned(how, set, old);
 }
 
 PMT_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
-	int e = fault_signal_sigmask(how, set, old, REAL(sigmask));
+	int e = sigmask_pinned(how, set, old);
 	if (e != 0) {
 		errno = e;
 		return -1;
@@ -75,7 +85,8 @@ PMT_EXPORT int sigsuspend(const sigset_t *mask)
 
 PMT_EXPORT int sigpending(sigset_t *set)
 {
-	int r = REAL(sigpending)(set);
+	int r;
+	PREFAULT_SYSCALL(r, SYS_rt_sigpending, REAL(sigpending)(set), (unsigned long)set, 8);
 	if (r == 0)
 		fault_signal_pending(set);
 	return r;
@@ -97,7 +108,10 @@ PMT_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
 	siginfo_t held;
 	if (fault_signal_take_pending(set, &held))
 		return held_segv(info, &held);
-	return REAL(sigwaitinfo)(set, info);
+	int r;
+	PREFAULT_SYSCALL(r, SYS_rt_sigtimedwait, REAL(sigwaitinfo)(set, info), (unsigned long)set,
+			 (unsigned long)info, 0, 8);
+	return r;
 }
 
 PMT_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *t)
@@ -105,7 +119,10 @@ PMT_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct t
 	siginfo_t held;
 	if (fault_signal_take_pending(set, &held))
 		return held_segv(info, &held);
-	return REAL(sigtimedwait)(set, info, t);
+	int r;
+	PREFAULT_SYSCALL(r, SYS_rt_sigtimedwait, REAL(sigtimedwait)(set, info, t),
+			 (unsigned long)set, (unsigned long)info, (unsigned long)t, 8);
+	return r;
 }
 
 PMT_EXPORT int sigwait(const sigset_t *set, int *sig)

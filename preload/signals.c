@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 PMT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
@@ -135,5 +136,8 @@ PMT_EXPORT int siginterrupt(int sig, int flag)
  * (signal frames): pinned writable while in use (kernel_stacks.h). */
 PMT_EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
 {
-	return kernel_stack_sigaltstack(REAL(sigaltstack), ss, old);
+	int r;
+	PREFAULT_SYSCALL(r, SYS_sigaltstack, kernel_stack_sigaltstack(REAL(sigaltstack), ss, old),
+			 (unsigned long)ss, (unsigned long)old);
+	return r;
 }

@@ -18,7 +18,7 @@
 //   sched-fifo          sched_setscheduler(SCHED_FIFO) allowed to a child
 //   rename-noreplace    renameat2(RENAME_NOREPLACE) on /dev/shm (/tmp)
 //   java                a `java` on PATH (the JVM case of the corpus)
-//   node, redis-server, varnishd
+//   node, redis-server, varnishd, unbound
 //                       that program (find_program.hpp: PATH, then /usr/sbin
 //                       and the other system directories): the corpus cases
 //                       of programs tools/setup-deps may not install
@@ -194,6 +194,8 @@ std::string missing(const char *need)
 		{ "redis-server", "no `redis-server` (Debian: redis-server; tools/setup-deps installs it)" },
 		{ "varnishd", "no `varnishd` on PATH or in /usr/sbin (Debian: varnish; tools/setup-deps "
 			      "installs it)" },
+		{ "unbound", "no `unbound` on PATH or in /usr/sbin (Debian: unbound; tools/setup-deps "
+			     "installs it)" },
 	};
 	for (const auto &p : programs)
 		if (strcmp(need, p.program) == 0)
@@ -293,7 +295,7 @@ int main(int argc, char **argv)
 		if (why.rfind("unknown", 0) == 0) {
 			fprintf(stderr, "%s (expected uffd, uffd-kernel-faults, debug, root, userns, "
 				"populate-write, disk, ipc-lock, sched-fifo, rename-noreplace, fuse, java, node, "
-				"redis-server or varnishd)\n", why.c_str());
+				"redis-server, varnishd or unbound)\n", why.c_str());
 			return 2;
 		}
 		if (!why.empty()) {

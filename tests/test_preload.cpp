@@ -334,6 +334,49 @@ TEST_CASE("fread into the heap from a pipe whose data comes after epochs", "[pre
 	compare_with_native("prog_freadwait");
 }
 
+TEST_CASE("every entry point of the system call table writes into a clean heap page as natively",
+	  "[preload][trackers]")
+{
+	// prog_syscall_outputs is generated from lib/runtime/syscall_outputs.tab:
+	// each call with a test: there, its output in a heap page the mprotect
+	// tracker has write-protected again.  Under that tracker pipe,
+	// socketpair, waitpid, uname, sysinfo, getrlimit, statfs,
+	// sched_getaffinity, sigprocmask's old set, getdents64, ioctl and the
+	// raw syscall(2) failed with EFAULT (136 of its 156 calls without the
+	// pins).  Both heap modes under this half's tracker: the page
+	// nvmalloc'd in the nvmalloc mode, malloc'd in the malloc mode.
+	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");
+	std::string path = progs + "/prog_syscall_outputs";
+	run_result native = run({ path }, {});
+	INFO("native stderr: " << native.err);
+	REQUIRE(native.status == 0);
+	REQUIRE(native.out.find("syscall(pipe): ok") != std::string::npos);
+	const char *tracker = uffd_half() ? "uffd" : "mprotect";
+	for (const char *heap : { "nvmalloc", "malloc" }) {
+		INFO(heap << " heap, " << tracker << " tracker");
+		scratch_dir dir;
+		std::string json = dir.path + "/stats.json";
+		run_result r = run({ path }, {
+						     { "LD_PRELOAD", lib },
+						     { "PMTHREADS_POOL", dir.path + "/p.pool" },
+						     { "PMTHREADS_POOL_SIZE", "64M" },
+						     { "PMTHREADS_HEAP", heap },
+						     { "PMTHREADS_TRACKER", tracker },
+						     { "PMTHREADS_INTERVAL_MS", "10" },
+						     { "PMTHREADS_STATS", json },
+					     });
+		INFO("stderr: " << r.err);
+		CHECK(r.status == 0);
+		CHECK(r.out == native.out);
+		std::string s = slurp(json);
+		REQUIRE_FALSE(s.empty());
+		// The pages were persisted: a tracker ran over them.
+		CHECK(json_text(s, "persistence") == "true");
+		CHECK(json_text(s, "tracker") == std::string("\"") + tracker + "\"");
+		CHECK(json_number(s, "epochs") >= 2);
+	}
+}
+
 TEST_CASE("poll, ppoll, select and pselect on the heap that wait across epochs end as natively",
 	  "[preload][trackers]")
 {

@@ -4,6 +4,7 @@
 #include "prim/prim.h"
 
 #include <asm/sigcontext.h>
+#include <errno.h>
 #include <string.h>
 #include <ucontext.h>
 
@@ -74,4 +75,26 @@ uintptr_t prim_direct_call_target(uintptr_t ra)
 		return 0;
 	int64_t off = (int64_t)((int32_t)(insn << 6) >> 6) * 4;
 	return ra - 4 + (uintptr_t)off;
+}
+
+/* svc 0: number in x8, arguments and result in x0..x5; -4095..-1 is
+ * -errno. */
+long prim_syscall6(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
+{
+	register long x8 __asm__("x8") = nr;
+	register long x0 __asm__("x0") = a0;
+	register long x1 __asm__("x1") = a1;
+	register long x2 __asm__("x2") = a2;
+	register long x3 __asm__("x3") = a3;
+	register long x4 __asm__("x4") = a4;
+	register long x5 __asm__("x5") = a5;
+	__asm__ __volatile__("svc 0"
+			     : "+r"(x0)
+			     : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+			     : "memory");
+	if ((unsigned long)x0 > -4096UL) {
+		errno = (int)-x0;
+		return -1;
+	}
+	return x0;
 }

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 void prim_cpu_relax(void)
 {
@@ -25,4 +26,11 @@ uintptr_t prim_direct_call_target(uintptr_t ra)
 {
 	(void)ra;
 	return 0;
+}
+
+/* No instruction of its own: libc's syscall(2), which the preload then does
+ * not wrap (preload/meson.build). */
+long prim_syscall6(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
+{
+	return syscall(nr, a0, a1, a2, a3, a4, a5);
 }

@@ -3,6 +3,7 @@
  * cpu_family x86_64 unless -Dprim=generic).  See prim.h. */
 #include "prim/prim.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -43,4 +44,23 @@ uintptr_t prim_direct_call_target(uintptr_t ra)
 	int32_t rel;
 	memcpy(&rel, p + 1, sizeof(rel));
 	return ra + (uintptr_t)(intptr_t)rel;
+}
+
+/* The syscall instruction: number in rax, arguments in rdi, rsi, rdx, r10,
+ * r8, r9; rcx and r11 are clobbered; -4095..-1 is -errno. */
+long prim_syscall6(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
+{
+	register long r10 __asm__("r10") = a3;
+	register long r8 __asm__("r8") = a4;
+	register long r9 __asm__("r9") = a5;
+	long ret;
+	__asm__ __volatile__("syscall"
+			     : "=a"(ret)
+			     : "a"(nr), "D"(a0), "S"(a1), "d"(a2), "r"(r10), "r"(r8), "r"(r9)
+			     : "rcx", "r11", "memory");
+	if ((unsigned long)ret > -4096UL) {
+		errno = (int)-ret;
+		return -1;
+	}
+	return ret;
 }

@@ -227,6 +227,20 @@ pid_t prim_process_with_file(const struct stat *st);
 /* An eventfd, counter 0, close-on-exec and non-blocking; -1 with errno. */
 int prim_eventfd(void);
 
+/* A system call by number, as libc's syscall(2) but never through a wrapper
+ * of it: the preload interposes syscall(2) itself (the raw entry point of
+ * lib/runtime/syscall_outputs.tab), and the runtime's own system calls must
+ * pass by it.  The CPU part issues the instruction (cpu_x86_64.c,
+ * cpu_aarch64.c); the generic part calls libc's syscall(2), and the preload
+ * then leaves syscall(2) unwrapped (meson defines PMT_WRAP_SYSCALL only with a CPU part).  -1 with
+ * errno set on failure.  prim_syscall(nr, args...) casts up to six
+ * arguments. */
+long prim_syscall6(long nr, long a0, long a1, long a2, long a3, long a4, long a5);
+#define PRIM_SYSCALL_(nr, a0, a1, a2, a3, a4, a5, ...) \
+	prim_syscall6((long)(nr), (long)(a0), (long)(a1), (long)(a2), (long)(a3), (long)(a4), \
+		      (long)(a5))
+#define prim_syscall(...) PRIM_SYSCALL_(__VA_ARGS__, 0, 0, 0, 0, 0, 0, 0)
+
 /* The system calls themselves, passing by any wrapper of the same name the
  * preload interposes (output commit holds the program's writes and
  * readiness; the runtime's own descriptors are kept from the program's

@@ -48,7 +48,7 @@ void prim_sleep_ns(uint64_t ns)
 		;
 }
 
-pid_t prim_gettid(void) { return (pid_t)syscall(SYS_gettid); }
+pid_t prim_gettid(void) { return (pid_t)prim_syscall(SYS_gettid); }
 
 pid_t prim_getpid(void) { return getpid(); }
 
@@ -83,7 +83,7 @@ static char task_state(int dir_fd, const char *tid)
 	for (size_t k = 0; suffix[k] != '\0'; k++)
 		path[n++] = suffix[k];
 	path[n] = '\0';
-	int fd = (int)syscall(SYS_openat, dir_fd, path, O_RDONLY | O_CLOEXEC);
+	int fd = (int)prim_syscall(SYS_openat, dir_fd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	char buf[512];
@@ -115,7 +115,7 @@ int prim_live_threads(void)
 	char buf[4096] __attribute__((aligned(8)));
 	int live = 0;
 	for (;;) {
-		long n = syscall(SYS_getdents64, dir_fd, buf, sizeof(buf));
+		long n = prim_syscall(SYS_getdents64, dir_fd, buf, sizeof(buf));
 		if (n < 0)
 			live = -1;
 		if (n <= 0)
@@ -305,7 +305,7 @@ static void name_holder(const struct sockaddr_un *addr, socklen_t len, pid_t *pi
 	*uid = (uid_t)-1;
 	/* The system call itself: the preload's socket wrapper (output
 	 * commit's) has nothing to do with the runtime's own. */
-	int fd = (int)syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = (int)prim_syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return;
 	if (connect(fd, (const struct sockaddr *)addr, len) == 0) {
@@ -331,7 +331,7 @@ int prim_name_lock(const char *key, pid_t *holder, uid_t *holder_uid)
 	}
 	memcpy(addr.sun_path + 1, key, n);	/* sun_path[0] = 0: abstract */
 	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-	int fd = (int)syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = (int)prim_syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	if (bind(fd, (struct sockaddr *)&addr, len) != 0 || listen(fd, 128) != 0) {
@@ -511,53 +511,53 @@ pid_t prim_process_with_file(const struct stat *st)
 
 int prim_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
 
-long prim_sys_read(int fd, void *buf, size_t len) { return syscall(SYS_read, fd, buf, len); }
+long prim_sys_read(int fd, void *buf, size_t len) { return prim_syscall(SYS_read, fd, buf, len); }
 
 long prim_sys_pread(int fd, void *buf, size_t len, off_t off)
 {
-	return syscall(SYS_pread64, fd, buf, len, off);
+	return prim_syscall(SYS_pread64, fd, buf, len, off);
 }
 
-long prim_sys_write(int fd, const void *buf, size_t len) { return syscall(SYS_write, fd, buf, len); }
+long prim_sys_write(int fd, const void *buf, size_t len) { return prim_syscall(SYS_write, fd, buf, len); }
 
 long prim_sys_sendmsg(int fd, const struct msghdr *m, int flags)
 {
-	return syscall(SYS_sendmsg, fd, m, flags);
+	return prim_syscall(SYS_sendmsg, fd, m, flags);
 }
 
 long prim_sys_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
 		     socklen_t to_len)
 {
-	return syscall(SYS_sendto, fd, buf, len, flags, to, to_len);
+	return prim_syscall(SYS_sendto, fd, buf, len, flags, to, to_len);
 }
 
 int prim_sys_open(const char *path, int flags)
 {
-	return (int)syscall(SYS_openat, AT_FDCWD, path, flags);
+	return (int)prim_syscall(SYS_openat, AT_FDCWD, path, flags);
 }
 
-int prim_sys_close(int fd) { return (int)syscall(SYS_close, fd); }
+int prim_sys_close(int fd) { return (int)prim_syscall(SYS_close, fd); }
 
-int prim_sys_shutdown(int fd, int how) { return (int)syscall(SYS_shutdown, fd, how); }
+int prim_sys_shutdown(int fd, int how) { return (int)prim_syscall(SYS_shutdown, fd, how); }
 
-int prim_sys_fstat(int fd, struct stat *st) { return (int)syscall(SYS_fstat, fd, st); }
+int prim_sys_fstat(int fd, struct stat *st) { return (int)prim_syscall(SYS_fstat, fd, st); }
 
-long prim_sys_fcntl(int fd, int cmd, long arg) { return syscall(SYS_fcntl, fd, cmd, arg); }
+long prim_sys_fcntl(int fd, int cmd, long arg) { return prim_syscall(SYS_fcntl, fd, cmd, arg); }
 
 int prim_sys_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
-	return (int)syscall(SYS_getsockopt, fd, level, name, val, len);
+	return (int)prim_syscall(SYS_getsockopt, fd, level, name, val, len);
 }
 
 int prim_sys_prlimit(int resource, const struct rlimit *set, struct rlimit *old)
 {
-	return (int)syscall(SYS_prlimit64, 0, resource, set, old);
+	return (int)prim_syscall(SYS_prlimit64, 0, resource, set, old);
 }
 
 int prim_sys_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout,
 		   const sigset_t *mask)
 {
-	return (int)syscall(SYS_ppoll, fds, n, timeout, mask, KSIGSET_SIZE);
+	return (int)prim_syscall(SYS_ppoll, fds, n, timeout, mask, KSIGSET_SIZE);
 }
 
 int prim_sys_pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
@@ -567,18 +567,18 @@ int prim_sys_pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
 		const sigset_t *set;
 		size_t size;
 	} kmask = { mask, KSIGSET_SIZE };
-	return (int)syscall(SYS_pselect6, nfds, rd, wr, ex, timeout, mask != NULL ? &kmask : NULL);
+	return (int)prim_syscall(SYS_pselect6, nfds, rd, wr, ex, timeout, mask != NULL ? &kmask : NULL);
 }
 
 int prim_sys_epoll_pwait(int epfd, struct epoll_event *ev, int n, int timeout_ms,
 			 const sigset_t *mask)
 {
-	return (int)syscall(SYS_epoll_pwait, epfd, ev, n, timeout_ms, mask, KSIGSET_SIZE);
+	return (int)prim_syscall(SYS_epoll_pwait, epfd, ev, n, timeout_ms, mask, KSIGSET_SIZE);
 }
 
 int prim_sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
-	return (int)syscall(SYS_epoll_ctl, epfd, op, fd, ev);
+	return (int)prim_syscall(SYS_epoll_ctl, epfd, op, fd, ev);
 }
 
 /* glibc's other public name for sigaction(2): preload/ interposes
@@ -591,11 +591,11 @@ int prim_sys_sigaction(int sig, const struct sigaction *act, struct sigaction *o
 	return __sigaction(sig, act, old);
 }
 
-void prim_sys_signal_thread(int sig) { syscall(SYS_tgkill, getpid(), prim_gettid(), sig); }
+void prim_sys_signal_thread(int sig) { prim_syscall(SYS_tgkill, getpid(), prim_gettid(), sig); }
 
 void prim_sys_queue_signal_thread(int sig, siginfo_t *info)
 {
-	syscall(SYS_rt_tgsigqueueinfo, getpid(), prim_gettid(), sig, info);
+	prim_syscall(SYS_rt_tgsigqueueinfo, getpid(), prim_gettid(), sig, info);
 }
 
 int prim_next_data(int fd, off_t from, off_t end, off_t *start, off_t *stop)
@@ -623,7 +623,7 @@ int prim_futex_wait(atomic_uint *addr, unsigned expected, uint64_t timeout_ns)
 		ts.tv_nsec = (long)(timeout_ns % 1000000000ULL);
 		tsp = &ts;
 	}
-	long r = syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, expected, tsp, NULL, 0);
+	long r = prim_syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, expected, tsp, NULL, 0);
 	if (r != 0 && errno == ETIMEDOUT)
 		return -1;
 	return 0;
@@ -631,7 +631,7 @@ int prim_futex_wait(atomic_uint *addr, unsigned expected, uint64_t timeout_ns)
 
 void prim_futex_wake(atomic_uint *addr, int count)
 {
-	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
+	prim_syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
 }
 
 static _Atomic uint64_t mapped_bytes;
@@ -799,7 +799,7 @@ int prim_msync(void *addr, size_t len)
 
 int prim_uffd_open(bool user_mode_only)
 {
-	return (int)syscall(SYS_userfaultfd,
+	return (int)prim_syscall(SYS_userfaultfd,
 			    O_CLOEXEC | O_NONBLOCK | (user_mode_only ? UFFD_USER_MODE_ONLY : 0));
 }
 
@@ -828,15 +828,15 @@ void prim_yield(void) { sched_yield(); }
 
 bool prim_membarrier_register(void)
 {
-	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	long cmds = prim_syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
 		return false;
-	return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	return prim_syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
 int prim_membarrier(void)
 {
-	return (int)syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+	return (int)prim_syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
 }
 
 /* Drepper's three-state futex mutex: 0 free, 1 locked, 2 locked with
@@ -880,12 +880,12 @@ void prim_set_interrupted_sigmask(void *ucontext, const sigset_t *mask)
 
 ssize_t prim_read_file(const char *path, char *buf, size_t len)
 {
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	int fd = (int)prim_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	long n = syscall(SYS_read, fd, buf, len - 1);
+	long n = prim_syscall(SYS_read, fd, buf, len - 1);
 	int e = errno;
-	syscall(SYS_close, fd);
+	prim_syscall(SYS_close, fd);
 	if (n < 0) {
 		errno = e;
 		return -1;
@@ -917,25 +917,25 @@ bool prim_same_file(const char *a, const char *b)
 
 int prim_sys_mlock(void *addr, size_t len, bool on_fault)
 {
-	return (int)syscall(SYS_mlock2, addr, len, on_fault ? MLOCK_ONFAULT : 0);
+	return (int)prim_syscall(SYS_mlock2, addr, len, on_fault ? MLOCK_ONFAULT : 0);
 }
 
-int prim_sys_mlockall(int flags) { return (int)syscall(SYS_mlockall, flags); }
+int prim_sys_mlockall(int flags) { return (int)prim_syscall(SYS_mlockall, flags); }
 
-int prim_sys_munlockall(void) { return (int)syscall(SYS_munlockall); }
+int prim_sys_munlockall(void) { return (int)prim_syscall(SYS_munlockall); }
 
 bool prim_capable_ipc_lock(void)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-	if (syscall(SYS_capget, &h, d) != 0)
+	if (prim_syscall(SYS_capget, &h, d) != 0)
 		return false;
 	return (d[CAP_TO_INDEX(CAP_IPC_LOCK)].effective & CAP_TO_MASK(CAP_IPC_LOCK)) != 0;
 }
 
 int prim_get_rlimit(int resource, struct rlimit *rl)
 {
-	return syscall(SYS_prlimit64, 0, resource, NULL, rl) == 0 ? 0 : -1;
+	return prim_syscall(SYS_prlimit64, 0, resource, NULL, rl) == 0 ? 0 : -1;
 }
 
 /* /proc/self/task/TID/<what> into buf (NUL-terminated, trailing newline

@@ -33,6 +33,11 @@ void runtime_cpu_relax(void)
 }
 
 /* own_fd_any first: one load while the runtime holds no descriptor. */
+long runtime_syscall6(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
+{
+	return prim_syscall6(nr, a0, a1, a2, a3, a4, a5);
+}
+
 bool runtime_fd_is_own(int fd)
 {
 	return __builtin_expect(own_fd_any(), 0) && own_fd_is(fd);

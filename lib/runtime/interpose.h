@@ -70,6 +70,10 @@ void runtime_interposer_unlock(void);
  * finishing the same one-time set-up). */
 void runtime_cpu_relax(void);
 
+/* A system call by number, never through the preload's syscall(2) wrapper
+ * (prim_syscall6): what that wrapper forwards to. */
+long runtime_syscall6(long nr, long a0, long a1, long a2, long a3, long a4, long a5);
+
 /* Whether fd is one of the runtime's own descriptors (own_fds.h), which the
  * program's close, dup and fcntl must not reach: they fail with EBADF. */
 bool runtime_fd_is_own(int fd);

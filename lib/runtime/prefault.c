@@ -6,7 +6,9 @@
 #include "recovery/restore.h"
 #include "track/tracker.h"
 #include "prim/prim.h"
+#include "runtime/runtime.h"
 
+#include <errno.h>
 #include <string.h>
 
 bool prefault_range(void *buf, size_t len)
@@ -18,41 +20,6 @@ bool prefault_range(void *buf, size_t len)
 	restore_prefault(buf, len);
 	tracker_prefault(buf, len);
 	return true;
-}
-
-bool prefault_read_on(int fd, ssize_t got, size_t want, const void *buf)
-{
-	if (got <= 0 || (size_t)got >= want || !heap_contains((const char *)buf + got))
-		return false;
-	struct stat st;
-	return prim_fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-bool prefault_iov(const struct iovec *iov, int n)
-{
-	bool any = false;
-	for (int i = 0; i < n; i++)
-		any |= prefault_range(iov[i].iov_base, iov[i].iov_len);
-	return any;
-}
-
-bool prefault_msg(const struct msghdr *m)
-{
-	bool any = prefault_iov(m->msg_iov, (int)m->msg_iovlen);
-	any |= prefault_range(m->msg_name, m->msg_namelen);
-	any |= prefault_range(m->msg_control, m->msg_controllen);
-	return any;
-}
-
-bool prefault_addr(void *addr, socklen_t *len)
-{
-	bool any = false;
-	if (len != NULL) {
-		any |= prefault_range(len, sizeof(*len));
-		if (addr != NULL)
-			any |= prefault_range(addr, *len);
-	}
-	return any;
 }
 
 /* Not inlined: glibc declares poll's array write-only (access attribute),
@@ -150,4 +117,50 @@ char *prefault_getcwd(char *(*real_getcwd)(char *, size_t), char *buf, size_t n)
 		r = real_getcwd(buf, n);
 	} while (r == NULL && errno == EFAULT && in_heap && round++ < PREFAULT_RETRIES);
 	return r;
+}
+
+/* ---- the table's calls (prefault.h, "pinned for the call") ---- */
+
+static void pin_range(void *ctx, void *addr, size_t len)
+{
+	struct prefault_pins *p = ctx;
+	if (len == 0 || !heap_contains(addr))
+		return;
+	p->in_heap = true;
+	/* Lazy restore first, as prefault_range. */
+	restore_prefault(addr, len);
+	if (!runtime_kernel_writes_fault())
+		return;
+	if (p->n < PREFAULT_PINS) {
+		int rc = runtime_try_pin_writable(addr, len);
+		if (rc == 0) {
+			p->pin[p->n].addr = addr;
+			p->pin[p->n].len = len;
+			p->n++;
+			return;
+		}
+	}
+	tracker_prefault(addr, len);
+	p->retry = true;
+}
+
+void prefault_pin_begin(struct prefault_pins *p, long nr, const unsigned long a[6])
+{
+	p->n = 0;
+	p->in_heap = false;
+	p->retry = false;
+	syscall_outputs(nr, a, pin_range, p);
+}
+
+void prefault_pin_end(struct prefault_pins *p)
+{
+	if (p->n == 0)
+		return;
+	int e = errno;
+	/* The pages stay writable and written until the next collection, so
+	 * the epoch after the call takes what the kernel wrote. */
+	for (unsigned i = 0; i < p->n; i++)
+		runtime_unpin(p->pin[i].addr, p->pin[i].len);
+	p->n = 0;
+	errno = e;
 }

@@ -5,16 +5,19 @@
  *
  * Owns: the EFAULT policy.  With the mprotect tracker a clean heap page is
  * read-only, and a kernel write into it fails with EFAULT instead of
- * faulting.  A buffer's part inside the heap is pre-faulted before the call
- * (a page not yet restored lazily is restored first, restore.h; then the
- * pages become writable and count as written, tracker_prefault).  An epoch
- * can re-protect the buffer between the pre-fault and the system call when
- * the caller is outside a FASE; the kernel then fails before consuming any
- * data, so the call is pre-faulted and retried, at most PREFAULT_RETRIES
- * times.  Calls that consume something before their write-back fails (poll,
- * select after its timeout or signal) wait on a copy on the stack instead.  With the
- * uffd tracker the kernel resolves such writes itself and the pre-fault only
- * restores.  preload/syscalls.c wraps each call with these.
+ * faulting.  Every call of lib/runtime/syscall_outputs.tab (each libc entry
+ * point there and syscall(2)) has the outputs the table names pinned
+ * writable for its duration (PREFAULT_SYSCALL, below).  The few calls it
+ * names as hand-made here keep the older policy: a buffer's part inside the
+ * heap is pre-faulted before the call (a page not yet restored lazily is
+ * restored first, restore.h; then the pages become writable and count as
+ * written, tracker_prefault), and as an epoch can re-protect it before the
+ * kernel writes when the caller is outside a FASE, the call is retried on
+ * EFAULT (epoll_wait, whose kernel fails before taking an event; stdio's
+ * reads; getcwd); poll and select, which consume a timeout or a signal
+ * before their write-back, wait on a copy on the stack instead.  With the
+ * uffd tracker the kernel resolves such writes itself and only the lazy
+ * restore is done.
  */
 #ifndef PMT_PREFAULT_H
 #define PMT_PREFAULT_H
@@ -28,28 +31,14 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "runtime/syscall_outputs.h"
+
 /* A few rounds are plenty: each needs an epoch to land exactly between the
  * pre-fault and the kernel's write. */
 #define PREFAULT_RETRIES 4
 
 /* Pre-fault [buf, buf+len) where it lies in the heap; whether it does. */
 bool prefault_range(void *buf, size_t len);
-/* The same for every buffer of an iovec array, of a message (its iovecs,
- * name and control data), of an address and its length (the kernel writes
- * up to *len bytes at addr and writes len itself). */
-bool prefault_iov(const struct iovec *iov, int n);
-bool prefault_msg(const struct msghdr *m);
-bool prefault_addr(void *addr, socklen_t *len);
-
-/* A read into the heap that returned got of want bytes: whether to read on
- * from buf + got.  An epoch may write-protect a page again between the
- * pre-fault and the kernel's copy; the copy stops there and the kernel
- * returns what it copied -- a short read, which a regular file never gives
- * natively short of its end (and programs read files so).  Only a regular
- * file's: on a pipe or a socket a short read is ordinary, and reading on
- * could block. */
-bool prefault_read_on(int fd, ssize_t got, size_t want, const void *buf);
-
 /* The call that returned r on a buffer that touches the heap (in_heap)
  * failed with EFAULT and may be tried again: counts the round. */
 static inline bool prefault_again(long r, bool in_heap, int *round)
@@ -69,6 +58,49 @@ static inline bool prefault_again(long r, bool in_heap, int *round)
 			r_ = (CALL);                           \
 		} while (prefault_again(r_, in_heap_, &round_)); \
 		return r_;                                     \
+	} while (0)
+
+/* ---- the table's calls: pinned for the call ----
+ *
+ * Every libc entry point of lib/runtime/syscall_outputs.tab, and syscall(2)
+ * by number, goes through PREFAULT_SYSCALL: the ranges the table names for
+ * the call that lie in the heap are restored if a lazy restore has not
+ * reached them yet, and under the mprotect tracker pinned writable
+ * (runtime_pin_writable: marked written, and never re-protected by an epoch
+ * until unpinned) for the call's duration.  No epoch can then make the
+ * kernel's write fail, however long the call blocks, so calls that consume
+ * something before they write (wait4 reaps the child, a datagram is taken
+ * off its queue) lose nothing.  Past PREFAULT_PINS ranges, or when the pin
+ * lock is held (a signal handler that interrupted its holder), the rest is
+ * only pre-faulted and the call retried on EFAULT as above.  Under uffd only
+ * the lazy restore is done.  errno is kept across prefault_pin_end. */
+enum { PREFAULT_PINS = 8 };
+
+struct prefault_pins {
+	unsigned n;
+	bool in_heap;	/* some range lies in the heap */
+	bool retry;	/* some range only pre-faulted: retry on EFAULT */
+	struct {
+		void *addr;
+		size_t len;
+	} pin[PREFAULT_PINS];
+};
+
+void prefault_pin_begin(struct prefault_pins *p, long nr, const unsigned long a[6]);
+void prefault_pin_end(struct prefault_pins *p);
+
+/* r = CALL, with system call nr's outputs pinned around it; the system
+ * call's arguments follow (up to six, converted to unsigned long). */
+#define PREFAULT_SYSCALL(r, nr, CALL, ...)                                      \
+	do {                                                                    \
+		const unsigned long a_[6] = { __VA_ARGS__ };                    \
+		struct prefault_pins p_;                                        \
+		int round_ = 0;                                                 \
+		do {                                                            \
+			prefault_pin_begin(&p_, (nr), a_);                      \
+			(r) = (CALL);                                           \
+			prefault_pin_end(&p_);                                  \
+		} while (p_.retry && prefault_again((long)(r), p_.in_heap, &round_)); \
 	} while (0)
 
 /* poll and ppoll write every revents back when they return -- after a

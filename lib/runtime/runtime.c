@@ -104,6 +104,11 @@ static struct closed_figures {
 static struct growth {
 	prim_lock_t lock;
 	bool off;			/* under lock */
+	/* The tracker write-protects clean pages (mprotect): a kernel write
+	 * there fails with EFAULT unless the page is pinned (prefault.h).
+	 * Set under lock once the tracker is open, cleared with off; read
+	 * without the lock (relaxed) on every system call into the heap. */
+	atomic_bool protects;
 } growth = { .lock = PRIM_LOCK_INIT };
 
 enum runtime_state runtime_state(void) { return atomic_load(&rt.state); }
@@ -333,6 +338,7 @@ static void growth_hook_off(void)
 {
 	prim_lock(&growth.lock);
 	growth.off = true;
+	atomic_store_explicit(&growth.protects, false, memory_order_relaxed);
 	prim_unlock(&growth.lock);
 }
 
@@ -375,6 +381,25 @@ static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 
 /* Under growth.lock, like the growth hook: shutdown and a fork child close
  * the tracker under it. */
+bool runtime_kernel_writes_fault(void)
+{
+	return atomic_load_explicit(&growth.protects, memory_order_relaxed);
+}
+
+/* As runtime_pin_writable, but never waiting for the lock: the caller may be
+ * a signal handler that interrupted its own thread inside it (or inside the
+ * tracker's pin lock, taken under it). */
+int runtime_try_pin_writable(void *addr, size_t len)
+{
+	if (!prim_trylock(&growth.lock))
+		return 1;
+	int rc = 0;
+	if (!growth.off && rt.tracker != NULL)
+		rc = tracker_pin_writable(rt.tracker, addr, len);
+	prim_unlock(&growth.lock);
+	return rc;
+}
+
 int runtime_pin_writable(void *addr, size_t len)
 {
 	int rc = 0;
@@ -704,6 +729,8 @@ static int start(void)
 	 * other is adopted or refused, never formatted again. */
 	prim_lock(&growth.lock);
 	growth.off = false;
+	atomic_store_explicit(&growth.protects, strcmp(tracker_name(rt.tracker), "mprotect") == 0,
+			      memory_order_relaxed);
 	prim_unlock(&growth.lock);
 	heap_set_reserve(reserve_heap_pages, rt.pool);
 	if (persist_reserve_undo(rt.pool) != 0)

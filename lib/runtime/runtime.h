@@ -61,6 +61,13 @@ void runtime_atfork_child(void);
  * is one (kernel_stacks.c is the caller).  Without a tracker: 0, nothing. */
 int runtime_pin_writable(void *addr, size_t len);
 void runtime_unpin(void *addr, size_t len);
+/* The same without waiting: 1 when the lock is taken (nothing pinned; a
+ * signal handler may have interrupted its holder), else as above. */
+int runtime_try_pin_writable(void *addr, size_t len);
+/* Whether the tracker write-protects clean heap pages, so that a kernel
+ * write there fails with EFAULT unless pinned (the mprotect tracker); false
+ * under uffd and without a tracker.  One relaxed load. */
+bool runtime_kernel_writes_fault(void);
 
 /* The pool's mapping, [*pool_lo, *pool_hi), and the part of the heap's
  * range the heap has used or reserved so far, [*heap_lo, *heap_hi)

@@ -354,6 +354,10 @@ def gen_preload(syscalls, fns, out_c, out_h):
         real.append('REAL_FN(%s, %s, "%s", (%s))' % (f.ret, f.name, f.name,
                                                      ', '.join(types) or 'void'))
         params = ', '.join(f.fixed + (['...'] if f.variadic else []))
+        # An entry point described as a system call this architecture
+        # lacks (x86-64's stat, lstat, readlink... on aarch64, whose libc
+        # calls the *at forms) has no rule there: it is not wrapped.
+        o.append('#ifdef SYS_%s' % f.sys)
         o.append('PMT_EXPORT %s %s(%s)\n{' % (f.ret, f.name, params))
         names = [param_name(p) for p in f.fixed]
         if f.variadic:
@@ -367,7 +371,8 @@ def gen_preload(syscalls, fns, out_c, out_h):
         args = ', '.join('(unsigned long)(%s)' % a for a in f.args)
         o.append('\tPREFAULT_SYSCALL(ret_, SYS_%s, REAL(%s)(%s), %s);' % (f.sys, f.name,
                                                                 ', '.join(names), args or '0'))
-        o.append('\treturn ret_;\n}\n')
+        o.append('\treturn ret_;\n}')
+        o.append('#endif\n')
     # syscall(2): the rule by number; the call itself by prim_syscall6,
     # which no wrapper sees.
     o.append('''#ifdef PMT_WRAP_SYSCALL

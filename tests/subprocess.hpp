@@ -167,23 +167,37 @@ inline std::string slurp(const std::string &path)
 	return ss.str();
 }
 
+// Where the value of "key" starts in a JSON text, pretty ("key": v, the
+// statistics report) or compact ("key":v, the tools' --json); npos when
+// absent.
+inline size_t json_value_at(const std::string &json, const std::string &key)
+{
+	auto at = json.find("\"" + key + "\":");
+	if (at == std::string::npos)
+		return std::string::npos;
+	at += key.size() + 3;
+	while (at < json.size() && json[at] == ' ')
+		at++;
+	return at;
+}
+
 // The unsigned number after "key": in the stats JSON (-1 when absent).
 inline long long json_number(const std::string &json, const std::string &key)
 {
-	auto at = json.find("\"" + key + "\": ");
+	auto at = json_value_at(json, key);
 	if (at == std::string::npos)
 		return -1;
-	return std::atoll(json.c_str() + at + key.size() + 4);
+	return std::atoll(json.c_str() + at);
 }
 
-// The raw value text after "key": (up to the comma or line end).
+// The raw value text after "key": (up to the comma, closing brace or line
+// end).
 inline std::string json_text(const std::string &json, const std::string &key)
 {
-	auto at = json.find("\"" + key + "\": ");
-	if (at == std::string::npos)
+	auto start = json_value_at(json, key);
+	if (start == std::string::npos)
 		return "";
-	auto start = at + key.size() + 4;
-	auto end = json.find_first_of(",\n", start);
+	auto end = json.find_first_of(",}\n", start);
 	return json.substr(start, end - start);
 }
 

@@ -590,15 +590,30 @@ static void unwatch_pool_faults(void)
  * statistics file, every STATS_PERIOD_NS whatever the epochs do -- while
  * they stall too, so that a stall can be watched (figures that survive a
  * kill -9 as well). */
+/* When the last periodic report was written: set to the start when the
+ * tick is installed, so that the first report comes one period later --
+ * one written at the epoch thread's first turn showed a runtime still
+ * starting ("persistence": false) and was all that a program ending
+ * with _exit(2) within a second left.  Epoch thread only after that. */
+static uint64_t stats_tick_last_ns;
+
 static void stats_tick(void)
 {
 	static struct stats_runtime figures;	/* epoch thread only */
-	static uint64_t last_ns;		/* epoch thread only */
 	uint64_t now = prim_now_ns();
-	if (now - last_ns < STATS_PERIOD_NS)
+	if (now - stats_tick_last_ns < STATS_PERIOD_NS)
 		return;	/* the loop turns far more often: collect only when due */
-	last_ns = now;
+	stats_tick_last_ns = now;
 	runtime_get_stats(&figures);
+	/* The open tracker's figures too (the closed ones are all that
+	 * runtime_get_stats has): its counters are written by this thread,
+	 * its fault count atomically. */
+	if (rt.tracker != NULL) {
+		struct tracker_stats live;
+		tracker_get_stats(rt.tracker, &live);
+		figures.tracker = tracker_name(rt.tracker);
+		tracker_stats_add(&figures.tracker_stats, &live);
+	}
 	stats_periodic(&figures);
 }
 
@@ -777,8 +792,10 @@ static int start(void)
 	log_configuration();
 	quiesce_set_sync_timeout(rt.cfg.sync_timeout_ms);
 	quiesce_set_stall_fn(report_stall);
-	if (rt.cfg.stats_path[0] != '\0' && strcmp(rt.cfg.stats_path, "-") != 0)
+	if (rt.cfg.stats_path[0] != '\0' && strcmp(rt.cfg.stats_path, "-") != 0) {
+		stats_tick_last_ns = prim_now_ns();
 		quiesce_set_tick(stats_tick, STATS_PERIOD_NS);
+	}
 	if (quiesce_start_split(rt.cfg.interval_ms, epoch_on_quiescent, after_epoch, rt.pipeline) != 0)
 		goto fail_pipeline;
 	if (rt.cfg.output == OUTPUT_COMMIT) {

@@ -19,7 +19,7 @@
 #include "uffd_half.h"
 
 extern "C" {
-#include "persist/nvm_log.h"
+#include "persist/nvm_log_test.h"
 #include "recovery/restore.h"
 #include "track/tracker.h"
 }

@@ -22,7 +22,7 @@
 extern "C" {
 #include "epoch/epoch.h"
 #include "persist/nvm.h"
-#include "persist/nvm_log.h"
+#include "persist/nvm_log_test.h"
 #include "track/tracker.h"
 }
 

@@ -26,7 +26,7 @@
 
 extern "C" {
 #include "heap/heap.h"
-#include "persist/nvm_log.h"
+#include "persist/nvm_log_test.h"
 #include "runtime/meta_sums.h"
 #include "quiesce/quiesce.h"
 #include "recovery/restore.h"

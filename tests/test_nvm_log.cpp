@@ -13,6 +13,7 @@ extern "C" {
 #include "base/log.h"
 #include "persist/nvm.h"
 #include "persist/nvm_log.h"
+#include "persist/nvm_log_test.h"
 #include "persist/nvm_sim.h"
 }
 

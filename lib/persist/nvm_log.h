@@ -63,7 +63,13 @@
  * Tests: with a struct nvm_sim_options the device is simulated -- each write
  * and each sync is a primitive, crash_after ends the process after the k-th,
  * and at that crash every write not followed by a sync keeps, sector by
- * sector, its new or its old bytes (survival), in the file itself.
+ * sector, its new or its old bytes (survival), in the file itself
+ * (nvm_log_sim.c).  The test build of the core adds nvm_log_test.h: the
+ * primitives counted, I/O errors injected.
+ *
+ * Files (nvm_log_internal.h, what they share): nvm_log.c the writer and
+ * checkpoints, nvm_log_replay.c replay with its helper thread,
+ * nvm_log_sim.c the simulated device, nvm_log_test.c the test hooks.
  */
 #ifndef PMT_NVM_LOG_H
 #define PMT_NVM_LOG_H
@@ -108,21 +114,12 @@ int nvm_log_format(int fd, const char *path, const struct nvm_log_region *r, boo
  * log-backed mapping).  For the pool's scan bounds (seq_pages). */
 uint64_t nvm_log_touched_end(const struct nvm *n, uint64_t lo, uint64_t hi);
 
-/* Tests: the writes and syncs of the simulated device so far (0 for a real
- * one, or another backend). */
-uint64_t nvm_log_primitives(const struct nvm *n);
-
-/* Tests: the k-th write or sync of the device from now (1: the next) fails
- * with errno err and does nothing, as a device that lost the write; the
- * error is latched (nvm.h).  k = 0 cancels. */
-void nvm_log_fail_io(struct nvm *n, uint64_t k, int err);
-
 /* Checkpoint now when anything is committed since the last one and nothing
  * is pending (a clean close, a test).  0, or the latched error. */
 int nvm_log_checkpoint(struct nvm *n);
 
 /* How replay starts its helper thread, which makes the pages the records
- * touch private ahead of the thread that applies them (nvm_log.c,
+ * touch private ahead of the thread that applies them (nvm_log_replay.c,
  * prefault_main): start creates a thread running fn(arg) (0 or an errno),
  * join waits for it, done (may be NULL) is called by the thread as the last
  * thing it does.  The runtime passes its own threads' (created past the

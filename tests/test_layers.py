@@ -5,7 +5,11 @@ headers only of the directories it may call (never one private to another
 directory: *_backend.h, *_internal.h), and every function its headers
 declare (not static) is named with one of the directory's prefixes, so that
 a name says where it lives.  Inside a directory, a file that others call
-does not call them back (ONE_WAY).  preload/ only forwards: a file of it
+does not call them back (ONE_WAY); a private header X_internal.h is
+included only by the files of X (X*.c, X*.h: nvm_log_internal.h by
+nvm_log*.c).  A test-hook header (lib/<dir>/*_test.h, whose functions only
+the tests' build of the core has: lib/meson.build) is included only by
+tests/ and its own *_test.c (TEST_ONLY).  preload/ only forwards: a file of it
 includes, of lib/, only runtime/interpose.h and base/export.h
 (PRELOAD_MAY_INCLUDE), besides its own headers and the system's.  Exit 1
 naming every include or name that breaks it, and when a directory exists
@@ -129,6 +133,10 @@ def calls_back(d, f, text):
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/([A-Za-z0-9_.]+)"', re.M)
 # Headers private to their directory (persist/nvm_backend.h, track/tracker_backend.h...).
 PRIVATE = re.compile(r'_(backend|internal)\.h$')
+# Test hooks (persist/nvm_log_test.h): compiled only into the tests' core.
+TEST_ONLY = re.compile(r'_test\.h$')
+# Where code that ships (or is built with what ships) lives, besides lib/.
+SHIPPED_DIRS = ('preload', 'recover', 'fuzz', 'bench', 'tools', 'examples')
 # Any quoted include, with or without a directory (preload/'s own headers have none).
 QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -151,6 +159,38 @@ def check_preload(root):
             bad.append(f'preload/{f} includes "{header}": preload/ only forwards and includes '
                        'of lib/ only runtime/interpose.h and base/export.h; call what '
                        'interpose.h offers, or add an entry point there')
+    return bad
+
+
+def private_to_files(d, f, header):
+    """lib/<d>/<f> includes lib/<d>/<header>, an X_internal.h, and is no file of X."""
+    m = re.search(r'^(.*)_internal\.h$', header)
+    if m is None or f.startswith(m.group(1)):
+        return []
+    return [f'lib/{d}/{f} includes {d}/{header}, private to {d}/{m.group(1)}*: '
+            f'use the module\'s public header, or move what it needs there']
+
+
+def test_hook_includes(root):
+    """Who includes a test-hook header (*_test.h) outside tests/: only its own
+    lib/<dir>/*_test.c may."""
+    bad = []
+    for top in ('lib',) + SHIPPED_DIRS:
+        for d, _, fs in sorted(os.walk(os.path.join(root, top))):
+            for f in sorted(fs):
+                if not f.endswith(('.c', '.h', '.cpp', '.cc')):
+                    continue
+                path = os.path.join(d, f)
+                with open(path, encoding='utf-8', errors='replace') as fh:
+                    text = COMMENT.sub('', fh.read())
+                for header in QUOTED_INCLUDE.findall(text):
+                    if not TEST_ONLY.search(header):
+                        continue
+                    if f.endswith('.c') and os.path.basename(header) == f[:-2] + '.h':
+                        continue
+                    bad.append(f'{os.path.relpath(path, root)} includes "{header}": its test '
+                               'hooks exist only in the tests\' build of the core; call them '
+                               'from tests/ only')
     return bad
 
 
@@ -177,10 +217,13 @@ def main(root):
                 elif dep != d and PRIVATE.search(header):
                     bad.append(f'lib/{d}/{f} includes {dep}/{header}, private to {dep}/: '
                                f'use {dep}/\'s public header')
+                elif dep == d:
+                    bad.extend(private_to_files(d, f, header))
             if f.endswith('.h'):
                 bad.extend(misnamed(d, f, text))
             bad.extend(calls_back(d, f, text))
     bad.extend(check_preload(root))
+    bad.extend(test_hook_includes(root))
     for b in bad:
         print(b)
     print(f'{len(bad)} layering or naming violation(s)')

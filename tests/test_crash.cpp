@@ -20,6 +20,7 @@
 
 extern "C" {
 #include "persist/nvm_log_test.h"
+#include "persist/nvm_sim_test.h"
 #include "recovery/restore.h"
 #include "track/tracker.h"
 }

@@ -23,6 +23,7 @@ extern "C" {
 #include "epoch/epoch.h"
 #include "persist/nvm.h"
 #include "persist/nvm_log_test.h"
+#include "persist/nvm_sim_test.h"
 #include "track/tracker.h"
 }
 

@@ -27,6 +27,7 @@
 extern "C" {
 #include "heap/heap.h"
 #include "persist/nvm_log_test.h"
+#include "persist/nvm_sim_test.h"
 #include "runtime/meta_sums.h"
 #include "quiesce/quiesce.h"
 #include "recovery/restore.h"

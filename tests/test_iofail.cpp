@@ -10,6 +10,7 @@
 #include "subprocess.hpp"
 
 extern "C" {
+#include "persist/nvm_sim_test.h"
 #include "track/fault_signal.h"
 }
 

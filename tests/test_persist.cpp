@@ -4,6 +4,10 @@
 // brings the image back (crash behaviour is in test_crash.cpp).
 #include "pool_test_util.h"
 
+extern "C" {
+#include "persist/nvm_sim_test.h"
+}
+
 #include <atomic>
 #include <chrono>
 #include <random>

@@ -10,10 +10,13 @@
  * its new content or reverts to the media, each line independently, and the
  * result is written to the file.  So a missing flush or fence shows up as a
  * lost line in some crash, which kill -9 on a page-cache file never shows.
- * See nvm.h.
+ * See nvm.h.  Its state is nvm_sim_internal.h's; what only tests ask of it
+ * (a crash now, a fence failed, the media read) is nvm_sim_test.c's, in the
+ * tests' build only.
  */
 #include "persist/nvm_backend.h"
 #include "persist/nvm_sim.h"
+#include "persist/nvm_sim_internal.h"
 
 #include "base/log.h"
 #include "prim/prim.h"
@@ -22,22 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-struct sim_line {
-	size_t off;			/* line offset in the mapping */
-	unsigned char data[NVM_LINE];	/* content when flushed */
-};
-
-struct sim_state {
-	unsigned char *media;
-	struct sim_line *pending;	/* flushed since the last fence, in order */
-	size_t npending, cap;
-	uint64_t primitives;
-	uint64_t rng;
-	int fail_err;		/* errno fence number fail_at fails with */
-	uint64_t fail_at;	/* counted in fences from the request; 0: none */
-	struct nvm_sim_options opt;
-};
 
 static const struct nvm_ops sim_ops;
 
@@ -49,7 +36,7 @@ static uint64_t splitmix64(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
-static struct sim_state *sim_of(const struct nvm *n)
+struct sim_state *nvm_sim_of(const struct nvm *n)
 {
 	return n != NULL && n->ops == &sim_ops ? n->impl : NULL;
 }
@@ -59,7 +46,7 @@ static void count_primitive(struct nvm *n)
 	struct sim_state *s = n->impl;
 	s->primitives++;
 	if (s->opt.crash_after != 0 && s->primitives == s->opt.crash_after)
-		nvm_sim_crash(n);
+		nvm_sim_lose_power(n, s);
 }
 
 static void sim_flush(struct nvm *n, const void *addr, size_t len)
@@ -90,6 +77,8 @@ static void sim_flush(struct nvm *n, const void *addr, size_t len)
 static void sim_fence(struct nvm *n)
 {
 	struct sim_state *s = n->impl;
+#ifdef PMT_TEST_HOOKS
+	/* nvm_sim_fail_fence (nvm_sim_test.h): this fence fails. */
 	if (s->fail_at != 0 && --s->fail_at == 0) {
 		/* Like a device that lost the write: none of the pending lines
 		 * reaches the media. */
@@ -99,6 +88,7 @@ static void sim_fence(struct nvm *n)
 		count_primitive(n);
 		return;
 	}
+#endif
 	for (size_t i = 0; i < s->npending; i++)
 		memcpy(s->media + s->pending[i].off, s->pending[i].data, NVM_LINE);
 	s->npending = 0;
@@ -135,12 +125,8 @@ bool nvm_sim_survives(enum nvm_sim_survival survival, uint64_t *rng)
 	}
 }
 
-void nvm_sim_crash(struct nvm *n)
+void nvm_sim_lose_power(struct nvm *n, struct sim_state *s)
 {
-	struct sim_state *s = sim_of(n);
-	if (s == NULL)
-		log_fatal("nvm_sim_crash on the %s backend (only the simulator can crash)",
-			  n ? n->ops->name : "(none)");
 	unsigned char *map = n->base;
 	const size_t chunk = 4096;
 	for (size_t off = 0; off < n->len; off += chunk) {
@@ -156,27 +142,6 @@ void nvm_sim_crash(struct nvm *n)
 	if (s->opt.on_crash != NULL)
 		s->opt.on_crash(s->opt.on_crash_arg);
 	prim_exit_now(NVM_SIM_CRASH_EXIT);
-}
-
-uint64_t nvm_sim_primitives(const struct nvm *n)
-{
-	struct sim_state *s = sim_of(n);
-	return s ? s->primitives : 0;
-}
-
-void nvm_sim_fail_fence(struct nvm *n, uint64_t k, int err)
-{
-	struct sim_state *s = sim_of(n);
-	if (s == NULL)
-		log_fatal("nvm_sim_fail_fence on a %s mapping (simulator only)", n->ops->name);
-	s->fail_at = k;
-	s->fail_err = err;
-}
-
-const void *nvm_sim_media(const struct nvm *n)
-{
-	struct sim_state *s = sim_of(n);
-	return s ? s->media : NULL;
 }
 
 /* The media starts as the file's current content.  Copy only the file's

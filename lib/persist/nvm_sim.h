@@ -43,17 +43,7 @@ struct nvm_sim_options {
 };
 #define NVM_SIM_CRASH_EXIT 86
 
-/* Simulator only: crash now (apply the random survival of unfenced lines to
- * the file and call on_crash).  Count of primitives issued so far. */
-__attribute__((noreturn)) void nvm_sim_crash(struct nvm *n);
-uint64_t nvm_sim_primitives(const struct nvm *n);
-/* Simulator only: the k-th fence issued from now (1: the next) fails with
- * errno err, as msync does when the device fails: its pending lines never
- * reach the media, and the error is latched (nvm.h).  k = 0 cancels. */
-void nvm_sim_fail_fence(struct nvm *n, uint64_t k, int err);
-/* Simulator only: the media image (len bytes, same layout as the mapping):
- * what would be in the file if the machine lost power with every unfenced
- * line lost.  NULL for other backends. */
-const void *nvm_sim_media(const struct nvm *n);
+/* The test build of the core adds nvm_sim_test.h: a crash now, the
+ * primitives counted, a fence failed, the media image. */
 
 #endif

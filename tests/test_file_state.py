@@ -5,8 +5,10 @@ defines at most LIMIT mutable variables at file scope (static or not,
 thread-local included; const objects, extern declarations, functions and
 types are not state).  State that belongs together is one struct whose
 fields say what guards them, so a reader finds it in one place and a fork
-child resets it in one place.  Exit 1 naming every file over the limit and
-its variables; with --list, print every file's count."""
+child resets it in one place.  A header (lib/**/*.h, the private ones that
+split files share included: nvm_log_internal.h) defines none: each file
+including it would get its own copy.  Exit 1 naming every file over the
+limit and its variables; with --list, print every file's count."""
 import os
 import re
 import sys
@@ -140,6 +142,11 @@ def mutable_variables(decl):
         idents = [m for m in IDENT.finditer(d) if m.group(0) not in KEYWORDS]
         if not idents:
             continue
+        # A '(' not opening '(*' opens a function's parameters: a prototype,
+        # whatever pointers to functions its parameters are.
+        paren = d.find('(')
+        if paren >= 0 and not d[paren + 1:].lstrip().startswith('*'):
+            continue
         # Inside (*name)(...), the name is the one after the '(*': an
         # object, a pointer to a function.
         pointer = re.search(r'\(\s*\*\s*(?:const\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*\)', d)
@@ -173,6 +180,8 @@ SAMPLES = [
      '/* static int no_c; */\n', ['at']),
     ('static struct slab { int n; } *_Atomic slabs;\nstruct quiesce_rec rec = { .depth = 1 };\n',
      ['slabs', 'rec']),
+    ('void set_helper(int (*start)(void *), void (*done)(void), bool busy);\n'
+     'static int (*const fixed)(void) = 0;\nint (*cb)(int);\n', ['cb']),
 ]
 
 
@@ -207,7 +216,7 @@ def main(argv):
     files = 0
     for d, _, fs in sorted(os.walk(lib)):
         for f in sorted(fs):
-            if not f.endswith('.c'):
+            if not f.endswith(('.c', '.h')):
                 continue
             path = os.path.join(d, f)
             rel = os.path.relpath(path, root)
@@ -215,13 +224,19 @@ def main(argv):
             files += 1
             if listing:
                 print(f'{len(names):3d} {rel}: {", ".join(names)}')
-            if len(names) > LIMIT:
+            if f.endswith('.h'):
+                if names:
+                    bad.append(f'{rel} defines mutable variables at file scope: '
+                               f'{", ".join(names)}; a header declares (extern) what one .c '
+                               'file defines, or each file including it gets its own copy')
+            elif len(names) > LIMIT:
                 bad.append(f'{rel} defines {len(names)} mutable variables at file scope (at most '
                            f'{LIMIT}): {", ".join(names)}; gather the ones that belong together '
                            'into a struct whose fields say which lock or atomic guards them')
     for b in bad:
         print(b)
-    print(f'{files} files, {len(bad)} over {LIMIT} mutable file-scope variables')
+    print(f'{files} files, {len(bad)} over {LIMIT} mutable file-scope variables (a .c) or '
+          'defining any (a header)')
     return 1 if bad or files == 0 else 0
 
 

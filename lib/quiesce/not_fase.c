@@ -87,7 +87,8 @@ bool fase_excluded_acquire(const void *lock, const void *site)
 		if (site_verdict((uintptr_t)site) == VERDICT_UNKNOWN) {
 			site_remember((uintptr_t)site, v);
 			if (excluded)
-				atomic_fetch_add_explicit(&quiesce_counters.not_fase_sites, 1, memory_order_relaxed);
+				atomic_fetch_add_explicit(&quiesce_counters.not_fase_sites, 1,
+							  memory_order_relaxed);
 		}
 	}
 	if (v != VERDICT_EXCLUDED || quiesce_self.n_excluded == QUIESCE_MAX_EXCLUDED)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gate -- the records (one per thread, in slabs), the gate and the FASE
  * levels: the slow halves of the inline fast paths in quiesce.h (a thread's
- * first record, waiting while an epoch is due), a lock re-acquired by a
- * condition wait, and the membarrier(2) registration that lets the fast path
+ * first record, waiting while an epoch is due), a condition wait's lock
+ * released and re-acquired, and the membarrier(2) registration that lets the fast path
  * skip its fence.  The epoch thread's side of the gate is attempt.c. */
 #include "quiesce/quiesce_internal.h"
 
@@ -196,6 +196,18 @@ void fase_reenter_lock(const void *lock, const void *site)
 }
 
 void fase_leave(void) { fase_leave_fast(); }
+
+/* The other half of fase_reenter_lock: a condition wait releases lock.  An
+ * excluded lock (not_fase.c) took no level and leaves none.  Here, beside
+ * fase_wake_epoch, so that the leave's wake-up is inlined as in fase_leave. */
+bool fase_cond_leave(const void *lock)
+{
+	for (unsigned i = 0; i < quiesce_self.n_excluded; i++)
+		if (quiesce_self.excluded[i] == lock)
+			return false;
+	fase_leave_fast();
+	return true;
+}
 
 void fase_pass_gate(void)
 {

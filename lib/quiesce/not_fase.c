@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* not_fase -- PMTHREADS_NOT_FASE: the call sites whose locks the user said
  * are no critical section, asked of the classifier once per site and cached
- * by address; the locks such sites hold, per thread (they take no level, and
- * a condition wait on one leaves none). */
+ * by address; the locks such sites hold, per thread (they take no level;
+ * fase_cond_leave in gate.c leaves none for them either). */
 #include "quiesce/quiesce_internal.h"
 
 #include <stdatomic.h>
@@ -107,13 +107,4 @@ bool fase_excluded_release(const void *lock)
 			return true;
 		}
 	return false;
-}
-
-bool fase_cond_leave(const void *lock)
-{
-	for (unsigned i = 0; i < quiesce_self.n_excluded; i++)
-		if (quiesce_self.excluded[i] == lock)
-			return false;
-	fase_leave_fast();
-	return true;
 }

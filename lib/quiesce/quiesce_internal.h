@@ -6,7 +6,8 @@
  * lib/quiesce/; everything else uses quiesce.h.
  *
  *   gate.c             the records (one per thread), the gate, FASE enter
- *                      and leave, membarrier's registration
+ *                      and leave (a condition wait's too), membarrier's
+ *                      registration
  *   runtime_scope.c    the runtime's own code: a private record per scope
  *   not_fase.c         PMTHREADS_NOT_FASE: call sites whose locks are no FASE
  *   attempt.c          one attempt at a quiescent point: close the gate, wait

@@ -12,7 +12,7 @@
  * alternate (ROUNDS pairs, which one goes first alternating too), the rates
  * are medians and the ratio is the median of the per-pair ratios, with the
  * smallest and largest.
- * Every heap operation includes its fase_enter/fase_leave (quiesce.c); no
+ * Every heap operation includes its fase_enter/fase_leave (quiesce/gate.c); no
  * epoch thread runs, so this is the allocator's cost, not persistence's.
  *
  * Usage: bench_heap [pairs-per-thread-in-thousands]   (default 2000)

@@ -7,8 +7,13 @@ types are not state).  State that belongs together is one struct whose
 fields say what guards them, so a reader finds it in one place and a fork
 child resets it in one place.  A header (lib/**/*.h, the private ones that
 split files share included: nvm_log_internal.h) defines none: each file
-including it would get its own copy.  Exit 1 naming every file over the
-limit and its variables; with --list, print every file's count."""
+including it would get its own copy.  State a file shares with the other
+files of its directory (a mutable variable defined without static) is
+declared extern in a header of that directory, where its fields say what
+guards them (quiesce/quiesce_internal.h, heap/heap_layout.h).  Exit 1 naming
+every file over the limit and its variables, every header defining one, and
+every shared variable no header declares; with --list, print every file's
+count."""
 import os
 import re
 import sys
@@ -185,12 +190,24 @@ SAMPLES = [
 ]
 
 
+# What the shared ones must be among them.
+SHARED_SAMPLES = [
+    ('static int a;\nint b, c = 1;\nstruct quiesce_epoch quiesce_epoch = { .lock = 0 };\n'
+     'static struct { int x; } st;\n__thread struct t self __attribute__((tls_model("x")));\n',
+     ['b', 'c', 'quiesce_epoch', 'self']),
+]
+
+
 def self_test():
     bad = []
     for text, want in SAMPLES:
         got = text_state(text)
         if got != want:
             bad.append(f'the count itself is wrong: {text!r} gives {got}, expected {want}')
+    for text, want in SHARED_SAMPLES:
+        got = text_state(text, shared_only=True)
+        if got != want:
+            bad.append(f'the shared count itself is wrong: {text!r} gives {got}, expected {want}')
     return bad
 
 
@@ -199,12 +216,30 @@ def file_state(path):
         return text_state(fh.read())
 
 
-def text_state(text):
+STATIC = re.compile(r'(__extension__\s+)*static\b')
+
+
+def text_state(text, shared_only=False):
+    """The mutable file-scope variables text defines; shared_only: only those
+    defined without static (visible to the other files)."""
     code = strip_comments_and_preprocessor(text)
     names = []
     for decl in top_level_declarations(code):
+        if shared_only and STATIC.match(strip_attributes(decl).lstrip()):
+            continue
         names.extend(mutable_variables(decl))
     return names
+
+
+def undeclared_shared(path):
+    """The variables path defines without static that no header of its
+    directory declares extern."""
+    d = os.path.dirname(path)
+    headers = ''.join(strip_comments_and_preprocessor(open(os.path.join(d, h), encoding='utf-8').read())
+                      for h in sorted(os.listdir(d)) if h.endswith('.h'))
+    with open(path, encoding='utf-8') as fh:
+        shared = text_state(fh.read(), shared_only=True)
+    return [n for n in shared if not re.search(r'\bextern\b[^;]*\b' + re.escape(n) + r'\b', headers)]
 
 
 def main(argv):
@@ -233,10 +268,14 @@ def main(argv):
                 bad.append(f'{rel} defines {len(names)} mutable variables at file scope (at most '
                            f'{LIMIT}): {", ".join(names)}; gather the ones that belong together '
                            'into a struct whose fields say which lock or atomic guards them')
+            for n in undeclared_shared(path):
+                bad.append(f'{rel} defines {n} without static, and no header of its directory '
+                           'declares it: make it static, or declare it extern in the directory\'s '
+                           '(private) header with a note per field on what guards it')
     for b in bad:
         print(b)
-    print(f'{files} files, {len(bad)} over {LIMIT} mutable file-scope variables (a .c) or '
-          'defining any (a header)')
+    print(f'{files} files, {len(bad)} over {LIMIT} mutable file-scope variables (a .c), defining any '
+          '(a header) or shared undeclared')
     return 1 if bad or files == 0 else 0
 
 

@@ -56,6 +56,13 @@ PREFIXES = {
 # calling runtime_* from it would make the two depend on each other.
 ONE_WAY = {
     'runtime/stats': ({'runtime/runtime.h'}, {'runtime'}),
+    # quiesce/, one concern a file (quiesce_internal.h): the epoch loop
+    # makes attempts, an attempt reports to stall detection, and the end of
+    # the process counts the runtime's threads -- never the other way.
+    'quiesce/attempt': (set(), {'quiesce_start', 'quiesce_stop', 'quiesce_sync'}),
+    'quiesce/stall_detect': (set(), {'quiesce_attempt', 'quiesce_start', 'quiesce_stop'}),
+    'quiesce/internal_threads': (set(), {'quiesce_end', 'quiesce_no_app_thread',
+                                         'quiesce_app_thread', 'quiesce_set_last_thread_fn'}),
 }
 # What a file of preload/ may include of lib/: the one interface the runtime
 # offers its interposers and symbol visibility.  Anything else of lib/ is

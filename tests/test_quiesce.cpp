@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <mutex>
 #include <pthread.h>
 #include <thread>
 #include <unistd.h>
@@ -475,4 +476,110 @@ TEST_CASE("an internal thread's stack is the runtime's memory until it is joined
 	REQUIRE(quiesce_join_internal_thread(th, &ret) == 0);
 	CHECK(ret == (void *)1);
 	CHECK(prim_mapped_bytes() == before);
+}
+
+// The epoch thread's schedule (lib/quiesce/epoch_loop.c): what a late, a
+// carried-over and a blocked attempt do to when the next one is due.
+namespace {
+struct schedule_probe {
+	unsigned after_ms = 0;	// each write-back's length
+	int carry = 0;		// how many of the first write-backs are carried over
+	std::atomic<int> afters{ 0 };
+	std::mutex m;
+	std::vector<clk::time_point> points;	// each quiescent point
+};
+
+void probe_point(void *arg)
+{
+	auto *p = static_cast<schedule_probe *>(arg);
+	std::lock_guard<std::mutex> g(p->m);
+	p->points.push_back(clk::now());
+}
+
+quiesce_outcome probe_after(void *arg)
+{
+	auto *p = static_cast<schedule_probe *>(arg);
+	if (p->after_ms != 0)
+		std::this_thread::sleep_for(std::chrono::milliseconds(p->after_ms));
+	return p->afters++ < p->carry ? QUIESCE_CARRIED : QUIESCE_DURABLE;
+}
+
+size_t probe_points(schedule_probe &p)
+{
+	std::lock_guard<std::mutex> g(p.m);
+	return p.points.size();
+}
+
+uint64_t ms_between(clk::time_point a, clk::time_point b)
+{
+	return (uint64_t)std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
+}
+} // namespace
+
+TEST_CASE("a write-back that overruns the interval makes the next epoch late", "[quiesce]")
+{
+	// 10 ms interval, 30 ms write-backs: every epoch after the first is
+	// due before its predecessor's write-back ends, so it starts at once
+	// and is counted late.
+	schedule_probe p;
+	p.after_ms = 30;
+	quiesce_stats before{}, after{};
+	quiesce_get_stats(&before);
+	REQUIRE(quiesce_start_split(10, probe_point, probe_after, &p) == 0);
+	for (int i = 0; i < 500 && probe_points(p) < 6; i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	quiesce_stop(false);
+	quiesce_get_stats(&after);
+	uint64_t epochs = after.epochs - before.epochs, late = after.late_epochs - before.late_epochs;
+	REQUIRE(epochs >= 6);
+	CHECK(late + 1 >= epochs);
+	CHECK(after.late_ns_total > before.late_ns_total);
+}
+
+TEST_CASE("a carried-over epoch is completed at once and keeps the period", "[quiesce]")
+{
+	// 1 s interval; the first write-back is carried over: its retry comes
+	// at once, not an interval later, and the epoch after it is due one
+	// interval after the first, not at once again.
+	schedule_probe p;
+	p.carry = 1;
+	REQUIRE(quiesce_start_split(1000, probe_point, probe_after, &p) == 0);
+	for (int i = 0; i < 1000 && probe_points(p) < 3; i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	quiesce_stop(false);
+	std::lock_guard<std::mutex> g(p.m);
+	REQUIRE(p.points.size() >= 3);
+	CHECK(ms_between(p.points[0], p.points[1]) < 500);
+	CHECK(ms_between(p.points[0], p.points[2]) >= 900);
+}
+
+TEST_CASE("a FASE that blocked an attempt defers the next ones instead of blocking them too", "[quiesce]")
+{
+	// 10 ms interval (a 20 ms bound); a lock held for 400 ms: one attempt
+	// is abandoned, the ones due while the lock stays held are deferred
+	// (one an interval) and close no gate.
+	std::atomic<long> n{ 0 };
+	quiesce_stats before{}, after{};
+	quiesce_get_stats(&before);
+	pthread_mutex_t l = PTHREAD_MUTEX_INITIALIZER;
+	std::atomic<bool> holding{ false };
+	REQUIRE(quiesce_start(10, count_epoch, &n) == 0);
+	std::thread holder([&] {
+		lock(&l);
+		holding = true;
+		std::this_thread::sleep_for(std::chrono::milliseconds(400));
+		unlock(&l);
+	});
+	holder.join();
+	long at_release = n;
+	for (int i = 0; i < 400 && n <= at_release; i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(5));
+	quiesce_stop(false);
+	quiesce_get_stats(&after);
+	CHECK(holding);
+	uint64_t abandoned = after.abandoned - before.abandoned;
+	CHECK(abandoned >= 1);
+	CHECK(abandoned <= 2);
+	CHECK(after.attempts_deferred - before.attempts_deferred >= 5);
+	CHECK(n > at_release);
 }

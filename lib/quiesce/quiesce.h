@@ -108,9 +108,9 @@ void quiesce_runtime_become_app(void);
 #ifndef __cplusplus
 /*
  * The lock fast path, inlined into the preload wrappers: every lock/unlock
- * of the application pays for it, and a call into quiesce.c plus the
- * epoch-thread test cost as much as the lock itself.  What it needs of
- * quiesce.c's state is declared here; nothing else may touch it.
+ * of the application pays for it, and a call into gate.c plus the
+ * epoch-thread test cost as much as the lock itself.  What it needs of the
+ * module's state is declared here; nothing outside quiesce/ may touch it.
  *
  * quiesce_self.rec is the calling thread's record (NULL until it
  * registers); quiesce_self.depth a private copy of the record's depth.  The
@@ -187,10 +187,12 @@ extern atomic_uint quiesce_exclusions __attribute__((visibility("hidden")));
  * the persistent heap, whose operations are FASEs of the program's state. */
 static inline bool quiesce_in_runtime(void) { return quiesce_self.runtime != 0; }
 
-/* Slow paths (quiesce.c).  fase_enter_slow: r is the caller's record with
- * depth already set to 1 by the fast path, or NULL for an unregistered
- * thread (depth untouched).  fase_wake_epoch: the last lock of a thread was
- * released while the gate is CLOSING. */
+/* Slow paths (gate.c, not_fase.c).  fase_enter_slow: r is the caller's
+ * record with depth already set to 1 by the fast path, or NULL for an
+ * unregistered thread (depth untouched).  fase_wake_epoch: the epoch thread
+ * is to look again -- here, the last lock of a thread was released while the
+ * gate is CLOSING (quiesce/'s files wake it the same way for their own
+ * reasons: a sync request, stop, the last application thread gone). */
 void fase_enter_slow(struct quiesce_rec *r, const void *lock, const void *site)
 	__attribute__((visibility("hidden")));
 void fase_wake_epoch(void) __attribute__((visibility("hidden")));

@@ -28,7 +28,7 @@
 
 /* Hot: every lock, unlock and condition wait of the program.  The fast paths
  * (fase_enter_lock, fase_leave_lock, fase_acquire_failed, fase_enter_fast,
- * fase_leave_fast) are inline here, a call into quiesce.c costing as much as
+ * fase_leave_fast) are inline here, a call into quiesce/ costing as much as
  * the lock itself; the wrappers also take fase_reenter*, fase_cond_leave,
  * fase_pass_gate, fase_depth and the thread hooks (quiesce_thread_*,
  * quiesce_app_thread_*, quiesce_note_blocking_in_fase) from it. */

@@ -7,7 +7,8 @@ declare (not static) is named with one of the directory's prefixes, so that
 a name says where it lives.  Inside a directory, a file that others call
 does not call them back (ONE_WAY); a private header X_internal.h is
 included only by the files of X (X*.c, X*.h: nvm_log_internal.h by
-nvm_log*.c).  A test-hook header (lib/<dir>/*_test.h, whose functions only
+nvm_log*.c), one named for its directory by every file of it
+(quiesce/quiesce_internal.h).  A test-hook header (lib/<dir>/*_test.h, whose functions only
 the tests' build of the core has: lib/meson.build) is included only by
 tests/ and its own *_test.c (TEST_ONLY).  preload/ only forwards: a file of it
 includes, of lib/, only runtime/interpose.h and base/export.h
@@ -172,7 +173,8 @@ def check_preload(root):
 def private_to_files(d, f, header):
     """lib/<d>/<f> includes lib/<d>/<header>, an X_internal.h, and is no file of X."""
     m = re.search(r'^(.*)_internal\.h$', header)
-    if m is None or f.startswith(m.group(1)):
+    # The directory's own (quiesce/quiesce_internal.h): every file of it.
+    if m is None or f.startswith(m.group(1)) or m.group(1) == d:
         return []
     return [f'lib/{d}/{f} includes {d}/{header}, private to {d}/{m.group(1)}*: '
             f'use the module\'s public header, or move what it needs there']

@@ -825,6 +825,9 @@ static int start(void)
 fail_pipeline:
 	close_pipeline(false);
 fail_tracker:
+	/* The heap may be initialised already (a failed first write to the
+	 * pool, the pipeline): its range is released below. */
+	heap_detach();
 	growth_hook_off();
 	restore_close(rt.restorer);
 	rt.restorer = NULL;

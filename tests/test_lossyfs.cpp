@@ -466,3 +466,47 @@ TEST_CASE("an fsync failing at any step of an epoch keeps the acknowledged one o
 	fs.power_cycle();
 	open_expect(path, acked + 1, 0);
 }
+
+// An fsync failing at the start's first write to the pool (the log's
+// replay checkpoint, the torn copies' invalidation, the clean flag), after
+// the heap was set up in the pool's range: the start fails, the range is
+// released, and a program whose malloc the heap served (PMTHREADS_HEAP=
+// malloc) must go on with the C library's, without persistence.  Before,
+// its next malloc went into the released range: SIGSEGV (found while
+// trying to reproduce issue 39 item 4).
+TEST_CASE("an fsync failing at the start's first write: a malloc-mode program runs on, unpersisted",
+	  "[lossyfs][iofail]")
+{
+	const std::string nvm = GENERATE(std::string("log"), std::string("msync"));
+	const int k = GENERATE(1, 2, 3);
+	INFO("PMTHREADS_NVM=" << nvm << ", the " << k << "-th fsync of the second run fails (EIO)");
+	mounted fs;
+	std::string pool = fs.m.mnt + "/start.pool";
+	std::map<std::string, std::string> env = {
+		{ "LD_PRELOAD", subprocess::env_or_fail("PMT_LIB") },
+		{ "PMTHREADS_HEAP", "malloc" },
+		{ "PMTHREADS_POOL", pool },
+		{ "PMTHREADS_POOL_SIZE", "16M" },
+		{ "PMTHREADS_NVM", nvm },
+		{ "PMTHREADS_INTERVAL_MS", "5" },
+	};
+	const std::string prog = subprocess::env_or_fail("PMT_SLOWSYNC");
+	auto first = subprocess::run({ prog, "1" }, env);
+	INFO(first.describe());
+	REQUIRE(first.exited_ok());
+	REQUIRE(first.out.rfind("sync ok ", 0) == 0);
+	const uint64_t before = checked_epoch(pool);
+	fs.command("fail-fsync-nth " + std::to_string(k) + " " + std::to_string(EIO));
+	auto r = subprocess::run({ prog, "4" }, env);
+	INFO(r.describe());
+	CHECK(r.exited_ok());
+	CHECK(r.out.rfind("sync Input/output error ", 0) == 0);
+	CHECK(r.err.find("Input/output error") != std::string::npos);
+	// Nothing of the failed run is in the pool, whichever step failed.
+	fs.power_cycle();
+	CHECK(checked_epoch(pool) >= before);
+	auto again = subprocess::run({ prog, "1" }, env);
+	INFO(again.describe());
+	CHECK(again.exited_ok());
+	CHECK(again.out.rfind("sync ok ", 0) == 0);
+}

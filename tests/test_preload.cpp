@@ -880,6 +880,109 @@ TEST_CASE("no thread of the runtime until a pool is open; the first nvmalloc sta
 	}
 }
 
+// Where nothing is persisted any more, pmthreads_sync says so (issue 39
+// item 11): a fork child's heap is a private copy, never written to the pool
+// (ENOTSUP, in its own children too), and after the runtime's end at exit a
+// write is not persisted either (ESHUTDOWN: an exit handler registered
+// before the runtime started, which runs after its end).  pmthreads_durable_epoch is 0
+// in a fork child and, after the end, the final epoch; neither rises.
+// Before, sync returned 0 in both, and the durable epoch fell to 0 at exit.
+TEST_CASE("pmthreads_sync fails in a fork child and after the runtime's end; the durable epoch "
+	  "never rises there", "[preload][trackers]")
+{
+	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");
+	const std::string prog = progs + "/prog_forksync";
+	pool_medium::dir dir("forksync");
+	for (const char *heap : { "nvmalloc", "malloc" }) {
+		INFO("PMTHREADS_HEAP=" << heap);
+		std::map<std::string, std::string> env = {
+			{ "LD_PRELOAD", lib },
+			{ "PMTHREADS_POOL", dir.file((std::string(heap) + ".pool").c_str()) },
+			{ "PMTHREADS_POOL_SIZE", "64M" },
+			{ "PMTHREADS_HEAP", heap },
+			{ "PMTHREADS_TRACKER", probe_tracker() },
+			{ "PMTHREADS_INTERVAL_MS", "10" },
+		};
+		pool_medium::child_env(env);
+		run_result r = run({ prog, "fork" }, env);
+		INFO(r.describe());
+		REQUIRE(r.status == 0);
+		std::istringstream out(r.out);
+		std::string word, parent_ok, child_sync, grandchild_sync, after_ok;
+		unsigned long long e = 0, d0 = 1, d1 = 1, e2 = 0;
+		for (std::string line; std::getline(out, line);) {
+			std::istringstream w(line);
+			std::string who, what;
+			w >> who >> what;
+			if (who == "parent" && what == "sync")
+				w >> parent_ok >> e;
+			else if (who == "child" && what == "sync")
+				w >> child_sync;
+			else if (who == "child" && what == "durable")
+				w >> d0 >> d1;
+			else if (who == "grandchild")
+				w >> grandchild_sync;
+			else if (who == "parent" && what == "after")
+				w >> after_ok >> e2;
+		}
+		CHECK(parent_ok == "ok");
+		CHECK(e > 0);
+		CHECK(child_sync == "ENOTSUP");
+		CHECK(r.out.find("child msg pmthreads_sync: this process is a fork child of a "
+				 "persistent program: only the parent is persisted") != std::string::npos);
+		CHECK(d0 == 0);
+		CHECK(d1 == 0);
+		CHECK(grandchild_sync == "ENOTSUP");
+		// The parent goes on persisting.
+		CHECK(after_ok == "ok");
+		CHECK(e2 > e);
+		run_result c = run({ prog, "check" }, env);
+		INFO(c.describe());
+		CHECK(c.out == "recovered 3\n");
+
+		r = run({ prog, "end" }, env);
+		INFO(r.describe());
+		REQUIRE(r.status == 0);
+		unsigned long long main_e = 0, end_d1 = 0, end_d2 = 0;
+		std::string main_ok, end_sync;
+		{
+			std::istringstream o(r.out);
+			for (std::string line; std::getline(o, line);) {
+				std::istringstream w(line);
+				std::string who, what;
+				w >> who >> what;
+				if (who == "main" && what == "sync")
+					w >> main_ok >> main_e;
+				else if (who == "end" && what == "sync")
+					w >> end_sync >> end_d1 >> end_d2;
+			}
+		}
+		CHECK(main_ok == "ok");
+		CHECK(main_e > 0);
+		c = run({ prog, "check" }, env);
+		INFO(c.describe());
+		if (std::strcmp(heap, "nvmalloc") == 0) {
+			// The handler was registered before the runtime started
+			// (the first nvmalloc), so it runs after its end.
+			CHECK(end_sync == "ESHUTDOWN");
+			// The final epoch: at least the one main's sync made
+			// durable, and it stays.
+			CHECK(end_d1 >= main_e);
+			CHECK(end_d2 == end_d1);
+			CHECK(r.out.find("end msg pmthreads_sync: the pmthreads runtime has shut "
+					 "down") != std::string::npos);
+			// What the handler wrote after the end is not in the pool.
+			CHECK(c.out == "recovered 10\n");
+		} else {
+			// The runtime started before main: the handler runs
+			// before its end, and what it syncs is durable.
+			CHECK(end_sync == "ok");
+			CHECK(end_d1 > main_e);
+			CHECK(c.out == "recovered 11\n");
+		}
+	}
+}
+
 TEST_CASE("a SCHED_FIFO child signalled before it first ran: its handler's malloc and stdio work",
 	  "[preload][trackers][sched-fifo]")
 {

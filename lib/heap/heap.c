@@ -207,6 +207,7 @@ void heap_corrupt(const char *fmt, ...)
 }
 
 bool heap_ready(void) { return heap_rt.hdr != NULL; }
+void heap_detach(void) { heap_rt.hdr = NULL; }
 
 bool heap_contains(const void *p)
 {

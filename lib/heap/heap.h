@@ -37,6 +37,10 @@
  * (tests): threads then claim new cache slots. */
 int heap_init(void *base, size_t len, bool fresh);
 bool heap_ready(void);
+/* The range is about to go (the runtime's start failed after heap_init):
+ * heap_ready() is false from now on, so the malloc wrappers send the
+ * program's allocations elsewhere instead of into a released range. */
+void heap_detach(void);
 
 /* true when p lies in the heap range (whether or not it is allocated). */
 bool heap_contains(const void *p);

@@ -108,8 +108,13 @@ bool pmthreads_crashed(void);
  * (with PMTHREADS_STRICT=1 it has exited with status 1 instead).  ESTALE
  * the same way when the pool file was deleted, renamed or replaced while the
  * program ran (its path no longer leads to the file this process holds; a
- * message at the default verbosity says how to copy it back).  When the
- * runtime could not start: -1 with nvmalloc's errno for that.
+ * message at the default verbosity says how to copy it back).  ENOTSUP in
+ * a fork child (and its children): only the parent is persisted; the
+ * child's heap is a private copy never written to the pool.  ESHUTDOWN
+ * after the runtime's end at exit (an exit handler registered before the
+ * runtime started, a destructor, another thread still running): the final
+ * epoch was the last durable one and nothing written after it is persisted.
+ * When the runtime could not start: -1 with nvmalloc's errno for that.
  */
 int pmthreads_sync(void);
 
@@ -122,7 +127,8 @@ int pmthreads_sync(void);
  * so only epoch E + 2 is sure to include the write.  pmthreads_sync() waits
  * for durability instead.  After a failed write-back, or once the pool file
  * was deleted, renamed or replaced (see pmthreads_sync), it no longer
- * advances.
+ * advances.  After the runtime's end at exit it stays at the final epoch.
+ * In a fork child, which is never persisted, it is 0, and stays 0.
  */
 uint64_t pmthreads_durable_epoch(void);
 

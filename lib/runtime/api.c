@@ -68,6 +68,37 @@ static int fail_io(int e)
 	return -1;
 }
 
+/* A fork child's heap is a private copy: nothing it writes reaches the
+ * pool, which stays the parent's.  ENOTSUP, as for an operation valid in
+ * general but not for this object (POSIX); ECHILD would read as wait(2)'s
+ * "no child processes". */
+static int fail_fork_child(void)
+{
+	err_set_errno(ENOTSUP, "pmthreads_sync: this process is a fork child of a persistent "
+		      "program: only the parent is persisted (the child's heap is a private copy, "
+		      "never written to the pool); make the work durable in the parent (hand it "
+		      "back through a pipe or shared memory), or have the child exec a program "
+		      "that opens a pool of its own");
+	errno = ENOTSUP;
+	return -1;
+}
+
+/* The runtime has shut down (the program is exiting: an atexit handler or a
+ * destructor that runs after the runtime's): its final epoch was the last
+ * durable one, and nothing written since is persisted, nor will be. */
+static int fail_shut_down(void)
+{
+	err_set_errno(ESHUTDOWN, "pmthreads_sync: the pmthreads runtime has shut down (the "
+		      "program is exiting): epoch %llu, the final one, is the last durable one "
+		      "and nothing written after it is persisted; make the writes durable before "
+		      "exit, or in an exit handler registered after the runtime started (after the "
+		      "first nvmalloc; under PMTHREADS_HEAP=malloc, in main): such a handler runs "
+		      "before the runtime's end",
+		      (unsigned long long)runtime_durable_epoch());
+	errno = ESHUTDOWN;
+	return -1;
+}
+
 PMT_EXPORT int pmthreads_sync(void)
 {
 	err_clear();
@@ -75,10 +106,14 @@ PMT_EXPORT int pmthreads_sync(void)
 		errno = runtime_init_errno();
 		return -1;
 	}
+	/* A fork child first: whatever the parent's pool went through, the
+	 * child's heap was never going to be written to it. */
+	if (runtime_fork_child())
+		return fail_fork_child();
 	if (runtime_io_error() != 0)
 		return fail_io(runtime_io_error());
 	if (runtime_state() != RUNTIME_RUNNING)
-		return 0;	/* detached: nothing is persisted any more */
+		return fail_shut_down();
 	if (quiesce_sync() != 0)
 		return -1;
 	/* The epoch this call waited for may be the one that failed. */

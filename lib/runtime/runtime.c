@@ -73,6 +73,15 @@ static struct runtime {
 	 * written before it. */
 	_Atomic int io_error;
 	uint64_t io_error_epoch;
+	/* VER_d when shutdown closed the pool: what pmthreads_durable_epoch
+	 * says from then on (it no longer rises).  Written under init_lock
+	 * before pool is cleared. */
+	uint64_t closed_epoch;
+	/* This process is a fork child of one that ran the runtime: its heap
+	 * is a private copy, never persisted (pmthreads_sync fails with
+	 * ENOTSUP, pmthreads_durable_epoch is 0).  Set by
+	 * runtime_atfork_child, inherited by the child's own children. */
+	bool fork_child;
 } rt = {
 	.state = RUNTIME_NONE,
 	.init_lock = PRIM_LOCK_INIT,
@@ -125,8 +134,14 @@ ptrdiff_t runtime_heap_offset(void)
 
 uint64_t runtime_durable_epoch(void)
 {
-	return rt.pool != NULL ? *rt.pool->ver_d : rt.io_error_epoch;
+	if (rt.fork_child)
+		return 0;	/* nothing this process writes is ever durable */
+	if (rt.pool != NULL)
+		return *rt.pool->ver_d;
+	return atomic_load(&rt.io_error) != 0 ? rt.io_error_epoch : rt.closed_epoch;
 }
+
+bool runtime_fork_child(void) { return rt.fork_child; }
 
 int runtime_io_error(void) { return atomic_load(&rt.io_error); }
 
@@ -178,6 +193,8 @@ static void close_pool(bool fork_child)
 {
 	closed.nvm = rt.pool->nvm->stats;
 	closed.nvm_name = rt.pool->nvm->ops->name;
+	if (!fork_child)
+		rt.closed_epoch = *rt.pool->ver_d;
 	if (fork_child)
 		pool_abandon(rt.pool);
 	else
@@ -808,6 +825,9 @@ static int start(void)
 fail_pipeline:
 	close_pipeline(false);
 fail_tracker:
+	/* The heap may be initialised already (a failed first write to the
+	 * pool, the pipeline): its range is released below. */
+	heap_detach();
 	growth_hook_off();
 	restore_close(rt.restorer);
 	rt.restorer = NULL;
@@ -959,6 +979,7 @@ void runtime_atfork_child(void)
 	aio_pins_atfork_child();
 	if (atomic_load(&rt.state) != RUNTIME_RUNNING)
 		return;
+	rt.fork_child = true;
 	growth_hook_off();
 	quiesce_atfork_child();
 	output_atfork_child();

@@ -82,8 +82,12 @@ void *runtime_heap_base(void);
 ptrdiff_t runtime_heap_offset(void);
 /* The previous run ended without a clean shutdown. */
 bool runtime_crashed(void);
-/* VER_d of the pool, 0 when there is none. */
+/* VER_d of the pool; after shutdown the last one, frozen (or the one at a
+ * failed write-back); 0 when there was none, and in a fork child. */
 uint64_t runtime_durable_epoch(void);
+/* This process is a fork child of a process that ran the runtime (or a
+ * child of such a child): its heap is a private copy, never persisted. */
+bool runtime_fork_child(void);
 
 /* The runtime's figures for the statistics report (stats.h): the epoch
  * pipeline's, the restore's, the pool's write-back's and the trackers'

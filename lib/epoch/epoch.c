@@ -146,7 +146,7 @@ int epoch_pipeline_open(struct epoch_pipeline **out, struct pool *pool, struct t
 	/* Only for memory-like pools (tmpfs or DAX under libpmem): on an
 	 * ordinary file, populating for write would dirty page-cache pages
 	 * that msync then writes whether the epoch changed them or not. */
-	ep->populate = strcmp(pool->nvm->ops->name, "pmem") == 0;
+	ep->populate = nvm_is_memory_like(pool->nvm);
 	*out = ep;
 	return 0;
 }

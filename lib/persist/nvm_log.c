@@ -788,6 +788,13 @@ static size_t log_group_room(const struct nvm *n)
 	return room > held ? (size_t)(room - held) : 0;
 }
 
+/* The most log_group_room gives: half the ring. */
+static size_t log_group_room_max(const struct nvm *n)
+{
+	const struct log_state *s = n->impl;
+	return (size_t)(s->r.size / 2);
+}
+
 static void log_discard_flushed(struct nvm *n)
 {
 	struct log_state *s = n->impl;
@@ -1228,6 +1235,7 @@ static const struct nvm_ops log_ops = {
 	.fence = log_fence,
 	.order = log_order,
 	.group_room = log_group_room,
+	.group_room_max = log_group_room_max,
 	.discard_flushed = log_discard_flushed,
 	.unmap = log_unmap,
 	.copy_flush = NULL,

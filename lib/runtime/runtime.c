@@ -155,7 +155,7 @@ void runtime_get_stats(struct stats_runtime *out)
 	/* Read by the epoch thread, which is the one writing them, or after
 	 * the pool is closed. */
 	out->nvm = rt.pool != NULL ? rt.pool->nvm->stats : closed.nvm;
-	out->nvm_name = rt.pool != NULL ? rt.pool->nvm->ops->name : closed.nvm_name;
+	out->nvm_name = rt.pool != NULL ? nvm_name(rt.pool->nvm) : closed.nvm_name;
 	prim_lock(&closed.lock);
 	out->tracker = closed.tracker_name;
 	out->tracker_stats = closed.tracker;
@@ -177,7 +177,7 @@ int runtime_write_final_stats(void)
 static void close_pool(bool fork_child)
 {
 	closed.nvm = rt.pool->nvm->stats;
-	closed.nvm_name = rt.pool->nvm->ops->name;
+	closed.nvm_name = nvm_name(rt.pool->nvm);
 	if (fork_child)
 		pool_abandon(rt.pool);
 	else
@@ -272,7 +272,7 @@ static void log_configuration(void)
 		rt.cfg.pool_path, rt.cfg.pool_path_is_default ? " (default)" : "",
 		(unsigned long long)(rt.heap_len >> 20), rt.heap_base,
 		runtime_heap_offset() == 0 ? "as recorded" : "RELOCATED",
-		rt.cfg.interval_ms, tracker_name(rt.tracker), rt.pool->nvm->ops->name,
+		rt.cfg.interval_ms, tracker_name(rt.tracker), nvm_name(rt.pool->nvm),
 		config_writeback_name(rt.cfg.writeback), config_heap_name(rt.cfg.heap),
 		rt.pool->created ? ", new pool" : (rt.previous_run_crashed ? ", recovered after a crash"
 									  : ", reopened after a clean exit"));
@@ -753,7 +753,7 @@ static int start(void)
 	/* From here the program's memory limits leave out the heap's range
 	 * and the pool's mapping (memory_limits.h); the kernel's still count
 	 * them, raised by as much when the program sets one. */
-	memory_limits_set_ours(true, rt.pool->nvm->len, rt.pool->nvm->private_map ? rt.pool->nvm->len : 0);
+	memory_limits_set_ours(true, rt.pool->nvm->len, nvm_private_bytes(rt.pool->nvm));
 	/* Adoption verifies the metadata pages (as restored) against the
 	 * pool's checksums; each epoch records new ones. */
 	meta_sums_bind(rt.pool);
@@ -771,7 +771,7 @@ static int start(void)
 	int werr = pool_accept(rt.pool);
 	/* The log's private mapping may have become another backend's shared
 	 * one (PMTHREADS_NVM=msync or pmem on a pool whose log held epochs). */
-	memory_limits_set_ours(true, rt.pool->nvm->len, rt.pool->nvm->private_map ? rt.pool->nvm->len : 0);
+	memory_limits_set_ours(true, rt.pool->nvm->len, nvm_private_bytes(rt.pool->nvm));
 	if (werr == 0)
 		persist_invalidate_torn(rt.pool);
 	if (werr == 0)

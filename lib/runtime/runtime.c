@@ -109,6 +109,10 @@ static struct growth {
 	 * Set under lock once the tracker is open, cleared with off; read
 	 * without the lock (relaxed) on every system call into the heap. */
 	atomic_bool protects;
+	/* The heap's page size, set with the hook (heap_set_reserve) and
+	 * read-only after: the hook outlives the pool in a fork child, which
+	 * frees the pool while its heap may still grow. */
+	size_t page_size;
 } growth = { .lock = PRIM_LOCK_INIT };
 
 enum runtime_state runtime_state(void) { return atomic_load(&rt.state); }
@@ -350,26 +354,26 @@ static _Atomic uint64_t heap_reserved_end;
 static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 {
 	static _Atomic bool told;
-	struct pool *p = ctx;
+	struct pool *p = ctx;	/* only while !growth.off: a fork child frees it */
+	const size_t ps = growth.page_size;
 	/* malloc mode: the heap is the program's malloc, and grows only as far
 	 * as RLIMIT_AS / RLIMIT_DATA would let glibc's; the refusal is an
 	 * ordinary ENOMEM, said nowhere, as natively. */
-	if (rt.cfg.heap == HEAP_MALLOC && !memory_limits_allow(end * p->page_size))
+	if (rt.cfg.heap == HEAP_MALLOC && !memory_limits_allow(end * ps))
 		return -1;
-	if (memory_lock_grown((char *)rt.heap_base + first * p->page_size,
-			      (end - first) * p->page_size) != 0)
+	if (memory_lock_grown((char *)rt.heap_base + first * ps, (end - first) * ps) != 0)
 		return -1;
 	int rc = 0;
 	prim_lock(&growth.lock);
 	if (!growth.off) {
-		if (tracker_cover(rt.tracker, end * p->page_size) != 0)
+		if (tracker_cover(rt.tracker, end * ps) != 0)
 			log_msg(LOG_DEBUG, "%s; those pages count as written once on first touch",
 				err_get());
 		rc = pool_reserve(p, first, end);
 	}
 	prim_unlock(&growth.lock);
 	if (rc == 0) {
-		uint64_t e = end * p->page_size, seen = atomic_load(&heap_reserved_end);
+		uint64_t e = end * ps, seen = atomic_load(&heap_reserved_end);
 		while (e > seen && !atomic_compare_exchange_weak(&heap_reserved_end, &seen, e))
 			;
 		return 0;
@@ -747,6 +751,7 @@ static int start(void)
 	atomic_store_explicit(&growth.protects, strcmp(tracker_name(rt.tracker), "mprotect") == 0,
 			      memory_order_relaxed);
 	prim_unlock(&growth.lock);
+	growth.page_size = rt.pool->page_size;
 	heap_set_reserve(reserve_heap_pages, rt.pool);
 	if (persist_reserve_undo(rt.pool) != 0)
 		log_msg(LOG_WARN, "%s: every epoch is written with working copies", err_get());

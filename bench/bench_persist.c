@@ -190,7 +190,7 @@ static void bench_persist_epochs(void)
 	snprintf(naive_path, sizeof(naive_path), "%s/bench_persist.naive", dir);
 	unlink(path);
 	struct pool *p = open_pool(path, (uint64_t)PERSIST_POOL_PAGES * page_size, true);
-	printf("backend: %s  (pool %s)\n\n", p->nvm->ops->name, path);
+	printf("backend: %s  (pool %s)\n\n", nvm_name(p->nvm), path);
 
 	size_t len = (size_t)PERSIST_POOL_PAGES * page_size;
 	unsigned char *shadow = prim_map_any(len);
@@ -300,7 +300,7 @@ static void bench_sums(void)
 	persist_epoch(p, shadow, pages, PERSIST_POOL_PAGES, NULL);
 	printf("\nsums (%s): epochs of N dirty pages, W words of L lines of each changed, "
 	       "alternately with the page\nchecksums skipped (PERSIST_FAULT_SKIP_SUMS) and made (updated from the "
-	       "changed lines); medians of %s\n\n", p->nvm->ops->name, "the pairs");
+	       "changed lines); medians of %s\n\n", nvm_name(p->nvm), "the pairs");
 	printf("%6s %3s %2s | %10s %10s | %12s\n", "dirty", "L", "W", "no sums", "with sums",
 	       "extra/page");
 	/* 13 lines, a word or two of each: what examples/bank changes per dirty

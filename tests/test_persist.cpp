@@ -473,6 +473,51 @@ TEST_CASE("a live image changing under the write-back cannot make a checksum dis
 	pool_close(p);
 }
 
+// What the runtime asks of a backend it asks through nvm.h (epoch.c's
+// population, runtime.c's memory limits, persist.c's undo area): each
+// backend's answers, and the undo area sized as it always was on the log
+// (the ring's size and a page).
+TEST_CASE("each backend says through nvm.h whether it is memory-like, how much of its mapping is "
+	  "private and how large a group may grow", "[persist][nvm]")
+{
+	scratch_dir d;
+	const uint64_t n = 32;
+	auto kind = GENERATE(NVM_MSYNC, NVM_PMEM, NVM_SIM, NVM_LOG);
+	INFO("backend " << config_nvm_name(kind));
+	std::string path = d.file("q.pool");
+	auto o = options(path, n);
+	o.nvm = kind;
+	pool *p = open_or_fail(o);
+	CHECK(std::string(nvm_name(p->nvm)) == config_nvm_name(kind));
+	CHECK(nvm_is_memory_like(p->nvm) == (kind == NVM_PMEM));
+	CHECK(nvm_private_bytes(p->nvm) == (kind == NVM_LOG ? p->nvm->len : 0));
+	CHECK(nvm_group_room_max(p->nvm) == (kind == NVM_LOG ? p->log_size / 2 : 0));
+	REQUIRE(persist_reserve_undo(p) == 0);
+	if (kind == NVM_LOG) {
+		CHECK(p->undo_cap == p->log_size + 4096);
+		CHECK(nvm_group_room(p->nvm) <= nvm_group_room_max(p->nvm));
+	} else {
+		CHECK(p->undo == nullptr);
+	}
+	pool_close(p);
+
+	// A pool opened for a backend other than the log: the log's
+	// private mapping until accepted, that backend's shared one after.
+	if (kind != NVM_LOG && kind != NVM_SIM) {
+		o.accept_later = true;
+		p = open_or_fail(o);
+		CHECK(std::string(nvm_name(p->nvm)) == "log");
+		CHECK(nvm_private_bytes(p->nvm) == p->nvm->len);
+		CHECK_FALSE(nvm_is_memory_like(p->nvm));
+		REQUIRE(pool_accept(p) == 0);
+		CHECK(std::string(nvm_name(p->nvm)) == config_nvm_name(kind));
+		CHECK(nvm_private_bytes(p->nvm) == 0);
+		CHECK(nvm_is_memory_like(p->nvm) == (kind == NVM_PMEM));
+		CHECK(nvm_group_room_max(p->nvm) == 0);
+		pool_close(p);
+	}
+}
+
 // The log backend keeps everything between two fences all-or-nothing
 // (nvm_group_room), so a page with a valid copy is rewritten there: each
 // changed line is written once, not into each copy in turn.  An attempt so

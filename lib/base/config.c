@@ -67,7 +67,8 @@ static const struct config_option options[] = {
 	{ .env = "PMTHREADS_LOG_SIZE",
 	  .flag = "--log-size",
 	  .metavar = "SIZE",
-	  .help = "the redo log of a new pool, for the log backend (a quarter of the heap, 256K to 64M)",
+	  .help = "the redo log of a new pool, for the log backend, 256K to 64G (auto: a quarter "
+		  "of the heap, 256K to 64M)",
 	  .kind = CONFIG_SIZE,
 	  .min = 256ULL << 10, .max = 64ULL << 30,
 	  .def_text = "auto",

@@ -14,7 +14,14 @@
 #include <string.h>
 #include <sys/mman.h>
 
+/* One pipeline per open pool.  Made by epoch_pipeline_open before the
+ * epoch thread starts and freed by epoch_pipeline_close after it stopped
+ * (or by a fork child's abandon, where it never runs); in between, both
+ * halves (epoch_on_quiescent, epoch_on_reopened) run on the epoch thread.
+ * Each field says who writes it: "set at open" is read-only after; "epoch
+ * thread" is touched by nothing else. */
 struct epoch_pipeline {
+	/* Set at open: */
 	struct pool *pool;
 	struct tracker *tracker;
 	unsigned char *heap;
@@ -23,17 +30,20 @@ struct epoch_pipeline {
 	size_t (*extent_fn)(void);
 	struct epoch_options opts;
 
-	/* The one batch in flight: filled by epoch_pause, consumed by
-	 * epoch_writeback on the same (epoch) thread. */
+	/* Epoch thread.  The one batch in flight: filled by epoch_pause,
+	 * consumed by epoch_writeback. */
 	struct epoch_batch batch;
 	struct epoch_batch *inflight;	/* between epoch_on_quiescent and _reopened */
-	unsigned char *slots;		/* capacity pages, reserved */
+	unsigned char *slots;		/* capacity pages, reserved (set at open;
+					 * their contents: epoch thread) */
 	uint8_t *heat;			/* per heap page: write-backs it stays hot */
 
-	/* Attempts carried over in a row (not published; persist.h): the
-	 * pool's working copies at VER_d+1 wait for the next publication. */
+	/* Epoch thread.  Attempts carried over in a row (not published;
+	 * persist.h): the pool's working copies at VER_d+1 wait for the next
+	 * publication. */
 	unsigned carried;
-	/* The next pause is awaited (epoch_note_awaited). */
+	/* The next pause is awaited (epoch_note_awaited, from
+	 * epoch_on_quiescent). */
 	bool awaited;
 	/* The pages of the last attempt, when it was written in place and put
 	 * back unpublished (persist.h): the next batch lists them too.  merge
@@ -41,22 +51,28 @@ struct epoch_pipeline {
 	uint64_t *redo, *merge;
 	size_t nredo;
 
-	/* Slot memory: [0, slots_resident) pages have been used and stay
-	 * faulted in; recent_max / low_epochs decide when to give back. */
+	/* Epoch thread.  Slot memory: [0, slots_resident) pages have been
+	 * used and stay faulted in; recent_max / low_epochs decide when to
+	 * give back. */
 	size_t slots_resident;
 	size_t recent_max;
 	unsigned low_epochs;
 
-	/* Pool pages [0, populated) have both copies allocated and mapped
-	 * (populate_pool); populate is cleared when the NVM kind gains
-	 * nothing from it or the kernel refuses. */
+	/* Epoch thread (populate's first value set at open).  Pool pages [0,
+	 * populated) have both copies allocated and mapped (populate_pool);
+	 * populate is cleared when the NVM kind gains nothing from it or the
+	 * kernel refuses. */
 	size_t populated;
 	bool populate;
 
+	/* Written by the epoch thread; read by epoch_get_counters on any
+	 * thread (the statistics report): a count momentarily stale. */
 	struct epoch_counters counters;
-	uint64_t started_ns;		/* for the epoch log's clock */
-	/* The pool's device counters at the previous epoch log line. */
+	uint64_t started_ns;		/* for the epoch log's clock: set at open */
+	/* Epoch thread: the pool's device counters at the previous epoch log
+	 * line. */
 	uint64_t logged_flushes, logged_device_bytes;
+	/* Atomic: set by the epoch thread, read by the runtime's exit. */
 	atomic_bool final_done;
 };
 
@@ -146,7 +162,7 @@ int epoch_pipeline_open(struct epoch_pipeline **out, struct pool *pool, struct t
 	/* Only for memory-like pools (tmpfs or DAX under libpmem): on an
 	 * ordinary file, populating for write would dirty page-cache pages
 	 * that msync then writes whether the epoch changed them or not. */
-	ep->populate = strcmp(pool->nvm->ops->name, "pmem") == 0;
+	ep->populate = nvm_is_memory_like(pool->nvm);
 	*out = ep;
 	return 0;
 }

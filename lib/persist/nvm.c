@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +22,12 @@
 #ifndef MAP_SYNC
 #define MAP_SYNC 0x80000
 #endif
+
+/* struct nvm and its copy of the simulator's options come from the
+ * runtime's own memory (prim_map_any: zeroed), never from malloc: inside
+ * the library malloc is our wrapper, and in malloc mode the persistent
+ * heap's.  A page each, a few per open pool. */
+static void free_nvm(struct nvm *n) { prim_unmap(n, sizeof(*n)); }
 
 /* Busy-wait rather than sleep: the emulated latency is per cache line
  * (hundreds of nanoseconds), far below any sleep's resolution. */
@@ -118,6 +123,12 @@ void nvm_order(struct nvm *n)
 
 int nvm_error(const struct nvm *n) { return n->error; }
 
+const char *nvm_name(const struct nvm *n) { return n->ops->name; }
+
+bool nvm_is_memory_like(const struct nvm *n) { return n->ops->memory_like && !n->read_only; }
+
+uint64_t nvm_private_bytes(const struct nvm *n) { return n->private_map ? n->len : 0; }
+
 static int switch_in_place(struct nvm *n);
 static const struct nvm_ops switch_failed_ops;
 
@@ -142,6 +153,11 @@ size_t nvm_group_room(const struct nvm *n)
 bool nvm_has_groups(const struct nvm *n)
 {
 	return n->ops->group_room != NULL && !n->read_only;
+}
+
+size_t nvm_group_room_max(const struct nvm *n)
+{
+	return nvm_has_groups(n) ? n->ops->group_room_max(n) : 0;
 }
 
 void nvm_discard_flushed(struct nvm *n)
@@ -313,7 +329,8 @@ static int switch_in_place(struct nvm *n)
 	struct nvm_sim_options *sim = n->switch_sim;
 	n->switch_sim = NULL;
 	int rc = init_backend(n, "the pool", n->switch_kind, synced, sim);
-	free(sim);
+	if (sim != NULL)
+		prim_unmap(sim, sizeof(*sim));
 	if (rc != 0) {
 		n->ops = &switch_failed_ops;
 		log_msg(LOG_WARN, "%s", err_get());
@@ -325,7 +342,7 @@ static int switch_in_place(struct nvm *n)
 int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kind kind,
 	    unsigned latency_ns, const struct nvm_sim_options *sim)
 {
-	struct nvm *n = calloc(1, sizeof(*n));
+	struct nvm *n = prim_map_any(sizeof(*n));
 	if (n == NULL) {
 		err_set_errno(ENOMEM, "cannot map the pool %s", path);
 		return -1;
@@ -333,7 +350,7 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 	bool synced;
 	bool try_sync = kind == NVM_AUTO || kind == NVM_PMEM;
 	if (map_shared(fd, path, len, true, try_sync, &n->base, &synced) != 0) {
-		free(n);
+		free_nvm(n);
 		return -1;
 	}
 	set_mapped(n, fd, len, latency_ns);
@@ -341,7 +358,7 @@ int nvm_map(struct nvm **out, int fd, const char *path, size_t len, enum nvm_kin
 	if (init_backend(n, path, kind, synced, sim) != 0) {
 		own_fd_forget(&n->fd);
 		prim_unmap_file(n->base, len);
-		free(n);
+		free_nvm(n);
 		return -1;
 	}
 	*out = n;
@@ -363,7 +380,7 @@ static int map_log(struct nvm **out, int fd, const char *path, size_t len, unsig
 		   const struct nvm_sim_options *sim, const struct nvm_log_region *log,
 		   bool read_only)
 {
-	struct nvm *n = calloc(1, sizeof(*n));
+	struct nvm *n = prim_map_any(sizeof(*n));
 	if (n == NULL) {
 		err_set_errno(ENOMEM, "cannot map the pool %s", path);
 		return -1;
@@ -373,7 +390,7 @@ static int map_log(struct nvm **out, int fd, const char *path, size_t len, unsig
 	n->base = prim_map_file(fd, len, true, PRIM_MAP_PRIVATE);
 	if (n->base == NULL) {
 		err_set_errno(errno, "cannot map the pool %s (%zu bytes)", path, len);
-		free(n);
+		free_nvm(n);
 		return -1;
 	}
 	set_mapped(n, fd, len, latency_ns);
@@ -386,7 +403,7 @@ static int map_log(struct nvm **out, int fd, const char *path, size_t len, unsig
 		err_set("pool %s: %s; it was left untouched", path, why);
 		own_fd_forget(&n->fd);
 		prim_unmap_file(n->base, len);
-		free(n);
+		free_nvm(n);
 		return -1;
 	}
 	*out = n;
@@ -420,7 +437,7 @@ int nvm_map_pool(struct nvm **out, int fd, const char *path, size_t len, enum nv
 	 * pool the replay made (nvm_accept_pool), never before. */
 	struct nvm_sim_options *copy = NULL;
 	if (sim != NULL) {
-		copy = malloc(sizeof(*copy));
+		copy = prim_map_any(sizeof(*copy));
 		if (copy == NULL) {
 			err_set_errno(ENOMEM, "cannot map the pool %s", path);
 			return -1;
@@ -428,7 +445,8 @@ int nvm_map_pool(struct nvm **out, int fd, const char *path, size_t len, enum nv
 		*copy = *sim;
 	}
 	if (map_log(out, fd, path, len, latency_ns, NULL, log, false) != 0) {
-		free(copy);
+		if (copy != NULL)
+			prim_unmap(copy, sizeof(*copy));
 		return -1;
 	}
 	(*out)->switch_pending = true;
@@ -453,14 +471,14 @@ static const struct nvm_ops readonly_ops = {
 
 int nvm_map_readonly(struct nvm **out, int fd, const char *path, size_t len)
 {
-	struct nvm *n = calloc(1, sizeof(*n));
+	struct nvm *n = prim_map_any(sizeof(*n));
 	if (n == NULL) {
 		err_set_errno(ENOMEM, "cannot map the pool %s", path);
 		return -1;
 	}
 	bool synced;
 	if (map_shared(fd, path, len, false, false, &n->base, &synced) != 0) {
-		free(n);
+		free_nvm(n);
 		return -1;
 	}
 	n->ops = &readonly_ops;
@@ -482,9 +500,10 @@ void nvm_unmap(struct nvm *n)
 {
 	if (n == NULL)
 		return;
-	free(n->switch_sim);
+	if (n->switch_sim != NULL)
+		prim_unmap(n->switch_sim, sizeof(*n->switch_sim));
 	n->ops->unmap(n);
 	prim_unmap_file(n->base, n->len);
 	own_fd_forget(&n->fd);
-	free(n);
+	free_nvm(n);
 }

@@ -47,7 +47,24 @@
  * msync.  From then on nvm_copy_flush stores nothing.  A page the file
  * holds no data for (a hole, or past its end) reads as zeros there, for a
  * load as well; a failing load of a page with data is not claimed (there is
- * nothing to save it with). */
+ * nothing to save it with).
+ *
+ * Threading.  A mapping has one writer at a time, and its caller serialises
+ * them: nvm_accept, nvm_flush, nvm_copy_flush, nvm_fence, nvm_order and the
+ * group calls (nvm_group_room, nvm_discard_flushed) never run at once on
+ * one mapping.  In the runtime the writer is the thread that opened the
+ * pool until the epoch thread starts, then the epoch thread (the
+ * write-back, each publication), then whichever thread ends the runtime
+ * once the epoch thread has stopped or on it (quiesce_end_on_epoch_thread).
+ * Beside the writer, any thread may read the mapping's bytes (lazy restore
+ * reads the copies of pages not yet restored, which no epoch writes:
+ * restore.h) and call nvm_error, nvm_name, nvm_is_memory_like,
+ * nvm_private_bytes and read stats.  nvm_claim_fault runs in a SIGBUS
+ * handler on whichever thread faulted and is async-signal-safe;
+ * nvm_watch_faults is called by the runtime at start-up and before the
+ * mapping goes.  nvm_map*, nvm_unmap and nvm_abandon run with no other
+ * user of the mapping (open, close, a fork child).  A backend's helper
+ * threads (the log's replay) live and end inside nvm_map_pool. */
 #ifndef PMT_NVM_H
 #define PMT_NVM_H
 
@@ -74,6 +91,8 @@ struct nvm_ops {
 	void (*order)(struct nvm *n);
 	/* nvm_group_room; NULL: 0. */
 	size_t (*group_room)(const struct nvm *n);
+	/* nvm_group_room_max; NULL where group_room is. */
+	size_t (*group_room_max)(const struct nvm *n);
 	/* nvm_discard_flushed; NULL where group_room is. */
 	void (*discard_flushed)(struct nvm *n);
 	void (*unmap)(struct nvm *n);
@@ -85,6 +104,8 @@ struct nvm_ops {
 	 * (the log backend's deferred checkpoint).  NULL: nothing deferred.
 	 * 0 or an errno. */
 	int (*accept)(struct nvm *n);
+	/* nvm_is_memory_like. */
+	bool memory_like;
 };
 
 /* X(kind, field, report key): base/stats_fields.h. */
@@ -115,26 +136,43 @@ struct nvm_stats {
 	NVM_STATS_FIELDS(STATS_DECLARE)
 };
 
+/* One mapping of a pool file.  Guards ("the writer": see Threading below):
+ * every field is set by the nvm_map* call that makes it and read-only after,
+ * unless its note says otherwise.  Outside persist/, read base, len and
+ * stats only; everything else goes through the functions below. */
 struct nvm {
+	/* Replaced once by nvm_accept when a pending switch completes (the
+	 * writer, before any other thread uses the mapping: the runtime
+	 * accepts at start-up), else set at map. */
 	const struct nvm_ops *ops;
-	void *base;		/* the mapping of the whole file */
+	void *base;		/* the mapping of the whole file; its address
+				 * never changes, not even at a switch */
 	size_t len;
-	int fd;			/* the pool's fd (owned by pool, not closed here) */
+	/* The pool's fd (owned by pool, not closed here); registered with
+	 * own_fds, which may move it and rewrite this (under its lock). */
+	int fd;
 	unsigned latency_ns;	/* emulated extra latency per flushed line */
+	/* Written by the writer (bus_faults by nvm_claim_fault, on the
+	 * faulting thread); read by anyone, a count momentarily stale. */
 	struct nvm_stats stats;
-	void *impl;		/* backend state */
-	bool read_only;		/* mapped PROT_READ: flush/fence are bugs */
-	bool private_map;	/* mapped private and writable (the log
-				 * backend): counted as data memory */
-	int error;		/* the first write-back error (errno), sticky; 0: none */
+	void *impl;		/* backend state: the writer's, see each backend */
+	bool read_only;		/* mapped PROT_READ: flush/fence are bugs;
+				 * set by nvm_abandon in a fork child too */
+	/* Mapped private and writable (the log backend); cleared by a
+	 * switch.  Outside nvm*.c: nvm_private_bytes. */
+	bool private_map;
+	/* The first write-back error (errno), sticky; 0: none.  Written once,
+	 * from 0, by the writer or by nvm_claim_fault on the faulting thread;
+	 * read by anyone (nvm_error). */
+	int error;
 	/* Whether the mapping may write the file (nvm_accept): until then
 	 * nothing of an open reaches it, not even what replaying the log
 	 * would write back, so that a pool refused by a later check is left
-	 * as it was. */
+	 * as it was.  The writer's. */
 	bool accepted;
 	/* nvm_map_pool was asked for another backend than the log's: the
 	 * log's mapping until nvm_accept switches in place (kind, and a copy
-	 * of the simulator's options). */
+	 * of the simulator's options).  The writer's. */
 	bool switch_pending;
 	enum nvm_kind switch_kind;
 	struct nvm_sim_options *switch_sim;
@@ -203,6 +241,10 @@ size_t nvm_group_room(const struct nvm *n);
 /* Whether the backend has such groups at all (nvm_group_room may still be
  * 0 for a while: before the first record after an open, after an error). */
 bool nvm_has_groups(const struct nvm *n);
+/* The most nvm_group_room can ever return on this mapping (a fixed size:
+ * half the log backend's ring); 0 where the backend has no groups.  What a
+ * caller reserves for one group's worth of stores is sized from it. */
+size_t nvm_group_room_max(const struct nvm *n);
 /* Forget every range flushed since the last order or fence: the caller put
  * their bytes back as they were then, so nothing of them need reach the
  * media (persist.c's put-back of an unpublished in-place attempt).  Only
@@ -215,6 +257,25 @@ int nvm_error(const struct nvm *n);
 /* Store src[0..len) at dst in the mapping and begin its write-back (one
  * primitive; durable after the next nvm_fence).  Nothing once nvm_error(). */
 void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len);
+
+/* The backend's name, a static string ("pmem", "msync", "log", "sim",
+ * "read-only"...): for messages and reports, never to choose behaviour by. */
+const char *nvm_name(const struct nvm *n);
+/* Whether the mapping is memory the medium writes back only as lines are
+ * flushed (pmem: tmpfs or DAX pages under cache flushes), so that a page
+ * made present or dirtied costs no write-back of its own: populating it
+ * for write ahead of the stores (prim_populate_write) only saves the
+ * faults.  False for msync (each dirty page-cache page is written back
+ * whole at the fence), the log backend (a private mapping: each page
+ * touched for write becomes an anonymous copy), the simulator and a
+ * read-only mapping. */
+bool nvm_is_memory_like(const struct nvm *n);
+/* How many bytes of the mapping are private writable memory, counted by
+ * the kernel like the process's own data (RLIMIT_DATA) as pages are
+ * written: len for the log backend's private mapping, 0 for a shared one
+ * (whose pages are the file's).  It may change once, at nvm_accept's
+ * switch (nvm_map_pool). */
+uint64_t nvm_private_bytes(const struct nvm *n);
 
 /* The mapping whose refused stores nvm_claim_fault takes (one at a time;
  * NULL: none, before it is unmapped). */

@@ -22,7 +22,6 @@
 #include "prim/prim.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <xxhash.h>
@@ -557,6 +556,13 @@ static size_t log_group_room(const struct nvm *n)
 	return room > held ? (size_t)(room - held) : 0;
 }
 
+/* The most log_group_room gives: half the ring. */
+static size_t log_group_room_max(const struct nvm *n)
+{
+	const struct log_state *s = n->impl;
+	return (size_t)(s->r.size / 2);
+}
+
 static void log_discard_flushed(struct nvm *n)
 {
 	struct log_state *s = n->impl;
@@ -587,7 +593,7 @@ static void log_unmap(struct nvm *n)
 		prim_unmap(s->wave, s->touched_words * 8);
 	if (s->buf != NULL)
 		prim_unmap(s->buf, s->r.size);
-	free(s);
+	prim_unmap(s, sizeof(*s));
 	n->impl = NULL;
 }
 
@@ -608,6 +614,7 @@ static const struct nvm_ops log_ops = {
 	.fence = log_fence,
 	.order = log_order,
 	.group_room = log_group_room,
+	.group_room_max = log_group_room_max,
 	.discard_flushed = log_discard_flushed,
 	.unmap = log_unmap,
 	.copy_flush = NULL,
@@ -656,7 +663,8 @@ int nvm_log_init(struct nvm *n, const struct nvm_log_region *r, const struct nvm
 			(unsigned long long)r->size, n->len);
 		return -1;
 	}
-	struct log_state *s = calloc(1, sizeof(*s));
+	/* The runtime's memory, not malloc's (nvm.c): zeroed. */
+	struct log_state *s = prim_map_any(sizeof(*s));
 	if (s == NULL) {
 		err_set_errno(ENOMEM, "cannot set up the pool's log");
 		return -1;

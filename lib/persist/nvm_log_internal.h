@@ -103,9 +103,13 @@ struct log_dev {
 	struct undo {
 		uint64_t off;
 		size_t len;
-		unsigned char *old;
+		size_t at;	/* the overwritten bytes: old_bytes + at */
 	} *undo;
 	size_t nundo, undo_cap;
+	/* What the unsynced writes overwrote, one after another (the
+	 * runtime's memory, prim_array_grow: not malloc's). */
+	unsigned char *old_bytes;
+	size_t old_used, old_cap;
 	/* Test builds only (nvm_log_fail_io, between the user's calls): the
 	 * fail_at-th write or sync from now fails with fail_err, doing
 	 * nothing.  The shipped build never reads them. */

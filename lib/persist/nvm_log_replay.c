@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* How replay starts and ends its helper thread (nvm_log_set_helper): none
@@ -245,7 +244,7 @@ static struct prefault *prefault_start(struct nvm *n, const struct log_state *s)
 	 * CPU). */
 	if (helper.start == NULL || (!helper.when_busy && prim_idle_cpus() == 0))
 		return NULL;
-	struct prefault *pf = calloc(1, sizeof(*pf));
+	struct prefault *pf = prim_map_any(sizeof(*pf));	/* zeroed; not malloc's (nvm.c) */
 	if (pf == NULL)
 		return NULL;
 	pf->n = n;
@@ -266,7 +265,7 @@ static struct prefault *prefault_start(struct nvm *n, const struct log_state *s)
 			prim_unmap(pf->at, pf->cap * sizeof(*pf->at));
 		if (pf->queued != NULL)
 			prim_unmap(pf->queued, pf->words * sizeof(*pf->queued));
-		free(pf);
+		prim_unmap(pf, sizeof(*pf));
 		return NULL;
 	}
 	return pf;
@@ -320,7 +319,7 @@ static void prefault_stop(struct prefault *pf, struct nvm *n)
 	prim_unmap(pf->pages, pf->cap * sizeof(*pf->pages));
 	prim_unmap(pf->at, pf->cap * sizeof(*pf->at));
 	prim_unmap(pf->queued, pf->words * sizeof(*pf->queued));
-	free(pf);
+	prim_unmap(pf, sizeof(*pf));
 }
 
 /* The seq the record at pos must have, the one before it having seq - 1. */

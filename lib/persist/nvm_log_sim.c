@@ -18,7 +18,6 @@
 #include "prim/prim.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define SECTOR 512
@@ -32,7 +31,7 @@ static void dev_crash(struct log_dev *d)
 		for (size_t s = 0; s < u->len; s += SECTOR) {
 			size_t l = u->len - s < SECTOR ? u->len - s : SECTOR;
 			if (!nvm_sim_survives(d->sim->survival, &d->rng))
-				(void)pwrite_all(*d->fd, u->old + s, l, u->off + s);
+				(void)pwrite_all(*d->fd, d->old_bytes + u->at + s, l, u->off + s);
 		}
 	}
 	(void)prim_fdatasync(*d->fd);
@@ -48,39 +47,36 @@ static void dev_primitive(struct log_dev *d)
 		dev_crash(d);
 }
 
-/* Keep what a simulated write overwrites, for the crash. */
+/* Keep what a simulated write overwrites, for the crash.  The runtime's
+ * memory, not malloc's (nvm.c): tables grown by prim_array_grow. */
 static int dev_remember(struct log_dev *d, uint64_t off, size_t len)
 {
-	if (d->nundo == d->undo_cap) {
-		size_t cap = d->undo_cap ? 2 * d->undo_cap : 64;
-		struct undo *u = realloc(d->undo, cap * sizeof(*u));
-		if (u == NULL)
-			return ENOMEM;
-		d->undo = u;
-		d->undo_cap = cap;
-	}
-	unsigned char *old = malloc(len);
-	if (old == NULL)
+	if (d->nundo == d->undo_cap &&
+	    !prim_array_grow((void **)&d->undo, &d->undo_cap, d->nundo, sizeof(*d->undo), 64))
 		return ENOMEM;
+	while (d->old_used + len > d->old_cap)
+		if (!prim_array_grow((void **)&d->old_bytes, &d->old_cap, d->old_used, 1, 1u << 16))
+			return ENOMEM;
+	unsigned char *old = d->old_bytes + d->old_used;
 	ssize_t got = prim_pread_all(*d->fd, old, len, (off_t)off);
 	if (got < 0)
 		got = 0;
 	if ((size_t)got < len)
 		memset(old + got, 0, len - (size_t)got);
-	d->undo[d->nundo++] = (struct undo){ off, len, old };
+	d->undo[d->nundo++] = (struct undo){ off, len, d->old_used };
+	d->old_used += len;
 	return 0;
 }
 
 static void dev_forget(struct log_dev *d)
 {
-	for (size_t i = 0; i < d->nundo; i++)
-		free(d->undo[i].old);
 	d->nundo = 0;
+	d->old_used = 0;
 }
 
 int nvm_log_sim_init(struct log_dev *d, const struct nvm_sim_options *o)
 {
-	d->sim = malloc(sizeof(*o));
+	d->sim = prim_map_any(sizeof(*o));
 	if (d->sim == NULL) {
 		err_set_errno(ENOMEM, "cannot set up the simulated device");
 		return -1;
@@ -111,9 +107,14 @@ int nvm_log_sim_sync(struct log_dev *d)
 void nvm_log_sim_free(struct log_dev *d)
 {
 	dev_forget(d);
-	free(d->undo);
-	free(d->sim);
+	if (d->undo != NULL)
+		prim_unmap(d->undo, d->undo_cap * sizeof(*d->undo));
+	if (d->old_bytes != NULL)
+		prim_unmap(d->old_bytes, d->old_cap);
+	prim_unmap(d->sim, sizeof(*d->sim));
 	d->undo = NULL;
 	d->undo_cap = 0;
+	d->old_bytes = NULL;
+	d->old_cap = 0;
 	d->sim = NULL;
 }

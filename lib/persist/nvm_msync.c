@@ -7,7 +7,6 @@
 #include "prim/prim.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,8 +18,8 @@
  * in the span that were written but not flushed may reach the file early;
  * the nvm contract allows that (on pmem a cache line can be evicted at any
  * time), and the crash simulator tests that the persist algorithm copes. */
-struct msync_state {
-	uintptr_t page_mask;
+struct msync_state {	/* the writer's (nvm.h) */
+	uintptr_t page_mask;	/* set at init */
 	uintptr_t start, end;	/* page-aligned; start == end: nothing flushed */
 };
 
@@ -62,7 +61,8 @@ static void msync_fence(struct nvm *n)
 
 static void msync_unmap(struct nvm *n)
 {
-	free(n->impl);
+	if (n->impl != NULL)
+		prim_unmap(n->impl, sizeof(struct msync_state));
 	n->impl = NULL;
 }
 
@@ -76,7 +76,8 @@ static const struct nvm_ops msync_ops = {
 
 int nvm_msync_init(struct nvm *n)
 {
-	struct msync_state *s = calloc(1, sizeof(*s));
+	/* The runtime's memory, not malloc's (nvm.c). */
+	struct msync_state *s = prim_map_any(sizeof(*s));
 	if (s == NULL) {
 		err_set_errno(ENOMEM, "cannot set up the msync backend");
 		return -1;

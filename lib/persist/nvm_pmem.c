@@ -109,6 +109,7 @@ static const struct nvm_ops pmem_ops = {
 	.fence = pmem_backend_fence,
 	.unmap = pmem_backend_unmap,
 	.copy_flush = pmem_backend_copy_flush,
+	.memory_like = true,
 };
 
 int nvm_pmem_init(struct nvm *n)

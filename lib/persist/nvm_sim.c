@@ -22,7 +22,6 @@
 #include "prim/prim.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -53,16 +52,12 @@ static void sim_flush(struct nvm *n, const void *addr, size_t len)
 {
 	struct sim_state *s = n->impl;
 	size_t lines = nvm_lines(addr, len);
-	if (s->npending + lines > s->cap) {
-		size_t cap = s->cap ? s->cap : 1024;
-		while (cap < s->npending + lines)
-			cap *= 2;
-		struct sim_line *p = realloc(s->pending, cap * sizeof(*p));
-		if (p == NULL)
-			log_fatal("nvm sim: out of memory recording %zu flushed lines", cap);
-		s->pending = p;
-		s->cap = cap;
-	}
+	/* The runtime's memory, not malloc's (nvm.c). */
+	while (s->npending + lines > s->cap)
+		if (!prim_array_grow((void **)&s->pending, &s->cap, s->npending,
+				     sizeof(*s->pending), 1024))
+			log_fatal("nvm sim: out of memory recording %zu flushed lines",
+				  s->cap != 0 ? 2 * s->cap : 1024);
 	uintptr_t line = nvm_line_down(addr);
 	for (size_t i = 0; i < lines; i++, line += NVM_LINE) {
 		if (line < (uintptr_t)n->base || line + NVM_LINE > (uintptr_t)n->base + n->len)
@@ -99,8 +94,9 @@ static void sim_unmap(struct nvm *n)
 {
 	struct sim_state *s = n->impl;
 	prim_unmap_device(s->media, n->len);
-	free(s->pending);
-	free(s);
+	if (s->pending != NULL)
+		prim_unmap(s->pending, s->cap * sizeof(*s->pending));
+	prim_unmap(s, sizeof(*s));
 	n->impl = NULL;
 }
 
@@ -158,7 +154,7 @@ static void load_media(struct nvm *n, unsigned char *media)
 
 int nvm_sim_init(struct nvm *n, const struct nvm_sim_options *o)
 {
-	struct sim_state *s = calloc(1, sizeof(*s));
+	struct sim_state *s = prim_map_any(sizeof(*s));
 	if (s == NULL) {
 		err_set_errno(ENOMEM, "cannot set up the persistence simulator");
 		return -1;
@@ -169,7 +165,7 @@ int nvm_sim_init(struct nvm *n, const struct nvm_sim_options *o)
 	s->media = prim_map_device(n->len);
 	if (s->media == NULL) {
 		err_set_errno(errno, "cannot allocate the simulator's media image (%zu bytes)", n->len);
-		free(s);
+		prim_unmap(s, sizeof(*s));
 		return -1;
 	}
 	load_media(n, s->media);

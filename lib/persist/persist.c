@@ -75,13 +75,13 @@ static size_t undo_bytes_bound(const struct pool *p)
 	return p->page_size + (p->page_size / NVM_LINE / 2 + 2) * undo_entry_bytes(0) + 16;
 }
 
-/* What an attempt keeps free of the log's room for the records after its
- * data (the publication's). */
+/* What an attempt keeps free of the group's room for what follows its data
+ * in the same group (the publication's record). */
 #define ROOM_RESERVE 1024
 
 /* Whether an attempt at n pages may rewrite valid copies in place: the
- * backend keeps the whole group all-or-nothing while it fits in the log,
- * and twice what recent attempts logged per page fits (write checks each
+ * backend keeps the whole group all-or-nothing while it has room (nvm.h),
+ * and twice what recent attempts took of it per page fits (write checks each
  * page against the room left as it goes). */
 static bool choose_in_place(struct pool *p, size_t n, size_t room)
 {
@@ -102,9 +102,10 @@ int persist_reserve_undo(struct pool *p)
 {
 	if (p->undo != NULL || p->read_only || !nvm_has_groups(p->nvm))
 		return 0;
-	/* The room is at most half the log: undo bytes per page are within a
-	 * quarter more than group bytes. */
-	size_t cap = (size_t)p->log_size + 4096;
+	/* An attempt takes at most the group's room at its start, and its
+	 * undo bytes per page are within a quarter more than its group bytes:
+	 * twice the largest room holds them. */
+	size_t cap = 2 * nvm_group_room_max(p->nvm) + 4096;
 	p->undo = prim_map_any(cap);
 	if (p->undo == NULL) {
 		err_set_errno(ENOMEM, "cannot reserve %zu bytes for the in-place write-back's undo "
@@ -115,7 +116,7 @@ int persist_reserve_undo(struct pool *p)
 	return 0;
 }
 
-/* Whether the next page may be written in place: the log's room and the
+/* Whether the next page may be written in place: the group's room and the
  * undo area both take the most it can add. */
 static bool room_for_page(const struct pool *p)
 {
@@ -138,7 +139,7 @@ static void undo_save(struct pool *p, unsigned char *addr, size_t len)
 /* Put back, newest first, every byte the attempt's write phase stored
  * (working copies' as well: all of it is done again), and withdraw its
  * flushes: the pool is as the seq order left it, and nothing of the
- * attempt but that order reaches the log. */
+ * attempt but that order reaches the media. */
 static void undo_all(struct pool *p)
 {
 	size_t at = p->undo_used;
@@ -208,7 +209,8 @@ static uint64_t write_page(struct pool *p, unsigned char *copy, const unsigned c
 /* The sum table's entries of an attempt, flushed a line at a time: a batch
  * is mostly runs of adjacent pages, four pages' pairs to a line.  Only the
  * entries of the line that changed are named: the same line on a cache-line
- * medium, but what the log backend writes (16 bytes a page, not 72). */
+ * medium, but what a backend that writes the ranges flushed writes (16
+ * bytes a page, not 72). */
 struct sum_lines {
 	uintptr_t line;		/* pending line, 0: none */
 	uintptr_t lo, hi;	/* the changed entries in it: [lo, hi) */
@@ -282,7 +284,7 @@ int persist_epoch_from(struct pool *p, const struct persist_source *src, const u
 	int err = persist_attempt_end(&e, true, st);
 	if (err != 0 || !e.reverted)
 		return err;
-	/* It outgrew the log in place: again, with working copies. */
+	/* It outgrew the group's room in place: again, with working copies. */
 	persist_attempt_begin(&e, p, pages, n);
 	persist_attempt_write(&e, src, pages, n);
 	return persist_attempt_end(&e, true, st);
@@ -344,7 +346,8 @@ void persist_attempt_begin(struct persist_attempt *e, struct pool *p, const uint
 	}
 	/* Ordered, not waited for: nothing depends on the seq entries being
 	 * durable before the data is written, only on their reaching the
-	 * media first (nvm_order; a fence but on the log backend). */
+	 * media first (nvm_order: a fence, unless the backend can order
+	 * without waiting). */
 	if (n != 0 && persist_fault_active != PERSIST_FAULT_SKIP_SEQ_FENCE)
 		nvm_order(p->nvm);
 	if (persist_fault_active == PERSIST_FAULT_VER_BEFORE_DATA && nvm_error(p->nvm) == 0)
@@ -367,7 +370,7 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
 		if (e->in_place && !e->reverted && !room_for_page(p)) {
-			/* Outgrowing the log: put back now, write no more.
+			/* Outgrowing the room: put back now, write no more.
 			 * What the pages so far took is a floor for the next
 			 * choice's estimate: an epoch this large goes to
 			 * working copies until the writes thin out. */
@@ -427,7 +430,7 @@ int persist_attempt_end(struct persist_attempt *e, bool publish_it, struct persi
 		e->reverted = true;
 		e->st.attempts_reverted++;
 	}
-	/* What this attempt took of the log per page, for the next choice. */
+	/* What this attempt took of the room per page, for the next choice. */
 	if (e->in_place && !e->reverted && e->st.pages != 0) {
 		size_t room = nvm_group_room(p->nvm);
 		size_t per = room < e->room0 ? (e->room0 - room) / (size_t)e->st.pages : 0;

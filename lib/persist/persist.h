@@ -77,8 +77,8 @@ int persist_epoch(struct pool *p, const void *shadow, const uint64_t *pages, siz
 		  struct persist_stats *st);
 
 /* Reserve now what the in-place write-back needs where the pool's backend
- * has groups (the undo area, the size of the log: address space, touched
- * as attempts use it), instead of at the first such attempt: memory the
+ * has groups (the undo area, twice nvm_group_room_max: address space,
+ * touched as attempts use it), instead of at the first such attempt: memory the
  * runtime maps later is not in what the kernel's RLIMIT_DATA was raised by
  * when the program set it (runtime/memory_limits.h), and would come out of
  * the program's own share.  0 (also where there is nothing to reserve), or
@@ -106,18 +106,19 @@ int persist_epoch_from(struct pool *p, const struct persist_source *src, const u
  * and end(publish) publish such an attempt's copies alone.
  *
  * In place: where the pool's backend makes everything between two fences
- * all-or-nothing (nvm_group_room: the log backend) and the attempt fits,
+ * all-or-nothing (nvm.h's groups, nvm_group_room) and the attempt fits,
  * begin chooses no working copy for a page that has a valid one: write
  * rewrites the valid copy itself (its lines and checksum), so that each
  * changed line is written once, not once into each copy as the copies take
- * turns, and a checkpoint writes one copy, not two.  Nothing of it counts
- * before the publication's fence commits the group.  An attempt so written
- * that ends unpublished puts back every byte it overwrote (reverted is then
- * true), and the next attempt must list every page this one listed as well
- * as its own.  The choice is made from what recent attempts logged per page;
- * an attempt that outgrows the log's room after all is put back as soon as
- * it would (reverted, never published, whatever end is asked) and the next
- * one takes working copies. */
+ * turns, and what the backend later writes back is one copy, not two.
+ * Nothing of it counts before the publication's fence commits the group.
+ * An attempt so written that ends unpublished puts back every byte it
+ * overwrote (reverted is then true), and the next attempt must list every
+ * page this one listed as well as its own.  The choice is made from what
+ * recent attempts took of the group's room per page; an attempt that
+ * outgrows the room after all is put back as soon as it would (reverted,
+ * never published, whatever end is asked) and the next one takes working
+ * copies. */
 struct persist_attempt {
 	struct pool *p;
 	uint64_t next;			/* VER_d + 1 */
@@ -125,9 +126,9 @@ struct persist_attempt {
 	bool failed;			/* a write-back failed (nvm_error): this
 					 * attempt writes nothing */
 	bool in_place;			/* pages with a valid copy are rewritten
-					 * there (the log backend's groups) */
+					 * there (the backend's groups) */
 	bool reverted;			/* in-place pages put back (not published,
-					 * or outgrowing the log): never published,
+					 * or outgrowing the room): never published,
 					 * to be listed again */
 	size_t room0;			/* nvm_group_room at begin */
 	struct persist_stats st;

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -72,8 +71,10 @@ static void close_pool(struct pool *p, void (*unmap)(struct nvm *))
 	own_fd_close(&p->dir_fd);
 	own_fd_close(&p->name_fd);	/* a fork child's copy too: the name is the parent's */
 	pool_sum_key_fini(&p->sum_key);
-	free(p);
+	pool_free(p);
 }
+
+void pool_free(struct pool *p) { prim_unmap(p, sizeof(*p)); }
 
 void pool_close(struct pool *p) { close_pool(p, nvm_unmap); }
 

@@ -72,10 +72,24 @@
 #define POOL_SEQ_INVALID UINT64_MAX
 #define POOL_CREATOR_MAX 256
 
+/* An open pool.  Who touches it: the opener (pool_open, on one thread);
+ * then "the writer", the one thread at a time that stores into the pool --
+ * the nvm mapping's writer (nvm.h: the opening thread until the epoch
+ * thread starts, the epoch thread, the thread that ends the runtime) --
+ * which calls pool_accept, pool_publish, pool_set_clean, persist.h and
+ * pool_identity_holds; beside it, an application thread in pool_reserve
+ * (under the heap's growth lock) and lazy restore's threads reading the
+ * copies of pages not yet restored (pool_valid_copy, pool_verify_page:
+ * restore.h); the closer (pool_close, pool_abandon) once no other thread
+ * uses it.  Each field says which of them writes it; "set at open" fields
+ * are read-only afterwards and may be read by anyone. */
 struct pool {
+	/* Set at open; registered with own_fds, which may move a descriptor
+	 * and rewrite the field (under its lock, base/own_fds.h). */
 	int fd;
-	char path[PATH_MAX];
-	struct nvm *nvm;
+	char path[PATH_MAX];		/* set at open */
+	struct nvm *nvm;		/* set at open; guarded as nvm.h says */
+	/* Set at open: */
 	uint32_t format_version;	/* POOL_FORMAT_VERSION, or 2-5 with .legacy */
 	size_t page_size;
 	uint64_t npages;		/* heap capacity in pages */
@@ -86,31 +100,40 @@ struct pool {
 	bool was_clean;			/* previous run shut down cleanly */
 	/* The current version record's VER_d and clean flag (kept in DRAM:
 	 * on media they live in two checksummed slots, see above).  Written
-	 * only by pool_publish / pool_set_clean. */
+	 * only by pool_publish / pool_set_clean, on the writer; *ver_d is
+	 * read by any thread (pmthreads_durable_epoch): one aligned 8-byte
+	 * volatile load, never torn.  The pointers are set at open. */
 	volatile uint64_t *ver_d;
 	volatile uint64_t *clean;
 	uint64_t ver_d_now, clean_now;
-	uint64_t rec_gen;		/* generation of the current record */
-	int rec_slot;			/* its slot (0 or 1) */
-	/* Pointers into the mapping: */
+	uint64_t rec_gen;		/* generation of the current record: the writer's */
+	int rec_slot;			/* its slot (0 or 1): the writer's */
+	/* Pointers into the mapping, set at open.  The tables' entries and
+	 * the copies are stored by the writer only; lazy restore reads those
+	 * of pages no epoch writes (not yet restored). */
 	uint64_t (*seq)[2];
 	uint64_t (*sum)[2];		/* NULL in a version-2 pool (legacy open) */
-	struct pool_sum_key sum_key;	/* the checksum's keys (pool_sum.h) */
+	struct pool_sum_key sum_key;	/* the checksum's keys (pool_sum.h): set at open */
 	unsigned char *data;
 	/* Added for tools and recovery: */
-	bool read_only;			/* opened read-only: nothing is ever written */
-	bool torn_invalidated;		/* no copy has seq > VER_d (checked after open) */
+	bool read_only;			/* opened read-only: nothing is ever written (set at open) */
+	/* No copy has seq > VER_d (checked after open): the writer's. */
+	bool torn_invalidated;
+	/* Set at open: */
 	uint64_t file_size;
 	uint64_t seq_off, sum_off, data_off;	/* file offsets of the seq and sum tables, copies */
 	uint64_t log_off, log_size;	/* the log ring (format 6; 0: none) */
 	/* What the in-place write-back overwrote in the attempt under way, to
 	 * put back if it is not published (persist.c); reserved at the first
-	 * such attempt, undo_cap bytes. */
+	 * such attempt, undo_cap bytes.  These five are persist.c's, on the
+	 * writer (persist_reserve_undo at start-up, before the epoch thread). */
 	unsigned char *undo;
 	size_t undo_cap, undo_used;
-	size_t in_place_est;		/* log bytes per page of the last attempts */
-	bool in_place_backoff;		/* the last one outgrew the log: not the next */
-	volatile uint64_t *holder_pid;	/* pid of the read-write opener */
+	size_t in_place_est;		/* group bytes per page of the last attempts */
+	bool in_place_backoff;		/* the last one outgrew the group's room: not the next */
+	/* pid of the read-write opener: a pointer into the mapping (set at
+	 * open), stored by pool_set_clean on the writer. */
+	volatile uint64_t *holder_pid;
 	/* Seq entries of pages >= seq_pages are zero (never written: the seq
 	 * table's holes, found with SEEK_DATA at open); scans stop there, so a
 	 * large sparse pool costs start-up time in proportion to its use.
@@ -118,13 +141,15 @@ struct pool {
 	 * application thread reserving heap (pool_reserve, under the heap's
 	 * growth lock) and the epoch thread writing a page's seq entry
 	 * (persist.c); both raise it with pool_seq_pages_raise, and readers
-	 * that may run beside them read it with pool_seq_pages. */
+	 * that may run beside them read it with pool_seq_pages.  Atomic. */
 	uint64_t seq_pages;
 	/* Identity (read-write opens): the pool is the file that was opened
 	 * and locked, found as name in the directory dir_fd; dev/ino are that
 	 * file's.  name_fd holds the name lock (pool_lock.c), -1 when none.
+	 * All set at open (the fds registered with own_fds as fd is).
 	 * lost says how the name stopped leading to the file, "" while it
-	 * does (written by the thread that publishes). */
+	 * does: written by pool_identity_holds on the writer, read by it (the
+	 * runtime's messages run there or after it stopped). */
 	int dir_fd, name_fd;
 	char name[256];
 	uint64_t dev, ino;

@@ -107,6 +107,9 @@ bool pool_record_valid(const struct ver_record *r, int slot, const uint8_t uuid[
  * consecutive records (generations adjacent, VER_d equal or one apart). */
 int pool_current_record(const struct ver_record r[2], const uint8_t uuid[16]);
 
+/* Give back the memory of a struct pool made by pool_open (the runtime's
+ * own, prim_map_any), nothing else: its fds and mapping are the caller's. */
+void pool_free(struct pool *p);
 
 /* Take the pool's OFD lock (shared for readers) without waiting: 0, or -1
  * with errno set. */

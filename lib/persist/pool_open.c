@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
@@ -330,7 +329,10 @@ static struct pool *new_pool(const struct pool_open_options *o)
 		err_set("pool path is too long (%zu bytes, at most %d)", strlen(o->path), PATH_MAX - 1);
 		return NULL;
 	}
-	struct pool *p = calloc(1, sizeof(*p));
+	/* The runtime's memory (prim_map_any: zeroed), not malloc's: inside
+	 * the library malloc is our wrapper, and in malloc mode the
+	 * persistent heap's.  pool_free gives it back. */
+	struct pool *p = prim_map_any(sizeof(*p));
 	if (p == NULL) {
 		err_set_errno(ENOMEM, "cannot open pool %s", o->path);
 		return NULL;
@@ -379,6 +381,6 @@ fail:
 	own_fd_close(&p->fd);
 	own_fd_close(&p->dir_fd);
 	own_fd_close(&p->name_fd);
-	free(p);
+	pool_free(p);
 	return rc;
 }

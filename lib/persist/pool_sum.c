@@ -11,7 +11,6 @@
 
 #include "prim/prim.h"
 
-#include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
@@ -50,8 +49,10 @@ static uint64_t mod_p(u128 x)
 int pool_sum_key_init(struct pool_sum_key *key, const uint8_t uuid[16], size_t page_size)
 {
 	key->halves = page_size / 4;
-	key->lo = malloc(key->halves * sizeof(*key->lo));
-	key->hi = malloc(key->halves * sizeof(*key->hi));
+	/* The runtime's memory, not malloc's: inside the library malloc is
+	 * our wrapper, and in malloc mode the persistent heap's. */
+	key->lo = prim_map_any(key->halves * sizeof(*key->lo));
+	key->hi = prim_map_any(key->halves * sizeof(*key->hi));
 	if (key->lo == NULL || key->hi == NULL) {
 		pool_sum_key_fini(key);
 		return -1;
@@ -67,8 +68,10 @@ int pool_sum_key_init(struct pool_sum_key *key, const uint8_t uuid[16], size_t p
 
 void pool_sum_key_fini(struct pool_sum_key *key)
 {
-	free(key->lo);
-	free(key->hi);
+	if (key->lo != NULL)
+		prim_unmap(key->lo, key->halves * sizeof(*key->lo));
+	if (key->hi != NULL)
+		prim_unmap(key->hi, key->halves * sizeof(*key->hi));
 	key->lo = key->hi = NULL;
 	key->halves = 0;
 }

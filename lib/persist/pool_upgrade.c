@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -165,6 +164,14 @@ static int copy_pages(const struct pool *old, int fd, const char *tmp,
 	return 0;
 }
 
+static void free_tables(void *seq, void *sum, size_t len)
+{
+	if (seq != NULL)
+		prim_unmap(seq, len);
+	if (sum != NULL)
+		prim_unmap(sum, len);
+}
+
 /* The valid copies, then the seq and sum tables, written at l in fd.  -1
  * with err_get() set. */
 static int write_pages(const struct pool *old, int fd, const char *tmp,
@@ -172,11 +179,13 @@ static int write_pages(const struct pool *old, int fd, const char *tmp,
 		       void (*step)(const char *what, void *arg), void *arg)
 {
 	const uint64_t n = old->seq_pages;
-	uint64_t(*seq)[2] = calloc(n != 0 ? n : 1, sizeof(*seq));
-	uint64_t(*sum)[2] = calloc(n != 0 ? n : 1, sizeof(*sum));
+	/* Zeroed, and from the runtime's own memory like all of persist/'s
+	 * (pmthreads-recover's only, but the code is the library's). */
+	const size_t len = (n != 0 ? n : 1) * sizeof(uint64_t[2]);
+	uint64_t(*seq)[2] = prim_map_any(len);
+	uint64_t(*sum)[2] = prim_map_any(len);
 	if (seq == NULL || sum == NULL) {
-		free(seq);
-		free(sum);
+		free_tables(seq, sum, len);
 		err_set_errno(ENOMEM, "cannot upgrade pool %s", old->path);
 		return -1;
 	}
@@ -190,8 +199,7 @@ static int write_pages(const struct pool *old, int fd, const char *tmp,
 			      "failed", old->path, tmp);
 		rc = -1;
 	}
-	free(seq);
-	free(sum);
+	free_tables(seq, sum, len);
 	if (rc == 0)
 		note_step(step, "tables written", arg);
 	return rc;

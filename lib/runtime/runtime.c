@@ -118,6 +118,10 @@ static struct growth {
 	 * Set under lock once the tracker is open, cleared with off; read
 	 * without the lock (relaxed) on every system call into the heap. */
 	atomic_bool protects;
+	/* The heap's page size, set with the hook (heap_set_reserve) and
+	 * read-only after: the hook outlives the pool in a fork child, which
+	 * frees the pool while its heap may still grow. */
+	size_t page_size;
 } growth = { .lock = PRIM_LOCK_INIT };
 
 enum runtime_state runtime_state(void) { return atomic_load(&rt.state); }
@@ -170,7 +174,7 @@ void runtime_get_stats(struct stats_runtime *out)
 	/* Read by the epoch thread, which is the one writing them, or after
 	 * the pool is closed. */
 	out->nvm = rt.pool != NULL ? rt.pool->nvm->stats : closed.nvm;
-	out->nvm_name = rt.pool != NULL ? rt.pool->nvm->ops->name : closed.nvm_name;
+	out->nvm_name = rt.pool != NULL ? nvm_name(rt.pool->nvm) : closed.nvm_name;
 	prim_lock(&closed.lock);
 	out->tracker = closed.tracker_name;
 	out->tracker_stats = closed.tracker;
@@ -192,7 +196,7 @@ int runtime_write_final_stats(void)
 static void close_pool(bool fork_child)
 {
 	closed.nvm = rt.pool->nvm->stats;
-	closed.nvm_name = rt.pool->nvm->ops->name;
+	closed.nvm_name = nvm_name(rt.pool->nvm);
 	if (!fork_child)
 		rt.closed_epoch = *rt.pool->ver_d;
 	if (fork_child)
@@ -289,7 +293,7 @@ static void log_configuration(void)
 		rt.cfg.pool_path, rt.cfg.pool_path_is_default ? " (default)" : "",
 		(unsigned long long)(rt.heap_len >> 20), rt.heap_base,
 		runtime_heap_offset() == 0 ? "as recorded" : "RELOCATED",
-		rt.cfg.interval_ms, tracker_name(rt.tracker), rt.pool->nvm->ops->name,
+		rt.cfg.interval_ms, tracker_name(rt.tracker), nvm_name(rt.pool->nvm),
 		config_writeback_name(rt.cfg.writeback), config_heap_name(rt.cfg.heap),
 		rt.pool->created ? ", new pool" : (rt.previous_run_crashed ? ", recovered after a crash"
 									  : ", reopened after a clean exit"));
@@ -367,26 +371,26 @@ static _Atomic uint64_t heap_reserved_end;
 static int reserve_heap_pages(void *ctx, uint64_t first, uint64_t end)
 {
 	static _Atomic bool told;
-	struct pool *p = ctx;
+	struct pool *p = ctx;	/* only while !growth.off: a fork child frees it */
+	const size_t ps = growth.page_size;
 	/* malloc mode: the heap is the program's malloc, and grows only as far
 	 * as RLIMIT_AS / RLIMIT_DATA would let glibc's; the refusal is an
 	 * ordinary ENOMEM, said nowhere, as natively. */
-	if (rt.cfg.heap == HEAP_MALLOC && !memory_limits_allow(end * p->page_size))
+	if (rt.cfg.heap == HEAP_MALLOC && !memory_limits_allow(end * ps))
 		return -1;
-	if (memory_lock_grown((char *)rt.heap_base + first * p->page_size,
-			      (end - first) * p->page_size) != 0)
+	if (memory_lock_grown((char *)rt.heap_base + first * ps, (end - first) * ps) != 0)
 		return -1;
 	int rc = 0;
 	prim_lock(&growth.lock);
 	if (!growth.off) {
-		if (tracker_cover(rt.tracker, end * p->page_size) != 0)
+		if (tracker_cover(rt.tracker, end * ps) != 0)
 			log_msg(LOG_DEBUG, "%s; those pages count as written once on first touch",
 				err_get());
 		rc = pool_reserve(p, first, end);
 	}
 	prim_unlock(&growth.lock);
 	if (rc == 0) {
-		uint64_t e = end * p->page_size, seen = atomic_load(&heap_reserved_end);
+		uint64_t e = end * ps, seen = atomic_load(&heap_reserved_end);
 		while (e > seen && !atomic_compare_exchange_weak(&heap_reserved_end, &seen, e))
 			;
 		return 0;
@@ -764,13 +768,14 @@ static int start(void)
 	atomic_store_explicit(&growth.protects, strcmp(tracker_name(rt.tracker), "mprotect") == 0,
 			      memory_order_relaxed);
 	prim_unlock(&growth.lock);
+	growth.page_size = rt.pool->page_size;
 	heap_set_reserve(reserve_heap_pages, rt.pool);
 	if (persist_reserve_undo(rt.pool) != 0)
 		log_msg(LOG_WARN, "%s: every epoch is written with working copies", err_get());
 	/* From here the program's memory limits leave out the heap's range
 	 * and the pool's mapping (memory_limits.h); the kernel's still count
 	 * them, raised by as much when the program sets one. */
-	memory_limits_set_ours(true, rt.pool->nvm->len, rt.pool->nvm->private_map ? rt.pool->nvm->len : 0);
+	memory_limits_set_ours(true, rt.pool->nvm->len, nvm_private_bytes(rt.pool->nvm));
 	/* Adoption verifies the metadata pages (as restored) against the
 	 * pool's checksums; each epoch records new ones. */
 	meta_sums_bind(rt.pool);
@@ -788,7 +793,7 @@ static int start(void)
 	int werr = pool_accept(rt.pool);
 	/* The log's private mapping may have become another backend's shared
 	 * one (PMTHREADS_NVM=msync or pmem on a pool whose log held epochs). */
-	memory_limits_set_ours(true, rt.pool->nvm->len, rt.pool->nvm->private_map ? rt.pool->nvm->len : 0);
+	memory_limits_set_ours(true, rt.pool->nvm->len, nvm_private_bytes(rt.pool->nvm));
 	if (werr == 0)
 		persist_invalidate_torn(rt.pool);
 	if (werr == 0)

@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "preload_api.h"
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static void *(*nvmalloc_fn)(size_t, const char *);
 static void *(*nvrecover_fn)(void *, size_t, const char *);
@@ -35,16 +37,6 @@ static int (*sync_fn)(void);
 static uint64_t (*durable_fn)(void);
 static const char *(*errormsg_fn)(void);
 static uint64_t *object;
-
-static void *api(const char *name)
-{
-	void *f = dlsym(RTLD_DEFAULT, name);
-	if (f == NULL) {
-		printf("no %s: not under the preload\n", name);
-		exit(3);
-	}
-	return f;
-}
 
 static void sleep_ms(long ms)
 {
@@ -73,10 +65,10 @@ static const char *sync_result(void)
 
 static void open_object(void)
 {
-	*(void **)&nvmalloc_fn = api("nvmalloc");
-	*(void **)&sync_fn = api("pmthreads_sync");
-	*(void **)&durable_fn = api("pmthreads_durable_epoch");
-	*(void **)&errormsg_fn = api("pmthreads_errormsg");
+	*(void **)&nvmalloc_fn = preload_api("nvmalloc");
+	*(void **)&sync_fn = preload_api("pmthreads_sync");
+	*(void **)&durable_fn = preload_api("pmthreads_durable_epoch");
+	*(void **)&errormsg_fn = preload_api("pmthreads_errormsg");
 	object = nvmalloc_fn(sizeof(*object), "forksync");
 	if (object == NULL) {
 		printf("nvmalloc failed: %s\n", strerror(errno));
@@ -159,7 +151,7 @@ static int do_end(void)
 
 static int do_check(void)
 {
-	*(void **)&nvrecover_fn = api("nvrecover");
+	*(void **)&nvrecover_fn = preload_api("nvrecover");
 	uint64_t *p = nvrecover_fn(NULL, sizeof(uint64_t), "forksync");
 	if (p == NULL)
 		printf("not recovered: %s\n", strerror(errno));

@@ -24,6 +24,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "preload_api.h"
+
 #define VALUE 4242424242ULL
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -108,20 +110,10 @@ static void *first_caller(void *arg)
 	return NULL;
 }
 
-static void *api(const char *name)
-{
-	void *f = dlsym(RTLD_DEFAULT, name);
-	if (f == NULL) {
-		printf("no %s: not under the preload\n", name);
-		exit(3);
-	}
-	return f;
-}
-
 static void start(void)
 {
-	*(void **)&nvmalloc_fn = api("nvmalloc");
-	*(void **)&sync_fn = api("pmthreads_sync");
+	*(void **)&nvmalloc_fn = preload_api("nvmalloc");
+	*(void **)&sync_fn = preload_api("pmthreads_sync");
 	idle();
 	if (pipe(release_pipe) != 0 || pipe(taken_pipe) != 0)
 		exit(2);
@@ -156,7 +148,7 @@ static void start(void)
 
 static void check(void)
 {
-	*(void **)&nvrecover_fn = api("nvrecover");
+	*(void **)&nvrecover_fn = preload_api("nvrecover");
 	uint64_t v = 0;
 	if (nvrecover_fn(&v, sizeof(v), "lazystart") == NULL) {
 		printf("nothing recovered\n");

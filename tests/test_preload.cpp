@@ -880,6 +880,26 @@ TEST_CASE("no thread of the runtime until a pool is open; the first nvmalloc sta
 	}
 }
 
+namespace {
+
+// A program's report lines "WHO WHAT REST...", by "WHO WHAT": REST (the last
+// line of a key wins).
+std::map<std::string, std::string> said_by(const std::string &out)
+{
+	std::map<std::string, std::string> said;
+	std::istringstream in(out);
+	for (std::string line; std::getline(in, line);) {
+		std::istringstream w(line);
+		std::string who, what, rest;
+		w >> who >> what;
+		std::getline(w >> std::ws, rest);
+		said[who + " " + what] = rest;
+	}
+	return said;
+}
+
+} // namespace
+
 // Where nothing is persisted any more, pmthreads_sync says so (issue 39
 // item 11): a fork child's heap is a private copy, never written to the pool
 // (ENOTSUP, in its own children too), and after the runtime's end at exit a
@@ -907,24 +927,14 @@ TEST_CASE("pmthreads_sync fails in a fork child and after the runtime's end; the
 		run_result r = run({ prog, "fork" }, env);
 		INFO(r.describe());
 		REQUIRE(r.status == 0);
-		std::istringstream out(r.out);
-		std::string word, parent_ok, child_sync, grandchild_sync, after_ok;
+		auto said = said_by(r.out);
+		std::string parent_ok, child_sync, grandchild_sync, after_ok;
 		unsigned long long e = 0, d0 = 1, d1 = 1, e2 = 0;
-		for (std::string line; std::getline(out, line);) {
-			std::istringstream w(line);
-			std::string who, what;
-			w >> who >> what;
-			if (who == "parent" && what == "sync")
-				w >> parent_ok >> e;
-			else if (who == "child" && what == "sync")
-				w >> child_sync;
-			else if (who == "child" && what == "durable")
-				w >> d0 >> d1;
-			else if (who == "grandchild")
-				w >> grandchild_sync;
-			else if (who == "parent" && what == "after")
-				w >> after_ok >> e2;
-		}
+		std::istringstream(said["parent sync"]) >> parent_ok >> e;
+		std::istringstream(said["child sync"]) >> child_sync;
+		std::istringstream(said["child durable"]) >> d0 >> d1;
+		std::istringstream(said["grandchild sync"]) >> grandchild_sync;
+		std::istringstream(said["parent after"]) >> after_ok >> e2;
 		CHECK(parent_ok == "ok");
 		CHECK(e > 0);
 		CHECK(child_sync == "ENOTSUP");
@@ -945,18 +955,9 @@ TEST_CASE("pmthreads_sync fails in a fork child and after the runtime's end; the
 		REQUIRE(r.status == 0);
 		unsigned long long main_e = 0, end_d1 = 0, end_d2 = 0;
 		std::string main_ok, end_sync;
-		{
-			std::istringstream o(r.out);
-			for (std::string line; std::getline(o, line);) {
-				std::istringstream w(line);
-				std::string who, what;
-				w >> who >> what;
-				if (who == "main" && what == "sync")
-					w >> main_ok >> main_e;
-				else if (who == "end" && what == "sync")
-					w >> end_sync >> end_d1 >> end_d2;
-			}
-		}
+		said = said_by(r.out);
+		std::istringstream(said["main sync"]) >> main_ok >> main_e;
+		std::istringstream(said["end sync"]) >> end_sync >> end_d1 >> end_d2;
 		CHECK(main_ok == "ok");
 		CHECK(main_e > 0);
 		c = run({ prog, "check" }, env);

@@ -21,7 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "preload_api.h"
@@ -58,9 +61,30 @@ static void say_tasks(const char *where)
 	fflush(stdout);
 }
 
+/* Each thread's kernel id, written by the thread (read after its join):
+ * the worker, the holder, the two first callers. */
+enum { TID_WORKER, TID_HOLDER, TID_CALLER };
+static pid_t tids[TID_CALLER + 2];
+
+static void note_tid(int slot) { tids[slot] = (pid_t)syscall(SYS_gettid); }
+
+/* pthread_join returns when the thread's id is cleared, which the kernel
+ * does before the task leaves /proc/self/task: wait (up to 10 s) until it
+ * has, so that a count after a join does not see it under load. */
+static void join_gone(pthread_t t, int slot)
+{
+	pthread_join(t, NULL);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tids[slot]);
+	struct stat st;
+	for (int i = 0; i < 10000 && stat(path, &st) == 0; i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+}
+
 static void *worker(void *arg)
 {
 	(void)arg;
+	note_tid(TID_WORKER);
 	pthread_mutex_lock(&lock);
 	char *p = malloc(100);
 	memset(p, 1, 100);
@@ -79,7 +103,7 @@ static void idle(void)
 	say_tasks("locks");
 	pthread_t t;
 	pthread_create(&t, NULL, worker, NULL);
-	pthread_join(t, NULL);
+	join_gone(t, TID_WORKER);
 	say_tasks("joined");
 	pid_t child = fork();
 	if (child == 0)
@@ -94,6 +118,7 @@ static void idle(void)
 static void *holder(void *arg)
 {
 	(void)arg;
+	note_tid(TID_HOLDER);
 	pthread_mutex_lock(&held);
 	char c = 't';
 	if (write(taken_pipe[1], &c, 1) != 1 || read(release_pipe[0], &c, 1) != 1)
@@ -105,6 +130,7 @@ static void *holder(void *arg)
 static void *first_caller(void *arg)
 {
 	uintptr_t i = (uintptr_t)arg;
+	note_tid(TID_CALLER + (int)i);
 	pthread_barrier_wait(&both);
 	objects[i] = nvmalloc_fn(sizeof(uint64_t), i == 0 ? "lazystart" : "lazystart-other");
 	return NULL;
@@ -127,7 +153,7 @@ static void start(void)
 	for (uintptr_t i = 0; i < 2; i++)
 		pthread_create(&callers[i], NULL, first_caller, (void *)i);
 	for (int i = 0; i < 2; i++)
-		pthread_join(callers[i], NULL);
+		join_gone(callers[i], TID_CALLER + i);
 	if (objects[0] == NULL || objects[1] == NULL) {
 		printf("nvmalloc failed\n");
 		exit(1);
@@ -139,7 +165,7 @@ static void start(void)
 	pthread_mutex_unlock(&lock);
 	if (write(release_pipe[1], "r", 1) != 1)
 		exit(2);
-	pthread_join(h, NULL);
+	join_gone(h, TID_HOLDER);
 	printf("sync %d\n", sync_fn());
 	say_tasks("synced");
 	/* Only what the sync made durable survives. */

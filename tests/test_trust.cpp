@@ -219,6 +219,71 @@ TEST_CASE("a pool file deleted, renamed or replaced under a running program stop
 	CHECK(r.err.find("WITHOUT persistence") != std::string::npos);
 }
 
+TEST_CASE("a pool whose directory, or a directory above it, is renamed under a running "
+	  "program stops its acknowledgements; moved back, it is recovered", "[trust][identity]")
+{
+	setup s;
+	const char *how = nullptr;
+	std::string pool, moved;
+	SECTION("its directory") {
+		how = "mvdir";
+		pool = s.dir.file("app/trust.pool");
+		moved = s.dir.file("app.moved");
+		REQUIRE(mkdir(s.dir.file("app").c_str(), 0700) == 0);
+	}
+	SECTION("a directory above it") {
+		how = "mvup";
+		pool = s.dir.file("up/app/trust.pool");
+		moved = s.dir.file("up.moved/app");
+		REQUIRE(mkdir(s.dir.file("up").c_str(), 0700) == 0);
+		REQUIRE(mkdir(s.dir.file("up/app").c_str(), 0700) == 0);
+	}
+	run_result r = run({ s.prog, "lose", how, pool, "0" }, s.env(pool));
+	INFO(r.describe());
+	REQUIRE(r.status == 0);
+	auto after = line_words(r.out, "after ");
+	REQUIRE(after.size() == 4);
+	CHECK(after[1] == "ESTALE");
+	// At most the epoch whose write-back was under way when the name went.
+	CHECK(std::stoull(after[3]) <= std::stoull(after[2]) + 1);
+	// Said once, with where the directory is now (the path the kernel
+	// gives: the medium's directory may be reached through a symlink).
+	auto said = "the pool file " + pool + " was moved with its directory ";
+	auto at = r.err.find(said);
+	REQUIRE(at != std::string::npos);
+	CHECK(r.err.find(said, at + 1) == std::string::npos);
+	CHECK(r.err.find(moved.substr(moved.rfind('/', moved.size() - 5))) != std::string::npos);
+	CHECK(r.err.find("WITHOUT persistence") != std::string::npos);
+	// What the message says to do: move it back.
+	auto mv = r.err.find("move it back with `");
+	REQUIRE(mv != std::string::npos);
+	mv += strlen("move it back with `");
+	std::string cmd = r.err.substr(mv, r.err.find('`', mv) - mv);
+	INFO(cmd);
+	REQUIRE(system(cmd.c_str()) == 0);
+	run_result next = run({ s.prog, "count" }, s.env(pool));
+	INFO(next.describe());
+	// The first run's counter was 1 when it synced, before the move.
+	CHECK(next.out == "counter 2\n");
+}
+
+TEST_CASE("a relative pool path and a later chdir leave the pool's identity alone",
+	  "[trust][identity]")
+{
+	setup s;
+	run_result r = run({ "/bin/sh", "-c", "cd '" + s.dir.path + "' && exec '" + s.prog +
+					       "' lose chdir trust.pool 0" },
+			   s.env("trust.pool"));
+	INFO(r.describe());
+	auto after = line_words(r.out, "after ");
+	REQUIRE(after.size() == 4);
+	CHECK(after[1] == "ok");
+	CHECK(std::stoull(after[3]) > std::stoull(after[2]));
+	CHECK(r.err.empty());
+	struct stat st;
+	CHECK(stat(s.pool.c_str(), &st) == 0);
+}
+
 TEST_CASE("an untouched pool keeps acknowledging (the identity test's control)",
 	  "[trust][identity]")
 {

@@ -153,7 +153,22 @@ struct pool {
 	int dir_fd, name_fd;
 	char name[256];
 	uint64_t dev, ino;
-	char lost[160];
+	/* The directory's absolute, symlink-free path, resolved once at open
+	 * from dir_fd (so that a later chdir, or a relative PMTHREADS_POOL,
+	 * changes nothing), and that directory's device and inode: the check
+	 * also requires that this path still leads to the directory, so that
+	 * a rename of it or of any directory above it is caught.  dir_path is
+	 * "" when it could not be resolved to a path that leads back to the
+	 * directory (no /proc; a directory outside the process's root): the
+	 * check is then by directory only.  Set at open. */
+	char dir_path[PATH_MAX];
+	uint64_t dir_dev, dir_ino;
+	/* Written with lost: the directory moved (dir_path leads elsewhere or
+	 * nowhere), and the command that puts it back ("" when where it is
+	 * now cannot be read). */
+	bool dir_moved;
+	char put_back[2 * PATH_MAX + 16];
+	char lost[PATH_MAX + 200];
 };
 
 static inline uint64_t pool_seq_pages(const struct pool *p)
@@ -237,11 +252,16 @@ enum pool_error {
 enum pool_error pool_open(struct pool **out, const struct pool_open_options *o);
 
 /* Whether the pool's path still names the file p holds (read-write
- * opens; always true for others): not deleted, renamed or replaced.  When
- * it does not, p->lost says how and the pool's write-back error is latched
- * as ESTALE (nvm.h), so that no epoch is published any more.  pool_publish
- * and pool_set_clean call it before every record they write: the cost is
- * an fstat and an fstatat per epoch. */
+ * opens; always true for others): not deleted, renamed or replaced, and its
+ * directory's path, resolved at open, still leads to the directory that
+ * holds it (neither it nor a directory above it renamed).  When it does
+ * not, p->lost says how (p->dir_moved, p->put_back: the directory moved,
+ * and how to move it back) and the pool's write-back error is latched as
+ * ESTALE (nvm.h), so that no epoch is published any more.  An error that
+ * says nothing about the names (EACCES, ENOMEM, ELOOP...) is "cannot tell":
+ * it holds, and the next call asks again.  pool_publish and pool_set_clean
+ * call it before every record they write: the cost is an fstatat and a
+ * stat of the directory's path per call. */
 bool pool_identity_holds(struct pool *p);
 
 /* Remove the pool file at path, refusing (-1, err_get() says why, nothing

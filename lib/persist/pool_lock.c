@@ -83,6 +83,38 @@ static int open_dir(struct pool *p, const char *path)
 	return 0;
 }
 
+/* Where the directory dir_fd holds is now: the kernel's name for it
+ * (/proc/self/fd), absolute and free of symbolic links.  false when it
+ * cannot be read or the directory was removed. */
+static bool dir_now(const struct pool *p, char *out, size_t len)
+{
+	char link[64];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", p->dir_fd);
+	ssize_t n = prim_readlink(link, out, len - 1);
+	if (n <= 0 || out[0] != '/')
+		return false;
+	out[n] = '\0';
+	static const char deleted[] = " (deleted)";
+	size_t dl = sizeof(deleted) - 1;
+	return !((size_t)n > dl && strcmp(out + n - dl, deleted) == 0);
+}
+
+/* p->dir_path: the held directory's path, once, at open -- kept only if it
+ * leads back to that directory now (else the check could fire on a path
+ * that never did: a directory outside the process's root, say). */
+static void resolve_dir(struct pool *p, const struct stat *d)
+{
+	p->dir_dev = (uint64_t)d->st_dev;
+	p->dir_ino = (uint64_t)d->st_ino;
+	struct stat back;
+	if (!dir_now(p, p->dir_path, sizeof(p->dir_path)) || prim_stat(p->dir_path, &back) != 0 ||
+	    (uint64_t)back.st_dev != p->dir_dev || (uint64_t)back.st_ino != p->dir_ino) {
+		log_msg(LOG_DEBUG, "pool %s: its directory's path cannot be resolved (is /proc "
+			"mounted?); a rename of the directory will not be noticed", p->path);
+		p->dir_path[0] = '\0';
+	}
+}
+
 enum pool_error pool_lock_name(struct pool *p, const struct pool_open_options *o)
 {
 	if (open_dir(p, o->path) != 0)
@@ -92,6 +124,7 @@ enum pool_error pool_lock_name(struct pool *p, const struct pool_open_options *o
 		err_set_errno(errno, "cannot open pool %s: its directory", o->path);
 		return POOL_ERR_REFUSED;
 	}
+	resolve_dir(p, &d);
 	char key[100];
 	snprintf(key, sizeof(key), "pmthreads-pool/%llx/%llx/%016llx",
 		 (unsigned long long)d.st_dev, (unsigned long long)d.st_ino,
@@ -152,6 +185,62 @@ int pool_bind_identity(struct pool *p, const struct stat *locked)
 	return 0;
 }
 
+/* The directory moved: old and now are its path at open and now.  The
+ * components they end with alike are below what was renamed, so that
+ * moving back the rest -- the directory renamed -- puts everything back:
+ * /var/tmp/app renamed /var/tmp/app.old gives `mv /var/tmp/app.old
+ * /var/tmp/app`, and for /var/tmp/x/app with x renamed x.old, `mv
+ * /var/tmp/x.old /var/tmp/x`. */
+static void note_moved(struct pool *p, const char *now, bool replaced)
+{
+	p->dir_moved = true;
+	const char *old = p->dir_path;
+	size_t a = strlen(old), b = strlen(now);
+	for (;;) {
+		size_t ia = a, ib = b;
+		while (ia > 0 && old[ia - 1] != '/')
+			ia--;
+		while (ib > 0 && now[ib - 1] != '/')
+			ib--;
+		/* ia, ib: where the last components start; stop before "/". */
+		if (ia <= 1 || ib <= 1 || a - ia != b - ib || memcmp(old + ia, now + ib, a - ia) != 0)
+			break;
+		a = ia - 1;
+		b = ib - 1;
+	}
+	snprintf(p->put_back, sizeof(p->put_back), "mv '%.*s' '%.*s'", (int)b, now, (int)a, old);
+	snprintf(p->lost, sizeof(p->lost), "was moved with its directory %s, which is now %s%s",
+		 old, now, replaced ? " (another directory is at the old path)" : "");
+}
+
+/* The second half of the check: p->dir_path still leads to the directory
+ * that holds the pool. */
+static bool dir_path_holds(struct pool *p)
+{
+	if (p->dir_path[0] == '\0')
+		return true;
+	struct stat d;
+	bool replaced = false;
+	if (prim_stat(p->dir_path, &d) == 0) {
+		if ((uint64_t)d.st_dev == p->dir_dev && (uint64_t)d.st_ino == p->dir_ino)
+			return true;
+		replaced = true;
+	} else if (errno != ENOENT && errno != ENOTDIR) {
+		return true;	/* cannot tell (EACCES, ELOOP, ENOMEM...): the next check asks again */
+	}
+	char now[PATH_MAX];
+	if (dir_now(p, now, sizeof(now))) {
+		note_moved(p, now, replaced);
+	} else {
+		p->dir_moved = true;
+		p->put_back[0] = '\0';
+		snprintf(p->lost, sizeof(p->lost), "was moved with its directory %s, which no longer "
+			 "leads to it (where it is now cannot be read)", p->dir_path);
+	}
+	nvm_latch_error(p->nvm, ESTALE);
+	return false;
+}
+
 bool pool_identity_holds(struct pool *p)
 {
 	if (p->dir_fd < 0 || p->read_only)
@@ -161,7 +250,7 @@ bool pool_identity_holds(struct pool *p)
 	struct stat held, named;
 	if (prim_fstatat(p->dir_fd, p->name, &named, AT_SYMLINK_NOFOLLOW) == 0) {
 		if ((uint64_t)named.st_dev == p->dev && (uint64_t)named.st_ino == p->ino)
-			return true;
+			return dir_path_holds(p);
 		snprintf(p->lost, sizeof(p->lost), "was replaced (its name now leads to another file)");
 	} else if (errno != ENOENT && errno != ENOTDIR) {
 		return true;	/* cannot tell (EACCES, ENOMEM...): the next epoch asks again */

@@ -12,9 +12,11 @@
  *       NAME" when the pool cannot be had.
  *   at PATH count
  *       count, with the pool chosen by the program: pmthreads_set_pool(PATH).
- *   lose rm|rename|replace|none POOL HOLD_MS
+ *   lose rm|rename|replace|mvdir|mvup|chdir|none POOL HOLD_MS
  *       as count, then prints "synced E" (the durable epoch), does to the
- *       pool file at POOL what the first word says, prints "tampered",
+ *       pool file at POOL what the first word says (mvdir: its directory
+ *       renamed DIR.moved; mvup: the directory above that, likewise; chdir:
+ *       the program changes its directory to /), prints "tampered",
  *       keeps writing under a lock for 400 ms, calls pmthreads_sync, and
  *       prints "after SYNC DURABLE_BEFORE DURABLE_AFTER" (SYNC: ok or the
  *       errno's name), then lives HOLD_MS more (a second process can try the
@@ -106,6 +108,21 @@ static void tamper(const char *how, const char *pool)
 		int fd = open(other, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (fd < 0 || close(fd) != 0 || rename(other, pool) != 0)
 			perror("replace");
+	} else if (strcmp(how, "mvdir") == 0 || strcmp(how, "mvup") == 0) {
+		/* The pool's directory, or the one above it, renamed NAME.moved. */
+		char dir[4096], moved[4200];
+		snprintf(dir, sizeof(dir), "%s", pool);
+		for (int up = strcmp(how, "mvdir") == 0 ? 1 : 2; up > 0; up--) {
+			char *slash = strrchr(dir, '/');
+			if (slash != NULL)
+				*slash = '\0';
+		}
+		snprintf(moved, sizeof(moved), "%s.moved", dir);
+		if (rename(dir, moved) != 0)
+			perror("rename directory");
+	} else if (strcmp(how, "chdir") == 0) {
+		if (chdir("/") != 0)
+			perror("chdir");
 	}
 }
 
@@ -153,6 +170,6 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 5 && strcmp(argv[1], "lose") == 0)
 		return do_lose(argv[2], argv[3], atol(argv[4]));
-	fprintf(stderr, "usage: trust open | count | at PATH count | lose rm|rename|replace|none POOL HOLD_MS\n");
+	fprintf(stderr, "usage: trust open | count | at PATH count | lose rm|rename|replace|mvdir|mvup|chdir|none POOL HOLD_MS\n");
 	return 2;
 }

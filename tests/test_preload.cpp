@@ -685,6 +685,76 @@ TEST_CASE("the statistics file keeps its period while durability stalls", "[prel
 	CHECK(json_text(mid, "stalled") == "true");
 }
 
+// Issue 39, leftover of item 10: the statistics file keeps its period
+// through one long write-back, and shows it in progress.  16 MiB written
+// line by line, then one sync; an emulated latency of 20 us a line makes the
+// write-back of its 262144 lines last more than 5 s (the latency is a
+// busy-wait on the clock: no shorter under load).  Before, the epoch thread
+// wrote nothing while it was inside the write-back: no version of the file
+// showed one under way.
+TEST_CASE("the statistics file keeps its period through a write-back of seconds",
+	  "[preload][trackers][stats]")
+{
+	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");
+	pool_medium::dir dir("slowstats");
+	std::string json = dir.file("slow.json");
+	std::map<std::string, std::string> env = {
+		{ "LD_PRELOAD", lib },
+		{ "PMTHREADS_POOL", dir.file("slow.pool") },
+		{ "PMTHREADS_POOL_SIZE", "64M" },
+		{ "PMTHREADS_HEAP", "malloc" },
+		{ "PMTHREADS_TRACKER", probe_tracker() },
+		{ "PMTHREADS_INTERVAL_MS", "100000" },	// the sync's epoch writes it all
+		{ "PMTHREADS_NVM_LATENCY_NS", "20000" },
+		{ "PMTHREADS_STATS", json },
+	};
+	pool_medium::child_env(env);
+	spawned c = spawn({ progs + "/prog_slowsync", "16" }, env);
+	std::vector<std::string> during;	// the versions showing a write-back under way
+	struct stat st {};
+	timespec seen{};
+	run_result r;
+	for (;;) {
+		int wst = 0;
+		if (waitpid(c.pid, &wst, WNOHANG) == c.pid) {
+			r.out = read_fd(c.out_fd);
+			close(c.out_fd);
+			r.wait_status = wst;
+			r.status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
+			lseek(c.err_fd, 0, SEEK_SET);
+			r.err = read_fd(c.err_fd);
+			close(c.err_fd);
+			break;
+		}
+		if (stat(json.c_str(), &st) == 0 &&
+		    (st.st_mtim.tv_sec != seen.tv_sec || st.st_mtim.tv_nsec != seen.tv_nsec)) {
+			seen = st.st_mtim;
+			std::string v = slurp(json);
+			if (json_number(v, "writeback_pages") > 0)
+				during.push_back(v);
+		}
+		usleep(20000);
+	}
+	std::string final_json = slurp(json);
+	INFO(r.describe() << "\n" << during.size() << " versions during a write-back\n"
+			  << (during.empty() ? final_json : during.back()));
+	REQUIRE(r.status == 0);
+	CHECK(r.out.rfind("sync ok ", 0) == 0);
+	// More than 5 s of write-back, the file every second.
+	REQUIRE(during.size() >= 3);
+	for (const std::string &v : during) {
+		long long done = json_number(v, "writeback_pages_done");
+		CHECK(done >= 0);
+		CHECK(done <= json_number(v, "writeback_pages"));
+	}
+	// Progress is shown: not every version says the same.
+	CHECK(json_number(during.front(), "writeback_pages_done") !=
+	      json_number(during.back(), "writeback_pages_done"));
+	// Nothing under way at the end.
+	CHECK(json_number(final_json, "writeback_pages") == 0);
+	pool_medium::expect_backend(final_json);
+}
+
 // Issue 39, item 5: pmthreads_sync's timeout measures a stall, not a slow
 // write-back.  One thread writes every line of a 16 MiB region, each write
 // its own FASE, then syncs with no lock held and a 50 ms timeout; the

@@ -92,6 +92,13 @@ static void writeback_end(void *ctx, size_t k, size_t lines)
 {
 	struct epoch_pipeline *ep = ctx;
 	ep->batch.changed[k] = lines != 0;
+	/* Between batches of pages: the progress, and the epoch thread's
+	 * tick (the statistics file keeps its period through a write-back
+	 * of seconds).  A clock read per batch, not per page or line. */
+	if ((k + 1) % EPOCH_PROGRESS_PAGES == 0) {
+		ep->counters.writeback_pages_done = k + 1;
+		quiesce_tick_now();
+	}
 }
 
 /* ---- set-up ---- */
@@ -427,8 +434,11 @@ bool epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct ep
 		struct persist_source src = { writeback_begin, writeback_end, ep };
 		struct persist_attempt pe;
 		populate_pool(ep, b);
+		ep->counters.writeback_pages_done = 0;
+		ep->counters.writeback_pages = b->n;
 		persist_attempt_begin(&pe, p, b->pages, b->n);
 		persist_attempt_write(&pe, &src, b->pages, b->n);
+		ep->counters.writeback_pages_done = b->n;
 		tracker_note_changed(ep->tracker, b->pages, b->n, b->changed);
 		/* Asked even when every page was copied: which pages are hot
 		 * follows the writes (not in the paused mode, which has no
@@ -438,6 +448,8 @@ bool epoch_writeback(struct epoch_pipeline *ep, struct epoch_batch *b, struct ep
 		 * reads it from the pool's nvm and says so. */
 		durable = persist_attempt_end(&pe, conflicts == 0, &st) == 0 && conflicts == 0 &&
 			  !pe.reverted;
+		ep->counters.writeback_pages = 0;
+		ep->counters.writeback_pages_done = 0;
 		if (pe.reverted) {
 			memcpy(ep->redo, b->pages, b->n * sizeof(uint64_t));
 			ep->nredo = b->n;

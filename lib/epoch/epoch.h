@@ -71,6 +71,10 @@
  * beside the pause itself, docs/benchmarks.md "Figures behind the design"); doubled for each attempt carried over in a row, up to
  * EPOCH_COPY_BUDGET_GROWTH times that. */
 #define EPOCH_COPY_BUDGET 1024
+/* The write-back's progress is recorded, and the epoch thread's tick
+ * called (quiesce_tick_now), every this many pages: at least 64 x 4 KiB
+ * compared, so the tick's clock read is lost in it. */
+#define EPOCH_PROGRESS_PAGES 64
 #define EPOCH_COPY_BUDGET_GROWTH 4	/* _MAX = 4 x the first */
 /* After this many attempts in a row carried over, the next pause copies its
  * whole batch (and so publishes).  Retries start at once and their batches
@@ -128,7 +132,12 @@ struct epoch_batch {
 	/* pool pages allocated ahead of the write-back (pmem kind only) */ \
 	X(count, pool_bytes_populated, "pool_bytes_populated") \
 	X(value, slot_bytes_resident, "slot_bytes_resident") /* slot memory currently faulted in */ \
-	X(count, slot_shrinks, "slot_shrinks") /* times slot memory was given back */
+	X(count, slot_shrinks, "slot_shrinks") /* times slot memory was given back */ \
+	/* the write-back under way (0, 0: none): its pages, and how many of \
+	 * them are written, updated every EPOCH_PROGRESS_PAGES pages -- what \
+	 * the statistics file shows while one write-back lasts for seconds */ \
+	X(value, writeback_pages, "writeback_pages") \
+	X(value, writeback_pages_done, "writeback_pages_done")
 
 struct epoch_counters {
 	EPOCH_COUNTERS_FIELDS(STATS_DECLARE)

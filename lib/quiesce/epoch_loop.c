@@ -167,6 +167,12 @@ static void loop_tick(void)
 		fn();
 }
 
+void quiesce_tick_now(void)
+{
+	if (quiesce_self.on_epoch_thread)
+		loop_tick();
+}
+
 /* ---- the loop ---- */
 
 /* Shutdown's final epoch; an attempt carried over is completed as at any

@@ -541,6 +541,12 @@ void quiesce_set_sync_timeout(unsigned ms);
  * attempt lasts longer than period_ns.  NULL: none. */
 typedef void (*quiesce_tick_fn)(void);
 void quiesce_set_tick(quiesce_tick_fn fn, uint64_t period_ns);
+/* The tick from inside a long step of the epoch thread's turn -- a
+ * write-back that runs for seconds calls it between its pages -- so that
+ * its period holds there too.  The tick keeps its own schedule: a call
+ * that is not due costs the tick's clock read.  A no-op on any other
+ * thread (the tick is the epoch thread's). */
+void quiesce_tick_now(void);
 
 /* PMTHREADS_NOT_FASE: fn says whether the function containing a call site
  * (a return address) is one whose locks are no critical section.  Asked

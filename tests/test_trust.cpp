@@ -23,7 +23,9 @@
 #include <signal.h>
 #include <sstream>
 #include <string>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -330,6 +332,77 @@ TEST_CASE("no second process runs at the path of a pool deleted under a live one
 	INFO(third.describe());
 	// The first run's counter was 1 when it synced, before the rm.
 	CHECK(third.out == "counter 2\n");
+}
+
+// The pool's name lock, as pool_lock.c names it, bound by this process
+// (which is no pmthreads program): a squatter of the pool's path.
+struct name_squatter {
+	int fd = -1;
+	explicit name_squatter(const std::string &pool)
+	{
+		std::string dir = pool.substr(0, pool.rfind('/')), name = pool.substr(pool.rfind('/') + 1);
+		struct stat d;
+		REQUIRE(stat(dir.c_str(), &d) == 0);
+		uint64_t h = 0xcbf29ce484222325ULL;	// FNV-1a of the file name
+		for (unsigned char c : name)
+			h = (h ^ c) * 0x100000001b3ULL;
+		char key[100];
+		snprintf(key, sizeof(key), "pmthreads-pool/%llx/%llx/%016llx",
+			 (unsigned long long)d.st_dev, (unsigned long long)d.st_ino,
+			 (unsigned long long)h);
+		struct sockaddr_un a = {};
+		a.sun_family = AF_UNIX;
+		memcpy(a.sun_path + 1, key, strlen(key));
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		REQUIRE(fd >= 0);
+		REQUIRE(bind(fd, (struct sockaddr *)&a,
+			     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(key))) == 0);
+		REQUIRE(listen(fd, 1) == 0);
+	}
+	~name_squatter() { close(fd); }
+};
+
+TEST_CASE("a process of the pool's user that binds its name lock without holding the pool is "
+	  "passed over; one that has its directory or a deleted pool of its name open is not",
+	  "[trust][identity][squatter]")
+{
+	setup s;
+	name_squatter squat(s.pool);
+	std::string me = std::to_string(getpid());
+	SECTION("holding nothing of the pool: passed over, with a warning") {
+		run_result r = run({ s.prog, "count" }, s.env());
+		INFO(r.describe());
+		CHECK(r.out == "counter 1\n");
+		CHECK(r.err.find("is held by process " + me + " (") != std::string::npos);
+		CHECK(r.err.find("passed over") != std::string::npos);
+		// The pool's own lock still guards it: and it is found again.
+		run_result again = run({ s.prog, "count" }, s.env());
+		INFO(again.describe());
+		CHECK(again.out == "counter 2\n");
+	}
+	SECTION("its directory open: refused, naming it") {
+		int dfd = open(s.dir.path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+		REQUIRE(dfd >= 0);
+		run_result r = run({ s.prog, "count" }, s.env());
+		close(dfd);
+		INFO(r.describe());
+		CHECK(r.out.find("errno EBUSY") != std::string::npos);
+		CHECK(r.err.find("in use by process " + me + " (") != std::string::npos);
+		CHECK(r.err.find("its descriptor " + std::to_string(dfd) + ": ") != std::string::npos);
+		struct stat st;
+		CHECK(stat(s.pool.c_str(), &st) != 0);	// nothing made at the path
+	}
+	SECTION("a deleted file of the pool's name open: refused") {
+		int ffd = open(s.pool.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		REQUIRE(ffd >= 0);
+		REQUIRE(unlink(s.pool.c_str()) == 0);
+		run_result r = run({ s.prog, "count" }, s.env());
+		close(ffd);
+		INFO(r.describe());
+		CHECK(r.out.find("errno EBUSY") != std::string::npos);
+		CHECK(r.err.find("in use by process " + me + " (") != std::string::npos);
+		CHECK(r.err.find("trust.pool (deleted)") != std::string::npos);
+	}
 }
 
 // ---- wrappers under a plain LD_PRELOAD (item 9) ----

@@ -68,8 +68,10 @@ static void close_pool(struct pool *p, void (*unmap)(struct nvm *))
 	if (p->undo != NULL)
 		prim_unmap(p->undo, p->undo_cap);
 	own_fd_close(&p->fd);
-	own_fd_close(&p->dir_fd);
+	/* The name before the directory: an opener passes over a name whose
+	 * holder has no pool directory open (pool_lock.c). */
 	own_fd_close(&p->name_fd);	/* a fork child's copy too: the name is the parent's */
+	own_fd_close(&p->dir_fd);
 	pool_sum_key_fini(&p->sum_key);
 	pool_free(p);
 }

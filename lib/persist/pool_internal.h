@@ -127,7 +127,13 @@ pid_t pool_report_locked(int fd, const char *path, const struct stat *st);
  * when the process dies, and a fork child closes its copy (pool_abandon).
  * A name held by a process of another user (not root) is no pool's holder
  * -- anyone may bind any abstract name -- and is passed over with a
- * warning, the file's own lock still guarding.  POOL_OK, POOL_ERR_LOCKED
+ * warning, the file's own lock still guarding; so is one held by a process of
+ * the pool's user (or root) that has open neither the pool's directory
+ * (every pmthreads holder has, from open to close) nor the file at the
+ * name nor a deleted file of that name (prim_process_holds).  One whose
+ * descriptors cannot be read is refused, the message saying how to check.
+ * Directory path and device/inode (p->dir_path, dir_dev, dir_ino) are
+ * recorded for pool_identity_holds.  POOL_OK, POOL_ERR_LOCKED
  * (*o->lock_holder set), or POOL_ERR_REFUSED, err_get() set. */
 enum pool_error pool_lock_name(struct pool *p, const struct pool_open_options *o);
 /* After the file is locked: it is the file at p->name (a lock-file

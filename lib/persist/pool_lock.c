@@ -115,6 +115,26 @@ static void resolve_dir(struct pool *p, const struct stat *d)
 	}
 }
 
+/* Whether process pid, which holds the pool's name lock, has open what a
+ * pmthreads program holding this pool has: the pool's directory (dir_fd,
+ * from open to close), the file now at the name, or a deleted file of this
+ * name (a pool deleted under it).  1 (what says which), 0, -1 (its
+ * descriptors cannot be read: errno). */
+static int holder_has_pool(const struct pool *p, pid_t pid, const struct stat *dir, char *what,
+			   size_t what_len)
+{
+	struct stat files[2];
+	size_t n = 0;
+	files[n++] = *dir;
+	if (prim_fstatat(p->dir_fd, p->name, &files[n], AT_SYMLINK_NOFOLLOW) == 0)
+		n++;
+	char deleted[PATH_MAX + 256];
+	bool named = p->dir_path[0] != '\0' &&
+		     snprintf(deleted, sizeof(deleted), "%s/%s", strcmp(p->dir_path, "/") == 0 ? "" :
+			      p->dir_path, p->name) < (int)sizeof(deleted);
+	return prim_process_holds(pid, files, n, named ? deleted : NULL, what, what_len);
+}
+
 enum pool_error pool_lock_name(struct pool *p, const struct pool_open_options *o)
 {
 	if (open_dir(p, o->path) != 0)
@@ -151,19 +171,50 @@ enum pool_error pool_lock_name(struct pool *p, const struct pool_open_options *o
 	}
 	/* SO_PEERCRED names the process that bound the name; a child it
 	 * forked without our fork handler (a raw clone) may outlive it. */
+	pid_t binder = holder;
 	if (holder != 0 && holder != prim_getpid() && !prim_process_alive(holder))
 		holder = 0;
+	char what[PATH_MAX + 64], comm[32];
+	int has = -1;
+	if (holder != 0 && holder != prim_getpid()) {
+		has = holder_has_pool(p, holder, &d, what, sizeof(what));
+		prim_process_name(holder, comm, sizeof(comm));
+	}
+	if (has == 0) {
+		/* Bound by a process that holds no pool here: no pmthreads
+		 * program holding the pool is without its directory open
+		 * (pool_close closes the name first). */
+		log_msg(LOG_WARN, "pool %s: the name lock %s is held by process %d (%s), which "
+			"has neither the pool's directory nor a file of its name open, so it holds "
+			"no pool here; passed over (the pool file's own lock still guards it; while "
+			"that process holds the name, a second program could run at this path if "
+			"this pool were deleted)", o->path, key, (int)holder, comm);
+		return POOL_OK;
+	}
 	if (o->lock_holder != NULL)
 		*o->lock_holder = holder;
 	if (holder == prim_getpid())
 		err_set("pool %s is already open in this process; open it once, or use another "
 			"PMTHREADS_POOL path", o->path);
+	else if (holder != 0 && has == 1)
+		err_set("pool %s is in use by process %d (%s), which holds its path (the name "
+			"lock %s) and has this pool's directory or file open (%s); stop that process "
+			"first, or use another PMTHREADS_POOL path", o->path, (int)holder, comm, key, what);
 	else if (holder != 0)
-		err_set("pool %s is in use by process %d, which holds its path; stop that "
-			"process first, or use another PMTHREADS_POOL path", o->path, (int)holder);
+		err_set("pool %s is in use by process %d (%s), which holds its path (the name "
+			"lock %s); whether it holds this pool cannot be told, its descriptors cannot "
+			"be read here (%s): check with `ls -l /proc/%d/fd` and stop it, or use another "
+			"PMTHREADS_POOL path", o->path, (int)holder, comm, key, strerror(errno),
+			(int)holder);
+	else if (binder != 0)
+		err_set("pool %s is in use: its path (the name lock %s) is held, though process "
+			"%d, which took it, has ended -- a child it started without exec still holds "
+			"it (`ss -xlp | grep %s` names it); stop that child first, or use another "
+			"PMTHREADS_POOL path", o->path, key, (int)binder, key);
 	else
 		err_set("pool %s is in use by another process (pid unknown), which holds its "
-			"path; stop it first, or use another PMTHREADS_POOL path", o->path);
+			"path (the name lock %s; `ss -xlp | grep %s` names it); stop it first, or "
+			"use another PMTHREADS_POOL path", o->path, key, key);
 	return POOL_ERR_LOCKED;
 }
 

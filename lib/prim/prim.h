@@ -224,6 +224,17 @@ bool prim_file_open_here(int except_fd, const struct stat *st);
  * /proc/PID/fd; only processes whose descriptors we may read are seen.  0
  * when none is found. */
 pid_t prim_process_with_file(const struct stat *st);
+/* Whether process pid has open one of the n files of files (device and
+ * inode), or a deleted file whose name was deleted_path (the kernel's
+ * "PATH (deleted)"; NULL: none), from /proc/PID/fd: 1 (what, what_len
+ * bytes, then names the descriptor and what it leads to), 0 (none), or -1
+ * with errno when its descriptors cannot be read (EACCES: another user's,
+ * or not dumpable; ENOENT: it ended). */
+int prim_process_holds(pid_t pid, const struct stat *files, size_t n, const char *deleted_path,
+		       char *what, size_t what_len);
+/* The command name of process pid (/proc/PID/comm) into buf; "?" when it
+ * cannot be read. */
+void prim_process_name(pid_t pid, char *buf, size_t len);
 /* An eventfd, counter 0, close-on-exec and non-blocking; -1 with errno. */
 int prim_eventfd(void);
 

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/futex.h>
+#include <limits.h>
 #include <linux/membarrier.h>
 #include <sched.h>
 #include <stdio.h>
@@ -507,6 +508,68 @@ pid_t prim_process_with_file(const struct stat *st)
 	}
 	closedir(d);
 	return found;
+}
+
+int prim_process_holds(pid_t pid, const struct stat *files, size_t n, const char *deleted_path,
+		       char *what, size_t what_len)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	DIR *fds = opendir(dir);
+	if (fds == NULL)
+		return -1;
+	static const char deleted[] = " (deleted)";
+	size_t dl = deleted_path != NULL ? strlen(deleted_path) : 0;
+	int found = 0;
+	struct dirent *f;
+	while (found == 0 && (f = readdir(fds)) != NULL) {
+		if (f->d_name[0] == '.')
+			continue;
+		char link[sizeof(dir) + sizeof(f->d_name)], target[PATH_MAX];
+		snprintf(link, sizeof(link), "%s/%s", dir, f->d_name);
+		ssize_t t = readlink(link, target, sizeof(target) - 1);
+		if (t < 0) {
+			if (errno == ENOENT)
+				continue;	/* closed meanwhile */
+			found = -1;
+			break;
+		}
+		target[t] = '\0';
+		struct stat fst;
+		bool hit = false;
+		if (stat(link, &fst) == 0)
+			for (size_t i = 0; i < n && !hit; i++)
+				hit = same_file(&fst, &files[i]);
+		if (!hit && deleted_path != NULL && (size_t)t == dl + sizeof(deleted) - 1 &&
+		    memcmp(target, deleted_path, dl) == 0 && strcmp(target + dl, deleted) == 0)
+			hit = true;
+		if (hit) {
+			snprintf(what, what_len, "its descriptor %s: %s", f->d_name, target);
+			found = 1;
+		}
+	}
+	int e = errno;
+	closedir(fds);
+	errno = e;
+	return found;
+}
+
+void prim_process_name(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t got = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (got <= 0) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	buf[got] = '\0';
+	char *nl = strchr(buf, '\n');
+	if (nl != NULL)
+		*nl = '\0';
 }
 
 int prim_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }

@@ -286,6 +286,22 @@ TEST_CASE("a relative pool path and a later chdir leave the pool's identity alon
 	CHECK(stat(s.pool.c_str(), &st) == 0);
 }
 
+TEST_CASE("a chroot after the open leaves the pool's identity alone (the check cannot tell, "
+	  "and does not fire)", "[trust][identity][userns]")
+{
+	setup s;
+	// Root in a user namespace of its own, to chroot into the pool's
+	// directory: no path leads where it did, and there is no /proc.
+	run_result r = run({ "/usr/bin/unshare", "-r", s.prog, "lose", "chroot", s.pool, "0" },
+			   s.env());
+	INFO(r.describe());
+	auto after = line_words(r.out, "after ");
+	REQUIRE(after.size() == 4);
+	CHECK(after[1] == "ok");
+	CHECK(std::stoull(after[3]) > std::stoull(after[2]));
+	CHECK(r.err.empty());
+}
+
 TEST_CASE("an untouched pool keeps acknowledging (the identity test's control)",
 	  "[trust][identity]")
 {

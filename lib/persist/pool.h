@@ -164,8 +164,8 @@ struct pool {
 	char dir_path[PATH_MAX];
 	uint64_t dir_dev, dir_ino;
 	/* Written with lost: the directory moved (dir_path leads elsewhere or
-	 * nowhere), and the command that puts it back ("" when where it is
-	 * now cannot be read). */
+	 * nowhere, and the kernel names the directory by another path), and
+	 * the command that puts it back. */
 	bool dir_moved;
 	char put_back[2 * PATH_MAX + 16];
 	char lost[PATH_MAX + 200];

@@ -280,14 +280,15 @@ static bool dir_path_holds(struct pool *p)
 		return true;	/* cannot tell (EACCES, ELOOP, ENOMEM...): the next check asks again */
 	}
 	char now[PATH_MAX];
-	if (dir_now(p, now, sizeof(now))) {
-		note_moved(p, now, replaced);
-	} else {
-		p->dir_moved = true;
-		p->put_back[0] = '\0';
-		snprintf(p->lost, sizeof(p->lost), "was moved with its directory %s, which no longer "
-			 "leads to it (where it is now cannot be read)", p->dir_path);
-	}
+	/* A move is confirmed by the kernel's own name for the directory.
+	 * When it cannot be read (no /proc after a chroot, say) or is still
+	 * the path it had, what changed is this process's view of the names
+	 * (a chroot, another mount namespace, a mount over a directory above
+	 * it), not where the directory is: cannot tell.  (A directory
+	 * removed, the kernel's "(deleted)", lost the pool's name first.) */
+	if (!dir_now(p, now, sizeof(now)) || strcmp(now, p->dir_path) == 0)
+		return true;
+	note_moved(p, now, replaced);
 	nvm_latch_error(p->nvm, ESTALE);
 	return false;
 }

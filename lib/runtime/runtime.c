@@ -555,11 +555,6 @@ static void note_io_error(void)
 		return;
 	rt.io_error_epoch = *rt.pool->ver_d;
 	atomic_store(&rt.io_error, e);
-	static char put_back[2 * PATH_MAX + 40];	/* the writer's (one thread at a time) */
-	if (e == ESTALE && rt.pool->dir_moved)
-		snprintf(put_back, sizeof(put_back), rt.pool->put_back[0] != '\0' ?
-			 "move it back with `%s`" : "move it back to %s",
-			 rt.pool->put_back[0] != '\0' ? rt.pool->put_back : rt.pool->dir_path);
 	if (e == ESTALE && rt.pool->dir_moved)
 		/* The file itself is intact where its directory went, and
 		 * outlives this process: moving the directory back is all. */
@@ -568,13 +563,13 @@ static void note_io_error(void)
 			"written there.  No epoch after %llu is acknowledged; the program %s "
 			"WITHOUT persistence (pmthreads_sync() fails with ESTALE).  The file as "
 			"of epoch %llu stays in the moved directory (/proc/%d/fd/%d shows where): "
-			"%s, and the next run at that path recovers it",
+			"move it back with `%s`, and the next run at that path recovers it",
 			rt.pool->path, rt.pool->lost, (unsigned long long)rt.io_error_epoch,
 			rt.cfg.strict ? "exits (PMTHREADS_STRICT=1)"
 			: rt.cfg.output == OUTPUT_COMMIT ? "exits (output commit: what it holds "
 							"could never be released)"
 			: "keeps running", (unsigned long long)rt.io_error_epoch,
-			(int)prim_getpid(), rt.pool->dir_fd, put_back);
+			(int)prim_getpid(), rt.pool->dir_fd, rt.pool->put_back);
 	else if (e == ESTALE)
 		log_msg(LOG_ERR, "the pool file %s %s while this program ran: its path no longer "
 			"leads to the file this process holds, so nobody would find what is "
@@ -966,10 +961,8 @@ void runtime_shutdown(void)
 	if (atomic_load(&rt.io_error) == ESTALE && rt.pool->dir_moved)
 		log_msg(LOG_WARN, "the pool file this process held (%s, which %s) is left as of "
 			"epoch %llu, marked as crashed, in the moved directory; the next run at "
-			"that path recovers it once the directory is back%s%s%s", rt.pool->path,
-			rt.pool->lost, (unsigned long long)*rt.pool->ver_d,
-			rt.pool->put_back[0] != '\0' ? " (`" : "", rt.pool->put_back,
-			rt.pool->put_back[0] != '\0' ? "`)" : "");
+			"that path recovers it once the directory is back (`%s`)", rt.pool->path,
+			rt.pool->lost, (unsigned long long)*rt.pool->ver_d, rt.pool->put_back);
 	else if (atomic_load(&rt.io_error) == ESTALE)
 		log_msg(LOG_WARN, "the pool file this process held (%s, which %s) is left as of "
 			"epoch %llu, marked as crashed; it is lost once this process ends unless "

@@ -12,11 +12,12 @@
  *       NAME" when the pool cannot be had.
  *   at PATH count
  *       count, with the pool chosen by the program: pmthreads_set_pool(PATH).
- *   lose rm|rename|replace|mvdir|mvup|chdir|none POOL HOLD_MS
+ *   lose rm|rename|replace|mvdir|mvup|chdir|chroot|none POOL HOLD_MS
  *       as count, then prints "synced E" (the durable epoch), does to the
  *       pool file at POOL what the first word says (mvdir: its directory
  *       renamed DIR.moved; mvup: the directory above that, likewise; chdir:
- *       the program changes its directory to /), prints "tampered",
+ *       the program changes its directory to /; chroot: its root to the
+ *       pool's directory), prints "tampered",
  *       keeps writing under a lock for 400 ms, calls pmthreads_sync, and
  *       prints "after SYNC DURABLE_BEFORE DURABLE_AFTER" (SYNC: ok or the
  *       errno's name), then lives HOLD_MS more (a second process can try the
@@ -123,6 +124,16 @@ static void tamper(const char *how, const char *pool)
 	} else if (strcmp(how, "chdir") == 0) {
 		if (chdir("/") != 0)
 			perror("chdir");
+	} else if (strcmp(how, "chroot") == 0) {
+		/* Into the pool's directory (root in a user namespace): no
+		 * path leads where it did, and there is no /proc. */
+		char dir[4096];
+		snprintf(dir, sizeof(dir), "%s", pool);
+		char *slash = strrchr(dir, '/');
+		if (slash != NULL)
+			*slash = '\0';
+		if (chroot(dir) != 0 || chdir("/") != 0)
+			perror("chroot");
 	}
 }
 
@@ -170,6 +181,6 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 5 && strcmp(argv[1], "lose") == 0)
 		return do_lose(argv[2], argv[3], atol(argv[4]));
-	fprintf(stderr, "usage: trust open | count | at PATH count | lose rm|rename|replace|mvdir|mvup|chdir|none POOL HOLD_MS\n");
+	fprintf(stderr, "usage: trust open | count | at PATH count | lose rm|rename|replace|mvdir|mvup|chdir|chroot|none POOL HOLD_MS\n");
 	return 2;
 }

@@ -421,6 +421,54 @@ TEST_CASE("a process of the pool's user that binds its name lock without holding
 	}
 }
 
+// Whether process pid runs (not ended, not a zombie: a zombie has closed
+// its descriptors).
+bool running(pid_t pid)
+{
+	std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+	std::string line;
+	if (!std::getline(f, line))
+		return false;
+	auto paren = line.rfind(')');
+	return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+}
+
+TEST_CASE("a raw-clone child left holding the pool's name is named when it refuses an opener",
+	  "[trust][identity][squatter]")
+{
+	setup s;
+	// Read up to its line only: the child holds the pipe too.
+	spawned first = spawn({ s.prog, "clone", "3000" }, s.env());
+	std::string so_far;
+	REQUIRE(read_until(first, "cloned ", &so_far));
+	INFO(so_far);
+	auto cloned = line_words(so_far, "cloned ");
+	REQUIRE(cloned.size() == 2);
+	pid_t child = (pid_t)std::stol(cloned[1]);
+	int st = 0;
+	REQUIRE(waitpid(first.pid, &st, 0) == first.pid);	// the one that took the name
+	CHECK(WIFEXITED(st));
+	REQUIRE(running(child));
+	// The process that took the name has ended; its child holds it, with
+	// the pool's directory and file.
+	run_result second = run({ s.prog, "count" }, s.env());
+	{
+		INFO(second.describe());
+		CHECK(second.out == "errno EBUSY\n");
+		CHECK(second.err.find("in use by process " + cloned[1] + " (prog_trust)") !=
+		      std::string::npos);
+		CHECK(second.err.find("its descriptor ") != std::string::npos);
+	}
+	for (int i = 0; i < 200 && running(child); i++)
+		usleep(50000);
+	REQUIRE(!running(child));
+	close(first.out_fd);
+	close(first.err_fd);
+	run_result third = run({ s.prog, "count" }, s.env());
+	INFO(third.describe());
+	CHECK(third.out == "counter 2\n");
+}
+
 // ---- wrappers under a plain LD_PRELOAD (item 9) ----
 
 TEST_CASE("under a plain LD_PRELOAD, timeout, nice, env and sh -c 'exec' leave the pool to the "

@@ -175,11 +175,24 @@ enum pool_error pool_lock_name(struct pool *p, const struct pool_open_options *o
 	if (holder != 0 && holder != prim_getpid() && !prim_process_alive(holder))
 		holder = 0;
 	char what[PATH_MAX + 64], comm[32];
-	int has = -1;
+	int has = -1, unread = 0;
 	if (holder != 0 && holder != prim_getpid()) {
 		has = holder_has_pool(p, holder, &d, what, sizeof(what));
-		prim_process_name(holder, comm, sizeof(comm));
+		unread = errno;
 	}
+	/* Who else has the name's socket open: such a child (beside a binder
+	 * that closed its copy, or in its place), or the holder of a name
+	 * SO_PEERCRED could not tell (another pid namespace). */
+	if (holder == 0 || has == 0) {
+		pid_t other = prim_name_lock_holder(key, holder);
+		if (other != 0) {
+			holder = other;
+			has = holder_has_pool(p, holder, &d, what, sizeof(what));
+			unread = errno;
+		}
+	}
+	if (holder != 0 && holder != prim_getpid())
+		prim_process_name(holder, comm, sizeof(comm));
 	if (has == 0) {
 		/* Bound by a process that holds no pool here: no pmthreads
 		 * program holding the pool is without its directory open
@@ -204,13 +217,13 @@ enum pool_error pool_lock_name(struct pool *p, const struct pool_open_options *o
 		err_set("pool %s is in use by process %d (%s), which holds its path (the name "
 			"lock %s); whether it holds this pool cannot be told, its descriptors cannot "
 			"be read here (%s): check with `ls -l /proc/%d/fd` and stop it, or use another "
-			"PMTHREADS_POOL path", o->path, (int)holder, comm, key, strerror(errno),
+			"PMTHREADS_POOL path", o->path, (int)holder, comm, key, strerror(unread),
 			(int)holder);
 	else if (binder != 0)
 		err_set("pool %s is in use: its path (the name lock %s) is held, though process "
 			"%d, which took it, has ended -- a child it started without exec still holds "
-			"it (`ss -xlp | grep %s` names it); stop that child first, or use another "
-			"PMTHREADS_POOL path", o->path, key, (int)binder, key);
+			"it (`ss -xlp | grep %s` names it, where this process may not look); stop that "
+			"child first, or use another PMTHREADS_POOL path", o->path, key, (int)binder, key);
 	else
 		err_set("pool %s is in use by another process (pid unknown), which holds its "
 			"path (the name lock %s; `ss -xlp | grep %s` names it); stop it first, or "

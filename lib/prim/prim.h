@@ -232,6 +232,13 @@ pid_t prim_process_with_file(const struct stat *st);
  * or not dumpable; ENOENT: it ended). */
 int prim_process_holds(pid_t pid, const struct stat *files, size_t n, const char *deleted_path,
 		       char *what, size_t what_len);
+/* A process other than this one that has a socket bound to the abstract
+ * name key open (its inode from /proc/net/unix, the process from
+ * /proc/PID/fd): who holds a prim_name_lock now, when the process that took
+ * it has ended or closed its copy (a child it started by a raw clone
+ * inherited it); neither this process nor except is named.  0 when
+ * none is found (only processes whose descriptors we may read are seen). */
+pid_t prim_name_lock_holder(const char *key, pid_t except);
 /* The command name of process pid (/proc/PID/comm) into buf; "?" when it
  * cannot be read. */
 void prim_process_name(pid_t pid, char *buf, size_t len);

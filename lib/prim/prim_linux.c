@@ -554,6 +554,81 @@ int prim_process_holds(pid_t pid, const struct stat *files, size_t n, const char
 	return found;
 }
 
+/* The inodes of the sockets bound to the abstract name key (at most max),
+ * from /proc/net/unix: "Num: RefCount Protocol Flags Type St Inode @key". */
+static size_t name_inodes(const char *key, unsigned long *inodes, size_t max)
+{
+	int fd = open("/proc/net/unix", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[8192];
+	size_t have = 0, n = 0;
+	for (;;) {
+		ssize_t got = read(fd, buf + have, sizeof(buf) - 1 - have);
+		if (got <= 0)
+			break;
+		have += (size_t)got;
+		buf[have] = '\0';
+		char *line = buf, *nl;
+		while ((nl = strchr(line, '\n')) != NULL) {
+			*nl = '\0';
+			char *path = strrchr(line, ' ');
+			unsigned long ino;
+			if (path != NULL && path[1] == '@' && strcmp(path + 2, key) == 0 && n < max &&
+			    sscanf(line, "%*s %*s %*s %*s %*s %*s %lu", &ino) == 1)
+				inodes[n++] = ino;
+			line = nl + 1;
+		}
+		have = (size_t)(buf + have - line);
+		memmove(buf, line, have);
+		if (have == sizeof(buf) - 1)
+			have = 0;	/* a line longer than the buffer: no name of ours */
+	}
+	close(fd);
+	return n;
+}
+
+pid_t prim_name_lock_holder(const char *key, pid_t except)
+{
+	unsigned long inodes[8];
+	size_t n = name_inodes(key, inodes, 8);
+	if (n == 0)
+		return 0;
+	DIR *d = opendir("/proc");
+	if (d == NULL)
+		return 0;
+	pid_t self = getpid(), found = 0;
+	struct dirent *e;
+	while (found == 0 && (e = readdir(d)) != NULL) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end != '\0' || pid <= 0 || pid == self || pid == except)
+			continue;
+		char dir[64];
+		snprintf(dir, sizeof(dir), "/proc/%ld/fd", pid);
+		DIR *fds = opendir(dir);
+		if (fds == NULL)
+			continue;
+		struct dirent *f;
+		while (found == 0 && (f = readdir(fds)) != NULL) {
+			char link[sizeof(dir) + sizeof(f->d_name)], target[64];
+			snprintf(link, sizeof(link), "%s/%s", dir, f->d_name);
+			ssize_t t = f->d_name[0] != '.' ? readlink(link, target, sizeof(target) - 1) : -1;
+			unsigned long ino;
+			if (t <= 0)
+				continue;
+			target[t] = '\0';
+			if (sscanf(target, "socket:[%lu]", &ino) == 1)
+				for (size_t i = 0; i < n; i++)
+					if (inodes[i] == ino)
+						found = (pid_t)pid;
+		}
+		closedir(fds);
+	}
+	closedir(d);
+	return found;
+}
+
 void prim_process_name(pid_t pid, char *buf, size_t len)
 {
 	char path[64];

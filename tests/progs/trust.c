@@ -12,6 +12,11 @@
  *       NAME" when the pool cannot be had.
  *   at PATH count
  *       count, with the pool chosen by the program: pmthreads_set_pool(PATH).
+ *   clone HOLD_MS
+ *       count, then a raw clone (clone(2) on a stack of its own: no fork
+ *       handler runs, so the child keeps every descriptor, the pool's name
+ *       lock included) that sleeps HOLD_MS and ends; prints "cloned PID"
+ *       and exits at once, leaving the child behind.
  *   lose rm|rename|replace|mvdir|mvup|chdir|chroot|none POOL HOLD_MS
  *       as count, then prints "synced E" (the durable epoch), does to the
  *       pool file at POOL what the first word says (mvdir: its directory
@@ -29,6 +34,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +167,31 @@ static int do_lose(const char *how, const char *pool, long hold_ms)
 	return 0;
 }
 
+static int clone_child(void *arg)
+{
+	long ms = *(long *)arg;
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&t, NULL);
+	_exit(0);
+}
+
+static int do_clone(long hold_ms)
+{
+	long *c;
+	if (bump(&c) != 0)
+		return 0;
+	static char stack[256 << 10] __attribute__((aligned(64)));
+	static long arg;
+	arg = hold_ms;
+	int pid = clone(clone_child, stack + sizeof(stack), SIGCHLD, &arg);
+	if (pid < 0) {
+		perror("clone");
+		return 1;
+	}
+	printf("cloned %d\n", pid);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -179,8 +211,10 @@ int main(int argc, char **argv)
 		(void)bump(&c);
 		return 0;
 	}
+	if (argc >= 3 && strcmp(argv[1], "clone") == 0)
+		return do_clone(atol(argv[2]));
 	if (argc >= 5 && strcmp(argv[1], "lose") == 0)
 		return do_lose(argv[2], argv[3], atol(argv[4]));
-	fprintf(stderr, "usage: trust open | count | at PATH count | lose rm|rename|replace|mvdir|mvup|chdir|chroot|none POOL HOLD_MS\n");
+	fprintf(stderr, "usage: trust open | count | at PATH count | clone HOLD_MS | lose rm|rename|replace|mvdir|mvup|chdir|chroot|none POOL HOLD_MS\n");
 	return 2;
 }

@@ -219,6 +219,23 @@ TEST_CASE("a pool file deleted, renamed or replaced under a running program stop
 	CHECK(r.err.find("WITHOUT persistence") != std::string::npos);
 }
 
+// Nothing written after the rm: no version record is due, so only the check
+// after every epoch (runtime.c's after_epoch) can tell a waiting sync that the
+// pool is gone; without it sync returned 0 and the program learnt it at exit.
+TEST_CASE("a program that writes nothing after its pool file is deleted learns it at its next "
+	  "sync", "[trust][identity]")
+{
+	setup s;
+	run_result r = run({ s.prog, "lose", "rm", s.pool, "0", "idle" }, s.env());
+	INFO(r.describe());
+	REQUIRE(r.status == 0);
+	auto after = line_words(r.out, "after ");
+	REQUIRE(after.size() == 4);
+	CHECK(after[1] == "ESTALE");
+	CHECK(after[3] == after[2]);
+	CHECK(r.err.find("the pool file " + s.pool + " was deleted") != std::string::npos);
+}
+
 TEST_CASE("an untouched pool keeps acknowledging (the identity test's control)",
 	  "[trust][identity]")
 {

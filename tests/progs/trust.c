@@ -12,10 +12,11 @@
  *       NAME" when the pool cannot be had.
  *   at PATH count
  *       count, with the pool chosen by the program: pmthreads_set_pool(PATH).
- *   lose rm|rename|replace|none POOL HOLD_MS
+ *   lose rm|rename|replace|none POOL HOLD_MS [idle]
  *       as count, then prints "synced E" (the durable epoch), does to the
  *       pool file at POOL what the first word says, prints "tampered",
- *       keeps writing under a lock for 400 ms, calls pmthreads_sync, and
+ *       keeps writing under a lock for 400 ms (with idle: writes nothing,
+ *       sleeps 400 ms), calls pmthreads_sync, and
  *       prints "after SYNC DURABLE_BEFORE DURABLE_AFTER" (SYNC: ok or the
  *       errno's name), then lives HOLD_MS more (a second process can try the
  *       path meanwhile) and exits.
@@ -26,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,7 +111,7 @@ static void tamper(const char *how, const char *pool)
 	}
 }
 
-static int do_lose(const char *how, const char *pool, long hold_ms)
+static int do_lose(const char *how, const char *pool, long hold_ms, bool idle)
 {
 	long *c;
 	if (bump(&c) != 0)
@@ -119,9 +121,11 @@ static int do_lose(const char *how, const char *pool, long hold_ms)
 	printf("tampered\n");
 	uint64_t before = pmthreads_durable_epoch();
 	for (int i = 0; i < 40; i++) {
-		pthread_mutex_lock(&lock);
-		(*c)++;
-		pthread_mutex_unlock(&lock);
+		if (!idle) {
+			pthread_mutex_lock(&lock);
+			(*c)++;
+			pthread_mutex_unlock(&lock);
+		}
 		sleep_ms(10);
 	}
 	int r = pmthreads_sync();
@@ -152,7 +156,9 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 5 && strcmp(argv[1], "lose") == 0)
-		return do_lose(argv[2], argv[3], atol(argv[4]));
-	fprintf(stderr, "usage: trust open | count | at PATH count | lose rm|rename|replace|none POOL HOLD_MS\n");
+		return do_lose(argv[2], argv[3], atol(argv[4]),
+			       argc >= 6 && strcmp(argv[5], "idle") == 0);
+	fprintf(stderr, "usage: trust open | count | at PATH count | lose rm|rename|replace|none "
+			"POOL HOLD_MS [idle]\n");
 	return 2;
 }

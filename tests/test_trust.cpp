@@ -236,6 +236,26 @@ TEST_CASE("a program that writes nothing after its pool file is deleted learns i
 	CHECK(r.err.find("the pool file " + s.pool + " was deleted") != std::string::npos);
 }
 
+// A fork child is never persisted (issue 39 item 11): its durable epoch is 0
+// for good, also when the parent had latched a write-back error (here ESTALE)
+// before the fork -- without runtime_durable_epoch's fork-child rule the child
+// answered the parent's last durable epoch, inherited with the error.
+TEST_CASE("a fork child of a program whose pool was lost has nothing durable", "[trust][identity]")
+{
+	setup s;
+	run_result r = run({ s.prog, "lose", "rm", s.pool, "0", "fork" }, s.env());
+	INFO(r.describe());
+	REQUIRE(r.status == 0);
+	auto after = line_words(r.out, "after ");
+	REQUIRE(after.size() == 4);
+	CHECK(after[1] == "ESTALE");
+	REQUIRE(std::stoull(after[2]) > 0);
+	auto child = line_words(r.out, "child ");
+	REQUIRE(child.size() == 3);
+	CHECK(child[1] == strerrorname_np(ENOTSUP));
+	CHECK(child[2] == "0");
+}
+
 TEST_CASE("an untouched pool keeps acknowledging (the identity test's control)",
 	  "[trust][identity]")
 {

@@ -12,14 +12,15 @@
  *       NAME" when the pool cannot be had.
  *   at PATH count
  *       count, with the pool chosen by the program: pmthreads_set_pool(PATH).
- *   lose rm|rename|replace|none POOL HOLD_MS [idle]
+ *   lose rm|rename|replace|none POOL HOLD_MS [idle|fork]
  *       as count, then prints "synced E" (the durable epoch), does to the
  *       pool file at POOL what the first word says, prints "tampered",
  *       keeps writing under a lock for 400 ms (with idle: writes nothing,
  *       sleeps 400 ms), calls pmthreads_sync, and
  *       prints "after SYNC DURABLE_BEFORE DURABLE_AFTER" (SYNC: ok or the
- *       errno's name), then lives HOLD_MS more (a second process can try the
- *       path meanwhile) and exits.
+ *       errno's name); with fork, a fork child then prints "child SYNC
+ *       DURABLE" of its own; then lives HOLD_MS more (a second process can
+ *       try the path meanwhile) and exits.
  * stdout is flushed after every line.  Exit status 0, 2 usage.
  */
 #include <pmthreads.h>
@@ -33,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -111,7 +113,7 @@ static void tamper(const char *how, const char *pool)
 	}
 }
 
-static int do_lose(const char *how, const char *pool, long hold_ms, bool idle)
+static int do_lose(const char *how, const char *pool, long hold_ms, bool idle, bool child)
 {
 	long *c;
 	if (bump(&c) != 0)
@@ -132,6 +134,19 @@ static int do_lose(const char *how, const char *pool, long hold_ms, bool idle)
 	int e = errno;
 	printf("after %s %llu %llu\n", r == 0 ? "ok" : errno_name(e), (unsigned long long)before,
 	       (unsigned long long)pmthreads_durable_epoch());
+	if (child) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			r = pmthreads_sync();
+			e = errno;
+			printf("child %s %llu\n", r == 0 ? "ok" : errno_name(e),
+			       (unsigned long long)pmthreads_durable_epoch());
+			fflush(stdout);
+			_exit(0);
+		}
+		if (pid > 0)
+			(void)waitpid(pid, NULL, 0);
+	}
 	sleep_ms(hold_ms);
 	return 0;
 }
@@ -157,8 +172,9 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 5 && strcmp(argv[1], "lose") == 0)
 		return do_lose(argv[2], argv[3], atol(argv[4]),
-			       argc >= 6 && strcmp(argv[5], "idle") == 0);
+			       argc >= 6 && strcmp(argv[5], "idle") == 0,
+			       argc >= 6 && strcmp(argv[5], "fork") == 0);
 	fprintf(stderr, "usage: trust open | count | at PATH count | lose rm|rename|replace|none "
-			"POOL HOLD_MS [idle]\n");
+			"POOL HOLD_MS [idle|fork]\n");
 	return 2;
 }

@@ -21,6 +21,11 @@
  *       errno's name); with fork, a fork child then prints "child SYNC
  *       DURABLE" of its own; then lives HOLD_MS more (a second process can
  *       try the path meanwhile) and exits.
+ *   stallsync PATH
+ *       as count, then prints "ready" and waits (no lock held) until PATH
+ *       exists -- meanwhile the test stops the runtime's threads --, then
+ *       calls pmthreads_sync and prints "sync SYNC" (ok or the errno's
+ *       name), its message on standard error.
  * stdout is flushed after every line.  Exit status 0, 2 usage.
  */
 #include <pmthreads.h>
@@ -151,6 +156,21 @@ static int do_lose(const char *how, const char *pool, long hold_ms, bool idle, b
 	return 0;
 }
 
+static int do_stallsync(const char *path)
+{
+	long *c;
+	if (bump(&c) != 0)
+		return 0;
+	printf("ready\n");
+	while (access(path, F_OK) != 0)
+		sleep_ms(10);
+	int r = pmthreads_sync();
+	int e = errno;
+	printf("sync %s\n", r == 0 ? "ok" : errno_name(e));
+	fprintf(stderr, "trust: %s\n", pmthreads_errormsg());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -170,11 +190,13 @@ int main(int argc, char **argv)
 		(void)bump(&c);
 		return 0;
 	}
+	if (argc >= 3 && strcmp(argv[1], "stallsync") == 0)
+		return do_stallsync(argv[2]);
 	if (argc >= 5 && strcmp(argv[1], "lose") == 0)
 		return do_lose(argv[2], argv[3], atol(argv[4]),
 			       argc >= 6 && strcmp(argv[5], "idle") == 0,
 			       argc >= 6 && strcmp(argv[5], "fork") == 0);
 	fprintf(stderr, "usage: trust open | count | at PATH count | lose rm|rename|replace|none "
-			"POOL HOLD_MS [idle|fork]\n");
+			"POOL HOLD_MS [idle|fork] | stallsync PATH\n");
 	return 2;
 }

@@ -42,6 +42,7 @@
 #include <fstream>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <thread>
@@ -96,6 +97,23 @@ std::string missing(const char *need)
 		return nnp ? "no_new_privs is set (under a seccomp filter, say): exec ignores "
 			     "set-user-ID bits"
 			   : "";
+	}
+	if (strcmp(need, "ptrace") == 0) {
+		// A test stops threads of its child with ptrace: Yama's
+		// ptrace_scope 3 or a seccomp filter may forbid even that.
+		pid_t p = fork();
+		if (p == 0) {
+			pause();
+			_exit(0);
+		}
+		if (p < 0)
+			return "fork failed";
+		bool ok = ptrace(PTRACE_SEIZE, p, nullptr, nullptr) == 0;
+		int e = errno;
+		kill(p, SIGKILL);
+		waitpid(p, nullptr, 0);
+		return ok ? "" : std::string("ptrace(PTRACE_SEIZE) of a child fails: ") + strerror(e) +
+					 " (kernel.yama.ptrace_scope=3, or a seccomp filter)";
 	}
 	if (strcmp(need, "mountns") == 0)
 		return system("/usr/bin/unshare -m /bin/true >/dev/null 2>&1") == 0

@@ -755,6 +755,56 @@ TEST_CASE("the statistics file keeps its period through a write-back of seconds"
 	pool_medium::expect_backend(final_json);
 }
 
+// The statistics' period is its own, not the epochs': with a 10 s interval
+// the epoch thread's waits are bounded by the tick's period (epoch_loop.c's
+// loop_wait), so the file is rewritten every second before any epoch is due.
+// Without that bound the same run (lock held for life, about 3.5 s) wrote it
+// only at the exit.
+TEST_CASE("the statistics file keeps its period under a long epoch interval",
+	  "[preload][trackers][stall]")
+{
+	std::string progs = env_or_fail("PMT_PROGS"), lib = env_or_fail("PMT_LIB");
+	scratch_dir dir;
+	std::string json = dir.path + "/long.json";
+	std::map<std::string, std::string> env = {
+		{ "LD_PRELOAD", lib },
+		{ "PMTHREADS_POOL", dir.path + "/long.pool" },
+		{ "PMTHREADS_POOL_SIZE", "64M" },
+		{ "PMTHREADS_HEAP", "malloc" },
+		{ "PMTHREADS_TRACKER", probe_tracker() },
+		{ "PMTHREADS_INTERVAL_MS", "10000" },
+		{ "PMTHREADS_SYNC_TIMEOUT_MS", "500" },
+		{ "PMTHREADS_STATS", json },
+	};
+	auto t0 = std::chrono::steady_clock::now();
+	spawned c = spawn({ progs + "/prog_stallhold", "life" }, env);
+	std::vector<double> writes;	// seconds since the start, of each new version
+	struct stat st {};
+	timespec seen{};
+	int wst = 0;
+	while (waitpid(c.pid, &wst, WNOHANG) != c.pid) {
+		if (stat(json.c_str(), &st) == 0 &&
+		    (st.st_mtim.tv_sec != seen.tv_sec || st.st_mtim.tv_nsec != seen.tv_nsec)) {
+			seen = st.st_mtim;
+			writes.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+		}
+		usleep(20000);
+	}
+	run_result r;
+	r.out = read_fd(c.out_fd);
+	close(c.out_fd);
+	lseek(c.err_fd, 0, SEEK_SET);
+	r.err = read_fd(c.err_fd);
+	close(c.err_fd);
+	r.wait_status = wst;
+	r.status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
+	INFO(r.describe() << "\n" << writes.size() << " versions while the program ran, the first at "
+			  << (writes.empty() ? -1.0 : writes.front()) << " s");
+	CHECK(r.status == 0);
+	REQUIRE(writes.size() >= 2);
+	CHECK(writes.front() < 2.0);
+}
+
 // Issue 39, item 5: pmthreads_sync's timeout measures a stall, not a slow
 // write-back.  One thread writes every line of a 16 MiB region, each write
 // its own FASE, then syncs with no lock held and a 50 ms timeout; the

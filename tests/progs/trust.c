@@ -17,16 +17,23 @@
  *       handler runs, so the child keeps every descriptor, the pool's name
  *       lock included) that sleeps HOLD_MS and ends; prints "cloned PID"
  *       and exits at once, leaving the child behind.
- *   lose rm|rename|replace|mvdir|mvup|chdir|chroot|none POOL HOLD_MS
+ *   lose rm|rename|replace|mvdir|mvup|chdir|chroot|none POOL HOLD_MS [idle|fork]
  *       as count, then prints "synced E" (the durable epoch), does to the
  *       pool file at POOL what the first word says (mvdir: its directory
  *       renamed DIR.moved; mvup: the directory above that, likewise; chdir:
  *       the program changes its directory to /; chroot: its root to the
  *       pool's directory), prints "tampered",
- *       keeps writing under a lock for 400 ms, calls pmthreads_sync, and
+ *       keeps writing under a lock for 400 ms (with idle: writes nothing,
+ *       sleeps 400 ms), calls pmthreads_sync, and
  *       prints "after SYNC DURABLE_BEFORE DURABLE_AFTER" (SYNC: ok or the
- *       errno's name), then lives HOLD_MS more (a second process can try the
- *       path meanwhile) and exits.
+ *       errno's name); with fork, a fork child then prints "child SYNC
+ *       DURABLE" of its own; then lives HOLD_MS more (a second process can
+ *       try the path meanwhile) and exits.
+ *   stallsync PATH
+ *       as count, then prints "ready" and waits (no lock held) until PATH
+ *       exists -- meanwhile the test stops the runtime's threads --, then
+ *       calls pmthreads_sync and prints "sync SYNC" (ok or the errno's
+ *       name), its message on standard error.
  * stdout is flushed after every line.  Exit status 0, 2 usage.
  */
 #include <pmthreads.h>
@@ -36,10 +43,12 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -144,7 +153,7 @@ static void tamper(const char *how, const char *pool)
 	}
 }
 
-static int do_lose(const char *how, const char *pool, long hold_ms)
+static int do_lose(const char *how, const char *pool, long hold_ms, bool idle, bool child)
 {
 	long *c;
 	if (bump(&c) != 0)
@@ -154,16 +163,46 @@ static int do_lose(const char *how, const char *pool, long hold_ms)
 	printf("tampered\n");
 	uint64_t before = pmthreads_durable_epoch();
 	for (int i = 0; i < 40; i++) {
-		pthread_mutex_lock(&lock);
-		(*c)++;
-		pthread_mutex_unlock(&lock);
+		if (!idle) {
+			pthread_mutex_lock(&lock);
+			(*c)++;
+			pthread_mutex_unlock(&lock);
+		}
 		sleep_ms(10);
 	}
 	int r = pmthreads_sync();
 	int e = errno;
 	printf("after %s %llu %llu\n", r == 0 ? "ok" : errno_name(e), (unsigned long long)before,
 	       (unsigned long long)pmthreads_durable_epoch());
+	if (child) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			r = pmthreads_sync();
+			e = errno;
+			printf("child %s %llu\n", r == 0 ? "ok" : errno_name(e),
+			       (unsigned long long)pmthreads_durable_epoch());
+			fflush(stdout);
+			_exit(0);
+		}
+		if (pid > 0)
+			(void)waitpid(pid, NULL, 0);
+	}
 	sleep_ms(hold_ms);
+	return 0;
+}
+
+static int do_stallsync(const char *path)
+{
+	long *c;
+	if (bump(&c) != 0)
+		return 0;
+	printf("ready\n");
+	while (access(path, F_OK) != 0)
+		sleep_ms(10);
+	int r = pmthreads_sync();
+	int e = errno;
+	printf("sync %s\n", r == 0 ? "ok" : errno_name(e));
+	fprintf(stderr, "trust: %s\n", pmthreads_errormsg());
 	return 0;
 }
 
@@ -211,10 +250,15 @@ int main(int argc, char **argv)
 		(void)bump(&c);
 		return 0;
 	}
+	if (argc >= 3 && strcmp(argv[1], "stallsync") == 0)
+		return do_stallsync(argv[2]);
 	if (argc >= 3 && strcmp(argv[1], "clone") == 0)
 		return do_clone(atol(argv[2]));
 	if (argc >= 5 && strcmp(argv[1], "lose") == 0)
-		return do_lose(argv[2], argv[3], atol(argv[4]));
-	fprintf(stderr, "usage: trust open | count | at PATH count | clone HOLD_MS | lose rm|rename|replace|mvdir|mvup|chdir|chroot|none POOL HOLD_MS\n");
+		return do_lose(argv[2], argv[3], atol(argv[4]),
+			       argc >= 6 && strcmp(argv[5], "idle") == 0,
+			       argc >= 6 && strcmp(argv[5], "fork") == 0);
+	fprintf(stderr, "usage: trust open | count | at PATH count | clone HOLD_MS | stallsync PATH | "
+			"lose rm|rename|replace|mvdir|mvup|chdir|chroot|none POOL HOLD_MS [idle|fork]\n");
 	return 2;
 }

@@ -581,6 +581,181 @@ TEST_CASE("an fsync or a write failing at any step of an epoch keeps the acknowl
 	}
 }
 
+// Issue 39: the open of a pool a crashed run left -- the log backend's
+// replay and the checkpoint it defers to the acceptance, the invalidation of
+// the torn copies, the clean flag -- with its k-th fsync or k-th write
+// failing, for every k the open takes (counted in a clean open of the same
+// pool).  The open either succeeds with the acknowledged image or fails with
+// the I/O error; either way it writes nothing that makes the pool worse: the
+// next open of the same boot, and the open after a power cut, give the
+// acknowledged epoch with every page verified.
+namespace {
+
+// A run that crashes: epochs from to to acknowledged (the log backend's in
+// its log only: the ring stays under half full, no checkpoint), then an
+// attempt at the next epoch written and not published (its working copies
+// torn), and no close.
+void run_and_crash(const std::string &path, nvm_kind kind, unsigned from, unsigned to)
+{
+	int st = pooltest::in_child([&] {
+		auto o = step_options(path, kind);
+		pool *p = nullptr;
+		if (pool_open(&p, &o) != 0)
+			_exit(2);
+		pooltest::shadow_buf sh(kPages * pooltest::page_size());
+		std::vector<uint64_t> pages = all_pages();
+		for (unsigned e = from; e <= to; e++) {
+			fill_epoch(sh, e);
+			if (persist_epoch(p, sh.mem, pages.data(), pages.size(), nullptr) != 0)
+				_exit(3);
+		}
+		fill_epoch(sh, to + 1);
+		persist_attempt a;
+		persist_attempt_begin(&a, p, pages.data(), pages.size());
+		persist_source src = { [](void *c, size_t, uint64_t page) -> const void * {
+					       return static_cast<const unsigned char *>(c) +
+						      page * pooltest::page_size();
+				       },
+				       [](void *, size_t, size_t) {}, sh.mem };
+		persist_attempt_write(&a, &src, pages.data(), pages.size());
+		if (persist_attempt_end(&a, false, nullptr) != 0)
+			_exit(4);
+		_exit(0);	// the crash: no close
+	});
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+}
+
+struct open_result {
+	bool opened = false;	// pool_open succeeded
+	int error = 0;		// pool_accept's, the invalidation's or the clean flag's
+	std::string message;	// pool_open's err_get() when it failed
+	uint64_t ver = 0;
+	uint64_t replayed = 0;	// log records the open replayed
+	uint64_t checkpoints = 0;	// log checkpoints it wrote
+	uint64_t torn = 0;	// copies it invalidated
+};
+
+// The open as the runtime makes it (runtime.c): pool_open deferring every
+// write, pool_accept (what the log deferred), the torn copies' invalidation,
+// the clean flag; then the image, every page verified.  The process then
+// dies: nothing more is written (pool_abandon).
+open_result open_as_runtime(const std::string &path, nvm_kind kind)
+{
+	auto o = step_options(path, kind);
+	o.create = false;
+	o.accept_later = true;
+	open_result r;
+	pool *p = nullptr;
+	if (pool_open(&p, &o) != 0) {
+		r.message = err_get();
+		return r;
+	}
+	r.opened = true;
+	r.ver = *p->ver_d;
+	r.replayed = p->nvm->stats.log_replayed_records;
+	r.error = pool_accept(p);
+	if (r.error == 0)
+		r.torn = persist_invalidate_torn(p);
+	if (r.error == 0)
+		r.error = pool_set_clean(p, false);
+	if (r.error == 0) {
+		pooltest::shadow_buf sh(kPages * pooltest::page_size());
+		uint64_t got = recovery_copy_image(p, sh.mem);
+		INFO(err_get());
+		CHECK(got != RECOVERY_REFUSED);
+		CHECK(all_of(sh, (unsigned char)r.ver));
+	}
+	r.checkpoints = p->nvm->stats.checkpoints;
+	pool_abandon(p);
+	return r;
+}
+
+} // namespace
+
+TEST_CASE("an fsync or a write failing at any step of the open after a crash writes nothing worse",
+	  "[lossyfs][iofail]")
+{
+	const nvm_kind kind = GENERATE(NVM_MSYNC, NVM_LOG);
+	INFO("PMTHREADS_NVM=" << nvm_label(kind));
+	constexpr uint64_t acked = 3;
+	mounted fs;
+	const std::string name = "crashed.pool";
+	const std::string path = fs.m.mnt + "/" + name;
+	const std::string saved = fs.dir.path + "/crashed.saved";
+	// Two runs that crashed: the second replayed the first's epochs and
+	// appended its own after a skip of seq numbers (the log's resume
+	// fields), so the open checkpoints them all at the acceptance.
+	run_and_crash(path, kind, 1, 2);
+	run_and_crash(path, kind, 3, 3);
+	fs.power_cycle();
+	pooltest::copy_file(fs.m.backing + "/" + name, saved);
+	// Power back on with the crashed pool as the device holds it.
+	auto restart = [&] {
+		fs.m.stop();
+		pooltest::copy_file(saved, fs.m.backing + "/" + name);
+		REQUIRE(fs.m.start(fs.options));
+	};
+
+	io_steps steps;
+	{
+		restart();
+		const io_steps from = io_now(fs);
+		open_result clean = open_as_runtime(path, kind);
+		steps = io_now(fs) - from;
+		INFO(clean.message);
+		REQUIRE(clean.opened);
+		REQUIRE(clean.error == 0);
+		REQUIRE(clean.ver == acked);
+		REQUIRE(steps.failed == 0);
+		// What the open is there for: the log's epochs replayed and
+		// written in place, the interrupted epoch's copies invalidated
+		// (msync; the log's in-place attempt left none).
+		if (kind == NVM_LOG) {
+			REQUIRE(clean.replayed > 0);
+			REQUIRE(clean.checkpoints > 0);
+		} else {
+			REQUIRE(clean.torn > 0);
+		}
+	}
+	INFO("the open: " << steps.fsyncs << " fsyncs, " << steps.writes << " writes");
+	REQUIRE(steps.fsyncs > 0);
+	REQUIRE(steps.writes > 0);
+	unsigned i = 0;
+	for (const io_fault &f : every_step(steps)) {
+		const unsigned cut = i++ % 3;
+		INFO(f << ", power cut " << (cut == 2 ? "torn, before the next open"
+					   : cut == 1 ? "torn, after the next open" : "after the next open"));
+		restart();
+		fs.command(f.command());
+		open_result r = open_as_runtime(path, kind);
+		// The step was there, and it failed.
+		REQUIRE(io_now(fs).failed == 1);
+		INFO(r.message);
+		CHECK(r.opened);	// pool_open writes nothing: it cannot fail so
+		CHECK(r.ver == acked);
+		CHECK((r.error == 0 || r.error == EIO));
+		if (cut == 2) {
+			fs.command("tear " + std::to_string(200 + i));
+			fs.power_cycle();
+		}
+		if (cut != 2) {
+			// The next open of the same boot.
+			open_result again = open_as_runtime(path, kind);
+			INFO(again.message);
+			CHECK(again.opened);
+			CHECK(again.error == 0);
+			CHECK(again.ver == acked);
+			if (cut == 1)
+				fs.command("tear " + std::to_string(200 + i));
+			fs.power_cycle();
+		}
+		// After the power cut: the acknowledged epoch, every page
+		// verified, and a new epoch on it.
+		open_expect(path, kind, acked, acked + 1);
+	}
+}
+
 // An fsync failing at the start's first write to the pool (the log's
 // replay checkpoint, the torn copies' invalidation, the clean flag), after
 // the heap was set up in the pool's range: the start fails, the range is

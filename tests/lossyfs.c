@@ -26,11 +26,17 @@
  *   fail-fsync-all [ERRNO]  every fsync from now on fails so
  *   fail-fsync-nth K [ERRNO]  the K-th fsync from now (1: the next) fails so,
  *                       once: fault injection at each I/O step
+ *   fail-write-nth K [ERRNO]  the K-th write from now (1: the next) fails
+ *                       with ERRNO (default EIO), once, its data not kept:
+ *                       a pwrite that fails, or the write-back of a mapped
+ *                       page that fails (the kernel reports it to the next
+ *                       msync or fsync)
  *   tear SEED           at the power cut, keep a pseudo-random half of the
  *                       unsynced 512-byte sectors instead of none (torn
  *                       writes), chosen from SEED
- * Reading /.lossyfs-ctl gives counters: fsyncs, failed fsyncs, writes, and
- * the unsynced bytes now held.
+ * Reading /.lossyfs-ctl gives counters: fsyncs, failed fsyncs, writes (the
+ * failed ones included), failed writes, and the unsynced bytes now held: a
+ * test counts the I/O steps of a clean run from them, then fails each.
  *
  * --no-holes: extending a file by truncate writes zeros to it, as a file
  * system without sparse files does.
@@ -81,9 +87,11 @@ static struct file_state *files;
 static bool no_holes;
 static int fail_once, fail_all;	/* errno, 0: none */
 static uint64_t fail_nth;	/* fsyncs until fail_once applies, 0: at the next */
+static int fail_write;		/* errno of the write fail_write_nth selects, 0: none */
+static uint64_t fail_write_nth;	/* writes until it, 0: the next */
 static bool tear;
 static uint64_t tear_rng;
-static uint64_t n_fsyncs, n_failed, n_writes;
+static uint64_t n_fsyncs, n_failed, n_writes, n_failed_writes;
 
 static const char *rel(const char *path)
 {
@@ -269,9 +277,11 @@ static int ctl_read(char *buf, size_t size, off_t off)
 		for (size_t i = 0; i < f->n; i++)
 			held += f->ext[i].len;
 	char text[256];
-	int n = snprintf(text, sizeof(text), "fsyncs %llu\nfailed %llu\nwrites %llu\nunsynced %llu\n",
+	int n = snprintf(text, sizeof(text),
+			 "fsyncs %llu\nfailed %llu\nwrites %llu\nfailed-writes %llu\nunsynced %llu\n",
 			 (unsigned long long)n_fsyncs, (unsigned long long)n_failed,
-			 (unsigned long long)n_writes, (unsigned long long)held);
+			 (unsigned long long)n_writes, (unsigned long long)n_failed_writes,
+			 (unsigned long long)held);
 	if (off >= n)
 		return 0;
 	size_t len = (size_t)(n - off) < size ? (size_t)(n - off) : size;
@@ -336,6 +346,10 @@ static int ctl_write(const char *buf, size_t size)
 		fail_nth = arg - 1;
 		fail_once = got2 == 1 ? (int)arg2 : EIO;
 	}
+	else if (strcmp(word, "fail-write-nth") == 0 && got == 2 && arg >= 1) {
+		fail_write_nth = arg - 1;
+		fail_write = got2 == 1 ? (int)arg2 : EIO;
+	}
 	else if (strcmp(word, "fail-fsync-all") == 0)
 		fail_all = got == 2 ? (int)arg : EIO;
 	else if (strcmp(word, "tear") == 0 && got == 2) {
@@ -343,7 +357,8 @@ static int ctl_write(const char *buf, size_t size)
 		tear_rng = arg;
 	} else {
 		fprintf(stderr, "lossyfs: unknown command \"%s\" (fail-fsync [ERRNO], "
-			"fail-fsync-all [ERRNO], fail-fsync-nth K [ERRNO], tear SEED)\n", word);
+			"fail-fsync-all [ERRNO], fail-fsync-nth K [ERRNO], fail-write-nth K [ERRNO], "
+			"tear SEED)\n", word);
 		return -EINVAL;
 	}
 	return (int)size;
@@ -354,6 +369,16 @@ static int lossy_write(const char *path, const char *buf, size_t size, off_t off
 {
 	if (strcmp(path, CTL_NAME) == 0)
 		return ctl_write(buf, size);
+	n_writes++;
+	if (fail_write != 0) {
+		if (fail_write_nth == 0) {
+			int e = fail_write;
+			fail_write = 0;
+			n_failed_writes++;
+			return -e;	/* nothing of it is kept */
+		}
+		fail_write_nth--;
+	}
 	struct file_state *f = state_of_fd((int)fi->fh, true);
 	if (f == NULL)
 		return -ENOMEM;
@@ -372,7 +397,6 @@ static int lossy_write(const char *path, const char *buf, size_t size, off_t off
 	f->ext[f->n++] = (struct extent){ off, size, data };
 	if (off + (off_t)size > f->size)
 		f->size = off + (off_t)size;
-	n_writes++;
 	return (int)size;
 }
 

@@ -689,3 +689,69 @@ TEST_CASE("a pool file cut short under the log refuses the next epoch", "[log]")
 	n->read_only = true;
 	nvm_unmap(n);
 }
+
+// A checkpoint runs right after the fence whose records made the ring half
+// full; those records were synced before it began.  Its failure leaves that
+// fence's epoch durable (the head moves only past records whose pages were
+// synced), so the epoch is acknowledged, and the next fence fails before it
+// writes anything.  Latched at once, the error failed an epoch that the next
+// open then recovered (found by test_lossyfs's step sweep).
+TEST_CASE("a checkpoint failing after a fence keeps that fence's epoch and fails the next", "[log]")
+{
+	workload w{ 37, 200 };
+	// The first epoch whose fence checkpoints, from a clean run.
+	uint64_t cp = 0;
+	{
+		rig rg(NVM_LOG_MIN_SIZE);
+		nvm *n = rg.open();
+		for (uint64_t e = 1; e <= 100 && cp == 0; e++) {
+			uint64_t before = n->stats.checkpoints;
+			w.run(n, e);
+			REQUIRE(nvm_error(n) == 0);
+			if (n->stats.checkpoints != before)
+				cp = e;
+		}
+		n->read_only = true;
+		nvm_unmap(n);
+	}
+	REQUIRE(cp > 1);
+	unsigned in_checkpoint = 0;
+	for (uint64_t k = 1; k <= 16; k++) {
+		INFO("the " << k << "-th write or sync of epoch " << cp << " (it checkpoints) fails");
+		rig rg(NVM_LOG_MIN_SIZE);
+		nvm *n = rg.open();
+		for (uint64_t e = 1; e < cp; e++)
+			w.run(n, e);
+		REQUIRE(nvm_error(n) == 0);
+		nvm_log_fail_io(n, k, EIO);
+		const uint64_t checkpoints = n->stats.checkpoints;
+		w.run(n, cp);
+		const bool acked = nvm_error(n) == 0;
+		if (acked && n->stats.checkpoints != checkpoints) {
+			nvm_log_fail_io(n, 0, 0);	// past the checkpoint's primitives
+			n->read_only = true;
+			nvm_unmap(n);
+			break;
+		}
+		if (acked) {	// the checkpoint failed: the next fence fails unwritten
+			in_checkpoint++;
+			const uint64_t flushes = n->stats.device_flushes;
+			w.run(n, cp + 1);
+			CHECK(nvm_error(n) == EIO);
+			CHECK(n->stats.device_flushes == flushes);
+		}
+		n->read_only = true;	// as a crash: no clean-close checkpoint
+		nvm_unmap(n);
+		nvm *m = rg.open();
+		if (acked)
+			CHECK(mark_of(m) == cp);
+		else	// the record's write or sync: it may have reached the file
+			CHECK((mark_of(m) == cp - 1 || mark_of(m) == cp));
+		check_image(m, w);
+		m->read_only = true;
+		nvm_unmap(m);
+	}
+	// Some of the primitives were the checkpoint's (none were, were the
+	// error latched at once).
+	CHECK(in_checkpoint >= 1);
+}

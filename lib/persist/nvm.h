@@ -31,7 +31,10 @@
  * failed msync the kernel may already have dropped the dirty pages, so a
  * later msync that succeeds proves nothing about them (the fsync-failure
  * class of bug).  Users check nvm_error() before they make anything depend
- * on a fence (persist.c before it publishes an epoch).  The pmem backend has
+ * on a fence (persist.c before it publishes an epoch).  An error after the
+ * fence's lines were durable (the log backend's checkpoint that follows a
+ * fence) does not fail that fence: it is latched at the next fence or order,
+ * before that one writes anything.  The pmem backend has
  * no failing primitive (a media error on pmem arrives as SIGBUS at the load
  * that touches it); the simulator latches what its tests inject.
  *

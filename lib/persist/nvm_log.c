@@ -468,10 +468,23 @@ static void fail(struct nvm *n, int e)
 	nvm_latch_error(n, e);
 }
 
+/* A checkpoint that failed after the last fence (log_state.deferred_error)
+ * is latched now, before anything more is written.  Whether it was. */
+static bool latch_deferred(struct nvm *n, struct log_state *s)
+{
+	if (s->deferred_error == 0)
+		return false;
+	fail(n, s->deferred_error);
+	s->deferred_error = 0;
+	return true;
+}
+
 /* Records are replayed in order and only up to the first that is not
  * complete, so appending one orders it after every earlier one: no sync. */
 static void log_order(struct nvm *n)
 {
+	if (latch_deferred(n, n->impl))
+		return;
 	int e = append(n, n->impl, false);
 	if (e != 0)
 		fail(n, e);
@@ -491,6 +504,8 @@ static int check_size(const struct nvm *n)
 static void log_fence(struct nvm *n)
 {
 	struct log_state *s = n->impl;
+	if (latch_deferred(n, s))
+		return;
 	int e = check_size(n);
 	if (e == 0)
 		e = append(n, s, true);
@@ -505,8 +520,15 @@ static void log_fence(struct nvm *n)
 	e = wave_step(n, s);
 	if (e == 0 && s->tail - s->head > s->r.size / 4 * 3)
 		e = checkpoint(n, s);
-	if (e != 0)
-		fail(n, e);
+	/* The records are durable: this fence succeeded whatever became of
+	 * the checkpoint, whose failure only stops what comes after it.  The
+	 * head did not move past a record whose pages did not reach the file
+	 * (move_head syncs them first), so the next open replays them. */
+	if (e != 0) {
+		log_msg(LOG_DEBUG, "a checkpoint of the pool's log failed (%s); the epoch just "
+			"written stands, nothing more is written", strerror(e));
+		s->deferred_error = e;
+	}
 }
 
 int nvm_log_checkpoint(struct nvm *n)
@@ -517,7 +539,7 @@ int nvm_log_checkpoint(struct nvm *n)
 	/* A write: the pool passed its checks (nvm_accept), or it is now. */
 	if (nvm_accept(n) != 0)
 		return n->error;
-	if (n->error != 0)
+	if (n->error != 0 || latch_deferred(n, s))
 		return n->error;
 	if (s->npending != 0 ||
 	    (!s->any_touched && !s->wave_on && s->head == s->tail && !s->unsynced))
@@ -547,7 +569,7 @@ uint64_t nvm_log_touched_end(const struct nvm *n, uint64_t lo, uint64_t hi)
 static size_t log_group_room(const struct nvm *n)
 {
 	const struct log_state *s = n->impl;
-	if (n->error != 0 || s->jump_pending || !n->accepted)
+	if (n->error != 0 || s->deferred_error != 0 || s->jump_pending || !n->accepted)
 		return 0;
 	uint64_t room = s->r.size - (s->tail - s->head);
 	if (room > s->r.size / 2)

@@ -183,6 +183,15 @@ struct log_state {
 	 * anything is stored, never while a check may still refuse it.  Set
 	 * at init, cleared by log_accept. */
 	bool resume_due;
+	/* A checkpoint after a fence failed (errno; 0: none).  The fence's
+	 * records were synced before it began, so the fence's epoch stands
+	 * (acknowledged, as the next open replays it); the error is latched
+	 * at the next fence, order or checkpoint, before any of them writes
+	 * (latch_deferred).  Latched at once it failed an epoch that the
+	 * next run then recovered: the runtime said one epoch was the last
+	 * durable one and the next start gave back the one after it.
+	 * log_fence sets it. */
+	int deferred_error;
 
 	/* Record assembly, r.size bytes reserved at init (NULL read-only):
 	 * append's. */

@@ -23,7 +23,9 @@ uint64_t nvm_log_primitives(const struct nvm *n);
 
 /* The k-th write or sync of the device from now (1: the next) fails with
  * errno err and does nothing, as a device that lost the write; the error
- * is latched (nvm.h).  k = 0 cancels.  A real device or a simulated one. */
+ * is latched (nvm.h) -- by the next fence when it is a checkpoint's after a
+ * fence (log_state.deferred_error).  k = 0 cancels.  A real device or a
+ * simulated one. */
 void nvm_log_fail_io(struct nvm *n, uint64_t k, int err);
 
 #endif

@@ -2,7 +2,7 @@
 /*
  * lossyfs -- a FUSE file system for tests that loses what was never synced.
  *
- *   lossyfs BACKING_DIR MOUNTPOINT [--no-holes]
+ *   lossyfs BACKING_DIR MOUNTPOINT [--no-holes] [--keep-cache]
  *
  * Passes everything through to BACKING_DIR, except file data: a write is
  * kept in this process's memory until an fsync of its file (msync of a
@@ -40,6 +40,14 @@
  *
  * --no-holes: extending a file by truncate writes zeros to it, as a file
  * system without sparse files does.
+ *
+ * --keep-cache: the kernel keeps a file's cached pages as a local file system
+ * does (FUSE otherwise drops them at each open, and at the next read once the
+ * file's times or size changed: auto_inval_data), so after a failed fsync the
+ * page cache goes on showing bytes this process dropped, as ext4's does, until
+ * the test evicts them (posix_fadvise POSIX_FADV_DONTNEED on a file no one
+ * maps, madvise MADV_PAGEOUT in the process that maps it): the next open of
+ * the same boot then sees the kept pages, or the device's, or a mixture.
  *
  * Single-threaded (libfuse's -s): no locking here.
  */
@@ -85,6 +93,7 @@ struct file_state {
 static int backing = -1;	/* the backing directory */
 static struct file_state *files;
 static bool no_holes;
+static bool keep_cache;
 static int fail_once, fail_all;	/* errno, 0: none */
 static uint64_t fail_nth;	/* fsyncs until fail_once applies, 0: at the next */
 static int fail_write;		/* errno of the write fail_write_nth selects, 0: none */
@@ -177,13 +186,17 @@ static uint64_t splitmix64(uint64_t *s)
 
 static void *lossy_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-	(void)conn;
 	/* Sizes and names change behind the kernel's back only through us,
 	 * but the tests look from several processes: no stale attributes. */
 	cfg->attr_timeout = 0;
 	cfg->entry_timeout = 0;
 	cfg->negative_timeout = 0;
 	cfg->direct_io = 0;	/* mmap needs the page cache */
+	if (keep_cache) {
+		cfg->kernel_cache = 1;	/* no invalidation at open */
+		cfg->auto_cache = 0;
+		conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;	/* nor at a change of times */
+	}
 	return NULL;
 }
 
@@ -602,7 +615,8 @@ static const struct fuse_operations ops = {
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: lossyfs BACKING_DIR MOUNTPOINT [--no-holes] [FUSE options]\n");
+		fprintf(stderr, "usage: lossyfs BACKING_DIR MOUNTPOINT [--no-holes] [--keep-cache] "
+			"[FUSE options]\n");
 		return 2;
 	}
 	backing = open(argv[1], O_RDONLY | O_DIRECTORY);
@@ -620,6 +634,8 @@ int main(int argc, char **argv)
 	for (int i = 3; i < argc && fargc < 15; i++) {
 		if (strcmp(argv[i], "--no-holes") == 0)
 			no_holes = true;
+		else if (strcmp(argv[i], "--keep-cache") == 0)
+			keep_cache = true;
 		else
 			fargv[fargc++] = argv[i];
 	}

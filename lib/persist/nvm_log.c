@@ -716,6 +716,14 @@ int nvm_log_init(struct nvm *n, const struct nvm_log_region *r, const struct nvm
 		log_unmap(n);
 		return -1;
 	}
+	/* The replay reads what the device holds, not what the page cache
+	 * shows: a run whose fdatasync of the ring failed left its records
+	 * cached (the kernel keeps pages it could not write, marked clean),
+	 * and replaying them would bring back an epoch that run was told was
+	 * not durable (issue 39 item 4).  Nothing is lost: the synced part of
+	 * the ring leaves the cache anyway (drop_synced, and below). */
+	if (sim == NULL)
+		prim_drop_cache(n->fd, r->off, r->size);
 	if (nvm_log_replay(n, s) != 0) {
 		/* Nothing of a pool that fails here is ever written. */
 		n->read_only = true;

@@ -318,6 +318,55 @@ static int read_head(const struct pool *p, const char *path, unsigned char *buf)
 	return 0;
 }
 
+/* Whether the pool's current record says its last run did not shut down
+ * cleanly: a crash, or a write-back that failed (no record is written after
+ * the error, nvm.h), or one that could not be told. */
+static bool left_unclean(const struct pool_records *rec)
+{
+	return rec->cur < 0 || rec->r[rec->cur].clean != 1;
+}
+
+/* The file's pages leave the page cache, so that what is read next is what
+ * the device holds.  After a failed msync or fsync the kernel keeps the
+ * pages it could not write, marked clean (ext4, and FUSE with kernel_cache):
+ * a run of the same boot that trusted them would open an epoch the failed
+ * run was told was not durable -- and the version record, seq entries and
+ * checksums of it -- and, rewriting a copy with the bytes the cache already
+ * shows, write nothing of them (persist.c writes only the lines that
+ * differ) while publishing their checksum: the epoch it acknowledges then
+ * fails its checksums after a power cut (issue 39 item 4, test_lossyfs's
+ * "page cache" sweep).  Dirty pages, a crashed run's stores that no msync
+ * covered, are synced first so that they are clean and leave too; an error
+ * there is one more write the device lost, none of it acknowledged.  Only
+ * after a crash or a failure: a clean shutdown synced everything, and its
+ * cache is the warm start's.  Read-only opens as well, so that `check` says
+ * what the device holds. */
+static void forget_cache(const struct pool *p)
+{
+	if (prim_fdatasync(p->fd) != 0)
+		log_msg(LOG_DEBUG, "pool %s: syncing what a crashed run left dirty failed (%s); "
+			"the pool is read from what the device holds", p->path, strerror(errno));
+	prim_drop_cache(p->fd, 0, 0);
+}
+
+/* The header page read and validated; again from the device when the pool
+ * was left unclean, or refused as the page cache shows it (a file that is no
+ * pool is refused as it is). */
+static int read_and_validate(struct pool *p, const struct pool_open_options *o, size_t page_size,
+			     const struct stat *st, unsigned char *buf, struct pool_header *h,
+			     struct pool_records *rec)
+{
+	int r = read_head(p, o->path, buf) != 0 ||
+		pool_validate_header(buf, st, o->path, o, page_size, h, rec) != 0;
+	bool pool = memcmp(buf, POOL_MAGIC, 8) == 0;
+	if (p->created || !pool || (r == 0 && !left_unclean(rec)))
+		return r ? -1 : 0;
+	forget_cache(p);
+	r = read_head(p, o->path, buf) != 0 ||
+	    pool_validate_header(buf, st, o->path, o, page_size, h, rec) != 0;
+	return r ? -1 : 0;
+}
+
 /* A new struct pool for o, no file yet; NULL with err_get() set. */
 static struct pool *new_pool(const struct pool_open_options *o)
 {
@@ -371,8 +420,8 @@ enum pool_error pool_open(struct pool **out, const struct pool_open_options *o)
 	rc = POOL_ERR_REFUSED;
 	if (pool_bind_identity(p, &st) != 0)
 		goto fail;
-	if (format_if_empty(p, o, page_size, &st) != 0 || read_head(p, o->path, buf) != 0 ||
-	    pool_validate_header(buf, &st, o->path, o, page_size, &h, &rec) != 0 ||
+	if (format_if_empty(p, o, page_size, &st) != 0 ||
+	    read_and_validate(p, o, page_size, &st, buf, &h, &rec) != 0 ||
 	    map_and_fill(p, &h, &rec, o) != 0)
 		goto fail;
 	*out = p;

@@ -48,7 +48,9 @@ struct mount_point {
 				      (char *)nullptr);
 			_exit(127);
 		}
-		for (int i = 0; i < 500; i++) {
+		// Polled every millisecond: the I/O-error sweeps mount hundreds
+		// of times.
+		for (int i = 0; i < 5000; i++) {
 			if (is_mounted(mnt))
 				return true;
 			int st;
@@ -56,7 +58,7 @@ struct mount_point {
 				pid = -1;
 				return false;
 			}
-			usleep(10000);
+			usleep(1000);
 		}
 		stop();
 		return false;
@@ -70,13 +72,13 @@ struct mount_point {
 			return;
 		if (umount2(mnt.c_str(), 0) != 0)
 			(void)!system(("fusermount3 -u '" + mnt + "' 2>/dev/null").c_str());
-		for (int i = 0; i < 1000; i++) {
+		for (int i = 0; i < 10000; i++) {
 			int st;
 			if (waitpid(pid, &st, WNOHANG) == pid) {
 				pid = -1;
 				return;
 			}
-			usleep(10000);
+			usleep(1000);
 		}
 		kill(pid, SIGKILL);
 		waitpid(pid, nullptr, 0);

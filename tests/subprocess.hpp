@@ -97,6 +97,16 @@ inline spawned spawn_env(const std::vector<std::string> &argv, const std::vector
 		dup2(errfd, 2);
 		close(out[0]);
 		close(out[1]);
+		// The suite's launcher may have ignored these (nohup: SIGHUP; a
+		// shell's background job: SIGINT, SIGQUIT), and exec keeps an
+		// ignored disposition: a child starts with the defaults, as under
+		// CI, whoever started the suite (test_ending's SIGHUP case hung
+		// under nohup).
+		for (int sig : { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE }) {
+			struct sigaction cur;
+			if (sigaction(sig, nullptr, &cur) == 0 && cur.sa_handler == SIG_IGN)
+				signal(sig, SIG_DFL);
+		}
 		execve(args[0], args.data(), envp.data());
 		_exit(127);
 	}

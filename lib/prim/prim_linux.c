@@ -477,7 +477,10 @@ bool prim_file_open_here(int except_fd, const struct stat *st)
 	return found;
 }
 
-pid_t prim_process_with_file(const struct stat *st)
+/* The first process but this one and except that has a descriptor for
+ * which match(its /proc/PID/fd/N link, ctx) holds; 0 if none (or /proc is
+ * not there).  Processes whose descriptors cannot be read are passed over. */
+static pid_t first_process_with(pid_t except, bool (*match)(const char *link, void *ctx), void *ctx)
 {
 	DIR *d = opendir("/proc");
 	if (d == NULL)
@@ -487,7 +490,7 @@ pid_t prim_process_with_file(const struct stat *st)
 	while (found == 0 && (e = readdir(d)) != NULL) {
 		char *end;
 		long pid = strtol(e->d_name, &end, 10);
-		if (*end != '\0' || pid <= 0 || pid == self)
+		if (*end != '\0' || pid <= 0 || pid == self || pid == except)
 			continue;
 		char dir[64];
 		snprintf(dir, sizeof(dir), "/proc/%ld/fd", pid);
@@ -495,19 +498,27 @@ pid_t prim_process_with_file(const struct stat *st)
 		if (fds == NULL)
 			continue;
 		struct dirent *f;
-		while ((f = readdir(fds)) != NULL) {
+		while (found == 0 && (f = readdir(fds)) != NULL) {
 			char link[sizeof(dir) + sizeof(f->d_name)];
-			struct stat fst;
 			snprintf(link, sizeof(link), "%s/%s", dir, f->d_name);
-			if (f->d_name[0] != '.' && stat(link, &fst) == 0 && same_file(&fst, st)) {
+			if (f->d_name[0] != '.' && match(link, ctx))
 				found = (pid_t)pid;
-				break;
-			}
 		}
 		closedir(fds);
 	}
 	closedir(d);
 	return found;
+}
+
+static bool link_is_file(const char *link, void *ctx)
+{
+	struct stat fst;
+	return stat(link, &fst) == 0 && same_file(&fst, ctx);
+}
+
+pid_t prim_process_with_file(const struct stat *st)
+{
+	return first_process_with(0, link_is_file, (void *)st);
 }
 
 int prim_process_holds(pid_t pid, const struct stat *files, size_t n, const char *deleted_path,
@@ -588,45 +599,33 @@ static size_t name_inodes(const char *key, unsigned long *inodes, size_t max)
 	return n;
 }
 
+struct socket_inodes {
+	unsigned long ino[8];
+	size_t n;
+};
+
+static bool link_is_socket(const char *link, void *ctx)
+{
+	const struct socket_inodes *s = ctx;
+	char target[64];
+	ssize_t t = readlink(link, target, sizeof(target) - 1);
+	unsigned long ino;
+	if (t <= 0)
+		return false;
+	target[t] = '\0';
+	if (sscanf(target, "socket:[%lu]", &ino) != 1)
+		return false;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->ino[i] == ino)
+			return true;
+	return false;
+}
+
 pid_t prim_name_lock_holder(const char *key, pid_t except)
 {
-	unsigned long inodes[8];
-	size_t n = name_inodes(key, inodes, 8);
-	if (n == 0)
-		return 0;
-	DIR *d = opendir("/proc");
-	if (d == NULL)
-		return 0;
-	pid_t self = getpid(), found = 0;
-	struct dirent *e;
-	while (found == 0 && (e = readdir(d)) != NULL) {
-		char *end;
-		long pid = strtol(e->d_name, &end, 10);
-		if (*end != '\0' || pid <= 0 || pid == self || pid == except)
-			continue;
-		char dir[64];
-		snprintf(dir, sizeof(dir), "/proc/%ld/fd", pid);
-		DIR *fds = opendir(dir);
-		if (fds == NULL)
-			continue;
-		struct dirent *f;
-		while (found == 0 && (f = readdir(fds)) != NULL) {
-			char link[sizeof(dir) + sizeof(f->d_name)], target[64];
-			snprintf(link, sizeof(link), "%s/%s", dir, f->d_name);
-			ssize_t t = f->d_name[0] != '.' ? readlink(link, target, sizeof(target) - 1) : -1;
-			unsigned long ino;
-			if (t <= 0)
-				continue;
-			target[t] = '\0';
-			if (sscanf(target, "socket:[%lu]", &ino) == 1)
-				for (size_t i = 0; i < n; i++)
-					if (inodes[i] == ino)
-						found = (pid_t)pid;
-		}
-		closedir(fds);
-	}
-	closedir(d);
-	return found;
+	struct socket_inodes s;
+	s.n = name_inodes(key, s.ino, sizeof(s.ino) / sizeof(s.ino[0]));
+	return s.n == 0 ? 0 : first_process_with(except, link_is_socket, &s);
 }
 
 void prim_process_name(pid_t pid, char *buf, size_t len)

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -627,6 +628,36 @@ TEST_CASE("a lock held for the whole run: the stall is reported, sync times out,
 	CHECK(s.epoch_log.find(" site=hold_big_lock+0x") != std::string::npos);
 }
 
+// Run the spawned c to its end, watching the file at path meanwhile (every
+// 20 ms): on_version(its contents, seconds since t0) for each new version
+// (a changed mtime).  The program's result.
+static run_result watch_file(const spawned &c, const std::string &path,
+		      std::chrono::steady_clock::time_point t0,
+		      const std::function<void(const std::string &, double)> &on_version)
+{
+	struct stat st {};
+	timespec seen{};
+	int wst = 0;
+	while (waitpid(c.pid, &wst, WNOHANG) != c.pid) {
+		if (stat(path.c_str(), &st) == 0 &&
+		    (st.st_mtim.tv_sec != seen.tv_sec || st.st_mtim.tv_nsec != seen.tv_nsec)) {
+			seen = st.st_mtim;
+			on_version(slurp(path), std::chrono::duration<double>(
+							std::chrono::steady_clock::now() - t0).count());
+		}
+		usleep(20000);
+	}
+	run_result r;
+	r.out = read_fd(c.out_fd);
+	close(c.out_fd);
+	lseek(c.err_fd, 0, SEEK_SET);
+	r.err = read_fd(c.err_fd);
+	close(c.err_fd);
+	r.wait_status = wst;
+	r.status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
+	return r;
+}
+
 // Issue 39, item 10: the statistics file keeps its period while epochs
 // stall.  The main thread holds a lock for its whole life, so no epoch ever
 // completes; before, the file appeared only at the exit.  Watched from here
@@ -650,32 +681,13 @@ TEST_CASE("the statistics file keeps its period while durability stalls", "[prel
 	auto t0 = std::chrono::steady_clock::now();
 	spawned c = spawn({ progs + "/prog_stallhold", "life" }, env);
 	std::vector<double> writes;	// seconds since the start, of each new version
-	std::string last, mid;
-	struct stat st {};
-	timespec seen{};
-	for (;;) {
-		int wst = 0;
-		if (waitpid(c.pid, &wst, WNOHANG) == c.pid) {
-			run_result r;
-			r.out = read_fd(c.out_fd);
-			close(c.out_fd);
-			r.wait_status = wst;
-			r.status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
-			lseek(c.err_fd, 0, SEEK_SET);
-			r.err = read_fd(c.err_fd);
-			close(c.err_fd);
-			INFO(r.describe());
-			CHECK(r.status == 0);
-			break;
-		}
-		if (stat(json.c_str(), &st) == 0 &&
-		    (st.st_mtim.tv_sec != seen.tv_sec || st.st_mtim.tv_nsec != seen.tv_nsec)) {
-			seen = st.st_mtim;
-			writes.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-			mid = slurp(json);
-		}
-		usleep(20000);
-	}
+	std::string mid;
+	run_result r = watch_file(c, json, t0, [&](const std::string &v, double at) {
+		writes.push_back(at);
+		mid = v;
+	});
+	INFO(r.describe());
+	CHECK(r.status == 0);
 	INFO(writes.size() << " versions while the program ran, the first at "
 			   << (writes.empty() ? -1.0 : writes.front()) << " s\n" << mid);
 	// The program runs about 3.5 s, its lock held from the start: the file
@@ -711,30 +723,11 @@ TEST_CASE("the statistics file keeps its period through a write-back of seconds"
 	pool_medium::child_env(env);
 	spawned c = spawn({ progs + "/prog_slowsync", "16" }, env);
 	std::vector<std::string> during;	// the versions showing a write-back under way
-	struct stat st {};
-	timespec seen{};
-	run_result r;
-	for (;;) {
-		int wst = 0;
-		if (waitpid(c.pid, &wst, WNOHANG) == c.pid) {
-			r.out = read_fd(c.out_fd);
-			close(c.out_fd);
-			r.wait_status = wst;
-			r.status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
-			lseek(c.err_fd, 0, SEEK_SET);
-			r.err = read_fd(c.err_fd);
-			close(c.err_fd);
-			break;
-		}
-		if (stat(json.c_str(), &st) == 0 &&
-		    (st.st_mtim.tv_sec != seen.tv_sec || st.st_mtim.tv_nsec != seen.tv_nsec)) {
-			seen = st.st_mtim;
-			std::string v = slurp(json);
-			if (json_number(v, "writeback_pages") > 0)
-				during.push_back(v);
-		}
-		usleep(20000);
-	}
+	run_result r = watch_file(c, json, std::chrono::steady_clock::now(),
+				  [&](const std::string &v, double) {
+					  if (json_number(v, "writeback_pages") > 0)
+						  during.push_back(v);
+				  });
 	std::string final_json = slurp(json);
 	INFO(r.describe() << "\n" << during.size() << " versions during a write-back\n"
 			  << (during.empty() ? final_json : during.back()));
@@ -779,25 +772,8 @@ TEST_CASE("the statistics file keeps its period under a long epoch interval",
 	auto t0 = std::chrono::steady_clock::now();
 	spawned c = spawn({ progs + "/prog_stallhold", "life" }, env);
 	std::vector<double> writes;	// seconds since the start, of each new version
-	struct stat st {};
-	timespec seen{};
-	int wst = 0;
-	while (waitpid(c.pid, &wst, WNOHANG) != c.pid) {
-		if (stat(json.c_str(), &st) == 0 &&
-		    (st.st_mtim.tv_sec != seen.tv_sec || st.st_mtim.tv_nsec != seen.tv_nsec)) {
-			seen = st.st_mtim;
-			writes.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-		}
-		usleep(20000);
-	}
-	run_result r;
-	r.out = read_fd(c.out_fd);
-	close(c.out_fd);
-	lseek(c.err_fd, 0, SEEK_SET);
-	r.err = read_fd(c.err_fd);
-	close(c.err_fd);
-	r.wait_status = wst;
-	r.status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
+	run_result r = watch_file(c, json, t0,
+				  [&](const std::string &, double at) { writes.push_back(at); });
 	INFO(r.describe() << "\n" << writes.size() << " versions while the program ran, the first at "
 			  << (writes.empty() ? -1.0 : writes.front()) << " s");
 	CHECK(r.status == 0);

@@ -555,35 +555,32 @@ static void note_io_error(void)
 		return;
 	rt.io_error_epoch = *rt.pool->ver_d;
 	atomic_store(&rt.io_error, e);
-	if (e == ESTALE && rt.pool->dir_moved)
-		/* The file itself is intact where its directory went, and
-		 * outlives this process: moving the directory back is all. */
-		log_msg(LOG_ERR, "the pool file %s %s, while this program ran: its path no longer "
+	if (e == ESTALE) {
+		/* Once per process (io_error is set above): the two paths fit. */
+		static char back[2 * PATH_MAX + 256];
+		if (rt.pool->dir_moved)
+			/* The file itself is intact where its directory went, and
+			 * outlives this process: moving the directory back is all. */
+			snprintf(back, sizeof(back), "stays in the moved directory (/proc/%d/fd/%d "
+				 "shows where): move it back with `%s`, and the next run at that path "
+				 "recovers it", (int)prim_getpid(), rt.pool->dir_fd, rt.pool->put_back);
+		else
+			snprintf(back, sizeof(back), "is still open here: before this process ends, "
+				 "copy it back with `cp /proc/%d/fd/%d %s`, and the next run recovers "
+				 "it; no other process can open a pool at that path while this one runs",
+				 (int)prim_getpid(), rt.pool->fd, rt.pool->path);
+		log_msg(LOG_ERR, "the pool file %s %s%s while this program ran: its path no longer "
 			"leads to the file this process holds, so nobody would find what is "
 			"written there.  No epoch after %llu is acknowledged; the program %s "
 			"WITHOUT persistence (pmthreads_sync() fails with ESTALE).  The file as "
-			"of epoch %llu stays in the moved directory (/proc/%d/fd/%d shows where): "
-			"move it back with `%s`, and the next run at that path recovers it",
-			rt.pool->path, rt.pool->lost, (unsigned long long)rt.io_error_epoch,
+			"of epoch %llu %s",
+			rt.pool->path, rt.pool->lost, rt.pool->dir_moved ? "," : "",
+			(unsigned long long)rt.io_error_epoch,
 			rt.cfg.strict ? "exits (PMTHREADS_STRICT=1)"
 			: rt.cfg.output == OUTPUT_COMMIT ? "exits (output commit: what it holds "
 							"could never be released)"
-			: "keeps running", (unsigned long long)rt.io_error_epoch,
-			(int)prim_getpid(), rt.pool->dir_fd, rt.pool->put_back);
-	else if (e == ESTALE)
-		log_msg(LOG_ERR, "the pool file %s %s while this program ran: its path no longer "
-			"leads to the file this process holds, so nobody would find what is "
-			"written there.  No epoch after %llu is acknowledged; the program %s "
-			"WITHOUT persistence (pmthreads_sync() fails with ESTALE).  The file as "
-			"of epoch %llu is still open here: before this process ends, copy it back "
-			"with `cp /proc/%d/fd/%d %s`, and the next run recovers it; no other "
-			"process can open a pool at that path while this one runs",
-			rt.pool->path, rt.pool->lost, (unsigned long long)rt.io_error_epoch,
-			rt.cfg.strict ? "exits (PMTHREADS_STRICT=1)"
-			: rt.cfg.output == OUTPUT_COMMIT ? "exits (output commit: what it holds "
-							"could never be released)"
-			: "keeps running", (unsigned long long)rt.io_error_epoch,
-			(int)prim_getpid(), rt.pool->fd, rt.pool->path);
+			: "keeps running", (unsigned long long)rt.io_error_epoch, back);
+	}
 	else
 		log_msg(LOG_ERR, "a write-back to the pool %s failed: %s.  Nothing after epoch %llu "
 		"is durable, and nothing will be: the program %s WITHOUT persistence "

@@ -70,7 +70,7 @@ static void print_text_pool(const struct pool *p, const struct pool_summary *s)
 	double used_pct = p->npages ? 100.0 * (double)s->pages_written / (double)p->npages : 0.0;
 
 	printf("pool:              %s\n", p->path);
-	printf("format:            pmthreads pool, version %d\n", POOL_FORMAT_VERSION);
+	printf("format:            pmthreads pool, version %u\n", p->format_version);
 	printf("uuid:              %s\n", uuid);
 	printf("page size:         %zu\n", p->page_size);
 	printf("capacity:          %" PRIu64 " bytes (%s, %" PRIu64 " pages)\n", capacity, cap,
@@ -117,7 +117,7 @@ static void print_json(const struct pool *p, const struct pool_summary *s,
 	format_uuid(p->uuid, uuid);
 	printf("{\"pool\":");
 	json_string(stdout, p->path);
-	printf(",\"format_version\":%d", POOL_FORMAT_VERSION);
+	printf(",\"format_version\":%u", p->format_version);
 	printf(",\"uuid\":\"%s\"", uuid);
 	printf(",\"page_size\":%zu", p->page_size);
 	printf(",\"capacity\":%" PRIu64, p->npages * p->page_size);

@@ -81,13 +81,17 @@ void tool_release_pages(const struct pool *p, uint64_t first, uint64_t end)
 	 * mapped whole.  Released only page by page, they stayed: 118 MiB
 	 * of them after check had filled its image.  So the range grows to
 	 * whole 2 MiB windows, within the pages' copies. */
-	uintptr_t lo = (uintptr_t)pool_copy(p, first, 0), hi = (uintptr_t)pool_copy(p, end, 0);
-	uintptr_t data_lo = (uintptr_t)p->data, data_hi = (uintptr_t)pool_copy(p, p->npages, 0);
-	lo = lo & ~(uintptr_t)(MAP_WINDOW - 1);
-	hi = (hi + MAP_WINDOW - 1) & ~(uintptr_t)(MAP_WINDOW - 1);
-	lo = lo < data_lo ? data_lo : lo;
-	hi = hi > data_hi ? data_hi : hi;
-	tool_release((const void *)lo, hi - lo);
+	uintptr_t data_lo = (uintptr_t)p->data;
+	uintptr_t data_hi = (uintptr_t)p->data + 2 * p->npages * p->page_size;
+	/* Each copy's range: a plane each, or both side by side (format 6). */
+	for (int c = 0; c < (p->copy_step == p->page_size ? 1 : 2); c++) {
+		uintptr_t lo = (uintptr_t)pool_copy(p, first, c), hi = (uintptr_t)pool_copy(p, end, c);
+		lo = lo & ~(uintptr_t)(MAP_WINDOW - 1);
+		hi = (hi + MAP_WINDOW - 1) & ~(uintptr_t)(MAP_WINDOW - 1);
+		lo = lo < data_lo ? data_lo : lo;
+		hi = hi > data_hi ? data_hi : hi;
+		tool_release((const void *)lo, hi - lo);
+	}
 	/* And their entries of the seq and sum tables: 32 bytes a page, 512
 	 * MiB for a TiB in use. */
 	size_t entries = (size_t)(end - first) * sizeof(p->seq[0]);

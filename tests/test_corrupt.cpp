@@ -68,7 +68,8 @@ struct base_pool {
 struct image {
 	std::vector<unsigned char> bytes;
 	std::vector<int> copy;
-	uint64_t data_off = 0, ver_d = 0;
+	std::vector<uint64_t> copy_off;	// the file offset of each page's valid copy
+	uint64_t ver_d = 0;
 	explicit image(const std::string &path)
 	{
 		pool_open_options o{};
@@ -77,11 +78,12 @@ struct image {
 		pool *p = open_or_fail(o);
 		bytes.resize(p->npages * p->page_size);
 		copy.resize(p->npages);
+		copy_off.resize(p->npages);
 		for (uint64_t i = 0; i < p->npages; i++) {
 			copy[i] = pool_valid_copy(p, i);
+			copy_off[i] = copy[i] >= 0 ? pool_copy_offset(p, i, copy[i]) : 0;
 			recovery_read_page(p, i, bytes.data() + i * p->page_size);
 		}
-		data_off = p->data_off;
 		ver_d = *p->ver_d;
 		pool_close(p);
 	}
@@ -89,8 +91,7 @@ struct image {
 	{
 		uint64_t pg = heap_off / page_size();
 		REQUIRE(copy.at(pg) >= 0);
-		return (off_t)(data_off + (2 * pg + (uint64_t)copy[pg]) * page_size() +
-			       heap_off % page_size());
+		return (off_t)(copy_off[pg] + heap_off % page_size());
 	}
 	int64_t probe(probe_target t) const { return heap_probe(bytes.data(), bytes.size(), t); }
 };
@@ -632,6 +633,7 @@ struct layout {
 	uint64_t seq_off, sum_off, data_off, npages, log_off, log_size;
 	uint64_t log_head = 0, log_tail = 0;
 	std::vector<int> copy;
+	std::vector<uint64_t> copy_off[2];	// the file offsets of each page's copies
 	explicit layout(const std::string &path)
 	{
 		pool_open_options o{};
@@ -649,8 +651,11 @@ struct layout {
 			log_head = li.head;
 			log_tail = li.tail;
 		}
-		for (uint64_t i = 0; i < p->npages && i < 64; i++)
+		for (uint64_t i = 0; i < p->npages && i < 64; i++) {
 			copy.push_back(pool_valid_copy(p, i));
+			for (int c = 0; c < 2; c++)
+				copy_off[c].push_back(pool_copy_offset(p, i, c));
+		}
 		pool_close(p);
 	}
 };
@@ -692,7 +697,7 @@ damage pick(const layout &l, const std::vector<unsigned char> &file, uint64_t se
 	default: {	// a valid copy of one of the heap's first pages
 		uint64_t pg = splitmix(s) % l.copy.size();
 		int c = l.copy[pg] >= 0 ? l.copy[pg] : 0;
-		lo = l.data_off + (2 * pg + (uint64_t)c) * ps, len = ps, d.where = "heap page copy";
+		lo = l.copy_off[c][pg], len = ps, d.where = "heap page copy";
 		break;
 	}
 	}

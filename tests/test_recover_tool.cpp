@@ -1048,7 +1048,7 @@ TEST_CASE("recover tool: dump names damaged pages, and --salvage reads past a da
 	// A byte of page 1's only copy (copy 0) changed: dump writes it as
 	// found, names it, and exits 1.
 	unsigned char x = 0x77;
-	patch_file(path, (off_t)(l.data_off + 2 * 1 * ps + 10), &x, 1);
+	patch_file(path, (off_t)(pool_layout_copy_off(&l, 1, 0) + 10), &x, 1);
 	std::string out = d.file("image");
 	run_result r = run_on_pool(path, { "dump", path, out });
 	INFO(r.out << r.err);
@@ -1060,7 +1060,7 @@ TEST_CASE("recover tool: dump names damaged pages, and --salvage reads past a da
 	REQUIRE(got.size() == expected.size());
 	CHECK(got[ps + 10] == 0x77);
 	x = 0x11; // put back
-	patch_file(path, (off_t)(l.data_off + 2 * 1 * ps + 10), &x, 1);
+	patch_file(path, (off_t)(pool_layout_copy_off(&l, 1, 0) + 10), &x, 1);
 
 	// Page 7's seq entry destroyed: every command refuses the pool, check
 	// points at --salvage, which writes the image whole.

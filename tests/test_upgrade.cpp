@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // pmthreads-recover upgrade (recover/upgrade.c, lib/persist/pool_upgrade.c):
-// a pool of format version 4, 3 or 2 becomes a current one with the same
+// a pool of format version 6, 5, 4, 3 or 2 becomes a current one with the same
 // data.  The old pools are made from the documented layouts (pool.h): a real
 // program (examples/bank) writes a current pool, which is rewritten here as
-// the older pmthreads laid it out -- version 4: the same layout, every
+// the older pmthreads laid it out -- every version before 7: the two copies
+// of a page side by side; version 6: the same log ring; version 5: no log;
+// version 4: the same layout, every
 // valid copy's checksum the XXH3 of the page (pool_page_sum_v4); version 3:
 // the same, but only where that version kept them (here: page 0's, the
 // heap's header); version 2: no sum table, the data where version 3's sum
@@ -163,8 +165,41 @@ std::vector<uint64_t> legacy_sums(const std::string &path, uint32_t version)
 	return sums;
 }
 
-// Rewrite the current-format pool at path as format version 5, 4, 3 or 2 (see
-// the top of the file).
+// The copies of the heap's pages, from in's layout from to out's layout to
+// (format 7's planes to the copies side by side of the versions before it),
+// the data extents only.
+void copy_copies(int in, const pool_layout &from, int out, const pool_layout &to, uint64_t npages,
+		 uint64_t ps)
+{
+	std::vector<char> buf(ps);
+	off_t off = (off_t)from.data_off, end = (off_t)(from.data_off + 2 * npages * ps);
+	while (off < end) {
+		off_t d = lseek(in, off, SEEK_DATA);
+		if (d < 0 || d >= end)
+			break;
+		off_t h = lseek(in, d, SEEK_HOLE);
+		REQUIRE(h > d);
+		if (h > end)
+			h = end;
+		for (off_t p = d / (off_t)ps * (off_t)ps; p < h; p += (off_t)ps) {
+			uint64_t rel = (uint64_t)p - from.data_off;
+			uint64_t page = rel % from.copy_step / from.page_step;
+			int c = (int)(rel / from.copy_step);
+			if (from.copy_step < from.page_step) {	// side by side
+				page = rel / from.page_step;
+				c = (int)(rel % from.page_step / from.copy_step);
+			}
+			REQUIRE(pool_layout_copy_off(&from, page, c) == (uint64_t)p);
+			REQUIRE(pread(in, buf.data(), ps, p) == (ssize_t)ps);
+			off_t at = (off_t)pool_layout_copy_off(&to, page, c);
+			REQUIRE(pwrite(out, buf.data(), ps, at) == (ssize_t)ps);
+		}
+		off = h;
+	}
+}
+
+// Rewrite the current-format pool at path as format version 6, 5, 4, 3 or 2
+// (see the top of the file).
 void make_old_format(const std::string &path, uint32_t version)
 {
 	// What the log holds goes into the file first: an open with another
@@ -180,35 +215,31 @@ void make_old_format(const std::string &path, uint32_t version)
 								   : std::vector<uint64_t>();
 	pool_header h = read_header(path);
 	REQUIRE(h.format_version == POOL_FORMAT_VERSION);
-	pool_layout l = pool_layout_for(h.npages, h.page_size);
+	pool_layout l;
+	REQUIRE(pool_layout_of_header(&h, &l));
+	pool_layout lv = pool_layout_of_version(version, h.npages, h.page_size);
 	std::string old = path + ".v" + std::to_string(version);
 	int in = open_or_die(path, O_RDONLY);
 	int out = open_or_die(old, O_RDWR | O_CREAT | O_TRUNC);
 	std::vector<unsigned char> head(h.page_size);
 	REQUIRE(pread(in, head.data(), head.size(), 0) == (ssize_t)head.size());
 	h.format_version = version;
-	if (version >= 3) {
-		h.file_size = l.file_size;	// no log before format 6
-		REQUIRE(ftruncate(out, (off_t)l.file_size) == 0);
-		copy_extents(in, (off_t)l.seq_off, out, (off_t)l.seq_off, (off_t)(l.sum_off - l.seq_off));
-		copy_extents(in, (off_t)l.data_off, out, (off_t)l.data_off,
-			     (off_t)(l.file_size - l.data_off));
-		if (version == 5) {	// the same checksums as now
-			copy_extents(in, (off_t)l.sum_off, out, (off_t)l.sum_off,
-				     (off_t)(l.data_off - l.sum_off));
-		} else {
-			size_t len = (version == 3 ? 2 : sums.size()) * sizeof(uint64_t);
-			REQUIRE(pwrite(out, sums.data(), len, (off_t)l.sum_off) == (ssize_t)len);
-		}
+	// No log before format 6; format 6's where format 7 has it.
+	h.file_size = version == 6 ? l.file_size : lv.file_size;
+	h.data_off = lv.data_off;
+	REQUIRE(ftruncate(out, (off_t)h.file_size) == 0);
+	copy_extents(in, (off_t)l.seq_off, out, (off_t)l.seq_off, (off_t)(l.sum_off - l.seq_off));
+	copy_copies(in, l, out, lv, h.npages, h.page_size);
+	if (version == 6)
+		copy_extents(in, (off_t)l.log_off, out, (off_t)l.log_off, (off_t)l.log_size);
+	if (version >= 5) {	// the same checksums as now
+		copy_extents(in, (off_t)l.sum_off, out, (off_t)l.sum_off,
+			     (off_t)(l.data_off - l.sum_off));
+	} else if (version >= 3) {
+		size_t len = (version == 3 ? 2 : sums.size()) * sizeof(uint64_t);
+		REQUIRE(pwrite(out, sums.data(), len, (off_t)l.sum_off) == (ssize_t)len);
 	} else {
-		pool_layout l2 = pool_layout_of_version(2, h.npages, h.page_size);
-		REQUIRE(l2.data_off == l.sum_off);
-		h.data_off = l2.data_off;
-		h.file_size = l2.file_size;
-		REQUIRE(ftruncate(out, (off_t)l2.file_size) == 0);
-		copy_extents(in, (off_t)l.seq_off, out, (off_t)l.seq_off, (off_t)(l.sum_off - l.seq_off));
-		copy_extents(in, (off_t)l.data_off, out, (off_t)l2.data_off,
-			     (off_t)(l.file_size - l.data_off));
+		REQUIRE(lv.data_off == l.sum_off);	// version 2: no sum table
 	}
 	memcpy(head.data(), &h, sizeof(h));
 	pool_reseal(head.data(), head.size());
@@ -240,8 +271,7 @@ void add_torn_copy(const std::string &path)
 	seq[1 - valid] = ver_d + 1;
 	REQUIRE(pwrite(fd, seq, sizeof(seq), (off_t)l.seq_off) == (ssize_t)sizeof(seq));
 	std::vector<unsigned char> junk(h.page_size, 0xab);
-	REQUIRE(pwrite(fd, junk.data(), junk.size(),
-		       (off_t)(l.data_off + (uint64_t)(1 - valid) * h.page_size)) ==
+	REQUIRE(pwrite(fd, junk.data(), junk.size(), (off_t)pool_layout_copy_off(&l, 0, 1 - valid)) ==
 		(ssize_t)junk.size());
 	close(fd);
 }
@@ -342,6 +372,51 @@ TEST_CASE("upgrade: a version-5, -4, -3 or -2 bank pool keeps its accounts", "[u
 	CHECK(contains(again.out, "nothing to do"));
 }
 
+TEST_CASE("format 6: the runtime runs a version-6 pool as it is, and upgrade makes it version 7",
+	  "[upgrade]")
+{
+	scratch_dir d;
+	std::string pool = d.file("bank.pool");
+	bool crash = GENERATE(false, true);
+	INFO((crash ? "crashed pool" : "clean pool"));
+	make_bank_pool(pool, crash);
+	std::string before = dump(pool, d.file("before.img"));
+	make_old_format(pool, 6);
+	if (crash)
+		add_torn_copy(pool);
+	// The copies side by side as format 6 had them: the same image.
+	CHECK((dump(pool, d.file("v6.img")) == before));
+
+	// The runtime finds the accounts and runs on in the same format.
+	auto found = bank(pool, { "--check" });
+	INFO(found.out << found.err);
+	CHECK(found.status == 0);
+	CHECK(contains(found.out, "found the accounts"));
+	auto more = bank(pool, { "-t", "2", "-s", "1", "-n", "64" });
+	INFO(more.out << more.err);
+	CHECK(more.status == 0);
+	CHECK(read_header(pool).format_version == 6);
+	auto check6 = tool({ "check", pool });
+	INFO(check6.out << check6.err);
+	CHECK(check6.status == 0);
+	std::string ran = dump(pool, d.file("ran.img"));
+	std::string ver_d = ver_d_of(pool);
+
+	auto r = tool({ "upgrade", pool });
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(contains(r.out, "upgraded from format version 6 to 7"));
+	CHECK(contains(r.out, "VER_d " + ver_d + " kept"));
+	CHECK(read_header(pool).format_version == 7);
+	CHECK(no_upgrade_leftovers(d));
+	CHECK(tool({ "check", pool }).status == 0);
+	CHECK((dump(pool, d.file("v7.img")) == ran));
+	auto after = bank(pool, { "--check" });
+	INFO(after.out << after.err);
+	CHECK(after.status == 0);
+	CHECK(contains(after.out, "found the accounts"));
+}
+
 TEST_CASE("upgrade: a corrupt version-3 pool is refused and left untouched", "[upgrade]")
 {
 	scratch_dir d;
@@ -349,13 +424,13 @@ TEST_CASE("upgrade: a corrupt version-3 pool is refused and left untouched", "[u
 	make_bank_pool(pool, false);
 	make_old_format(pool, 3);
 	pool_header h = read_header(pool);
-	pool_layout l = pool_layout_for(h.npages, h.page_size);
+	pool_layout l = pool_layout_of_version(3, h.npages, h.page_size);
 	std::string expect;
 	SECTION("page 0 (summed in version 3) changed")
 	{
 		// Page 0's valid copy: flip a byte of both copies, whichever it is.
 		for (int c = 0; c < 2; c++)
-			flip_file_byte(pool, (off_t)(l.data_off + (uint64_t)c * h.page_size + 100), 0x40);
+			flip_file_byte(pool, (off_t)(pool_layout_copy_off(&l, 0, c) + 100), 0x40);
 		expect = "fails its checksum";
 	}
 	SECTION("a seq entry beyond the next epoch")
@@ -394,8 +469,8 @@ TEST_CASE("upgrade: a version-4 pool with a damaged data page is refused and lef
 	REQUIRE(c >= 0);
 	make_old_format(pool, 4);
 	pool_header h = read_header(pool);
-	pool_layout l = pool_layout_for(h.npages, h.page_size);
-	flip_file_byte(pool, (off_t)(l.data_off + (2 * page + (uint64_t)c) * h.page_size + 700), 0x08);
+	pool_layout l = pool_layout_of_version(4, h.npages, h.page_size);
+	flip_file_byte(pool, (off_t)(pool_layout_copy_off(&l, page, c) + 700), 0x08);
 	file_snapshot snap = file_snapshot::of(pool);
 	auto r = tool({ "upgrade", pool });
 	INFO(r.out << r.err);

@@ -377,23 +377,27 @@ static void populate_pool(struct epoch_pipeline *ep, const struct epoch_batch *b
 	want = (want + EPOCH_POPULATE_CHUNK - 1) / EPOCH_POPULATE_CHUNK * EPOCH_POPULATE_CHUNK;
 	if (want > ep->capacity)
 		want = ep->capacity;
-	/* Copies 0 and 1 of a page are adjacent: one contiguous range. */
 	/* In steps of EPOCH_POPULATE_STEP pages: each holds the process's
 	 * mmap lock, which stalls the program's own page faults and
-	 * mprotects meanwhile. */
+	 * mprotects meanwhile.  Each copy's pages are one range (a plane, or
+	 * both copies side by side: then one madvise covers both). */
+	const bool side_by_side = ep->pool->copy_step == ep->ps;
 	while (ep->populated < want) {
 		size_t n = want - ep->populated;
 		if (n > EPOCH_POPULATE_STEP)
 			n = EPOCH_POPULATE_STEP;
-		size_t len = 2 * n * ep->ps;
-		if (prim_populate_write(pool_copy(ep->pool, ep->populated, 0), len) != 0) {
-			/* EINVAL: a kernel before 5.14.  Anything else (the
-			 * file system full, say) surfaces, as before, when
-			 * the write-back stores there.  Either way: stop. */
-			ep->populate = false;
-			return;
+		for (int c = 0; c < (side_by_side ? 1 : 2); c++) {
+			size_t len = (side_by_side ? 2 : 1) * n * ep->ps;
+			if (prim_populate_write(pool_copy(ep->pool, ep->populated, c), len) != 0) {
+				/* EINVAL: a kernel before 5.14.  Anything else
+				 * (the file system full, say) surfaces, as
+				 * before, when the write-back stores there.
+				 * Either way: stop. */
+				ep->populate = false;
+				return;
+			}
+			ep->counters.pool_bytes_populated += len;
 		}
-		ep->counters.pool_bytes_populated += len;
 		ep->populated += n;
 	}
 }

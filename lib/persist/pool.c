@@ -175,7 +175,13 @@ static int reserve_range(struct pool *p, uint64_t from, uint64_t to)
 		s1 = p->data_off;
 	if (allocate_range(p, s0, s1 - s0) != 0)
 		return -1;
-	return allocate_range(p, p->data_off + 2 * from * ps, 2 * (to - from) * ps);
+	/* Both copies: one run where they are side by side (format 6), one
+	 * in each plane otherwise. */
+	if (p->copy_step == ps)
+		return allocate_range(p, pool_copy_offset(p, from, 0), 2 * (to - from) * ps);
+	if (allocate_range(p, pool_copy_offset(p, from, 0), (to - from) * ps) != 0)
+		return -1;
+	return allocate_range(p, pool_copy_offset(p, from, 1), (to - from) * ps);
 }
 
 int pool_reserve(struct pool *p, uint64_t first, uint64_t end)
@@ -241,8 +247,7 @@ int pool_verify_page(const struct pool *p, uint64_t page, const void *bytes, cha
 	uint64_t want = p->sum[page][c];
 	if (want == 0 && p->format_version == 3)
 		return 0;	/* version 3 summed the heap's metadata pages only */
-	unsigned long long copy_off = (unsigned long long)(p->data_off + (2 * page + (uint64_t)c) *
-							   p->page_size);
+	unsigned long long copy_off = (unsigned long long)pool_copy_offset(p, page, c);
 	unsigned long long epoch = (unsigned long long)p->seq[page][c];
 	if (want == 0) {
 		snprintf(what, what_len, "copy %d, written by epoch %llu, at file offset %llu, has no "

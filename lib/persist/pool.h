@@ -19,7 +19,10 @@
  *                 makes the copy valid: a valid copy always has its own
  *                 checksum.  Restore (lazy or eager) and pmthreads-recover
  *                 check verify every valid copy against it.
- *   page pairs    copy c of heap page i at data_off + (2*i + c) * page_size
+ *   copies        copy c of heap page i at data_off + (c*npages + i) *
+ *                 page_size: two planes, one a copy (format 7; up to format
+ *                 6 the two copies of a page were side by side, at data_off
+ *                 + (2*i + c) * page_size -- pool.page_step, copy_step)
  * A copy is valid when its seq <= VER_d; seq 0 is "never written" (zeros);
  * POOL_SEQ_INVALID marks a copy invalidated by recovery.
  *
@@ -58,7 +61,12 @@
 #include <sys/types.h>
 
 #define POOL_MAGIC "PMTHRDS\0"
-/* 6: version 5 with a redo-log ring after the page pairs (its size is the
+/* 7: version 6 with each copy in a plane of its own (the first copies of
+ * all pages, then the second ones), so that the copies an epoch writes
+ * whole for a run of pages are one run of the file; format 6 is still read
+ * and written as it is (its copies side by side), and pool_upgrade makes
+ * it a version-7 pool.
+ * 6: version 5 with a redo-log ring after the page pairs (its size is the
  * file's size less the data's end) and its two head slots in the header,
  * for the log backend of block storage (nvm_log.h).
  * 3: the sum table (a version-2 pool has none, and its data starts where a
@@ -68,7 +76,10 @@
  * write-back updates from the lines it rewrites.  The older versions are
  * refused by the runtime with a message naming the way out, pool_upgrade
  * (pmthreads-recover upgrade); only that opens them. */
-#define POOL_FORMAT_VERSION 6
+#define POOL_FORMAT_VERSION 7
+/* The oldest format the runtime opens read-write as it is: 6 differs from
+ * 7 in the place of the copies only (pool.page_step, copy_step). */
+#define POOL_FORMAT_RW_OLDEST 6
 #define POOL_SEQ_INVALID UINT64_MAX
 #define POOL_CREATOR_MAX 256
 
@@ -90,7 +101,7 @@ struct pool {
 	char path[PATH_MAX];		/* set at open */
 	struct nvm *nvm;		/* set at open; guarded as nvm.h says */
 	/* Set at open: */
-	uint32_t format_version;	/* POOL_FORMAT_VERSION, or 2-5 with .legacy */
+	uint32_t format_version;	/* POOL_FORMAT_VERSION or 6, or 2-5 with .legacy */
 	size_t page_size;
 	uint64_t npages;		/* heap capacity in pages */
 	uint64_t shadow_base;		/* recorded heap address */
@@ -122,6 +133,9 @@ struct pool {
 	/* Set at open: */
 	uint64_t file_size;
 	uint64_t seq_off, sum_off, data_off;	/* file offsets of the seq and sum tables, copies */
+	/* Copy c of page i at data_off + i * page_step + c * copy_step: the
+	 * format's (pool_layout_of_version). */
+	uint64_t page_step, copy_step;
 	uint64_t log_off, log_size;	/* the log ring (format 6; 0: none) */
 	/* What the in-place write-back overwrote in the attempt under way, to
 	 * put back if it is not published (persist.c); reserved at the first
@@ -289,7 +303,13 @@ void pool_abandon(struct pool *p);
 /* Address of copy c of page i in the mapping. */
 static inline unsigned char *pool_copy(const struct pool *p, uint64_t page, int c)
 {
-	return p->data + ((2 * page + (uint64_t)c) * p->page_size);
+	return p->data + page * p->page_step + (uint64_t)c * p->copy_step;
+}
+
+/* File offset of copy c of page i. */
+static inline uint64_t pool_copy_offset(const struct pool *p, uint64_t page, int c)
+{
+	return p->data_off + page * p->page_step + (uint64_t)c * p->copy_step;
 }
 
 /* Mark the pool as in use (clean = 0, durable; also records this process

@@ -171,7 +171,8 @@ bool pool_unfinished_format(const unsigned char *buf)
 	struct pool_header h;
 	memcpy(&h, buf, sizeof(h));
 	memcpy(h.magic, POOL_MAGIC, 8);
-	if (h.header_bytes != sizeof(h) || h.format_version != POOL_FORMAT_VERSION ||
+	if (h.header_bytes != sizeof(h) || h.format_version < POOL_FORMAT_RW_OLDEST ||
+	    h.format_version > POOL_FORMAT_VERSION ||
 	    pool_header_checksum(&h) != h.checksum)
 		return false;
 	/* And both version records as created: a pool that was ever opened

@@ -47,17 +47,28 @@ int pool_current_record(const struct ver_record r[2], const uint8_t uuid[16])
 
 struct pool_layout pool_layout_for(uint64_t npages, uint64_t page_size)
 {
+	return pool_layout_of_version(POOL_FORMAT_VERSION, npages, page_size);
+}
+
+struct pool_layout pool_layout_of_version(uint32_t version, uint64_t npages, uint64_t page_size)
+{
 	struct pool_layout l = { 0 };
 	l.seq_off = page_size;
 	l.sum_off = l.seq_off + pool_round_up(npages * 2 * sizeof(uint64_t), page_size);
 	l.data_off = l.sum_off + pool_round_up(npages * 2 * sizeof(uint64_t), page_size);
 	l.file_size = l.data_off + npages * 2 * page_size;
-	return l;
-}
-
-struct pool_layout pool_layout_of_version(uint32_t version, uint64_t npages, uint64_t page_size)
-{
-	struct pool_layout l = pool_layout_for(npages, page_size);
+	/* Format 7 keeps each copy in a plane of its own, so that the copies
+	 * an epoch writes whole for a run of pages are one run of the file
+	 * (persist.c's whole pages, written in large sequential requests);
+	 * before it the two copies of a page were side by side, and such a
+	 * run was every other page. */
+	if (version >= 7) {
+		l.page_step = page_size;
+		l.copy_step = npages * page_size;
+	} else {
+		l.page_step = 2 * page_size;
+		l.copy_step = page_size;
+	}
 	if (version == 2) {
 		uint64_t sum_bytes = l.data_off - l.sum_off;
 		l.data_off = l.sum_off;

@@ -70,15 +70,23 @@ _Static_assert(sizeof(struct ver_record) <= NVM_LINE, "a version record spans tw
 static inline uint64_t pool_round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 /* Where the seq table, the sum table and the data start, and the file's
- * size. */
+ * size; copy c of page i at data_off + i * page_step + c * copy_step
+ * (pool_layout_copy_off). */
 struct pool_layout {
 	uint64_t seq_off, sum_off, data_off, file_size;
 	uint64_t log_off, log_size;	/* the log ring (format 6); 0, 0: none */
+	uint64_t page_step, copy_step;
 };
+/* The current format's (POOL_FORMAT_VERSION). */
 struct pool_layout pool_layout_for(uint64_t npages, uint64_t page_size);
 /* The same for an older format version (2: no sum table, sum_off ==
- * data_off; 3: as 4). */
+ * data_off; 3: as 4; up to 6 the copies of a page side by side, from 7 in
+ * two planes). */
 struct pool_layout pool_layout_of_version(uint32_t version, uint64_t npages, uint64_t page_size);
+static inline uint64_t pool_layout_copy_off(const struct pool_layout *l, uint64_t page, int c)
+{
+	return l->data_off + page * l->page_step + (uint64_t)c * l->copy_step;
+}
 /* l (a layout of format 5's shape) with a log ring of log_size bytes after
  * the data, as format 6 has. */
 struct pool_layout pool_layout_with_log(struct pool_layout l, uint64_t log_size);

@@ -118,6 +118,8 @@ static void fill_from_header(struct pool *p, const struct pool_header *h,
 	p->log_off = l.log_off;
 	p->log_size = l.log_size;
 	p->data_off = h->data_off;
+	p->page_step = l.page_step;
+	p->copy_step = l.copy_step;
 	if (rec->cur >= 0) {
 		p->rec_slot = rec->cur;
 		p->rec_gen = rec->r[rec->cur].gen;

@@ -2,7 +2,8 @@
 /*
  * pool_upgrade -- a pool of an older format version replaced by a current
  * one holding the same published image (pmthreads-recover upgrade).  See
- * pool.h.
+ * pool.h.  Format 6, which the runtime still uses as it is, becomes 7 too
+ * (its copies moved into planes).
  *
  * The new pool is a new file: the old one is never written, so whatever
  * happens before the rename, the old pool is intact at its path, and the
@@ -127,7 +128,8 @@ static int reserve_heap(const struct pool *old, int fd, const struct pool_layout
 	const uint64_t n = old->seq_pages, ps = old->page_size;
 	const uint64_t table_bytes = pool_round_up(n * 2 * sizeof(uint64_t), ps);
 	if (reserve(fd, l->seq_off, table_bytes) != 0 || reserve(fd, l->sum_off, table_bytes) != 0 ||
-	    reserve(fd, l->data_off, 2 * n * ps) != 0) {
+	    reserve(fd, pool_layout_copy_off(l, 0, 0), n * ps) != 0 ||
+	    reserve(fd, pool_layout_copy_off(l, 0, 1), n * ps) != 0) {
 		err_set_errno(errno, "cannot upgrade pool %s: no disk space for the new pool (%llu "
 			      "bytes of heap, written beside the old pool until it replaces it)",
 			      old->path, (unsigned long long)(2 * n * ps));
@@ -153,7 +155,7 @@ static int copy_pages(const struct pool *old, int fd, const char *tmp,
 		 * other's seq 0 is "never written"). */
 		seq[i][c] = old->seq[i][c];
 		sum[i][c] = pool_page_sum(old, i, src);
-		off_t at = (off_t)(l->data_off + (2 * i + (uint64_t)c) * ps);
+		off_t at = (off_t)pool_layout_copy_off(l, i, c);
 		if (prim_pwrite_all(fd, src, ps, at) != 0) {
 			err_set_errno(errno, "cannot upgrade pool %s: writing page %llu to %s "
 				      "failed", old->path, (unsigned long long)i, tmp);

@@ -33,7 +33,7 @@ static int check_version(const unsigned char *buf, const struct pool_header *h, 
 			"create a new pool", path, POOL_FORMAT_VERSION);
 		return -1;
 	}
-	bool older = h->format_version >= 2 && h->format_version < POOL_FORMAT_VERSION;
+	bool older = h->format_version >= 2 && h->format_version < POOL_FORMAT_RW_OLDEST;
 	if (older && !o->legacy) {
 		/* The same refusal for all: versions 3 and 4 have the same
 		 * layout, but their checksums (of the metadata pages only, or
@@ -47,9 +47,9 @@ static int check_version(const unsigned char *buf, const struct pool_header *h, 
 			path, h->format_version, POOL_FORMAT_VERSION, path);
 		return -1;
 	}
-	if (h->format_version != POOL_FORMAT_VERSION && !older) {
+	if (h->format_version > POOL_FORMAT_VERSION) {
 		err_set("%s is a pmthreads pool of format version %u, but this pmthreads reads "
-			"version %u; it was left untouched: use a matching pmthreads, or %s",
+			"versions up to %u; it was left untouched: use a matching pmthreads, or %s",
 			path, h->format_version, POOL_FORMAT_VERSION, POOL_REFUSE_FIX);
 		return -1;
 	}

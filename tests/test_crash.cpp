@@ -21,6 +21,7 @@
 extern "C" {
 #include "persist/nvm_log_test.h"
 #include "persist/nvm_sim_test.h"
+#include "persist/persist_test.h"
 #include "recovery/restore.h"
 #include "track/tracker.h"
 }
@@ -141,6 +142,10 @@ struct child_work {
 	const image *carried = nullptr;
 	const std::vector<uint64_t> *carried_dirty = nullptr;
 	const image *expect = nullptr;	// lazy, no persist: the image to find
+	// Where the backend writes pages straight (the log's): these pages are
+	// written whole, however few (persist.h, "Whole pages"), the others
+	// line by line.
+	const std::vector<uint64_t> *whole = nullptr;
 };
 
 // The child's lazy path (see child_work); exits 12-15 on a mismatch.
@@ -203,6 +208,12 @@ child_result run_child(const std::string &path, const child_work &w, uint64_t cr
 		pool *p = nullptr;
 		if (pool_open(&p, &o) != 0)
 			_exit(10);
+		if (w.whole != nullptr) {
+			p->whole_min = 1;
+			for (uint64_t pg : *w.whole)
+				if (!persist_test_hint_whole(p, pg))
+					_exit(16);
+		}
 		std::vector<uint64_t> redo;
 		const std::vector<uint64_t> *dirty = w.dirty;
 		if (w.lazy)
@@ -944,6 +955,77 @@ TEST_CASE("log backend: a carried-over attempt and its redo, crashed at every wr
 {
 	log_backend_scope scope;
 	carried_sweep(false);
+}
+
+// Whole pages (persist.h): written straight to the file, outside the log's
+// groups, so their order is the fences': the torn seq of their copies
+// durable first, the pages synced before the commit that publishes them.
+// Each crash point keeps the old image or the new one, whichever of the
+// pages (never written, or over an older valid copy) and whatever mix with
+// pages written line by line.
+TEST_CASE("log backend: an epoch of whole pages, crashed at every write and sync", "[crash][sweep][log][whole]")
+{
+	log_backend_scope scope;
+	prepared pr;
+	image_map images = pr.images;
+	image next = next_image(images[pr.ver()], kDirty, 41);
+	images[pr.ver() + 1] = next;
+	// All of them; and half (with the one never written, 15, which is
+	// written whole anyway), beside pages written in place.
+	const std::vector<uint64_t> half = { 0, 2, 4, 6, 8, 13, 15 };
+	for (const std::vector<uint64_t> *whole : { &kDirty, &half }) {
+		INFO((whole == &kDirty ? "every dirty page whole" : "half of them whole"));
+		child_work w;
+		w.persist = &next;
+		w.dirty = &kDirty;
+		w.whole = whole;
+		uint64_t total = count_primitives(pr, pr.base, w);
+		{
+			// They were written whole, in runs: the device took the
+			// pages, and fewer writes than pages.
+			pr.reset_work();
+			auto o = options(pr.work, kPages);
+			o.create = false;
+			o.nvm = NVM_LOG;
+			pool *p = open_or_fail(o);
+			p->whole_min = 1;
+			for (uint64_t pg : *whole)
+				REQUIRE(persist_test_hint_whole(p, pg));
+			persist_stats st{};
+			REQUIRE(persist_epoch(p, next.data(), kDirty.data(), kDirty.size(), &st) == 0);
+			CHECK(st.pages_whole == whole->size());
+			CHECK(p->nvm->stats.direct_bytes == whole->size() * page_size());
+			pool_close(p);
+		}
+		sweep_result r = sweep(pr, w, images, pr.ver(), pr.ver() + 1, total, false,
+				       [&] { pr.reset_work(); });
+		INFO(first_problems(r));
+		CHECK(r.problems.empty());
+		CHECK(r.crash_points == total * sim_modes().size());
+		CHECK(r.new_image > 0);
+		CHECK(r.new_image < r.crash_points);
+	}
+}
+
+TEST_CASE("log backend: a carried-over attempt of whole pages and its redo, crashed at every "
+	  "write and sync", "[crash][sweep][log][carried][whole]")
+{
+	log_backend_scope scope;
+	prepared pr;
+	image_map images = pr.images;
+	carried_case cc(images[pr.ver()]);
+	images[pr.ver() + 1] = cc.final_img;
+	child_work w = cc.work();
+	// The attempt writes all its pages whole; the redo too (its pages
+	// were chosen by the attempt: written whole again, or compared).
+	w.whole = &kDirty;
+	uint64_t total = count_primitives(pr, pr.base, w);
+	sweep_result r = sweep(pr, w, images, pr.ver(), pr.ver() + 1, total, false,
+			       [&] { pr.reset_work(); });
+	INFO(first_problems(r));
+	CHECK(r.problems.empty());
+	CHECK(r.crash_points == total * sim_modes().size());
+	CHECK(r.new_image > 0);
 }
 
 TEST_CASE("log backend: double crash -- records torn mid-epoch, then recovery and a second epoch "

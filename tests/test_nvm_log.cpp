@@ -755,3 +755,58 @@ TEST_CASE("a checkpoint failing after a fence keeps that fence's epoch and fails
 	// error latched at once).
 	CHECK(in_checkpoint >= 1);
 }
+
+// Pages written straight (nvm_write_direct) reach the file outside the ring:
+// a replay applies every record from the head on, in order, onto the file, so
+// a record that touched such a page before it was written would be applied
+// over it.  So a page may be written straight only once the head has moved
+// past every record that touched it -- not when a wave of the checkpoint has
+// written it, while the head still waits for the rest of the wave.
+TEST_CASE("a page is written straight only once no record that touched it can be replayed",
+	  "[log][direct]")
+{
+	const size_t pages = 512;
+	rig rg(NVM_LOG_MIN_SIZE, pages);
+	nvm *n = rg.open();
+	REQUIRE(nvm_has_direct(n));
+	auto *base = static_cast<unsigned char *>(n->base);
+	auto page = [&](size_t i) { return base + PS * (1 + i); };
+	// A line of every page, fence after fence, until a wave of the
+	// checkpoint starts (the ring past half full) and writes its first
+	// pages -- but not all 512 (a wave writes an eighth a fence, at least
+	// 64 pages).
+	uint64_t e = 0;
+	while (n->stats.checkpoint_bytes == 0) {
+		REQUIRE(++e < 64);
+		for (size_t i = 0; i < pages; i++) {
+			memcpy(page(i) + 64 * (e % 64), &e, 8);
+			nvm_flush(n, page(i) + 64 * (e % 64), 8);
+		}
+		nvm_fence(n);
+	}
+	REQUIRE(n->stats.checkpoints == 0);	// the head has not moved
+	REQUIRE(n->stats.checkpoint_bytes < pages * PS);
+	// Page 1 was written by the wave; its records are still the ring's.
+	CHECK_FALSE(nvm_direct_allowed(n, page(1), PS));
+	CHECK_FALSE(nvm_direct_allowed(n, page(pages - 1), PS));
+	// Once the head is past them (the whole checkpoint), it may be.
+	REQUIRE(nvm_log_checkpoint(n) == 0);
+	CHECK(nvm_direct_allowed(n, page(1), PS));
+	// Written straight, then a record of another page and a fence: the
+	// replay of a reopen finds the page as written, the mapping reads it
+	// too.
+	std::vector<unsigned char> whole(PS, 0x5a);
+	nvm_write_direct(n, page(1), whole.data(), PS);
+	CHECK(memcmp(page(1), whole.data(), PS) == 0);
+	CHECK(n->stats.direct_bytes == PS);
+	memcpy(page(2), &e, 8);
+	nvm_flush(n, page(2), 8);
+	nvm_fence(n);
+	CHECK_FALSE(nvm_direct_allowed(n, page(2), PS));
+	CHECK(nvm_direct_allowed(n, page(1), PS));
+	nvm *ro = rg.open(nullptr, true);
+	CHECK(memcmp(static_cast<unsigned char *>(ro->base) + PS * 2, whole.data(), PS) == 0);
+	n->read_only = true;	// as a crash leaves it
+	nvm_unmap(n);
+	nvm_unmap(ro);
+}

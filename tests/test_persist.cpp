@@ -5,6 +5,7 @@
 #include "pool_test_util.h"
 
 extern "C" {
+#include "persist/nvm_log.h"
 #include "persist/nvm_sim_test.h"
 }
 
@@ -492,7 +493,7 @@ TEST_CASE("each backend says through nvm.h whether it is memory-like, how much o
 	CHECK(nvm_is_memory_like(p->nvm) == (kind == NVM_PMEM));
 	CHECK(nvm_private_bytes(p->nvm) == (kind == NVM_LOG ? p->nvm->len : 0));
 	CHECK(nvm_group_room_max(p->nvm) == (kind == NVM_LOG ? p->log_size / 2 : 0));
-	REQUIRE(persist_reserve_undo(p) == 0);
+	REQUIRE(persist_reserve_memory(p) == 0);
 	if (kind == NVM_LOG) {
 		CHECK(p->undo_cap == p->log_size + 4096);
 		CHECK(nvm_group_room(p->nvm) <= nvm_group_room_max(p->nvm));
@@ -609,6 +610,9 @@ TEST_CASE("an unpublished in-place attempt is put back before a later group is w
 	o.nvm = NVM_LOG;
 	o.log_size = 256 << 10;	// the smallest ring: half of it is 32 pages
 	pool *p = open_or_fail(o);
+	// Line by line only: B's pages, every line changed, would be written
+	// whole (persist.h), never in place nor through the log.
+	p->whole_min = SIZE_MAX;
 	shadow_buf sh(n * page_size());
 	fill_random(sh.mem, sh.len, 9);
 	auto pages = all_pages(n);
@@ -648,4 +652,141 @@ TEST_CASE("an unpublished in-place attempt is put back before a later group is w
 	p->read_only = true;
 	pool_abandon(p);
 	CHECK(recovered(path, n) == durable);
+}
+
+// Whole pages (persist.h): on the log backend a page most of whose lines
+// change is written whole, straight into its working copy -- never compared,
+// logged or checkpointed -- and compared now and then to learn whether it
+// still changes that much; a page that changes little goes line by line.
+TEST_CASE("on the log backend pages that change whole are written whole, the others line by line",
+	  "[persist][log][whole]")
+{
+	scratch_dir d;
+	const uint64_t n = 64;
+	std::string path = d.file("whole.pool");
+	auto o = options(path, n);
+	o.nvm = NVM_LOG;
+	o.log_size = 4 << 20;	// a comparison of every line stays in place
+	pool *p = open_or_fail(o);
+	REQUIRE(nvm_has_direct(p->nvm));
+	shadow_buf sh(n * page_size());
+	auto pages = all_pages(n);
+	const uint64_t lines = page_size() / NVM_LINE;
+	uint32_t seed = 40;
+	// One epoch: every line of every page changed (or one line of each),
+	// persisted; what it wrote whole, and the image it leaves.
+	auto epoch = [&](bool every_line) {
+		if (every_line)
+			fill_random(sh.mem, sh.len, seed++);
+		else
+			for (uint64_t i = 0; i < n; i++)
+				sh.mem[i * page_size() + 64 * (seed % lines) + 5] ^= 0x21;
+		seed++;
+		persist_stats st{};
+		uint64_t direct0 = p->nvm->stats.direct_bytes, log0 = p->nvm->stats.log_bytes;
+		REQUIRE(persist_epoch(p, sh.mem, pages.data(), n, &st) == 0);
+		INFO("epoch " << *p->ver_d);
+		CHECK(p->nvm->stats.direct_bytes - direct0 == st.pages_whole * page_size());
+		if (st.pages_whole == n)	// the seq and sum entries only, no page
+			CHECK(p->nvm->stats.log_bytes - log0 < n * 64 + 4096);
+		CHECK(pool_check(p, nullptr, nullptr) == 0);
+		return st;
+	};
+	// Never persisted: whole.  Then whole and compared (read-only) with
+	// the valid copy: still every line, so whole three more times, then
+	// whole and compared again -- one line of each now.
+	persist_stats st = epoch(true);
+	CHECK(st.pages_whole == n);
+	CHECK(st.bytes_compared == 0);
+	for (int k = 0; k < 4; k++)
+		CHECK(epoch(true).pages_whole == n);
+	st = epoch(false);
+	CHECK(st.pages_whole == n);
+	// Changing little now: line by line, in place, whatever comes.
+	for (int k = 0; k < 3; k++) {
+		st = epoch(false);
+		CHECK(st.pages_whole == 0);
+		CHECK(st.lines_written == n);
+		CHECK(st.pages_in_place == n);
+	}
+	// Changing whole again: compared first (every line, in place), then
+	// whole.
+	st = epoch(true);
+	CHECK(st.pages_whole == 0);
+	CHECK(st.lines_written == n * lines);
+	CHECK(epoch(true).pages_whole == n);
+	// Fewer such pages than an attempt's two extra device flushes are worth
+	// (PERSIST_WHOLE_MIN): line by line.
+	std::vector<uint64_t> few(pages.begin(), pages.begin() + PERSIST_WHOLE_MIN - 1);
+	fill_random(sh.mem, few.size() * page_size(), seed++);
+	persist_stats sf{};
+	REQUIRE(persist_epoch(p, sh.mem, few.data(), few.size(), &sf) == 0);
+	CHECK(sf.pages_whole == 0);
+	CHECK(sf.lines_written == few.size() * lines);
+	const std::vector<unsigned char> image = sh.bytes();
+	pool_close(p);
+	CHECK(recovered(path, n) == image);
+}
+
+// A copy written whole must not be overwritten by a replay of records that
+// touched it earlier: such a copy's lines are written instead, until the
+// log's checkpoint has moved past them.
+TEST_CASE("a copy the log still holds records for is never written whole", "[persist][log][whole]")
+{
+	scratch_dir d;
+	const uint64_t n = 64;
+	std::string path = d.file("refused.pool");
+	auto o = options(path, n);
+	o.nvm = NVM_LOG;
+	o.log_size = 4 << 20;	// no checkpoint but the test's
+	pool *p = open_or_fail(o);
+	shadow_buf sh(n * page_size());
+	auto pages = all_pages(n);
+	auto every_line = [&](uint32_t seed) { fill_random(sh.mem, sh.len, seed); };
+	auto one_line = [&](uint32_t seed) {
+		for (uint64_t i = 0; i < n; i++)
+			sh.mem[i * page_size() + 64 * (seed % 64) + 7] ^= 0x42;
+	};
+	auto epoch = [&](persist_stats *st) {
+		REQUIRE(persist_epoch(p, sh.mem, pages.data(), n, st) == 0);
+	};
+	// 1: never persisted, whole into copy 0.  2: whole into copy 1,
+	// compared: one line each, light.  3: one line each, in place into
+	// copy 1 (logged).  4: every line, in place into copy 1 again, heavy.
+	// 5: whole into copy 0 (no record touched it).
+	every_line(60);
+	epoch(nullptr);
+	one_line(61);
+	epoch(nullptr);
+	one_line(62);
+	epoch(nullptr);
+	every_line(63);
+	epoch(nullptr);
+	every_line(64);
+	persist_stats st5{};
+	epoch(&st5);
+	CHECK(st5.pages_whole == n);
+	// 6 wants copy 1, which the records of 3 and 4 touched: refused, its
+	// lines written (in place, into copy 0); once checkpointed, whole
+	// again.
+	every_line(70);
+	persist_stats st{};
+	epoch(&st);
+	CHECK(st.pages_whole == 0);
+	CHECK(st.whole_refused == n);
+	// The file as a crash now would leave it: its replay brings epoch 6.
+	std::string crashed = d.file("crashed.pool");
+	copy_file(path, crashed);
+	CHECK(recovered(crashed, n) == sh.bytes());
+	REQUIRE(nvm_log_checkpoint(p->nvm) == 0);
+	every_line(71);
+	persist_stats st7{};
+	epoch(&st7);
+	CHECK(st7.whole_refused == 0);
+	CHECK(st7.pages_whole == n);
+	const std::vector<unsigned char> image = sh.bytes();
+	// As a crash leaves it: the replay finds every epoch's pages.
+	p->read_only = true;
+	pool_abandon(p);
+	CHECK(recovered(path, n) == image);
 }

@@ -87,6 +87,33 @@ void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len)
 	emulate_latency(n, lines);
 }
 
+void nvm_write_direct(struct nvm *n, void *dst, const void *src, size_t len)
+{
+	if (n->ops->write_direct == NULL) {
+		nvm_copy_flush(n, dst, src, len);
+		return;
+	}
+	check_writable(n, "write_direct");
+	PMT_ASSERT(nvm_in_mapping(n, dst, len));
+	if (!n->accepted)
+		(void)nvm_accept(n);
+	if (n->error != 0)
+		return;	/* the pool is no longer written (nvm.h) */
+	size_t lines = nvm_lines(dst, len);
+	n->stats.flushes++;
+	n->stats.lines_flushed += lines;
+	n->ops->write_direct(n, dst, src, len);
+	emulate_latency(n, lines);
+}
+
+bool nvm_has_direct(const struct nvm *n) { return n->ops->write_direct != NULL; }
+
+bool nvm_direct_allowed(const struct nvm *n, const void *addr, size_t len)
+{
+	return n->ops->direct_allowed != NULL && n->error == 0 &&
+	       n->ops->direct_allowed(n, addr, len);
+}
+
 /* Whether a fence or order is issued: never after a write-back error.  No
  * blind retry: what the failed fence covered may be gone from the page cache,
  * so a success now would be a lie. */

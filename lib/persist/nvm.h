@@ -107,6 +107,10 @@ struct nvm_ops {
 	 * (the log backend's deferred checkpoint).  NULL: nothing deferred.
 	 * 0 or an errno. */
 	int (*accept)(struct nvm *n);
+	/* nvm_write_direct; NULL: copy_flush (nvm_has_direct false). */
+	void (*write_direct)(struct nvm *n, void *dst, const void *src, size_t len);
+	/* nvm_direct_allowed, where write_direct is not NULL. */
+	bool (*direct_allowed)(const struct nvm *n, const void *addr, size_t len);
 	/* nvm_is_memory_like. */
 	bool memory_like;
 };
@@ -125,6 +129,9 @@ struct nvm_ops {
 	 * the kernel's, not counted) */ \
 	X(count, device_flushes, "device_flushes") \
 	X(count, device_bytes, "device_bytes") \
+	/* of them, whole pages written straight from the write-back's \
+	 * buffer (nvm_write_direct) */ \
+	X(count, direct_bytes, "device_direct_bytes") \
 	X(count, log_records, "log_records") /* records appended to the pool's log */ \
 	X(count, log_bytes, "log_bytes") \
 	X(count, checkpoints, "log_checkpoints") /* pages written in place, head moved */ \
@@ -260,6 +267,27 @@ int nvm_error(const struct nvm *n);
 /* Store src[0..len) at dst in the mapping and begin its write-back (one
  * primitive; durable after the next nvm_fence).  Nothing once nvm_error(). */
 void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len);
+
+/* Whole pages written from src straight to the medium, not through the
+ * mapping's stores: len bytes (whole pages) at dst (page-aligned, inside
+ * the mapping).  Durable after the next nvm_fence, as a flushed store is;
+ * but unlike one it may reach the medium at once -- before what earlier
+ * nvm_order calls ordered, and outside any group (nvm_group_room): a crash
+ * may leave it written whatever else is lost.  So the caller writes only
+ * what no crash can make count before it is fenced (persist.c: a working
+ * copy whose seq, fenced first, marks it torn).  The mapping reads the
+ * bytes written from then on.  Where nvm_has_direct is false it is
+ * nvm_copy_flush.  Nothing once nvm_error(). */
+void nvm_write_direct(struct nvm *n, void *dst, const void *src, size_t len);
+/* Whether the backend has such a path, cheaper than the stores (the log
+ * backend: the pages go to the file in one large write each run, never
+ * into its log, then never again at a checkpoint). */
+bool nvm_has_direct(const struct nvm *n);
+/* Whether [addr, addr+len) may be written with nvm_write_direct now:
+ * nothing the backend holds for that range would be applied over it later
+ * (the log's records since its last checkpoint, which a replay applies in
+ * order onto the file).  False where nvm_has_direct is. */
+bool nvm_direct_allowed(const struct nvm *n, const void *addr, size_t len);
 
 /* The backend's name, a static string ("pmem", "msync", "log", "sim",
  * "read-only"...): for messages and reports, never to choose behaviour by. */

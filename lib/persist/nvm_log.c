@@ -15,6 +15,7 @@
 
 #include "base/assert.h"
 #include "base/log.h"
+#include "base/own_fds.h"
 #include "persist/nvm_backend.h"
 #define XXH_STATIC_LINKING_ONLY	/* XXH3_state_t on the stack */
 #include "persist/nvm_log_internal.h"
@@ -47,15 +48,49 @@ static int dev_write(struct log_dev *d, const void *buf, size_t len, uint64_t of
 	return pwrite_all(*d->fd, buf, len, off);
 }
 
+/* Whole pages (nvm_write_direct), through the descriptor opened for direct
+ * I/O where the file system takes it: the pages reach the device from buf
+ * in large requests, with no copy in the page cache (which the private
+ * mapping would then keep as well).  A file system that refuses direct
+ * I/O for a write (EINVAL: alignment, FUSE, an old tmpfs) gets this and
+ * every later one through the page cache. */
+static int dev_write_direct(struct log_dev *d, const void *buf, size_t len, uint64_t off)
+{
+#ifdef PMT_TEST_HOOKS
+	if (dev_fails(d))
+		return d->fail_err;
+#endif
+	d->direct_unsynced = true;
+	if (d->sim != NULL)
+		return nvm_log_sim_write(d, buf, len, off);
+	if (!d->direct_tried) {
+		d->direct_tried = true;
+		d->direct_fd = prim_reopen_direct(*d->fd);
+		if (d->direct_fd >= 0)
+			own_fd_keep(&d->direct_fd, "pool file (direct I/O)");
+	}
+	if (d->direct_fd >= 0) {
+		if (prim_pwrite_all(d->direct_fd, buf, len, (off_t)off) == 0)
+			return 0;
+		if (errno != EINVAL)
+			return errno;
+		log_msg(LOG_DEBUG, "the pool's file system refuses direct I/O: whole pages go "
+			"through the page cache");
+		own_fd_close(&d->direct_fd);
+	}
+	return pwrite_all(*d->fd, buf, len, off);
+}
+
 static int dev_sync(struct log_dev *d)
 {
 #ifdef PMT_TEST_HOOKS
 	if (dev_fails(d))
 		return d->fail_err;
 #endif
-	if (d->sim != NULL)
-		return nvm_log_sim_sync(d);
-	return prim_fdatasync(*d->fd) != 0 ? errno : 0;
+	int e = d->sim != NULL ? nvm_log_sim_sync(d) : prim_fdatasync(*d->fd) != 0 ? errno : 0;
+	if (e == 0)
+		d->direct_unsynced = false;
+	return e;
 }
 
 /* ---- records and head slots ---- */
@@ -169,35 +204,49 @@ static int sync_records(struct nvm *n, struct log_state *s)
 }
 
 /* Write up to *budget of the pages set in bits from the mapping into the
- * file, in runs, clearing their bits; *budget is what is left of it, bytes
- * what was written.  0 or an errno. */
-static int write_pages(struct nvm *n, struct log_state *s, uint64_t *bits, size_t *budget,
-		       uint64_t *bytes)
+ * file, in runs; *budget is what is left of it, bytes what was written.
+ * cursor NULL: from the first page, each bit cleared once its page is
+ * written; else from page *cursor on, the bits kept (the wave's: its pages
+ * are still the ring's until the head moves past its records, which
+ * nvm_direct_allowed must see), *cursor moved past what was written.  0 or
+ * an errno. */
+static int write_pages(struct nvm *n, struct log_state *s, uint64_t *bits, uint64_t *cursor,
+		       size_t *budget, uint64_t *bytes)
 {
 	const unsigned char *map = n->base;
 	const size_t ps = s->page_size;
-	for (size_t w = 0; w < s->touched_words && *budget != 0; w++) {
-		while (bits[w] != 0 && *budget != 0) {
-			size_t b = (size_t)__builtin_ctzll(bits[w]);
-			uint64_t first = (uint64_t)w * 64 + b, end = first;
-			/* The run, across words, within the budget. */
-			while (end - first < *budget && end / 64 < s->touched_words &&
-			       (bits[end / 64] & (1ULL << (end % 64)))) {
-				bits[end / 64] &= ~(1ULL << (end % 64));
-				end++;
-			}
-			*budget -= (size_t)(end - first);
-			uint64_t off = first * ps, len = (end - first) * ps;
-			if (off + len > n->len)
-				len = n->len - off;
-			int e = dev_write(&s->dev, map + off, (size_t)len, off);
-			*bytes += len;
-			n->stats.device_bytes += len;
-			n->stats.checkpoint_bytes += len;
-			if (e != 0)
-				return e;
+	const uint64_t npages = (uint64_t)s->touched_words * 64;
+	uint64_t at = cursor != NULL ? *cursor : 0;
+	while (*budget != 0 && at < npages) {
+		/* The next page set, a word at a time. */
+		uint64_t w = bits[at / 64] & (~0ULL << (at % 64));
+		if (w == 0) {
+			at = (at / 64 + 1) * 64;
+			continue;
 		}
+		uint64_t first = at / 64 * 64 + (uint64_t)__builtin_ctzll(w), end = first;
+		/* The run, across words, within the budget. */
+		while (end - first < *budget && end < npages && (bits[end / 64] & (1ULL << (end % 64)))) {
+			if (cursor == NULL)
+				bits[end / 64] &= ~(1ULL << (end % 64));
+			end++;
+		}
+		at = end;
+		*budget -= (size_t)(end - first);
+		uint64_t off = first * ps, len = (end - first) * ps;
+		if (off + len > n->len)
+			len = n->len - off;
+		int e = dev_write(&s->dev, map + off, (size_t)len, off);
+		*bytes += len;
+		n->stats.device_bytes += len;
+		n->stats.checkpoint_bytes += len;
+		if (cursor != NULL)
+			*cursor = at;
+		if (e != 0)
+			return e;
 	}
+	if (cursor != NULL)
+		*cursor = at;
 	return 0;
 }
 
@@ -243,7 +292,7 @@ static int checkpoint(struct nvm *n, struct log_state *s)
 	}
 	uint64_t bytes = 0;
 	size_t all = SIZE_MAX;
-	int e = write_pages(n, s, s->touched, &all, &bytes);
+	int e = write_pages(n, s, s->touched, NULL, &all, &bytes);
 	if (e != 0)
 		return e;
 	s->any_touched = false;
@@ -274,20 +323,20 @@ static int wave_step(struct nvm *n, struct log_state *s)
 		s->wave_budget = pages / 8 > 64 ? pages / 8 : 64;
 		s->wave_pos = s->tail;
 		s->wave_seq = s->next_seq;
+		s->wave_cursor = 0;
 		s->wave_on = true;
 	}
 	uint64_t bytes = 0;
 	size_t budget = s->wave_budget;
-	int e = write_pages(n, s, s->wave, &budget, &bytes);
-	if (e != 0 || budget == 0)
+	int e = write_pages(n, s, s->wave, &s->wave_cursor, &budget, &bytes);
+	if (e != 0 || s->wave_cursor < (uint64_t)s->touched_words * 64)
 		return e;	/* more next fence (budget spent) */
-	for (size_t w = 0; w < s->touched_words; w++)
-		if (s->wave[w] != 0)
-			return 0;
 	/* The wave is written: durable, then the head moves to its start. */
 	e = move_head(n, s, true, s->wave_pos, s->wave_seq);
-	if (e == 0)
+	if (e == 0) {
+		memset(s->wave, 0, s->touched_words * sizeof(uint64_t));
 		s->wave_on = false;
+	}
 	return e;
 }
 
@@ -507,6 +556,11 @@ static void log_fence(struct nvm *n)
 	if (latch_deferred(n, s))
 		return;
 	int e = check_size(n);
+	/* Pages written straight are durable before the commit that makes
+	 * them count: one sync of them (and of the group's records so far,
+	 * uncommitted) first, then the commit's. */
+	if (e == 0 && s->dev.direct_unsynced)
+		e = sync_records(n, s);
 	if (e == 0)
 		e = append(n, s, true);
 	if (e == 0 && s->unsynced)
@@ -592,6 +646,46 @@ static void log_discard_flushed(struct nvm *n)
 	s->pending_bytes = 0;
 }
 
+/* nvm_write_direct: the pages to the file at once; the mapping's copies
+ * of them (private, perhaps stale) are dropped, so that it reads what the
+ * file holds from now on. */
+static void log_write_direct(struct nvm *n, void *dst, const void *src, size_t len)
+{
+	struct log_state *s = n->impl;
+	if (latch_deferred(n, s))
+		return;
+	uint64_t off = (uint64_t)((uintptr_t)dst - (uintptr_t)n->base);
+	if (off % s->page_size != 0 || len % s->page_size != 0 || !range_allowed(n, s, off, len))
+		log_fatal("nvm log: a direct write of [%llu, %llu) of the pool file, which is not "
+			  "whole pages of its data", (unsigned long long)off,
+			  (unsigned long long)(off + len));
+	int e = dev_write_direct(&s->dev, src, len, off);
+	n->stats.device_bytes += len;
+	n->stats.direct_bytes += len;
+	if (e != 0) {
+		fail(n, e);
+		return;
+	}
+	prim_discard(dst, len);
+}
+
+/* Whether a replay could apply a record over [addr, addr + len): one that
+ * touched it since the last checkpoint (or in the wave under way) is
+ * still in the ring. */
+static bool log_direct_allowed(const struct nvm *n, const void *addr, size_t len)
+{
+	const struct log_state *s = n->impl;
+	if (s->deferred_error != 0 || len == 0)
+		return false;
+	uint64_t off = (uint64_t)((uintptr_t)addr - (uintptr_t)n->base);
+	for (uint64_t p = off / s->page_size; p <= (off + len - 1) / s->page_size; p++) {
+		uint64_t bit = 1ULL << (p % 64);
+		if ((s->touched[p / 64] & bit) || (s->wave_on && (s->wave[p / 64] & bit)))
+			return false;
+	}
+	return true;
+}
+
 /* ---- set-up ---- */
 
 static void log_unmap(struct nvm *n)
@@ -607,6 +701,8 @@ static void log_unmap(struct nvm *n)
 		(void)nvm_log_checkpoint(n);
 	if (s->dev.sim != NULL)
 		nvm_log_sim_free(&s->dev);
+	if (s->dev.direct_fd >= 0)
+		own_fd_close(&s->dev.direct_fd);
 	if (s->pending != NULL)
 		prim_unmap(s->pending, s->pending_cap * sizeof(*s->pending));
 	if (s->touched != NULL)
@@ -640,6 +736,8 @@ static const struct nvm_ops log_ops = {
 	.discard_flushed = log_discard_flushed,
 	.unmap = log_unmap,
 	.copy_flush = NULL,
+	.write_direct = log_write_direct,
+	.direct_allowed = log_direct_allowed,
 };
 
 static const struct nvm_ops log_readonly_ops = {
@@ -694,6 +792,7 @@ int nvm_log_init(struct nvm *n, const struct nvm_log_region *r, const struct nvm
 	s->r = *r;
 	s->page_size = ps;
 	s->dev.fd = &n->fd;
+	s->dev.direct_fd = -1;
 	size_t pages = (n->len + ps - 1) / ps;
 	s->touched_words = (pages + 63) / 64;
 	/* Every range is at least 16 bytes of a record: the ring bounds a

@@ -110,6 +110,18 @@ struct log_dev {
 	 * runtime's memory, prim_array_grow: not malloc's). */
 	unsigned char *old_bytes;
 	size_t old_used, old_cap;
+	/* The same file opened for direct I/O (prim_reopen_direct), for the
+	 * whole pages written straight (nvm_write_direct): opened at the
+	 * first such write (direct_tried), -1 where it cannot be (then those
+	 * pages go through the page cache, as the ring's writes do).
+	 * Registered with own_fds, which may move it (read at each use). */
+	int direct_fd;
+	bool direct_tried;
+	/* Pages written straight (dev_write_direct) since the last sync: a
+	 * fence syncs them before it writes its commit, so that no group
+	 * counts before the pages it publishes are durable.  Set by those
+	 * writes, cleared by a sync that succeeded. */
+	bool direct_unsynced;
 	/* Test builds only (nvm_log_fail_io, between the user's calls): the
 	 * fail_at-th write or sync from now fails with fail_err, doing
 	 * nothing.  The shipped build never reads them. */
@@ -154,16 +166,20 @@ struct log_state {
 	size_t touched_words;
 	bool any_touched;
 	/* A checkpoint spread over the fences (wave_step): the pages records
-	 * before wave_pos (seq wave_seq) touched and the wave has yet to
-	 * write; wave_budget pages a fence.  Written right after a fence
+	 * before wave_pos (seq wave_seq) touched, which stay set until the
+	 * head moves past those records (their pages are the ring's until
+	 * then: nvm_direct_allowed); the wave has written those before page
+	 * wave_cursor; wave_budget pages a fence.  Written right after a fence
 	 * (wave_step) and by a whole checkpoint only. */
 	uint64_t *wave;
 	bool wave_on;
 	uint64_t wave_pos, wave_seq;
+	uint64_t wave_cursor;
 	size_t wave_budget;
 	/* Records appended since the last sync: append sets it, a sync of
 	 * the records (sync_records) clears it. */
 	bool unsynced;
+
 	/* An open group's records not yet written: s->buf[0, buffered) is
 	 * ring bytes from position tail - buffered.  A group is
 	 * all-or-nothing, so its records need reach the file only with its

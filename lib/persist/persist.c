@@ -14,6 +14,7 @@
  * it: that attempt's end fenced the checksum with the data.
  */
 #include "persist/persist.h"
+#include "persist/persist_internal.h"
 
 #include "base/assert.h"
 #include "base/log.h"
@@ -92,14 +93,201 @@ static bool choose_in_place(struct pool *p, size_t n, size_t room)
 	size_t est = p->in_place_est != 0 ? p->in_place_est : 512;
 	if (room <= ROOM_RESERVE || n > (room - ROOM_RESERVE) / (2 * est))
 		return false;
-	if (p->undo == NULL && persist_reserve_undo(p) != 0)
+	if (p->undo == NULL && persist_reserve_memory(p) != 0)
 		return false;
 	p->undo_used = 0;
 	return true;
 }
 
-int persist_reserve_undo(struct pool *p)
+/* ---- whole pages (persist.h) ---- */
+
+/* A run of whole pages is copied and written in pieces of this size. */
+#define WHOLE_BUF_BYTES (4u << 20)
+
+static void release_whole(struct pool *p)
 {
+	if (p->page_hint != NULL)
+		prim_unmap(p->page_hint, (size_t)p->npages);
+	if (p->whole_buf != NULL)
+		prim_unmap(p->whole_buf, WHOLE_BUF_BYTES);
+	p->page_hint = NULL;
+	p->whole_buf = NULL;
+}
+
+static int reserve_whole(struct pool *p)
+{
+	if (p->page_hint != NULL || p->read_only || !nvm_has_direct(p->nvm))
+		return 0;
+	p->page_hint = prim_map_any((size_t)p->npages);
+	p->whole_buf = prim_map_any(WHOLE_BUF_BYTES);
+	if (p->page_hint == NULL || p->whole_buf == NULL) {
+		release_whole(p);
+		err_set_errno(ENOMEM, "cannot reserve %llu bytes for the write-back of whole pages",
+			      (unsigned long long)(p->npages + WHOLE_BUF_BYTES));
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether page i, whose hint value is h, is to be written whole. */
+static bool wants_whole(const struct pool *p, uint64_t i, uint8_t h)
+{
+	if (h == HINT_UNKNOWN)
+		return pool_valid_copy(p, i) < 0;	/* never persisted: all of it is new */
+	return h >= HINT_HEAVY;
+}
+
+/* Which pages this attempt writes whole (HINT_WHOLE set in their hints):
+ * the pages that want it, unless they are fewer than PERSIST_WHOLE_MIN --
+ * three device flushes instead of one cost more than logging them.  Their
+ * number. */
+static size_t choose_whole(struct pool *p, uint64_t next, const uint64_t *pages, size_t n,
+			   struct persist_stats *st)
+{
+	const size_t min = p->whole_min != 0 ? p->whole_min : PERSIST_WHOLE_MIN;
+	if (n < min || (p->page_hint == NULL && (reserve_whole(p) != 0 || p->page_hint == NULL)))
+		return 0;
+	size_t whole = 0, refused = 0;
+	for (size_t k = 0; k < n; k++) {
+		uint64_t i = pages[k];
+		if (i >= p->npages)
+			continue;	/* persist_attempt_begin refuses it */
+		uint8_t h = p->page_hint[i] & HINT_VALUE;
+		bool want = wants_whole(p, i, h);
+		if (want) {
+			int w = p->seq[i][0] == next ? 0 : p->seq[i][1] == next ? 1 : working_copy(p, i);
+			if (!nvm_direct_allowed(p->nvm, pool_copy(p, i, w), p->page_size)) {
+				want = false;
+				refused++;
+			}
+		}
+		p->page_hint[i] = (uint8_t)(h | (want ? HINT_WHOLE : 0));
+		whole += want;
+	}
+	st->whole_refused += refused;
+	if (whole < min) {
+		for (size_t k = 0; k < n && whole != 0; k++)
+			if (pages[k] < p->npages)
+				p->page_hint[pages[k]] &= HINT_VALUE;
+		return 0;
+	}
+	return whole;
+}
+
+/* What a page's write-back found, for the next choice (persist_internal.h).
+ * Whether lines of a page's lines changed count as most of it. */
+static bool heavy(const struct pool *p, uint64_t lines) { return lines * NVM_LINE * 2 >= p->page_size; }
+
+/* Compared line by line, lines of them rewritten: a page already heavy
+ * keeps its count (compared for another reason: an attempt too small for
+ * whole pages, its copy refused, the redo of an attempt put back). */
+static void note_lines(struct pool *p, uint64_t i, uint64_t lines)
+{
+	if (p->page_hint == NULL)
+		return;
+	uint8_t h = p->page_hint[i] & HINT_VALUE;
+	if (!heavy(p, lines))
+		p->page_hint[i] = HINT_LIGHT;
+	else if (h < HINT_HEAVY)
+		p->page_hint[i] = HINT_HEAVY;
+}
+
+/* Written whole; when a probe was due, image compared with the page's valid
+ * copy first (its differing lines counted: nothing written, no record). */
+static void note_whole(struct pool *p, uint64_t i, const unsigned char *image)
+{
+	uint8_t h = p->page_hint[i] & HINT_VALUE;
+	if (h == HINT_UNKNOWN) {
+		p->page_hint[i] = HINT_PROBE_NEXT;
+		return;
+	}
+	if (!hint_probe_due(h)) {
+		p->page_hint[i] = (uint8_t)(h + 1);
+		return;
+	}
+	int v = pool_valid_copy(p, i);
+	uint64_t lines = p->page_size / NVM_LINE;
+	if (v >= 0) {
+		const unsigned char *old = pool_copy(p, i, v);
+		lines = 0;
+		for (size_t l = 0; l < p->page_size / NVM_LINE; l++)
+			lines += (uint64_t)line_differs(old + l * NVM_LINE, image + l * NVM_LINE);
+	}
+	if (!heavy(p, lines)) {
+		p->page_hint[i] = HINT_LIGHT;
+		return;
+	}
+	/* h + 1 = 2^(L+2) at level L's probe: on at the next level. */
+	unsigned level = (unsigned)(31 - __builtin_clz((unsigned)h + 1)) - 2;
+	if (level + 1 < HINT_LEVELS)
+		level++;
+	p->page_hint[i] = (uint8_t)(2u << level);
+}
+
+/* The run of whole pages copied into whole_buf so far: pages [first,
+ * first + n) of the heap, copy c, to be written at once. */
+struct whole_run {
+	uint64_t first;
+	size_t n;
+	int c;
+};
+
+static void whole_flush(struct pool *p, struct whole_run *r)
+{
+	if (r->n == 0)
+		return;
+	nvm_write_direct(p->nvm, pool_copy(p, r->first, r->c), p->whole_buf, r->n * p->page_size);
+	r->n = 0;
+}
+
+/* Page i's image into the run (written first when it cannot join it),
+ * and its copy c's checksum from the very bytes copied. */
+static uint64_t whole_add(struct pool *p, struct whole_run *r, uint64_t i, int c,
+			  const unsigned char *image, const unsigned char **copied)
+{
+	const size_t ps = p->page_size;
+	if (r->n != 0 && (i != r->first + r->n || c != r->c ||
+			  pool_copy(p, i, c) != pool_copy(p, r->first, c) + r->n * ps ||
+			  (r->n + 1) * ps > WHOLE_BUF_BYTES))
+		whole_flush(p, r);
+	if (r->n == 0) {
+		r->first = i;
+		r->c = c;
+	}
+	unsigned char *at = p->whole_buf + r->n * ps;
+	memcpy(at, image, ps);
+	r->n++;
+	*copied = at;
+	return pool_page_sum(p, i, at);
+}
+
+/* An attempt put back (undo_all) leaves the pages it wrote whole as the
+ * file holds them, but their checksums in the table as they were: the next
+ * write-back of such a copy must sum it afresh (0: persist_attempt_write),
+ * not update a sum that describes other bytes. */
+static void forget_whole_sums(struct pool *p, const struct persist_attempt *e)
+{
+	for (size_t k = 0; k < e->n && e->nwhole != 0; k++) {
+		uint64_t i = e->pages[k];
+		if (i < p->npages && (p->page_hint[i] & HINT_WHOLE))
+			for (int c = 0; c < 2; c++)
+				if (p->seq[i][c] == e->next)
+					p->sum[i][c] = 0;
+	}
+}
+
+void persist_release(struct pool *p)
+{
+	if (p->undo != NULL)
+		prim_unmap(p->undo, p->undo_cap);
+	p->undo = NULL;
+	release_whole(p);
+}
+
+int persist_reserve_memory(struct pool *p)
+{
+	if (reserve_whole(p) != 0)
+		return -1;
 	if (p->undo != NULL || p->read_only || !nvm_has_groups(p->nvm))
 		return 0;
 	/* An attempt takes at most the group's room at its start, and its
@@ -303,8 +491,12 @@ void persist_attempt_begin(struct persist_attempt *e, struct pool *p, const uint
 	if (!p->torn_invalidated)
 		persist_invalidate_torn(p);
 	const uint64_t next = e->next;
+	e->pages = pages;
+	e->n = n;
+	/* Whole pages first: the in-place choice counts only the others. */
+	e->nwhole = choose_whole(p, next, pages, n, &e->st);
 	e->room0 = nvm_group_room(p->nvm);
-	e->in_place = e->room0 != 0 && choose_in_place(p, n, e->room0);
+	e->in_place = e->room0 != 0 && choose_in_place(p, n - e->nwhole, e->room0);
 
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
@@ -316,7 +508,8 @@ void persist_attempt_begin(struct persist_attempt *e, struct pool *p, const uint
 		 * persist_attempt_end) chose it, and it is chosen again. */
 		if (p->seq[i][0] == next || p->seq[i][1] == next)
 			continue;
-		if (e->in_place && pool_valid_copy(p, i) >= 0) {
+		bool whole = e->nwhole != 0 && (p->page_hint[i] & HINT_WHOLE);
+		if (!whole && e->in_place && pool_valid_copy(p, i) >= 0) {
 			e->st.pages++;
 			e->st.pages_in_place++;
 			continue;
@@ -347,9 +540,17 @@ void persist_attempt_begin(struct persist_attempt *e, struct pool *p, const uint
 	/* Ordered, not waited for: nothing depends on the seq entries being
 	 * durable before the data is written, only on their reaching the
 	 * media first (nvm_order: a fence, unless the backend can order
-	 * without waiting). */
-	if (n != 0 && persist_fault_active != PERSIST_FAULT_SKIP_SEQ_FENCE)
-		nvm_order(p->nvm);
+	 * without waiting) -- but for pages written whole, which may reach
+	 * the media before anything ordered (nvm_write_direct): their torn
+	 * seq must be durable before any of them is, a fence.  An earlier
+	 * unpublished attempt's seq entries, ordered in the same group, are
+	 * made durable by it too (whole pages it chose are written again). */
+	if (n != 0 && persist_fault_active != PERSIST_FAULT_SKIP_SEQ_FENCE) {
+		if (e->nwhole != 0)
+			nvm_fence(p->nvm);
+		else
+			nvm_order(p->nvm);
+	}
 	if (persist_fault_active == PERSIST_FAULT_VER_BEFORE_DATA && nvm_error(p->nvm) == 0)
 		(void)publish(p, next);
 }
@@ -365,8 +566,10 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 		return;
 	}
 	const uint64_t next = e->next;
+	const uint64_t per_page = p->page_size / NVM_LINE;
 	uint64_t lines = 0;
 	struct sum_lines sl = { 0 };
+	struct whole_run run = { 0 };
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
 		if (e->in_place && !e->reverted && !room_for_page(p)) {
@@ -379,7 +582,9 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 			if (per > p->in_place_est)
 				p->in_place_est = per;
 			sl.line = 0;
+			whole_flush(p, &run);
 			undo_all(p);
+			forget_whole_sums(p, e);
 			e->reverted = true;
 			e->st.attempts_reverted++;
 			p->in_place_backoff = true;
@@ -390,6 +595,18 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 			continue;
 		}
 		int w = p->seq[i][0] == next ? 0 : p->seq[i][1] == next ? 1 : -1;
+		if (e->nwhole != 0 && (p->page_hint[i] & HINT_WHOLE)) {
+			PMT_ASSERT(w >= 0);
+			const unsigned char *at = NULL;
+			uint64_t sum = whole_add(p, &run, i, w, src->begin(src->ctx, k, i), &at);
+			src->end(src->ctx, k, (size_t)per_page);
+			if (persist_fault_active != PERSIST_FAULT_SKIP_SUMS)
+				set_sum(p, &sl, i, w, sum, e->in_place);
+			note_whole(p, i, at);
+			lines += per_page;
+			e->st.pages_whole++;
+			continue;
+		}
 		/* Neither copy chosen: begin left the valid one to rewrite. */
 		bool in_place = w < 0;
 		if (in_place)
@@ -409,14 +626,16 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 			base = pool_page_sum(p, i, copy);
 		uint64_t page_lines = write_page(p, copy, image, summed ? &delta : NULL, e->in_place);
 		lines += page_lines;
+		note_lines(p, i, page_lines);
 		src->end(src->ctx, k, (size_t)page_lines);
 		if (summed)
 			set_sum(p, &sl, i, w, pool_sum_update(base, delta), e->in_place);
 	}
+	whole_flush(p, &run);
 	sum_flush_pending(p, &sl);
 	e->st.lines_written += lines;
 	e->st.bytes_written += lines * NVM_LINE;
-	e->st.bytes_compared += (uint64_t)n * p->page_size;
+	e->st.bytes_compared += (uint64_t)(n - e->st.pages_whole) * p->page_size;
 }
 
 int persist_attempt_end(struct persist_attempt *e, bool publish_it, struct persist_stats *st)
@@ -427,6 +646,7 @@ int persist_attempt_end(struct persist_attempt *e, bool publish_it, struct persi
 	if (e->in_place && !e->reverted && !publish_it && !e->failed &&
 	    nvm_error(p->nvm) == 0 && e->st.pages_in_place != 0) {
 		undo_all(p);
+		forget_whole_sums(p, e);
 		e->reverted = true;
 		e->st.attempts_reverted++;
 	}

@@ -33,7 +33,13 @@
 	/* of them, valid copies rewritten in place (persist_attempt) */ \
 	X(count, pages_in_place, "pages_in_place") \
 	/* attempts rewritten in place, not published, put back */ \
-	X(count, attempts_reverted, "attempts_reverted")
+	X(count, attempts_reverted, "attempts_reverted") \
+	/* of the copies chosen, those written whole, straight from the \
+	 * write-back's buffer (nvm_write_direct), no line compared */ \
+	X(count, pages_whole, "pages_whole") \
+	/* pages to be written whole written as lines instead: the log held \
+	 * records for their copy */ \
+	X(count, whole_refused, "pages_whole_refused")
 
 struct persist_stats {
 	PERSIST_STATS_FIELDS(STATS_DECLARE)
@@ -76,14 +82,16 @@ struct persist_source {
 int persist_epoch(struct pool *p, const void *shadow, const uint64_t *pages, size_t n,
 		  struct persist_stats *st);
 
-/* Reserve now what the in-place write-back needs where the pool's backend
- * has groups (the undo area, twice nvm_group_room_max: address space,
- * touched as attempts use it), instead of at the first such attempt: memory the
- * runtime maps later is not in what the kernel's RLIMIT_DATA was raised by
- * when the program set it (runtime/memory_limits.h), and would come out of
- * the program's own share.  0 (also where there is nothing to reserve), or
- * -1 with err set (ENOMEM); in place is then never chosen. */
-int persist_reserve_undo(struct pool *p);
+/* Reserve now what the write-back needs beside the pool: where the pool's
+ * backend has groups, the in-place undo area (twice nvm_group_room_max:
+ * address space, touched as attempts use it); where it writes pages
+ * straight, the whole pages' hints (a byte a page) and buffer.  Now, not at
+ * the first attempt: memory the runtime maps later is not in what the
+ * kernel's RLIMIT_DATA was raised by when the program set it
+ * (runtime/memory_limits.h), and would come out of the program's own share.
+ * 0 (also where there is nothing to reserve), or -1 with err set (ENOMEM);
+ * what could not be had is then never chosen (in place, whole pages). */
+int persist_reserve_memory(struct pool *p);
 /* The same, reading each page's image through src. */
 int persist_epoch_from(struct pool *p, const struct persist_source *src, const uint64_t *pages,
 		       size_t n, struct persist_stats *st);
@@ -119,6 +127,29 @@ int persist_epoch_from(struct pool *p, const struct persist_source *src, const u
  * outgrows the room after all is put back as soon as it would (reverted,
  * never published, whatever end is asked) and the next one takes working
  * copies. */
+/*
+ * Whole pages: where the backend writes pages straight to the medium
+ * (nvm_has_direct: the log backend on a file), a page most of whose lines
+ * change is written whole into its working copy, from a buffer its image
+ * is copied into and summed from, in one write a run of adjacent pages (the
+ * copies of a run are adjacent in a format-7 pool), never compared line by
+ * line, never logged, never written again by a checkpoint: one copy of the
+ * page on the device.  Its copy's seq (VER_d+1, torn) is fenced first -- a
+ * real fence, not an order: the page may reach the file before anything
+ * ordered after it -- and the publication's fence syncs the pages before it
+ * writes its commit (three device flushes for such an epoch instead of
+ * one, so only attempts with at least PERSIST_WHOLE_MIN such pages write
+ * any whole).  Which pages: those never persisted (then compared at their
+ * next write-back, to learn how they change), and those whose last
+ * comparison found at least half their lines changed -- compared again
+ * after 1, 3, 7, 15 and 31 whole writes, then every 31
+ * (persist_internal.h), so that a page that changes less is found, and a
+ * page that changes whole pays a comparison rarely.  A copy the log holds
+ * records for since its last checkpoint is never written whole (a replay
+ * would apply them over it): its lines are written instead.
+ */
+#define PERSIST_WHOLE_MIN 32
+
 struct persist_attempt {
 	struct pool *p;
 	uint64_t next;			/* VER_d + 1 */
@@ -131,6 +162,12 @@ struct persist_attempt {
 					 * or outgrowing the room): never published,
 					 * to be listed again */
 	size_t room0;			/* nvm_group_room at begin */
+	/* Pages written whole in this attempt (persist.h, "Whole pages"):
+	 * how many, and the pages begin was given (the caller's array, which
+	 * outlives the attempt). */
+	size_t nwhole;
+	const uint64_t *pages;
+	size_t n;
 	struct persist_stats st;
 };
 void persist_attempt_begin(struct persist_attempt *e, struct pool *p, const uint64_t *pages, size_t n);
@@ -139,6 +176,10 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 /* Returns 0, or the errno of a failed flush or fence (nvm_error: latched;
  * nothing is published then, nor ever after in this process). */
 int persist_attempt_end(struct persist_attempt *e, bool publish, struct persist_stats *st);
+
+/* What persist keeps of a pool beside its file (the in-place undo area,
+ * the whole pages' hints and buffer): given back when the pool closes. */
+void persist_release(struct pool *p);
 
 /* Durably mark every copy with seq > VER_d (left by an interrupted epoch) as
  * POOL_SEQ_INVALID: one flush per seq-table line holding any, one fence

@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "base/own_fds.h"
+#include "persist/persist.h"
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -65,8 +66,7 @@ static void close_pool(struct pool *p, void (*unmap)(struct nvm *))
 	if (p == NULL)
 		return;
 	unmap(p->nvm);
-	if (p->undo != NULL)
-		prim_unmap(p->undo, p->undo_cap);
+	persist_release(p);
 	own_fd_close(&p->fd);
 	/* The name before the directory: an opener passes over a name whose
 	 * holder has no pool directory open (pool_lock.c). */

@@ -140,11 +140,20 @@ struct pool {
 	/* What the in-place write-back overwrote in the attempt under way, to
 	 * put back if it is not published (persist.c); reserved at the first
 	 * such attempt, undo_cap bytes.  These five are persist.c's, on the
-	 * writer (persist_reserve_undo at start-up, before the epoch thread). */
+	 * writer (persist_reserve_memory at start-up, before the epoch thread). */
 	unsigned char *undo;
 	size_t undo_cap, undo_used;
 	size_t in_place_est;		/* group bytes per page of the last attempts */
 	bool in_place_backoff;		/* the last one outgrew the group's room: not the next */
+	/* Whole pages (persist.c, on the writer): what the last write-backs
+	 * of each page found (one byte a page, address space reserved at the
+	 * first attempt that may write pages whole), and the buffer a run of
+	 * them is copied into, summed and written from. */
+	uint8_t *page_hint;
+	unsigned char *whole_buf;
+	/* The fewest whole pages an attempt writes whole (0: PERSIST_WHOLE_MIN;
+	 * the crash sweeps' small pools set 1). */
+	size_t whole_min;
 	/* pid of the read-write opener: a pointer into the mapping (set at
 	 * open), stored by pool_set_clean on the writer. */
 	volatile uint64_t *holder_pid;

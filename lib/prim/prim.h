@@ -84,6 +84,11 @@ void prim_thread_wait_state(pid_t tid, char *buf, size_t len);
 int prim_write_all(int fd, const void *buf, size_t len);
 /* The same at file offset off (pwrite(2); the file position is left alone). */
 int prim_pwrite_all(int fd, const void *buf, size_t len, off_t off);
+/* A second descriptor of fd's file that bypasses the page cache (O_DIRECT,
+ * read-write, close-on-exec), opened through /proc/self/fd: the same
+ * inode, checked.  The descriptor, or -1 with errno set (no /proc, a file
+ * system without direct I/O: EINVAL). */
+int prim_reopen_direct(int fd);
 /* Read up to len bytes at file offset off, retrying short reads and EINTR.
  * Returns the bytes read (fewer than len only at the end of the file), or
  * -1 with errno set. */

@@ -168,6 +168,22 @@ int prim_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 	return write_fully(fd, buf, len, off);
 }
 
+int prim_reopen_direct(int fd)
+{
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	int d = open(proc, O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (d < 0)
+		return -1;
+	struct stat a, b;
+	if (fstat(fd, &a) != 0 || fstat(d, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+		close(d);
+		errno = ESTALE;
+		return -1;
+	}
+	return d;
+}
+
 ssize_t prim_pread_all(int fd, void *buf, size_t len, off_t off)
 {
 	size_t got = 0;

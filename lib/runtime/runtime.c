@@ -782,8 +782,9 @@ static int start(void)
 	prim_unlock(&growth.lock);
 	growth.page_size = rt.pool->page_size;
 	heap_set_reserve(reserve_heap_pages, rt.pool);
-	if (persist_reserve_undo(rt.pool) != 0)
-		log_msg(LOG_WARN, "%s: every epoch is written with working copies", err_get());
+	if (persist_reserve_memory(rt.pool) != 0)
+		log_msg(LOG_WARN, "%s: every epoch is written line by line into working copies",
+			err_get());
 	/* From here the program's memory limits leave out the heap's range
 	 * and the pool's mapping (memory_limits.h); the kernel's still count
 	 * them, raised by as much when the program sets one. */

@@ -108,6 +108,13 @@ void nvm_write_direct(struct nvm *n, void *dst, const void *src, size_t len)
 
 bool nvm_has_direct(const struct nvm *n) { return n->ops->write_direct != NULL; }
 
+void *nvm_direct_stage(struct nvm *n, size_t len)
+{
+	if (n->ops->direct_stage == NULL || n->error != 0 || len > NVM_DIRECT_STAGE_MAX)
+		return NULL;
+	return n->ops->direct_stage(n, len);
+}
+
 bool nvm_direct_allowed(const struct nvm *n, const void *addr, size_t len)
 {
 	return n->ops->direct_allowed != NULL && n->error == 0 &&

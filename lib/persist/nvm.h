@@ -109,6 +109,8 @@ struct nvm_ops {
 	int (*accept)(struct nvm *n);
 	/* nvm_write_direct; NULL: copy_flush (nvm_has_direct false). */
 	void (*write_direct)(struct nvm *n, void *dst, const void *src, size_t len);
+	/* nvm_direct_stage; NULL: none. */
+	void *(*direct_stage)(struct nvm *n, size_t len);
 	/* nvm_direct_allowed, where write_direct is not NULL. */
 	bool (*direct_allowed)(const struct nvm *n, const void *addr, size_t len);
 	/* nvm_is_memory_like. */
@@ -279,6 +281,13 @@ void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len);
  * bytes written from then on.  Where nvm_has_direct is false it is
  * nvm_copy_flush.  Nothing once nvm_error(). */
 void nvm_write_direct(struct nvm *n, void *dst, const void *src, size_t len);
+/* Memory of the backend's to prepare up to len bytes of whole pages in
+ * (page-aligned), which the next nvm_write_direct then sends without a copy
+ * if it names a prefix of it: the log backend's staging ring, from which
+ * its writes go out asynchronously.  NULL where there is none (then the
+ * caller's own buffer is written).  len at most NVM_DIRECT_STAGE_MAX. */
+#define NVM_DIRECT_STAGE_MAX (4u << 20)
+void *nvm_direct_stage(struct nvm *n, size_t len);
 /* Whether the backend has such a path, cheaper than the stores (the log
  * backend: the pages go to the file in one large write each run, never
  * into its log, then never again at a checkpoint). */

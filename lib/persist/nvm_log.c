@@ -29,14 +29,6 @@
 
 /* ---- the device ---- */
 
-#ifdef PMT_TEST_HOOKS
-/* nvm_log_fail_io (nvm_log_test.h): this write or sync fails. */
-static bool dev_fails(struct log_dev *d)
-{
-	return d->fail_at != 0 && --d->fail_at == 0;
-}
-#endif
-
 static int dev_write(struct log_dev *d, const void *buf, size_t len, uint64_t off)
 {
 #ifdef PMT_TEST_HOOKS
@@ -48,48 +40,19 @@ static int dev_write(struct log_dev *d, const void *buf, size_t len, uint64_t of
 	return pwrite_all(*d->fd, buf, len, off);
 }
 
-/* Whole pages (nvm_write_direct), through the descriptor opened for direct
- * I/O where the file system takes it: the pages reach the device from buf
- * in large requests, with no copy in the page cache (which the private
- * mapping would then keep as well).  A file system that refuses direct
- * I/O for a write (EINVAL: alignment, FUSE, an old tmpfs) gets this and
- * every later one through the page cache. */
-static int dev_write_direct(struct log_dev *d, const void *buf, size_t len, uint64_t off)
-{
-#ifdef PMT_TEST_HOOKS
-	if (dev_fails(d))
-		return d->fail_err;
-#endif
-	d->direct_unsynced = true;
-	if (d->sim != NULL)
-		return nvm_log_sim_write(d, buf, len, off);
-	if (!d->direct_tried) {
-		d->direct_tried = true;
-		d->direct_fd = prim_reopen_direct(*d->fd);
-		if (d->direct_fd >= 0)
-			own_fd_keep(&d->direct_fd, "pool file (direct I/O)");
-	}
-	if (d->direct_fd >= 0) {
-		if (prim_pwrite_all(d->direct_fd, buf, len, (off_t)off) == 0)
-			return 0;
-		if (errno != EINVAL)
-			return errno;
-		log_msg(LOG_DEBUG, "the pool's file system refuses direct I/O: whole pages go "
-			"through the page cache");
-		own_fd_close(&d->direct_fd);
-	}
-	return pwrite_all(*d->fd, buf, len, off);
-}
-
+/* Every write before it durable: the whole pages written straight too
+ * (drained first: nvm_log_direct.c). */
 static int dev_sync(struct log_dev *d)
 {
 #ifdef PMT_TEST_HOOKS
 	if (dev_fails(d))
 		return d->fail_err;
 #endif
-	int e = d->sim != NULL ? nvm_log_sim_sync(d) : prim_fdatasync(*d->fd) != 0 ? errno : 0;
+	int e = nvm_log_direct_drain(d);
 	if (e == 0)
-		d->direct_unsynced = false;
+		e = d->sim != NULL ? nvm_log_sim_sync(d) : prim_fdatasync(*d->fd) != 0 ? errno : 0;
+	if (e == 0)
+		d->direct.unsynced = false;
 	return e;
 }
 
@@ -559,7 +522,7 @@ static void log_fence(struct nvm *n)
 	/* Pages written straight are durable before the commit that makes
 	 * them count: one sync of them (and of the group's records so far,
 	 * uncommitted) first, then the commit's. */
-	if (e == 0 && s->dev.direct_unsynced)
+	if (e == 0 && s->dev.direct.unsynced)
 		e = sync_records(n, s);
 	if (e == 0)
 		e = append(n, s, true);
@@ -659,7 +622,7 @@ static void log_write_direct(struct nvm *n, void *dst, const void *src, size_t l
 		log_fatal("nvm log: a direct write of [%llu, %llu) of the pool file, which is not "
 			  "whole pages of its data", (unsigned long long)off,
 			  (unsigned long long)(off + len));
-	int e = dev_write_direct(&s->dev, src, len, off);
+	int e = nvm_log_direct_write(&s->dev, src, len, off);
 	n->stats.device_bytes += len;
 	n->stats.direct_bytes += len;
 	if (e != 0) {
@@ -667,6 +630,12 @@ static void log_write_direct(struct nvm *n, void *dst, const void *src, size_t l
 		return;
 	}
 	prim_discard(dst, len);
+}
+
+static void *log_direct_stage(struct nvm *n, size_t len)
+{
+	struct log_state *s = n->impl;
+	return s->deferred_error != 0 ? NULL : nvm_log_direct_stage(&s->dev, len);
 }
 
 /* Whether a replay could apply a record over [addr, addr + len): one that
@@ -701,8 +670,8 @@ static void log_unmap(struct nvm *n)
 		(void)nvm_log_checkpoint(n);
 	if (s->dev.sim != NULL)
 		nvm_log_sim_free(&s->dev);
-	if (s->dev.direct_fd >= 0)
-		own_fd_close(&s->dev.direct_fd);
+	/* A fork child's copy (nvm_abandon) leaves the parent's writes alone. */
+	nvm_log_direct_free(&s->dev, !n->read_only);
 	if (s->pending != NULL)
 		prim_unmap(s->pending, s->pending_cap * sizeof(*s->pending));
 	if (s->touched != NULL)
@@ -737,6 +706,7 @@ static const struct nvm_ops log_ops = {
 	.unmap = log_unmap,
 	.copy_flush = NULL,
 	.write_direct = log_write_direct,
+	.direct_stage = log_direct_stage,
 	.direct_allowed = log_direct_allowed,
 };
 
@@ -792,7 +762,7 @@ int nvm_log_init(struct nvm *n, const struct nvm_log_region *r, const struct nvm
 	s->r = *r;
 	s->page_size = ps;
 	s->dev.fd = &n->fd;
-	s->dev.direct_fd = -1;
+	nvm_log_direct_init(&s->dev);
 	size_t pages = (n->len + ps - 1) / ps;
 	s->touched_words = (pages + 63) / 64;
 	/* Every range is at least 16 bytes of a record: the ring bounds a

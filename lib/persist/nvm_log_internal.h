@@ -87,6 +87,50 @@ struct range {
  * The replay's helper thread reads none of it: what it shares with the
  * opener is its own struct prefault, of atomics (nvm_log_replay.c). */
 
+/* Whole pages written straight to the file (nvm_write_direct), by
+ * nvm_log_direct.c: through a second descriptor of the file opened for
+ * direct I/O (prim_reopen_direct), asynchronously (prim_aio) from a ring of
+ * staging memory the write-back prepares them in (nvm_direct_stage), many
+ * in flight at once -- runs of a few pages are the common case, and one at
+ * a time each would wait for the device.  Where the file system takes no
+ * direct I/O or the kernel no AIO: synchronously, large runs direct, small
+ * ones through the page cache.  The writer's (one thread, nvm.h). */
+#define DIRECT_STAGE_BYTES (32u << 20)
+#define DIRECT_INFLIGHT 256u		/* a power of two */
+struct log_direct {
+	/* The file for direct I/O, opened at the first whole page (tried);
+	 * -1: none.  Registered with own_fds, which may move it (read at
+	 * each use). */
+	int fd;
+	bool tried;
+	/* The AIO context (0: none: synchronous writes) and the staging
+	 * ring, DIRECT_STAGE_BYTES: positions grow without end, the ring
+	 * offset is pos % DIRECT_STAGE_BYTES.  [tail, head) is queued or in
+	 * flight; given is where the last nvm_direct_stage handed out room
+	 * (UINT64_MAX: nothing handed out). */
+	uint64_t aio;
+	unsigned char *stage;
+	uint64_t head, tail, given;
+	/* The writes submitted, in order: [first, next) of fl, indices mod
+	 * DIRECT_INFLIGHT; each its ring span and whether it completed.  And
+	 * those queued, not yet submitted (submitted PRIM_AIO_BATCH at once). */
+	struct direct_write {
+		uint64_t start, end;
+		bool done;
+	} fl[DIRECT_INFLIGHT];
+	uint64_t first, next;
+	uint64_t inflight;		/* submitted, not yet reaped */
+	struct prim_aio_write queued[PRIM_AIO_BATCH];
+	size_t nqueued;
+	/* The first write that failed (errno), reported by the next drain. */
+	int error;
+	/* Pages written since the last sync: a fence drains and syncs them
+	 * before it writes its commit, so that no group counts before the
+	 * pages it publishes are durable.  Set by those writes, cleared by a
+	 * sync that succeeded (which drains first). */
+	bool unsynced;
+};
+
 /* The device under the log: the file, or (tests) a simulation of it. */
 struct log_dev {
 	/* The mapping's descriptor (&nvm.fd), read at each use: own_fds
@@ -110,18 +154,9 @@ struct log_dev {
 	 * runtime's memory, prim_array_grow: not malloc's). */
 	unsigned char *old_bytes;
 	size_t old_used, old_cap;
-	/* The same file opened for direct I/O (prim_reopen_direct), for the
-	 * whole pages written straight (nvm_write_direct): opened at the
-	 * first such write (direct_tried), -1 where it cannot be (then those
-	 * pages go through the page cache, as the ring's writes do).
-	 * Registered with own_fds, which may move it (read at each use). */
-	int direct_fd;
-	bool direct_tried;
-	/* Pages written straight (dev_write_direct) since the last sync: a
-	 * fence syncs them before it writes its commit, so that no group
-	 * counts before the pages it publishes are durable.  Set by those
-	 * writes, cleared by a sync that succeeded. */
-	bool direct_unsynced;
+	/* Whole pages written straight (nvm_write_direct;
+	 * nvm_log_direct.c), which every sync of the device drains first. */
+	struct log_direct direct;
 	/* Test builds only (nvm_log_fail_io, between the user's calls): the
 	 * fail_at-th write or sync from now fails with fail_err, doing
 	 * nothing.  The shipped build never reads them. */
@@ -257,6 +292,26 @@ static inline int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
  * state of a log-backed mapping, NULL for another backend's. */
 uint64_t nvm_log_rec_check(const struct log_state *s, const unsigned char *rec, size_t len);
 struct log_state *nvm_log_of(const struct nvm *n);
+
+#ifdef PMT_TEST_HOOKS
+/* nvm_log_fail_io (nvm_log_test.h): this write or sync fails. */
+static inline bool dev_fails(struct log_dev *d)
+{
+	return d->fail_at != 0 && --d->fail_at == 0;
+}
+#endif
+
+/* nvm_log_direct.c (struct log_direct): room for len bytes of whole pages
+ * in the staging ring (NULL where there is none: a simulated device, no
+ * AIO); the device's write of whole pages from buf (staged or not) at off,
+ * 0 or an errno; every write of them completed (0, or the first one's
+ * errno); set-up on a log_dev, and what it holds given back (drained
+ * first, where the process still owns it). */
+void *nvm_log_direct_stage(struct log_dev *d, size_t len);
+int nvm_log_direct_write(struct log_dev *d, const void *buf, size_t len, uint64_t off);
+int nvm_log_direct_drain(struct log_dev *d);
+void nvm_log_direct_init(struct log_dev *d);
+void nvm_log_direct_free(struct log_dev *d, bool drain);
 
 /* nvm_log_replay.c: replay every complete group from the head slot's
  * position onto the mapping, setting head, tail and the seqs.  0, or -1

@@ -102,7 +102,7 @@ static bool choose_in_place(struct pool *p, size_t n, size_t room)
 /* ---- whole pages (persist.h) ---- */
 
 /* A run of whole pages is copied and written in pieces of this size. */
-#define WHOLE_BUF_BYTES (4u << 20)
+#define WHOLE_BUF_BYTES NVM_DIRECT_STAGE_MAX
 
 static void release_whole(struct pool *p)
 {
@@ -230,13 +230,14 @@ struct whole_run {
 	uint64_t first;
 	size_t n;
 	int c;
+	unsigned char *buf;	/* the backend's staging memory, or whole_buf */
 };
 
 static void whole_flush(struct pool *p, struct whole_run *r)
 {
 	if (r->n == 0)
 		return;
-	nvm_write_direct(p->nvm, pool_copy(p, r->first, r->c), p->whole_buf, r->n * p->page_size);
+	nvm_write_direct(p->nvm, pool_copy(p, r->first, r->c), r->buf, r->n * p->page_size);
 	r->n = 0;
 }
 
@@ -253,8 +254,11 @@ static uint64_t whole_add(struct pool *p, struct whole_run *r, uint64_t i, int c
 	if (r->n == 0) {
 		r->first = i;
 		r->c = c;
+		r->buf = nvm_direct_stage(p->nvm, WHOLE_BUF_BYTES);
+		if (r->buf == NULL)
+			r->buf = p->whole_buf;
 	}
-	unsigned char *at = p->whole_buf + r->n * ps;
+	unsigned char *at = r->buf + r->n * ps;
 	memcpy(at, image, ps);
 	r->n++;
 	*copied = at;

@@ -84,6 +84,34 @@ void prim_thread_wait_state(pid_t tid, char *buf, size_t len);
 int prim_write_all(int fd, const void *buf, size_t len);
 /* The same at file offset off (pwrite(2); the file position is left alone). */
 int prim_pwrite_all(int fd, const void *buf, size_t len, off_t off);
+/* Asynchronous writes (prim_aio_linux.c): Linux's native AIO, for a file
+ * opened for direct I/O (prim_reopen_direct), whose writes then go to the
+ * device while the caller goes on.  A context takes up to nr writes in
+ * flight (prim_aio_setup: 0, or -1 with errno -- ENOSYS, EAGAIN past the
+ * system's aio-max-nr, EPERM under a seccomp filter: write synchronously
+ * then).  prim_aio_submit queues up to PRIM_AIO_BATCH writes at once:
+ * how many it took, or -1 with errno; each completes as one prim_aio_done
+ * with its tag and the write's result (the bytes written, or -errno).
+ * prim_aio_reap waits for at least min of them (0: none) and returns up to
+ * max: how many, or -1 with errno.  The buffers stay untouched until their
+ * write completes. */
+#define PRIM_AIO_BATCH 64
+struct prim_aio_write {
+	int fd;
+	const void *buf;
+	size_t len;
+	uint64_t off;
+	uint64_t tag;
+};
+struct prim_aio_done {
+	uint64_t tag;
+	int64_t res;
+};
+int prim_aio_setup(unsigned nr, uint64_t *ctx);
+void prim_aio_destroy(uint64_t ctx);
+long prim_aio_submit(uint64_t ctx, const struct prim_aio_write *w, size_t n);
+long prim_aio_reap(uint64_t ctx, size_t min, struct prim_aio_done *out, size_t max);
+
 /* A second descriptor of fd's file that bypasses the page cache (O_DIRECT,
  * read-write, close-on-exec), opened through /proc/self/fd: the same
  * inode, checked.  The descriptor, or -1 with errno set (no /proc, a file

@@ -7,6 +7,7 @@
 extern "C" {
 #include "persist/nvm_log.h"
 #include "persist/nvm_sim_test.h"
+#include "persist/persist_test.h"
 }
 
 #include <atomic>
@@ -788,5 +789,102 @@ TEST_CASE("a copy the log still holds records for is never written whole", "[per
 	// As a crash leaves it: the replay finds every epoch's pages.
 	p->read_only = true;
 	pool_abandon(p);
+	CHECK(recovered(path, n) == image);
+}
+
+// Whole pages reach the file asynchronously (nvm_log_direct.c); the mapping
+// reads what they wrote from the next order or fence on (nvm.h).  An
+// attempt that is not published, then its redo comparing the same copies
+// line by line at once: the comparison must see the pages written whole, or
+// the checksum it updates from them describes other bytes.
+TEST_CASE("an unpublished attempt's whole pages are what its redo compares", "[persist][log][whole]")
+{
+	scratch_dir d;
+	const uint64_t n = 2048;
+	std::string path = d.file("redo.pool");
+	auto o = options(path, n);
+	o.nvm = NVM_LOG;
+	o.log_size = 32 << 20;
+	pool *p = open_or_fail(o);
+	shadow_buf sh(n * page_size());
+	auto pages = all_pages(n);
+	for (int round = 0; round < 4; round++) {
+		INFO("round " << round);
+		fill_random(sh.mem, sh.len, 80 + (uint32_t)round);
+		// A: every page whole, not published.
+		p->whole_min = 0;
+		for (uint64_t i = 0; i < n; i++)
+			REQUIRE(persist_test_hint_whole(p, i));
+		persist_attempt e;
+		persist_attempt_begin(&e, p, pages.data(), n);
+		image_source src(p, sh.mem);
+		persist_attempt_write(&e, &src.src, pages.data(), n);
+		REQUIRE(persist_attempt_end(&e, false, nullptr) == 0);
+		CHECK(e.st.pages_whole == n);
+		// Its redo, line by line, with a line of each page changed since.
+		for (uint64_t i = 0; i < n; i++)
+			sh.mem[i * page_size() + 64 * (i % 64)] ^= 0x33;
+		p->whole_min = SIZE_MAX;
+		persist_stats st{};
+		REQUIRE(persist_epoch(p, sh.mem, pages.data(), n, &st) == 0);
+		CHECK(st.pages_whole == 0);
+		CHECK(pool_check(p, nullptr, nullptr) == 0);
+		// The redo's records checkpointed: the next A's copies may be
+		// written whole again.
+		REQUIRE(nvm_log_checkpoint(p->nvm) == 0);
+	}
+	const std::vector<unsigned char> image = sh.bytes();
+	pool_close(p);
+	CHECK((recovered(path, n) == image));	// (not printed: 8 MiB)
+}
+
+// An in-place attempt put back (persist.h) leaves the pages it wrote whole as
+// the file holds them, their checksums as they were: those are forgotten
+// (summed afresh by the next write-back) -- also for a page whose probe in
+// that attempt found it changing little, so that its redo goes line by line
+// and updates the checksum from the lines it compares.
+TEST_CASE("a put-back attempt's whole pages are summed afresh by its redo, probed or not",
+	  "[persist][log][whole]")
+{
+	scratch_dir d;
+	const uint64_t n = 64;
+	std::string path = d.file("putback.pool");
+	auto o = options(path, n);
+	o.nvm = NVM_LOG;
+	o.log_size = 4 << 20;
+	pool *p = open_or_fail(o);
+	p->whole_min = 1;
+	shadow_buf sh(n * page_size());
+	auto pages = all_pages(n);
+	// Epochs 1 and 2 whole: copy 0, then copy 1, each with its checksum.
+	for (uint32_t e = 0; e < 2; e++) {
+		fill_random(sh.mem, sh.len, 90 + e);
+		for (uint64_t i = 0; i < n; i++)
+			REQUIRE(persist_test_hint(p, i, PERSIST_TEST_WHOLE));
+		REQUIRE(persist_epoch(p, sh.mem, pages.data(), n, nullptr) == 0);
+	}
+	// A line of every page.  Pages 0-31 written whole into copy 0 and
+	// probed (a line changed: light from now on); pages 32-63 in place into
+	// copy 1.  Not published: put back.
+	for (uint64_t i = 0; i < n; i++) {
+		sh.mem[i * page_size() + 64 * (i % 64) + 1] ^= 0x5c;
+		REQUIRE(persist_test_hint(p, i, i < 32 ? PERSIST_TEST_WHOLE_PROBE : PERSIST_TEST_LIGHT));
+	}
+	persist_attempt e;
+	persist_attempt_begin(&e, p, pages.data(), n);
+	image_source src(p, sh.mem);
+	persist_attempt_write(&e, &src.src, pages.data(), n);
+	REQUIRE(persist_attempt_end(&e, false, nullptr) == 0);
+	CHECK(e.st.pages_whole == 32);
+	CHECK(e.st.pages_in_place == 32);
+	CHECK(e.reverted);
+	// The redo lists them all (epoch.c's redo list); pages 0-31 now line by
+	// line into the copy 0 the attempt wrote whole.
+	persist_stats st{};
+	REQUIRE(persist_epoch(p, sh.mem, pages.data(), n, &st) == 0);
+	CHECK(st.pages_whole == 0);
+	CHECK(pool_check(p, nullptr, nullptr) == 0);
+	const std::vector<unsigned char> image = sh.bytes();
+	pool_close(p);
 	CHECK(recovered(path, n) == image);
 }

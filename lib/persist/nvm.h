@@ -278,7 +278,8 @@ void nvm_copy_flush(struct nvm *n, void *dst, const void *src, size_t len);
  * may leave it written whatever else is lost.  So the caller writes only
  * what no crash can make count before it is fenced (persist.c: a working
  * copy whose seq, fenced first, marks it torn).  The mapping reads the
- * bytes written from then on.  Where nvm_has_direct is false it is
+ * bytes written from the next nvm_order or nvm_fence on (the write may be
+ * under way until then).  Where nvm_has_direct is false it is
  * nvm_copy_flush.  Nothing once nvm_error(). */
 void nvm_write_direct(struct nvm *n, void *dst, const void *src, size_t len);
 /* Memory of the backend's to prepare up to len bytes of whole pages in

@@ -492,12 +492,18 @@ static bool latch_deferred(struct nvm *n, struct log_state *s)
 }
 
 /* Records are replayed in order and only up to the first that is not
- * complete, so appending one orders it after every earlier one: no sync. */
+ * complete, so appending one orders it after every earlier one: no sync.
+ * The whole pages written since complete first (nvm.h: the mapping reads
+ * them from the next order or fence on -- the redo of an attempt compares
+ * against them). */
 static void log_order(struct nvm *n)
 {
-	if (latch_deferred(n, n->impl))
+	struct log_state *s = n->impl;
+	if (latch_deferred(n, s))
 		return;
-	int e = append(n, n->impl, false);
+	int e = nvm_log_direct_drain(&s->dev);
+	if (e == 0)
+		e = append(n, s, false);
 	if (e != 0)
 		fail(n, e);
 }

@@ -192,19 +192,16 @@ static void note_lines(struct pool *p, uint64_t i, uint64_t lines)
 		p->page_hint[i] = HINT_HEAVY;
 }
 
-/* Written whole; when a probe was due, image compared with the page's valid
- * copy first (its differing lines counted: nothing written, no record). */
-static void note_whole(struct pool *p, uint64_t i, const unsigned char *image)
+/* What a whole write tells of page i, whose hint value was h: when a probe
+ * was due, image compared with the page's valid copy first (its differing
+ * lines counted: nothing written, no record). */
+static uint8_t next_whole_hint(const struct pool *p, uint64_t i, uint8_t h,
+			       const unsigned char *image)
 {
-	uint8_t h = p->page_hint[i] & HINT_VALUE;
-	if (h == HINT_UNKNOWN) {
-		p->page_hint[i] = HINT_PROBE_NEXT;
-		return;
-	}
-	if (!hint_probe_due(h)) {
-		p->page_hint[i] = (uint8_t)(h + 1);
-		return;
-	}
+	if (h == HINT_UNKNOWN)
+		return HINT_PROBE_NEXT;
+	if (!hint_probe_due(h))
+		return (uint8_t)(h + 1);
 	int v = pool_valid_copy(p, i);
 	uint64_t lines = p->page_size / NVM_LINE;
 	if (v >= 0) {
@@ -213,15 +210,21 @@ static void note_whole(struct pool *p, uint64_t i, const unsigned char *image)
 		for (size_t l = 0; l < p->page_size / NVM_LINE; l++)
 			lines += (uint64_t)line_differs(old + l * NVM_LINE, image + l * NVM_LINE);
 	}
-	if (!heavy(p, lines)) {
-		p->page_hint[i] = HINT_LIGHT;
-		return;
-	}
+	if (!heavy(p, lines))
+		return HINT_LIGHT;
 	/* h + 1 = 2^(L+2) at level L's probe: on at the next level. */
 	unsigned level = (unsigned)(31 - __builtin_clz((unsigned)h + 1)) - 2;
 	if (level + 1 < HINT_LEVELS)
 		level++;
-	p->page_hint[i] = (uint8_t)(2u << level);
+	return (uint8_t)(2u << level);
+}
+
+/* Written whole.  Its HINT_WHOLE stays for the rest of the attempt:
+ * forget_whole_sums needs it if the attempt is put back. */
+static void note_whole(struct pool *p, uint64_t i, const unsigned char *image)
+{
+	uint8_t h = p->page_hint[i] & HINT_VALUE;
+	p->page_hint[i] = (uint8_t)(HINT_WHOLE | next_whole_hint(p, i, h, image));
 }
 
 /* The run of whole pages copied into whole_buf so far: pages [first,

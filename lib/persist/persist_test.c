@@ -4,10 +4,17 @@
 
 #include "persist/persist_internal.h"
 
-bool persist_test_hint_whole(struct pool *p, uint64_t page)
+bool persist_test_hint(struct pool *p, uint64_t page, enum persist_test_hint h)
 {
 	if (persist_reserve_memory(p) != 0 || p->page_hint == NULL || page >= p->npages)
 		return false;
-	p->page_hint[page] = HINT_HEAVY;
+	p->page_hint[page] = h == PERSIST_TEST_WHOLE	  ? HINT_HEAVY
+			     : h == PERSIST_TEST_WHOLE_PROBE ? HINT_PROBE_NEXT
+							     : HINT_LIGHT;
 	return true;
+}
+
+bool persist_test_hint_whole(struct pool *p, uint64_t page)
+{
+	return persist_test_hint(p, page, PERSIST_TEST_WHOLE);
 }

@@ -15,9 +15,15 @@
 
 #include <stdint.h>
 
-/* Page page of p is to be written whole at its next write-back (where the
+/* What page page of p's history says (persist_internal.h), as if its
+ * write-backs had found it: written whole at its next write-back (where the
  * backend writes pages straight, and the attempt has p->whole_min such
- * pages).  Reserves the hints first; false when they cannot be had. */
+ * pages), and compared with its valid copy then (probe); or changing
+ * little, compared line by line.  Reserves the hints first; false when
+ * they cannot be had. */
+enum persist_test_hint { PERSIST_TEST_WHOLE, PERSIST_TEST_WHOLE_PROBE, PERSIST_TEST_LIGHT };
+bool persist_test_hint(struct pool *p, uint64_t page, enum persist_test_hint h);
+/* persist_test_hint(p, page, PERSIST_TEST_WHOLE). */
 bool persist_test_hint_whole(struct pool *p, uint64_t page);
 
 #endif

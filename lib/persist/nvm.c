@@ -108,6 +108,12 @@ void nvm_write_direct(struct nvm *n, void *dst, const void *src, size_t len)
 
 bool nvm_has_direct(const struct nvm *n) { return n->ops->write_direct != NULL; }
 
+void nvm_direct_reserve(struct nvm *n)
+{
+	if (n->ops->direct_reserve != NULL && !n->read_only)
+		n->ops->direct_reserve(n);
+}
+
 void *nvm_direct_stage(struct nvm *n, size_t len)
 {
 	if (n->ops->direct_stage == NULL || n->error != 0 || len > NVM_DIRECT_STAGE_MAX)

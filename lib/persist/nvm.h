@@ -111,6 +111,8 @@ struct nvm_ops {
 	void (*write_direct)(struct nvm *n, void *dst, const void *src, size_t len);
 	/* nvm_direct_stage; NULL: none. */
 	void *(*direct_stage)(struct nvm *n, size_t len);
+	/* nvm_direct_reserve; NULL: nothing to reserve. */
+	void (*direct_reserve)(struct nvm *n);
 	/* nvm_direct_allowed, where write_direct is not NULL. */
 	bool (*direct_allowed)(const struct nvm *n, const void *addr, size_t len);
 	/* nvm_is_memory_like. */
@@ -289,6 +291,12 @@ void nvm_write_direct(struct nvm *n, void *dst, const void *src, size_t len);
  * caller's own buffer is written).  len at most NVM_DIRECT_STAGE_MAX. */
 #define NVM_DIRECT_STAGE_MAX (4u << 20)
 void *nvm_direct_stage(struct nvm *n, size_t len);
+/* Map now what the backend's direct writes use (its staging memory, the
+ * descriptor and context of its asynchronous writes), not at the first
+ * one: memory mapped once the program may have set its RLIMIT_AS or
+ * RLIMIT_DATA would come out of its share (runtime/memory_limits.h).
+ * What cannot be had is done without. */
+void nvm_direct_reserve(struct nvm *n);
 /* Whether the backend has such a path, cheaper than the stores (the log
  * backend: the pages go to the file in one large write each run, never
  * into its log, then never again at a checkpoint). */

@@ -316,6 +316,9 @@ static void log_flush(struct nvm *n, const void *addr, size_t len)
 	if (!range_allowed(n, s, off, end - off))
 		log_fatal("nvm log: flush of [%llu, %llu) of the pool file, which the log owns or "
 			  "which lies outside it", (unsigned long long)off, (unsigned long long)end);
+	/* Stored through the mapping: its copy of the page is private now. */
+	for (uint64_t p = off / s->page_size; p <= (end - 1) / s->page_size; p++)
+		s->cowed[p / 64] |= 1ULL << (p % 64);
 	if (s->npending != 0) {
 		struct range *last = &s->pending[s->npending - 1];
 		/* The common case: the next lines of a run, or the same line. */
@@ -635,7 +638,23 @@ static void log_write_direct(struct nvm *n, void *dst, const void *src, size_t l
 		fail(n, e);
 		return;
 	}
-	prim_discard(dst, len);
+	/* The mapping's private copies of these pages, if any, are stale: it
+	 * reads the file's from now on.  (A page only read through it shares
+	 * the page cache's, which the file system updates or drops.) */
+	bool any = false;
+	for (uint64_t p = off / s->page_size; p < (off + len) / s->page_size; p++) {
+		uint64_t bit = 1ULL << (p % 64);
+		any |= (s->cowed[p / 64] & bit) != 0;
+		s->cowed[p / 64] &= ~bit;
+	}
+	if (any)
+		prim_discard(dst, len);
+}
+
+static void log_direct_reserve(struct nvm *n)
+{
+	struct log_state *s = n->impl;
+	nvm_log_direct_reserve(&s->dev);
 }
 
 static void *log_direct_stage(struct nvm *n, size_t len)
@@ -684,6 +703,8 @@ static void log_unmap(struct nvm *n)
 		prim_unmap(s->touched, s->touched_words * 8);
 	if (s->wave != NULL)
 		prim_unmap(s->wave, s->touched_words * 8);
+	if (s->cowed != NULL)
+		prim_unmap(s->cowed, s->touched_words * 8);
 	if (s->buf != NULL)
 		prim_unmap(s->buf, s->r.size);
 	prim_unmap(s, sizeof(*s));
@@ -713,6 +734,7 @@ static const struct nvm_ops log_ops = {
 	.copy_flush = NULL,
 	.write_direct = log_write_direct,
 	.direct_stage = log_direct_stage,
+	.direct_reserve = log_direct_reserve,
 	.direct_allowed = log_direct_allowed,
 };
 
@@ -779,10 +801,12 @@ int nvm_log_init(struct nvm *n, const struct nvm_log_region *r, const struct nvm
 	n->ops = read_only ? &log_readonly_ops : &log_ops;
 	s->touched = prim_map_any(s->touched_words * 8);
 	s->wave = read_only ? NULL : prim_map_any(s->touched_words * 8);
+	s->cowed = read_only ? NULL : prim_map_any(s->touched_words * 8);
 	s->pending = read_only ? NULL : prim_map_any(s->pending_cap * sizeof(*s->pending));
 	s->buf = read_only ? NULL : prim_map_any(r->size);
 	if (s->touched == NULL ||
-	    (!read_only && (s->pending == NULL || s->buf == NULL || s->wave == NULL))) {
+	    (!read_only &&
+	     (s->pending == NULL || s->buf == NULL || s->wave == NULL || s->cowed == NULL))) {
 		err_set_errno(ENOMEM, "cannot reserve the pool log's buffers");
 		log_unmap(n);
 		return -1;
@@ -806,6 +830,10 @@ int nvm_log_init(struct nvm *n, const struct nvm_log_region *r, const struct nvm
 		return -1;
 	}
 	s->jump_pending = !read_only;
+	/* What the replay stored, and what its helper made private ahead of
+	 * it (whether applied or not): any page may be the mapping's own. */
+	if (!read_only && (n->stats.log_replayed_records != 0 || n->stats.log_replay_prefaulted != 0))
+		memset(s->cowed, 0xff, s->touched_words * 8);
 	/* Written whole at creation, read by the replay: none of it is
 	 * needed cached (drop_synced). */
 	if (!read_only && sim == NULL) {

@@ -106,6 +106,12 @@ static void free_fd(struct log_direct *x)
 		own_fd_close(&x->fd);
 }
 
+void nvm_log_direct_reserve(struct log_dev *d)
+{
+	if (d->sim == NULL)
+		set_up(&d->direct, *d->fd);
+}
+
 void *nvm_log_direct_stage(struct log_dev *d, size_t len)
 {
 	struct log_direct *x = &d->direct;

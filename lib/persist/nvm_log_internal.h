@@ -95,7 +95,7 @@ struct range {
  * a time each would wait for the device.  Where the file system takes no
  * direct I/O or the kernel no AIO: synchronously, large runs direct, small
  * ones through the page cache.  The writer's (one thread, nvm.h). */
-#define DIRECT_STAGE_BYTES (32u << 20)
+#define DIRECT_STAGE_BYTES (16u << 20)
 #define DIRECT_INFLIGHT 256u		/* a power of two */
 struct log_direct {
 	/* The file for direct I/O, opened at the first whole page (tried);
@@ -200,6 +200,13 @@ struct log_state {
 	uint64_t *touched;
 	size_t touched_words;
 	bool any_touched;
+	/* File pages the mapping may hold a private copy of (a store through
+	 * it, flushed or not, or the replay's): a page written straight drops
+	 * its copy (log_write_direct), which other pages are spared -- a
+	 * madvise and the TLB flush behind it.  Set by log_flush and, all of
+	 * them, by a replay that applied anything; cleared page by page by
+	 * log_write_direct.  touched_words long, NULL on a read-only mapping. */
+	uint64_t *cowed;
 	/* A checkpoint spread over the fences (wave_step): the pages records
 	 * before wave_pos (seq wave_seq) touched, which stay set until the
 	 * head moves past those records (their pages are the ring's until
@@ -303,11 +310,12 @@ static inline bool dev_fails(struct log_dev *d)
 
 /* nvm_log_direct.c (struct log_direct): room for len bytes of whole pages
  * in the staging ring (NULL where there is none: a simulated device, no
- * AIO); the device's write of whole pages from buf (staged or not) at off,
+ * AIO); what the writes use, set up now (nvm_direct_reserve); the device's write of whole pages from buf (staged or not) at off,
  * 0 or an errno; every write of them completed (0, or the first one's
  * errno); set-up on a log_dev, and what it holds given back (drained
  * first, where the process still owns it). */
 void *nvm_log_direct_stage(struct log_dev *d, size_t len);
+void nvm_log_direct_reserve(struct log_dev *d);
 int nvm_log_direct_write(struct log_dev *d, const void *buf, size_t len, uint64_t off);
 int nvm_log_direct_drain(struct log_dev *d);
 void nvm_log_direct_init(struct log_dev *d);

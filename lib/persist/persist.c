@@ -120,6 +120,7 @@ static int reserve_whole(struct pool *p)
 		return 0;
 	p->page_hint = prim_map_any((size_t)p->npages);
 	p->whole_buf = prim_map_any(WHOLE_BUF_BYTES);
+	nvm_direct_reserve(p->nvm);
 	if (p->page_hint == NULL || p->whole_buf == NULL) {
 		release_whole(p);
 		err_set_errno(ENOMEM, "cannot reserve %llu bytes for the write-back of whole pages",
@@ -262,10 +263,9 @@ static uint64_t whole_add(struct pool *p, struct whole_run *r, uint64_t i, int c
 			r->buf = p->whole_buf;
 	}
 	unsigned char *at = r->buf + r->n * ps;
-	memcpy(at, image, ps);
 	r->n++;
 	*copied = at;
-	return pool_page_sum(p, i, at);
+	return pool_sum_copy_page(&p->sum_key, i, at, image);
 }
 
 /* An attempt put back (undo_all) leaves the pages it wrote whole as the

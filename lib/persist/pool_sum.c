@@ -81,10 +81,12 @@ static uint64_t page_offset(const struct pool_sum_key *key, uint64_t page)
 	return mix64(~key->seed ^ (page + 1) * UINT64_C(0xd6e8feb86659fd93)) % POOL_SUM_P;
 }
 
-PRIM_VECTOR_CLONES uint64_t pool_sum_of_page(const struct pool_sum_key *key, uint64_t page,
-					    const void *bytes)
+/* The sum of the halves the loop reads from b, each stored at d as well
+ * when d is not NULL (one pass: copied and summed from the same load). */
+static inline __attribute__((always_inline)) uint64_t
+sum_page(const struct pool_sum_key *key, uint64_t page, unsigned char *restrict d,
+	 const unsigned char *restrict b)
 {
-	const unsigned char *b = bytes;
 	const uint32_t *lo = key->lo, *hi = key->hi;
 	/* a * k = a * lo + (a * hi) << 32, each product below 2^60, so a
 	 * line's 16 of each sum in 64 bits; the line sums are split into
@@ -96,6 +98,8 @@ PRIM_VECTOR_CLONES uint64_t pool_sum_of_page(const struct pool_sum_key *key, uin
 		for (size_t j = j0; j < j0 + NVM_LINE / 4; j++) {
 			uint32_t a;
 			memcpy(&a, b + 4 * (j ^ POOL_SUM_HALF_SWAP), 4);
+			if (d != NULL)
+				memcpy(d + 4 * (j ^ POOL_SUM_HALF_SWAP), &a, 4);
 			sl += (uint64_t)a * lo[j];
 			sh += (uint64_t)a * hi[j];
 		}
@@ -108,6 +112,18 @@ PRIM_VECTOR_CLONES uint64_t pool_sum_of_page(const struct pool_sum_key *key, uin
 	u128 total = (u128)page_offset(key, page) + s0 + ((u128)(s32a + s32b) << 32) +
 		     ((u128)s64 << 3);
 	return mod_p(total) + 1;
+}
+
+PRIM_VECTOR_CLONES uint64_t pool_sum_of_page(const struct pool_sum_key *key, uint64_t page,
+					    const void *bytes)
+{
+	return sum_page(key, page, NULL, bytes);
+}
+
+PRIM_VECTOR_CLONES uint64_t pool_sum_copy_page(const struct pool_sum_key *key, uint64_t page,
+					      void *dst, const void *src)
+{
+	return sum_page(key, page, dst, src);
 }
 
 uint64_t pool_sum_update(uint64_t recorded, pool_sum_delta d)

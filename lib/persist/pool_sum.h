@@ -69,6 +69,11 @@ void pool_sum_key_fini(struct pool_sum_key *key);
 /* The recorded form (never 0) of the checksum of page_size bytes as page
  * `page` of the pool the key belongs to. */
 uint64_t pool_sum_of_page(const struct pool_sum_key *key, uint64_t page, const void *bytes);
+/* The same of src, copied to dst (a page, not overlapping) in the same
+ * pass: the sum is of the very bytes stored at dst, however src changes
+ * meanwhile (a live page the program writes). */
+uint64_t pool_sum_copy_page(const struct pool_sum_key *key, uint64_t page, void *dst,
+			    const void *src);
 
 /* Add to *d the change of line `line` (NVM_LINE bytes, 8-byte aligned) from
  * was to now.  Inline: the write-back calls it for every line it rewrites. */

@@ -98,7 +98,7 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/bench-replay-%d.pool", argv[1], (int)getpid());
 	const uint64_t data = (uint64_t)DATA_MIB << 20, ring = (uint64_t)RING_MIB << 20;
 	const size_t len = PS + data + ring;
-	struct nvm_log_region r = { PS + data, ring, HEAD_OFF, 0x5eedULL };
+	struct nvm_log_region r = { PS + data, ring, HEAD_OFF, 0x5eedULL, true };
 
 	int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd < 0) {

@@ -1007,6 +1007,68 @@ TEST_CASE("log backend: an epoch of whole pages, crashed at every write and sync
 	}
 }
 
+// A copy written whole though records in the ring still touch it: a reload
+// follows those records (format 7, nvm_log.h).  The pool the sweep starts
+// from is left as a crash leaves it, its last two epochs in the log only
+// (a line of each page rewritten in place into its valid copy, then every
+// page whole into the other); the swept epoch writes the pages whole again,
+// into the copies those in-place records touched.
+TEST_CASE("log backend: whole pages over copies the ring still holds records for, crashed at "
+	  "every write and sync", "[crash][sweep][log][whole]")
+{
+	log_backend_scope scope;
+	prepared pr;
+	image_map images = pr.images;
+	const std::string base = pr.dir.file("touched.pool");
+	copy_file(pr.base, base);
+	image img = images[pr.ver()];
+	{
+		auto o = options(base, kPages);
+		o.create = false;
+		o.nvm = NVM_LOG;
+		pool *p = open_or_fail(o);
+		p->whole_min = 1;
+		// In place: a line of each dirty page into its valid copy.
+		img = next_image(img, {}, 0);
+		for (uint64_t pg : kDirty)
+			img[pg * page_size() + 64 * (pg % 64) + 2] ^= 0x77;
+		REQUIRE(persist_epoch(p, img.data(), kDirty.data(), kDirty.size(), nullptr) == 0);
+		images[(uint64_t)*p->ver_d] = img;
+		// Whole, into the other copies.
+		img = next_image(img, kDirty, 51);
+		for (uint64_t pg : kDirty) {
+			for (size_t b = 0; b < page_size(); b += 64)
+				img[pg * page_size() + b] ^= 0x3c;
+			REQUIRE(persist_test_hint_whole(p, pg));
+		}
+		persist_stats st{};
+		REQUIRE(persist_epoch(p, img.data(), kDirty.data(), kDirty.size(), &st) == 0);
+		REQUIRE(st.pages_whole == kDirty.size());
+		images[(uint64_t)*p->ver_d] = img;
+		p->read_only = true;	// a crash: nothing checkpointed
+		pool_abandon(p);
+	}
+	const uint64_t ver = images.rbegin()->first;
+	REQUIRE(ver == pr.ver() + 2);
+	image next = next_image(img, kDirty, 52);
+	for (uint64_t pg : kDirty)
+		for (size_t b = 0; b < page_size(); b += 64)
+			next[pg * page_size() + b + 8] ^= 0x5a;
+	images[ver + 1] = next;
+	child_work w;
+	w.persist = &next;
+	w.dirty = &kDirty;
+	w.whole = &kDirty;
+	uint64_t total = count_primitives(pr, base, w);
+	sweep_result r = sweep(pr, w, images, ver, ver + 1, total, false,
+			       [&] { copy_file(base, pr.work); });
+	INFO(first_problems(r));
+	CHECK(r.problems.empty());
+	CHECK(r.crash_points == total * sim_modes().size());
+	CHECK(r.new_image > 0);
+	CHECK(r.new_image < r.crash_points);
+}
+
 TEST_CASE("log backend: a carried-over attempt of whole pages and its redo, crashed at every "
 	  "write and sync", "[crash][sweep][log][carried][whole]")
 {

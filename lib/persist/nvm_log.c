@@ -321,8 +321,9 @@ static void log_flush(struct nvm *n, const void *addr, size_t len)
 		s->cowed[p / 64] |= 1ULL << (p % 64);
 	if (s->npending != 0) {
 		struct range *last = &s->pending[s->npending - 1];
-		/* The common case: the next lines of a run, or the same line. */
-		if (off >= last->off && off <= last->off + last->len) {
+		/* The common case: the next lines of a run, or the same line
+		 * (never a reload, whose length is 0). */
+		if (last->len != 0 && off >= last->off && off <= last->off + last->len) {
 			if (end > last->off + last->len) {
 				s->pending_bytes -= range_bytes(last->len);
 				last->len = end - last->off;
@@ -345,6 +346,13 @@ static size_t assemble(const struct nvm *n, struct log_state *s, uint64_t pos, u
 	uint32_t nranges = 0;
 	for (size_t i = 0; i < s->npending; i++) {
 		uint64_t off = s->pending[i].off, left = s->pending[i].len;
+		if (left == 0) {	/* a reload: its header alone */
+			uint64_t hdr = (off / 8) << 16;
+			memcpy(b, &hdr, 8);
+			b += 8;
+			nranges++;
+			continue;
+		}
 		while (left > 0) {
 			uint64_t l = left < RANGE_MAX_BYTES ? left : RANGE_MAX_BYTES;
 			uint64_t hdr = (off / 8) << 16 | (l / 8);
@@ -383,7 +391,8 @@ static int write_record(struct log_state *s, const unsigned char *rec, size_t le
 static void take_pending(struct log_state *s)
 {
 	for (size_t i = 0; i < s->npending; i++)
-		touch(s, s->pending[i].off, s->pending[i].len);
+		if (s->pending[i].len != 0)	/* a reload touches nothing */
+			touch(s, s->pending[i].off, s->pending[i].len);
 	s->npending = 0;
 	s->pending_bytes = 0;
 }
@@ -614,8 +623,14 @@ static size_t log_group_room_max(const struct nvm *n)
 static void log_discard_flushed(struct nvm *n)
 {
 	struct log_state *s = n->impl;
-	s->npending = 0;
-	s->pending_bytes = 0;
+	/* The reloads stay: the pages they name were written to the file,
+	 * whatever the caller put back in the mapping. */
+	size_t kept = 0;
+	for (size_t i = 0; i < s->npending; i++)
+		if (s->pending[i].len == 0)
+			s->pending[kept++] = s->pending[i];
+	s->npending = kept;
+	s->pending_bytes = kept * range_bytes(0);
 }
 
 /* nvm_write_direct: the pages to the file at once; the mapping's copies
@@ -640,12 +655,22 @@ static void log_write_direct(struct nvm *n, void *dst, const void *src, size_t l
 	}
 	/* The mapping's private copies of these pages, if any, are stale: it
 	 * reads the file's from now on.  (A page only read through it shares
-	 * the page cache's, which the file system updates or drops.) */
+	 * the page cache's, which the file system updates or drops.)  A page
+	 * records in the ring still touch gets a reload after them, in the
+	 * group that publishes it: a replay reads it from the file afresh
+	 * (log_direct_allowed let it through only where the log has them). */
 	bool any = false;
 	for (uint64_t p = off / s->page_size; p < (off + len) / s->page_size; p++) {
 		uint64_t bit = 1ULL << (p % 64);
 		any |= (s->cowed[p / 64] & bit) != 0;
 		s->cowed[p / 64] &= ~bit;
+		if ((s->touched[p / 64] & bit) || (s->wave_on && (s->wave[p / 64] & bit))) {
+			if (s->npending == s->pending_cap)
+				log_fatal("nvm log: more than %zu ranges flushed before one fence",
+					  s->pending_cap);
+			s->pending[s->npending++] = (struct range){ p * s->page_size, 0 };
+			s->pending_bytes += range_bytes(0);
+		}
 	}
 	if (any)
 		prim_discard(dst, len);
@@ -671,6 +696,8 @@ static bool log_direct_allowed(const struct nvm *n, const void *addr, size_t len
 	const struct log_state *s = n->impl;
 	if (s->deferred_error != 0 || len == 0)
 		return false;
+	if (s->r.reloads)
+		return true;	/* a reload follows the records (log_write_direct) */
 	uint64_t off = (uint64_t)((uintptr_t)addr - (uintptr_t)n->base);
 	for (uint64_t p = off / s->page_size; p <= (off + len - 1) / s->page_size; p++) {
 		uint64_t bit = 1ULL << (p % 64);

@@ -85,6 +85,11 @@ struct nvm_log_region {
 	uint64_t size;		/* its bytes (a multiple of the page size) */
 	uint64_t head_off;	/* the two head slots, NVM_LINE each */
 	uint64_t seed;		/* checksum seed (from the pool's UUID) */
+	/* The log may hold reloads (format 7): a range header of length 0 at
+	 * a page names a page written straight to the file since the records
+	 * before it, which a replay then reads from the file afresh.  Without
+	 * them (format 6), such a page must have no record in the ring. */
+	bool reloads;
 };
 
 /* Smallest ring: a few epochs of a small heap. */

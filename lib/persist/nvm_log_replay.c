@@ -157,6 +157,17 @@ static int apply(struct nvm *n, struct log_state *s, const unsigned char *rec)
 			goto bad;
 		memcpy(&hdr, b, 8);
 		uint64_t off = (hdr >> 16) * 8, len = (hdr & 0xffff) * 8;
+		if (len == 0) {
+			/* A reload (nvm_log.h): the page was written straight
+			 * to the file after the records before this one; what
+			 * they made of the mapping's copy goes. */
+			if (!s->r.reloads || off % s->page_size != 0 ||
+			    !range_allowed(n, s, off, s->page_size))
+				goto bad;
+			prim_discard((unsigned char *)n->base + off, s->page_size);
+			b += 8;
+			continue;
+		}
 		if ((uint64_t)(end - b - 8) < len || !range_allowed(n, s, off, len))
 			goto bad;
 		memcpy((unsigned char *)n->base + off, b + 8, (size_t)len);

@@ -53,6 +53,7 @@ struct pool_layout pool_layout_for(uint64_t npages, uint64_t page_size)
 struct pool_layout pool_layout_of_version(uint32_t version, uint64_t npages, uint64_t page_size)
 {
 	struct pool_layout l = { 0 };
+	l.version = version;
 	l.seq_off = page_size;
 	l.sum_off = l.seq_off + pool_round_up(npages * 2 * sizeof(uint64_t), page_size);
 	l.data_off = l.sum_off + pool_round_up(npages * 2 * sizeof(uint64_t), page_size);
@@ -98,7 +99,7 @@ struct nvm_log_region pool_log_region(const struct pool_layout *l, const uint8_t
 	uint64_t seed;
 	memcpy(&seed, uuid, sizeof(seed));
 	return (struct nvm_log_region){ l->log_off, l->log_size, POOL_LOG_HEAD_OFF,
-					seed ^ 0x6c6f67726e67ULL };
+					seed ^ 0x6c6f67726e67ULL, l->version >= 7 };
 }
 
 bool pool_layout_of_header(const struct pool_header *h, struct pool_layout *out)

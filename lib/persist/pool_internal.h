@@ -76,6 +76,7 @@ struct pool_layout {
 	uint64_t seq_off, sum_off, data_off, file_size;
 	uint64_t log_off, log_size;	/* the log ring (format 6); 0, 0: none */
 	uint64_t page_step, copy_step;
+	uint32_t version;		/* the format version it is of */
 };
 /* The current format's (POOL_FORMAT_VERSION). */
 struct pool_layout pool_layout_for(uint64_t npages, uint64_t page_size);

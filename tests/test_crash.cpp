@@ -993,8 +993,10 @@ TEST_CASE("log backend: an epoch of whole pages, crashed at every write and sync
 				REQUIRE(persist_test_hint_whole(p, pg));
 			persist_stats st{};
 			REQUIRE(persist_epoch(p, next.data(), kDirty.data(), kDirty.size(), &st) == 0);
-			CHECK(st.pages_whole == whole->size());
-			CHECK(p->nvm->stats.direct_bytes == whole->size() * page_size());
+			// (And a page whose working copy was never written: whole
+			// too, rather than read to be compared.)
+			CHECK(st.pages_whole >= whole->size());
+			CHECK(p->nvm->stats.direct_bytes == st.pages_whole * page_size());
 			pool_close(p);
 		}
 		sweep_result r = sweep(pr, w, images, pr.ver(), pr.ver() + 1, total, false,

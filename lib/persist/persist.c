@@ -602,14 +602,26 @@ void persist_attempt_write(struct persist_attempt *e, const struct persist_sourc
 			continue;
 		}
 		int w = p->seq[i][0] == next ? 0 : p->seq[i][1] == next ? 1 : -1;
-		if (e->nwhole != 0 && (p->page_hint[i] & HINT_WHOLE)) {
+		/* A working copy whose checksum is not known (never written,
+		 * invalidated, or put back: begin and forget_whole_sums clear
+		 * it) would be read whole to be summed and compared: written
+		 * whole instead where this attempt writes pages whole (its seq
+		 * fence made the copy's torn seq durable), its history left as
+		 * it was. */
+		bool whole = e->nwhole != 0 && (p->page_hint[i] & HINT_WHOLE);
+		bool unknown = !whole && e->nwhole != 0 && w >= 0 && p->sum[i][w] == 0 &&
+			       nvm_direct_allowed(p->nvm, pool_copy(p, i, w), p->page_size);
+		if (whole || unknown) {
 			PMT_ASSERT(w >= 0);
 			const unsigned char *at = NULL;
 			uint64_t sum = whole_add(p, &run, i, w, src->begin(src->ctx, k, i), &at);
 			src->end(src->ctx, k, (size_t)per_page);
 			if (persist_fault_active != PERSIST_FAULT_SKIP_SUMS)
 				set_sum(p, &sl, i, w, sum, e->in_place);
-			note_whole(p, i, at);
+			if (whole)
+				note_whole(p, i, at);
+			else	/* for forget_whole_sums */
+				p->page_hint[i] |= HINT_WHOLE;
 			lines += per_page;
 			e->st.pages_whole++;
 			continue;

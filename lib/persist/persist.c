@@ -130,12 +130,20 @@ static int reserve_whole(struct pool *p)
 	return 0;
 }
 
-/* Whether page i, whose hint value is h, is to be written whole. */
-static bool wants_whole(const struct pool *p, uint64_t i, uint8_t h)
+/* A page never persisted is written whole when it lies in a run of at
+ * least this many dirty pages: memory filled in bulk (a heap that grows,
+ * buffers) is new all through; a page first touched alone among clean
+ * ones (scattered writes into a fresh region) may hold a line or two, which
+ * the log takes for a hundred bytes. */
+#define WHOLE_FRESH_RUN 4
+
+/* Whether page i, whose hint value is h, lying in a run of run dirty pages,
+ * is to be written whole. */
+static bool wants_whole(const struct pool *p, uint64_t i, uint8_t h, size_t run)
 {
-	if (h == HINT_UNKNOWN)
-		return pool_valid_copy(p, i) < 0;	/* never persisted: all of it is new */
-	return h >= HINT_HEAVY;
+	if (h == HINT_UNKNOWN)	/* never persisted: all of it is new */
+		return run >= WHOLE_FRESH_RUN && pool_valid_copy(p, i) < 0;
+	return h >= HINT_HEAVY;	/* not HINT_FRESH: compared next */
 }
 
 /* Which pages this attempt writes whole (HINT_WHOLE set in their hints):
@@ -149,12 +157,19 @@ static size_t choose_whole(struct pool *p, uint64_t next, const uint64_t *pages,
 	if (n < min || (p->page_hint == NULL && (reserve_whole(p) != 0 || p->page_hint == NULL)))
 		return 0;
 	size_t whole = 0, refused = 0;
+	size_t run = 0, run_end = 0;	/* the run of consecutive pages k is in */
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = pages[k];
+		if (k >= run_end) {
+			run_end = k + 1;
+			while (run_end < n && pages[run_end] == pages[run_end - 1] + 1)
+				run_end++;
+			run = run_end - k;
+		}
 		if (i >= p->npages)
 			continue;	/* persist_attempt_begin refuses it */
 		uint8_t h = p->page_hint[i] & HINT_VALUE;
-		bool want = wants_whole(p, i, h);
+		bool want = wants_whole(p, i, h, run);
 		if (want) {
 			int w = p->seq[i][0] == next ? 0 : p->seq[i][1] == next ? 1 : working_copy(p, i);
 			if (!nvm_direct_allowed(p->nvm, pool_copy(p, i, w), p->page_size)) {
@@ -200,7 +215,7 @@ static uint8_t next_whole_hint(const struct pool *p, uint64_t i, uint8_t h,
 			       const unsigned char *image)
 {
 	if (h == HINT_UNKNOWN)
-		return HINT_PROBE_NEXT;
+		return HINT_FRESH;
 	if (!hint_probe_due(h))
 		return (uint8_t)(h + 1);
 	int v = pool_valid_copy(p, i);

@@ -139,14 +139,16 @@ int persist_epoch_from(struct pool *p, const struct persist_source *src, const u
  * ordered after it -- and the publication's fence syncs the pages before it
  * writes its commit (three device flushes for such an epoch instead of
  * one, so only attempts with at least PERSIST_WHOLE_MIN such pages write
- * any whole).  Which pages: those never persisted (then compared at their
- * next write-back, to learn how they change), and those whose last
- * comparison found at least half their lines changed -- compared again
- * after 1, 3, 7, 15 and 31 whole writes, then every 31
- * (persist_internal.h), so that a page that changes less is found, and a
- * page that changes whole pays a comparison rarely.  A copy the log holds
- * records for since its last checkpoint is never written whole (a replay
- * would apply them over it): its lines are written instead.
+ * any whole).  Which pages: those never persisted in a run of dirty pages
+ * (then compared line by line at their next write-back, to learn how they
+ * change), and those whose last comparison found at least half their lines
+ * changed -- compared again, read-only, beside the whole write after 3, 7,
+ * 15 and 31 whole writes, then every 31 (persist_internal.h), so that a page
+ * that changes less is found, and a page that changes whole pays a
+ * comparison rarely.  A copy the log holds records for since its last
+ * checkpoint gets a reload after them (nvm_log.h, format 7); in a format-6
+ * pool it is not written whole (a replay would apply them over it): its
+ * lines are written instead.
  */
 #define PERSIST_WHOLE_MIN 32
 

@@ -4,6 +4,7 @@
 
 #include "diagnose/fase_checker.h"
 #include "diagnose/stall.h"
+#include "diagnose/symbolize.h"
 #include "epoch/epoch.h"
 #include "epoch/epoch_log.h"
 #include "heap/heap.h"
@@ -86,6 +87,10 @@ static struct runtime {
 	.state = RUNTIME_NONE,
 	.init_lock = PRIM_LOCK_INIT,
 };
+/* Taken around fork: a start-up or shutdown under way on another thread
+ * ends before the process is copied, so that a child never finds the pool,
+ * the tracker or the pipeline half opened or half closed. */
+PRIM_LOCK_NAMED(rt.init_lock, init, "runtime: start-up and shutdown", PRIM_FORK_RUNTIME);
 /* Set on the thread running start(). */
 static _Thread_local bool initialising_here;
 
@@ -103,6 +108,8 @@ static struct closed_figures {
 	struct tracker_stats tracker;
 	const char *tracker_name;
 } closed = { .lock = PRIM_LOCK_INIT };
+PRIM_LOCK_NAMED(closed.lock, closed_trackers, "runtime: the closed trackers' counters",
+		PRIM_FORK_RESET);
 
 /* The heap's growth hook: disk space for its new pages before it uses them
  * (a full file system is an allocation failure, not a SIGBUS), and exact
@@ -123,6 +130,7 @@ static struct growth {
 	 * frees the pool while its heap may still grow. */
 	size_t page_size;
 } growth = { .lock = PRIM_LOCK_INIT };
+PRIM_LOCK_NAMED(growth.lock, heap_growth, "runtime: the heap's growth hook", PRIM_FORK_RESET);
 
 enum runtime_state runtime_state(void) { return atomic_load(&rt.state); }
 bool runtime_in_init(void) { return initialising_here; }
@@ -992,11 +1000,11 @@ void runtime_shutdown(void)
 
 void runtime_atfork_child(void)
 {
-	/* Only this thread exists in the child; the locks the parent's other
-	 * threads held are meaningless here. */
-	rt.init_lock = (prim_lock_t)PRIM_LOCK_INIT;
-	growth.lock = (prim_lock_t)PRIM_LOCK_INIT;
-	closed.lock = (prim_lock_t)PRIM_LOCK_INIT;
+	/* Only this thread exists in the child; the locks were reset or
+	 * released (prim_locks_atfork_child), the state they guard is dealt
+	 * with here. */
+	tracker_atfork_child();
+	symbolize_atfork_child();
 	kernel_stacks_atfork_child();
 	aio_pins_atfork_child();
 	if (atomic_load(&rt.state) != RUNTIME_RUNNING)

@@ -677,12 +677,9 @@ static enum quiesce_outcome after_epoch(void *arg)
 	return atomic_load(&rt.io_error) != 0 ? QUIESCE_FAILED : QUIESCE_CARRIED;
 }
 
-/* The epoch thread: durability stands still (or resumes); quiesce.h's
- * Stalls.  Said at the default verbosity, in the epoch log too. */
-static void report_stall(const struct quiesce_stall *s, bool cleared)
+/* A report of diagnose/stall.c's, a warning a line. */
+static void warn_lines(char *text)
 {
-	static char text[4096];	/* epoch thread only */
-	stall_format(s, cleared, text, sizeof(text));
 	for (char *line = text, *end; *line != '\0'; line = end + 1) {
 		end = strchr(line, '\n');
 		if (end == NULL)
@@ -690,6 +687,15 @@ static void report_stall(const struct quiesce_stall *s, bool cleared)
 		*end = '\0';
 		log_msg(LOG_WARN, "%s", line);
 	}
+}
+
+/* The epoch thread: durability stands still (or resumes); quiesce.h's
+ * Stalls.  Said at the default verbosity, in the epoch log too. */
+static void report_stall(const struct quiesce_stall *s, bool cleared)
+{
+	static char text[4096];	/* epoch thread only */
+	stall_format(s, cleared, text, sizeof(text));
+	warn_lines(text);
 	char note[480];
 	stall_summary(s, cleared, note, sizeof(note));
 	char line[512];
@@ -959,9 +965,13 @@ void runtime_shutdown(void)
 		if (pool_set_clean(rt.pool, true) != 0)
 			note_io_error();
 	} else if (atomic_load(&rt.io_error) == 0) {
-		log_msg(LOG_WARN, "no quiescent point could be reached at exit (a thread held a "
-			"lock); the next run recovers epoch %llu",
-			(unsigned long long)*rt.pool->ver_d);
+		/* Who held what, and the fix, as the live stall report says it
+		 * (issue 46: redis's io-thread mutexes went unnamed here). */
+		static char text[4096];	/* under init_lock */
+		struct quiesce_stall st;
+		(void)quiesce_stall_at_exit(&st);
+		stall_format_exit(&st, (unsigned long long)*rt.pool->ver_d, text, sizeof(text));
+		warn_lines(text);
 	}
 	if (atomic_load(&rt.io_error) == ESTALE && rt.pool->dir_moved)
 		log_msg(LOG_WARN, "the pool file this process held (%s, which %s) is left as of "

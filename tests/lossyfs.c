@@ -2,7 +2,8 @@
 /*
  * lossyfs -- a FUSE file system for tests that loses what was never synced.
  *
- *   lossyfs BACKING_DIR MOUNTPOINT [--no-holes] [--keep-cache]
+ *   lossyfs BACKING_DIR MOUNTPOINT [--no-holes] [--keep-cache] [--no-rename-flags]
+ *           [--inode-numbers]
  *
  * Passes everything through to BACKING_DIR, except file data: a write is
  * kept in this process's memory until an fsync of its file (msync of a
@@ -40,6 +41,15 @@
  *
  * --no-holes: extending a file by truncate writes zeros to it, as a file
  * system without sparse files does.
+ *
+ * --no-rename-flags: a rename with flags (RENAME_NOREPLACE, RENAME_EXCHANGE)
+ * fails with EINVAL, as on sshfs, LazyFS and other userspace file systems
+ * that do not implement them.
+ *
+ * --inode-numbers: stat reports the backing files' inode numbers (libfuse's
+ * use_ino), so that two links to one file have the same one, as LazyFS
+ * reports them; by default libfuse numbers each name it looks up, as sshfs
+ * does.
  *
  * --keep-cache: the kernel keeps a file's cached pages as a local file system
  * does (FUSE otherwise drops them at each open, and at the next read once the
@@ -94,6 +104,8 @@ static int backing = -1;	/* the backing directory */
 static struct file_state *files;
 static bool no_holes;
 static bool keep_cache;
+static bool no_rename_flags;
+static bool inode_numbers;
 static int fail_once, fail_all;	/* errno, 0: none */
 static uint64_t fail_nth;	/* fsyncs until fail_once applies, 0: at the next */
 static int fail_write;		/* errno of the write fail_write_nth selects, 0: none */
@@ -192,6 +204,7 @@ static void *lossy_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->entry_timeout = 0;
 	cfg->negative_timeout = 0;
 	cfg->direct_io = 0;	/* mmap needs the page cache */
+	cfg->use_ino = inode_numbers;
 	if (keep_cache) {
 		cfg->kernel_cache = 1;	/* no invalidation at open */
 		cfg->auto_cache = 0;
@@ -532,6 +545,8 @@ static int lossy_unlink(const char *path)
 
 static int lossy_rename(const char *from, const char *to, unsigned int flags)
 {
+	if (flags != 0 && no_rename_flags)
+		return -EINVAL;
 	return renameat2(backing, rel(from), backing, rel(to), flags) == 0 ? 0 : -errno;
 }
 
@@ -616,7 +631,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 3) {
 		fprintf(stderr, "usage: lossyfs BACKING_DIR MOUNTPOINT [--no-holes] [--keep-cache] "
-			"[FUSE options]\n");
+			"[--no-rename-flags] [--inode-numbers] [FUSE options]\n");
 		return 2;
 	}
 	backing = open(argv[1], O_RDONLY | O_DIRECTORY);
@@ -636,6 +651,10 @@ int main(int argc, char **argv)
 			no_holes = true;
 		else if (strcmp(argv[i], "--keep-cache") == 0)
 			keep_cache = true;
+		else if (strcmp(argv[i], "--no-rename-flags") == 0)
+			no_rename_flags = true;
+		else if (strcmp(argv[i], "--inode-numbers") == 0)
+			inode_numbers = true;
 		else
 			fargv[fargc++] = argv[i];
 	}

@@ -9,7 +9,9 @@
 #include "pool_test_util.h"
 #include "subprocess.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <dirent.h>
 #include <fstream>
 #include <sstream>
 #include <sys/mman.h>
@@ -323,6 +325,63 @@ TEST_CASE("a pool is created atomically where O_TMPFILE is missing", "[lossyfs]"
 	CHECK(pooltest::file_snapshot::of(inplace).same_as(before));
 }
 
+// The names in dir, sorted (. and .. left out).
+std::vector<std::string> names_in(const std::string &dir)
+{
+	std::vector<std::string> names;
+	DIR *d = opendir(dir.c_str());
+	if (d == nullptr)
+		return names;
+	for (struct dirent *e; (e = readdir(d)) != nullptr;)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			names.push_back(e->d_name);
+	closedir(d);
+	std::sort(names.begin(), names.end());
+	return names;
+}
+
+// Issue 46 item 4: where rename cannot refuse to replace (sshfs, LazyFS and
+// other FUSE servers: lossyfs --no-rename-flags), the new pool was linked at
+// its name and the temporary name unlinked while the file was open, which a
+// FUSE file system keeps as .fuse_hiddenN for as long as the pool is open
+// (and for good if the file system goes first); where the server reports its
+// own inode numbers (sshfs by default), the link even had another one, and
+// the open refused the pool as replaced while being opened.  Now the file is
+// closed before its temporary name goes, and opened again at its name:
+// nothing else is in the directory while the pool is open, nor after.
+TEST_CASE("a pool created where rename cannot refuse to replace leaves nothing beside it",
+	  "[lossyfs]")
+{
+	for (const char *opts : { "--no-rename-flags --inode-numbers", "--no-rename-flags" }) {
+		INFO("lossyfs " << opts);
+		mounted fs(opts);
+		const std::vector<std::string> just_it = { "new.pool" };
+		std::string path = fs.m.mnt + "/new.pool";
+		auto o = pooltest::options(path);
+		pool *p = nullptr;
+		if (pool_open(&p, &o) != 0) {
+			FAIL_CHECK(err_get());
+			continue;
+		}
+		CHECK(p->created);
+		CHECK(names_in(fs.m.backing) == just_it);
+		CHECK(pool_set_clean(p, false) == 0);
+		pool_close(p);
+		CHECK(names_in(fs.m.backing) == just_it);
+		o.create = false;
+		p = pooltest::open_or_fail(o);
+		CHECK_FALSE(p->created);
+		pool_close(p);
+		// The tool creates its pools the same way.
+		auto r = subprocess::run({ subprocess::env_or_fail("PMTHREADS_RECOVER_TOOL"), "create",
+					   fs.m.mnt + "/tool.pool", "--size", "16M" },
+					 {});
+		INFO(r.describe());
+		CHECK(r.exited_ok());
+		CHECK(names_in(fs.m.backing) == std::vector<std::string>{ "new.pool", "tool.pool" });
+	}
+}
+
 TEST_CASE("a file system without sparse files is named before a pool is sized", "[lossyfs]")
 {
 	mounted fs("--no-holes");
@@ -346,7 +405,11 @@ TEST_CASE("a file system without sparse files is named before a pool is sized", 
 
 TEST_CASE("concurrent creators of one pool where O_TMPFILE is missing", "[lossyfs]")
 {
-	mounted fs;
+	// Also where rename cannot refuse to replace: the pool is linked at
+	// its name, and the temporary name goes once the file is closed.
+	for (const char *opts : { "", "--no-rename-flags --inode-numbers" }) {
+	INFO("lossyfs " << opts);
+	mounted fs(opts);
 	std::string path = fs.m.mnt + "/race.pool";
 	const int kids = 4;
 	std::vector<pid_t> pids;
@@ -381,10 +444,12 @@ TEST_CASE("concurrent creators of one pool where O_TMPFILE is missing", "[lossyf
 	}
 	CHECK(created == 1);
 	CHECK(access((fs.m.mnt + "/.race.pool.pmthreads-creating").c_str(), F_OK) != 0);
+	CHECK(names_in(fs.m.backing) == std::vector<std::string>{ "race.pool" });
 	auto o = pooltest::options(path);
 	o.create = false;
 	pool *p = pooltest::open_or_fail(o);
 	pool_close(p);
+	}
 }
 
 // Issue 39: an I/O error at any step of an epoch -- the k-th fsync or the

@@ -611,7 +611,9 @@ static void note_io_error(void)
 
 /* A store of the write-back that the file system refuses (full, say, where
  * the pool's space could not be reserved) is a latched error like a failed
- * msync, never a SIGBUS that ends the program (nvm.h). */
+ * msync, never a SIGBUS that ends the program (nvm.h); a read of the pool
+ * the restore needs and its storage cannot serve is said as such
+ * (restore.c). */
 static void watch_pool_faults(void)
 {
 	nvm_watch_faults(rt.pool->nvm);
@@ -780,6 +782,9 @@ static int start(void)
 	 * userfaultfd (restored pages count as clean, later writes as
 	 * written), or copied before the tracker attaches. */
 	struct restore_options ro = { .policy = rt.cfg.restore };
+	/* Before the restore reads the pool: a read its storage cannot serve
+	 * is said as such (restore.c), never as a stray SIGBUS. */
+	watch_pool_faults();
 	if (restore_open(&rt.restorer, &rt.tracker, rt.pool, rt.heap_base, rt.heap_len, rt.cfg.tracker, &ro) != 0)
 		goto fail_shadow;
 	rt.previous_run_crashed = !rt.pool->created && !rt.pool->was_clean;
@@ -805,7 +810,6 @@ static int start(void)
 	/* Adoption verifies the metadata pages (as restored) against the
 	 * pool's checksums; each epoch records new ones. */
 	meta_sums_bind(rt.pool);
-	watch_pool_faults();
 	if (heap_init(rt.heap_base, rt.heap_len, rt.pool->created || *rt.pool->ver_d == 0) != 0) {
 		if (err_cause() == 0)
 			err_set_cause(EBADMSG);	/* the heap failed validation */

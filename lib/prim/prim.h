@@ -15,6 +15,8 @@
  * tests for an architecture.
  *
  *   prim_linux.c      the OS part (Linux, glibc)
+ *   prim_locks.c      the runtime's locks, each named with what a fork
+ *                     child gets of it, walked at fork (see prim_lock)
  *   cpu_x86_64.c      the CPU part, one file per architecture, chosen by
  *   cpu_aarch64.c     meson (-Dprim=auto: host_machine.cpu_family();
  *   cpu_generic.c     -Dprim=generic: the portable file on any CPU)

@@ -19,33 +19,31 @@ const struct prim_lock_kind *prim_lock_kinds(size_t *n)
 	return __start_pmt_locks;
 }
 
-void prim_locks_fork_prepare(void)
+/* Every lock of a fork rank: taken in ascending rank, or released in the
+ * reverse order. */
+static void ranked(bool take)
 {
 	size_t n;
 	const struct prim_lock_kind *k = prim_lock_kinds(&n);
-	for (unsigned rank = PRIM_FORK_RESET + 1; rank < PRIM_FORK_RANKS; rank++)
-		for (size_t j = 0; j < n; j++) {
-			if (k[j].rank != rank)
+	for (unsigned step = 1; step < PRIM_FORK_RANKS; step++) {
+		unsigned rank = take ? step : PRIM_FORK_RANKS - step;
+		for (size_t x = 0; x < n; x++) {
+			const struct prim_lock_kind *r = &k[take ? x : n - 1 - x];
+			if (r->rank != rank)
 				continue;
 			prim_lock_t *l;
-			for (size_t i = 0; (l = k[j].each(i)) != NULL; i++)
-				prim_lock(l);
+			for (size_t i = 0; (l = r->each(i)) != NULL; i++) {
+				if (take)
+					prim_lock(l);
+				else
+					prim_unlock(l);
+			}
 		}
+	}
 }
 
-void prim_locks_fork_parent(void)
-{
-	size_t n;
-	const struct prim_lock_kind *k = prim_lock_kinds(&n);
-	for (unsigned rank = PRIM_FORK_RANKS - 1; rank > PRIM_FORK_RESET; rank--)
-		for (size_t j = n; j-- > 0;) {
-			if (k[j].rank != rank)
-				continue;
-			prim_lock_t *l;
-			for (size_t i = 0; (l = k[j].each(i)) != NULL; i++)
-				prim_unlock(l);
-		}
-}
+void prim_locks_fork_prepare(void) { ranked(true); }
+void prim_locks_fork_parent(void) { ranked(false); }
 
 void prim_locks_atfork_child(void)
 {

@@ -2,7 +2,8 @@
 /*
  * lossyfs -- a FUSE file system for tests that loses what was never synced.
  *
- *   lossyfs BACKING_DIR MOUNTPOINT [--no-holes] [--keep-cache]
+ *   lossyfs BACKING_DIR MOUNTPOINT [--no-holes] [--keep-cache] [--no-rename-flags]
+ *           [--inode-numbers]
  *
  * Passes everything through to BACKING_DIR, except file data: a write is
  * kept in this process's memory until an fsync of its file (msync of a
@@ -31,15 +32,30 @@
  *                       a pwrite that fails, or the write-back of a mapped
  *                       page that fails (the kernel reports it to the next
  *                       msync or fsync)
+ *   fail-read OFF LEN [ERRNO]  every read of bytes in [OFF, OFF+LEN) of a
+ *                       file fails from now on with ERRNO (default EIO), as
+ *                       sectors of a device that went bad; LEN 0: none
+ *                       fails any more.  A mapped page there then raises
+ *                       SIGBUS at the load that needs it
  *   tear SEED           at the power cut, keep a pseudo-random half of the
  *                       unsynced 512-byte sectors instead of none (torn
  *                       writes), chosen from SEED
  * Reading /.lossyfs-ctl gives counters: fsyncs, failed fsyncs, writes (the
- * failed ones included), failed writes, and the unsynced bytes now held: a
- * test counts the I/O steps of a clean run from them, then fails each.
+ * failed ones included), failed writes, the unsynced bytes now held and the
+ * failed reads: a test counts the I/O steps of a clean run from them, then
+ * fails each.
  *
  * --no-holes: extending a file by truncate writes zeros to it, as a file
  * system without sparse files does.
+ *
+ * --no-rename-flags: a rename with flags (RENAME_NOREPLACE, RENAME_EXCHANGE)
+ * fails with EINVAL, as on sshfs, LazyFS and other userspace file systems
+ * that do not implement them.
+ *
+ * --inode-numbers: stat reports the backing files' inode numbers (libfuse's
+ * use_ino), so that two links to one file have the same one, as LazyFS
+ * reports them; by default libfuse numbers each name it looks up, as sshfs
+ * does.
  *
  * --keep-cache: the kernel keeps a file's cached pages as a local file system
  * does (FUSE otherwise drops them at each open, and at the next read once the
@@ -94,13 +110,17 @@ static int backing = -1;	/* the backing directory */
 static struct file_state *files;
 static bool no_holes;
 static bool keep_cache;
+static bool no_rename_flags;
+static bool inode_numbers;
 static int fail_once, fail_all;	/* errno, 0: none */
 static uint64_t fail_nth;	/* fsyncs until fail_once applies, 0: at the next */
 static int fail_write;		/* errno of the write fail_write_nth selects, 0: none */
 static uint64_t fail_write_nth;	/* writes until it, 0: the next */
 static bool tear;
 static uint64_t tear_rng;
-static uint64_t n_fsyncs, n_failed, n_writes, n_failed_writes;
+static uint64_t n_fsyncs, n_failed, n_writes, n_failed_writes, n_failed_reads;
+static off_t bad_off, bad_len;	/* fail-read's range, bad_len 0: none */
+static int bad_errno;
 
 static const char *rel(const char *path)
 {
@@ -192,6 +212,7 @@ static void *lossy_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->entry_timeout = 0;
 	cfg->negative_timeout = 0;
 	cfg->direct_io = 0;	/* mmap needs the page cache */
+	cfg->use_ino = inode_numbers;
 	if (keep_cache) {
 		cfg->kernel_cache = 1;	/* no invalidation at open */
 		cfg->auto_cache = 0;
@@ -291,10 +312,11 @@ static int ctl_read(char *buf, size_t size, off_t off)
 			held += f->ext[i].len;
 	char text[256];
 	int n = snprintf(text, sizeof(text),
-			 "fsyncs %llu\nfailed %llu\nwrites %llu\nfailed-writes %llu\nunsynced %llu\n",
+			 "fsyncs %llu\nfailed %llu\nwrites %llu\nfailed-writes %llu\nunsynced %llu\n"
+			 "failed-reads %llu\n",
 			 (unsigned long long)n_fsyncs, (unsigned long long)n_failed,
 			 (unsigned long long)n_writes, (unsigned long long)n_failed_writes,
-			 (unsigned long long)held);
+			 (unsigned long long)held, (unsigned long long)n_failed_reads);
 	if (off >= n)
 		return 0;
 	size_t len = (size_t)(n - off) < size ? (size_t)(n - off) : size;
@@ -307,6 +329,10 @@ static int lossy_read(const char *path, char *buf, size_t size, off_t off,
 {
 	if (strcmp(path, CTL_NAME) == 0)
 		return ctl_read(buf, size, off);
+	if (bad_len != 0 && off < bad_off + bad_len && off + (off_t)size > bad_off) {
+		n_failed_reads++;
+		return -bad_errno;
+	}
 	int fd = (int)fi->fh;
 	struct file_state *f = state_of_fd(fd, false);
 	off_t size_now = f != NULL ? f->size : lseek(fd, 0, SEEK_END);
@@ -363,6 +389,15 @@ static int ctl_write(const char *buf, size_t size)
 		fail_write_nth = arg - 1;
 		fail_write = got2 == 1 ? (int)arg2 : EIO;
 	}
+	else if (strcmp(word, "fail-read") == 0 && got == 2) {
+		unsigned long long len = 0, e = 0;
+		int n = sscanf(cmd, "%*s %*u %llu %llu", &len, &e);
+		if (n < 1)
+			return -EINVAL;
+		bad_off = (off_t)arg;
+		bad_len = (off_t)len;
+		bad_errno = n == 2 ? (int)e : EIO;
+	}
 	else if (strcmp(word, "fail-fsync-all") == 0)
 		fail_all = got == 2 ? (int)arg : EIO;
 	else if (strcmp(word, "tear") == 0 && got == 2) {
@@ -371,7 +406,7 @@ static int ctl_write(const char *buf, size_t size)
 	} else {
 		fprintf(stderr, "lossyfs: unknown command \"%s\" (fail-fsync [ERRNO], "
 			"fail-fsync-all [ERRNO], fail-fsync-nth K [ERRNO], fail-write-nth K [ERRNO], "
-			"tear SEED)\n", word);
+			"fail-read OFF LEN [ERRNO], tear SEED)\n", word);
 		return -EINVAL;
 	}
 	return (int)size;
@@ -532,6 +567,8 @@ static int lossy_unlink(const char *path)
 
 static int lossy_rename(const char *from, const char *to, unsigned int flags)
 {
+	if (flags != 0 && no_rename_flags)
+		return -EINVAL;
 	return renameat2(backing, rel(from), backing, rel(to), flags) == 0 ? 0 : -errno;
 }
 
@@ -616,7 +653,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 3) {
 		fprintf(stderr, "usage: lossyfs BACKING_DIR MOUNTPOINT [--no-holes] [--keep-cache] "
-			"[FUSE options]\n");
+			"[--no-rename-flags] [--inode-numbers] [FUSE options]\n");
 		return 2;
 	}
 	backing = open(argv[1], O_RDONLY | O_DIRECTORY);
@@ -636,6 +673,10 @@ int main(int argc, char **argv)
 			no_holes = true;
 		else if (strcmp(argv[i], "--keep-cache") == 0)
 			keep_cache = true;
+		else if (strcmp(argv[i], "--no-rename-flags") == 0)
+			no_rename_flags = true;
+		else if (strcmp(argv[i], "--inode-numbers") == 0)
+			inode_numbers = true;
 		else
 			fargv[fargc++] = argv[i];
 	}

@@ -10,7 +10,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
+#include <sstream>
 #include <string>
+#include <vector>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -31,21 +33,26 @@ struct mount_point {
 	pid_t pid = -1;
 	std::string log;	// the file system's stderr
 
-	// Start lossyfs; false when it did not come up within 5 s (see log).
+	// Start lossyfs with the options in extra (separated by spaces); false
+	// when it did not come up within 5 s (see log).
 	bool start(const std::string &extra = "")
 	{
 		log = backing + ".log";
+		std::vector<std::string> words = { exe, backing, mnt };
+		std::istringstream in(extra);
+		for (std::string w; in >> w;)
+			words.push_back(w);
+		std::vector<char *> argv;
+		for (auto &w : words)
+			argv.push_back(const_cast<char *>(w.c_str()));
+		argv.push_back(nullptr);
 		pid = fork();
 		if (pid < 0)
 			return false;
 		if (pid == 0) {
 			FILE *f = freopen(log.c_str(), "a", stderr);
 			(void)f;
-			if (extra.empty())
-				execl(exe.c_str(), exe.c_str(), backing.c_str(), mnt.c_str(), (char *)nullptr);
-			else
-				execl(exe.c_str(), exe.c_str(), backing.c_str(), mnt.c_str(), extra.c_str(),
-				      (char *)nullptr);
+			execv(exe.c_str(), argv.data());
 			_exit(127);
 		}
 		// Polled every millisecond: the I/O-error sweeps mount hundreds

@@ -10,9 +10,13 @@ split files share included: nvm_log_internal.h) defines none: each file
 including it would get its own copy.  State a file shares with the other
 files of its directory (a mutable variable defined without static) is
 declared extern in a header of that directory, where its fields say what
-guards them (quiesce/quiesce_internal.h, heap/heap_layout.h).  Exit 1 naming
-every file over the limit and its variables, every header defining one, and
-every shared variable no header declares; with --list, print every file's
+guards them (quiesce/quiesce_internal.h, heap/heap_layout.h).  Every lock of
+lib/ (a prim_lock_t, a variable or a field) is named by a record that says
+what a fork child gets of it (lib/prim/prim.h: PRIM_LOCK_NAMED, or the each()
+function of a PRIM_LOCK_KIND): a .c file's in that file, a header's in a .c
+file of its directory.  Exit 1 naming every file over the limit and its
+variables, every header defining one, every shared variable no header
+declares and every lock no record names; with --list, print every file's
 count."""
 import os
 import re
@@ -242,12 +246,73 @@ def undeclared_shared(path):
     return [n for n in shared if not re.search(r'\bextern\b[^;]*\b' + re.escape(n) + r'\b', headers)]
 
 
+LOCK_DECL = re.compile(r'\bprim_lock_t\s+([A-Za-z_][A-Za-z0-9_]*)\s*[;=\[]')
+NAMED = re.compile(r'\bPRIM_LOCK_NAMED\s*\(([^,]*),')
+KIND = re.compile(r'\bPRIM_LOCK_KIND\s*\([^,]*,[^,]*,[^,]*,\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)')
+# The lock an address-of expression ends in: &x.lock, &h->slots[0].lock.
+ADDRESS_OF = re.compile(r'&\s*[A-Za-z_][A-Za-z0-9_]*(?:\s*(?:->|\.)\s*[A-Za-z_][A-Za-z0-9_]*'
+                        r'|\s*\[[^\]]*\])*')
+
+
+def lock_names_recorded(code):
+    """The name each lock record of code (comments stripped) ends in, once per
+    lock: PRIM_LOCK_NAMED's expression, and what a PRIM_LOCK_KIND's each()
+    function returns the address of."""
+    names = [IDENT.findall(m.group(1))[-1] for m in NAMED.finditer(code) if IDENT.findall(m.group(1))]
+    for m in KIND.finditer(code):
+        body = re.search(r'\b' + re.escape(m.group(1)) + r'\s*\(\s*size_t\s+\w+\s*\)\s*\{(.*?)\n\}',
+                         code, re.S)
+        if body is not None:
+            names += [IDENT.findall(a.group(0))[-1] for a in ADDRESS_OF.finditer(body.group(1))]
+    return names
+
+
+def unnamed_locks(root):
+    """Each prim_lock_t of lib/ that no record names (see the docstring)."""
+    lib = os.path.join(root, 'lib')
+    bad = []
+    for d, _, fs in sorted(os.walk(lib)):
+        if os.path.relpath(d, lib) == 'prim':
+            continue	# prim_lock_t itself
+        code = {f: COMMENT_OR_STRING.sub('', open(os.path.join(d, f), encoding='utf-8').read())
+                for f in sorted(fs) if f.endswith(('.c', '.h'))}
+        in_dir = [n for f in code if f.endswith('.c') for n in lock_names_recorded(code[f])]
+        for f in sorted(code):
+            declared = LOCK_DECL.findall(code[f])
+            recorded = lock_names_recorded(code[f]) if f.endswith('.c') else list(in_dir)
+            for n in declared:
+                if n in recorded:
+                    recorded.remove(n)
+                    continue
+                bad.append(f'{os.path.relpath(os.path.join(d, f), root)} declares the lock {n}, which '
+                           'no record names: say what a fork child gets of it with PRIM_LOCK_NAMED '
+                           'or PRIM_LOCK_KIND (lib/prim/prim.h) and add it to docs/design.md\'s table '
+                           '("What the runtime promises at the edges")')
+    return bad
+
+
+LOCK_SAMPLES = [
+    ('static prim_lock_t a = PRIM_LOCK_INIT;\nPRIM_LOCK_NAMED(a, x, "a", 0);\n'
+     'static struct { prim_lock_t lock; int n; } s;\nstruct q { prim_lock_t lock; };\n'
+     'static prim_lock_t *each(size_t i)\n{\n\treturn i == 0 ? &s.lock : NULL;\n}\n'
+     'PRIM_LOCK_KIND(k, "s", 0, each);\n', ['lock']),
+]
+
+
 def main(argv):
     listing = '--list' in argv
     args = [a for a in argv if a != '--list']
     root = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
     lib = os.path.join(root, 'lib')
     bad = self_test()
+    for text, want in LOCK_SAMPLES:
+        got = list(LOCK_DECL.findall(text))
+        for n in lock_names_recorded(text):
+            if n in got:
+                got.remove(n)
+        if got != want:
+            bad.append(f'the lock check itself is wrong: {text!r} leaves {got}, expected {want}')
+    bad += unnamed_locks(root)
     files = 0
     for d, _, fs in sorted(os.walk(lib)):
         for f in sorted(fs):

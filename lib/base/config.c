@@ -650,6 +650,10 @@ int config_from_env(struct config *c)
 }
 
 static prim_lock_t once_lock = PRIM_LOCK_INIT;
+/* Held while the environment is read, once, in the library's constructor;
+ * a child that found it held reads it again. */
+PRIM_LOCK_NAMED(once_lock, config_once, "base/config: the configuration's one reading",
+		PRIM_FORK_RESET);
 static bool parsed;
 static struct config the_config;
 static char parse_error[1024];

@@ -30,6 +30,9 @@ static atomic_int owns_used;	/* entries with fd_plus1 != 0 */
  * by one compare. */
 static atomic_int owns_lowest = INT32_MAX;
 static prim_lock_t owns_lock = PRIM_LOCK_INIT;
+/* Taken around fork: the child closes the pool's descriptors and keeps the
+ * program's close() and dup2() away from ours, so the table must be whole. */
+PRIM_LOCK_NAMED(owns_lock, own_fds, "base/own_fds: the runtime's descriptors", PRIM_FORK_OWN_FDS);
 static bool told_full;
 
 static long soft_nofile(void)

@@ -60,10 +60,12 @@ static struct {
 } counts;
 
 /* One report at a time, so that the lines of two threads' reports do not
- * interleave.  A spin flag, because a handler cannot use a sleeping lock
- * that the interrupted code might hold; the reentrancy guard below keeps a
- * thread from ever spinning on its own flag. */
-static atomic_flag printing = ATOMIC_FLAG_INIT;
+ * interleave.  Taken in the SIGSEGV handler: the reentrancy guard below
+ * keeps a thread from ever waiting for itself.  A fork child reports
+ * nothing more (it has no tracker). */
+static prim_lock_t printing = PRIM_LOCK_INIT;
+PRIM_LOCK_NAMED(printing, report, "diagnose/fase_checker: one report at a time",
+		PRIM_FORK_RESET);
 
 /* Set while this thread is inside the hook: writes the reporting code itself
  * makes (libunwind's allocations land in the heap in malloc mode) fault
@@ -226,12 +228,11 @@ static void report(void *addr, void *ucontext, int nframes)
 	sigemptyset(&segv);
 	sigaddset(&segv, SIGSEGV);
 	pthread_sigmask(SIG_UNBLOCK, &segv, &saved);
-	while (atomic_flag_test_and_set_explicit(&printing, memory_order_acquire))
-		prim_yield();
+	prim_lock(&printing);
 	log_msg(LOG_WARN, "write to the persistent heap at %p outside any lock (not "
 		"failure-atomic)", addr);
 	print_frames(ucontext, nframes);
-	atomic_flag_clear_explicit(&printing, memory_order_release);
+	prim_unlock(&printing);
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 }
 

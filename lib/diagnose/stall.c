@@ -173,6 +173,64 @@ static void add(struct text *t, const char *fmt, ...)
 		t->used += (size_t)n < t->len - t->used ? (size_t)n : t->len - t->used - 1;
 }
 
+/* A line per holder (at most QUIESCE_STALL_HOLDERS, then how many more):
+ * the thread, the lock, where it was taken, what the thread does now.
+ * suggest gets the function PMTHREADS_NOT_FASE would name, or "". */
+static void add_holders(struct text *t, const struct quiesce_stall *s, char *suggest,
+			size_t suggest_len, const char *more)
+{
+	(void)symbolize_open();	/* file:line where debug information exists */
+	suggest[0] = '\0';
+	unsigned shown = s->n_holders < QUIESCE_STALL_HOLDERS ? s->n_holders : QUIESCE_STALL_HOLDERS;
+	for (unsigned i = 0; i < shown; i++) {
+		const struct quiesce_stall_holder *h = &s->holders[i];
+		char name[32], lock[384], wait[160], where[512];
+		thread_name(h->tid, name, sizeof(name));
+		lock_name(h->lock, lock, sizeof(lock));
+		bool self = h->tid == prim_gettid();	/* the exit's own thread */
+		if (self)
+			snprintf(wait, sizeof(wait), "the thread that is exiting");
+		else
+			prim_thread_wait_state(h->tid, wait, sizeof(wait));
+		struct symbol sym;
+		symbolize(h->site, true, &sym);
+		if (sym.line > 0)
+			snprintf(where, sizeof(where), "%s (%s:%d)", sym.function, sym.file, sym.line);
+		else
+			snprintf(where, sizeof(where), "%s (%s)", sym.function, site_object(h->site));
+		Dl_info cd;
+		const char *callee = h->site != 0 ? called_function(h->site, &cd) : NULL;
+		char via[192] = "";
+		if (callee != NULL)
+			snprintf(via, sizeof(via), " by its call to %s (which ends in the lock call)",
+				 callee);
+		add(t, "  thread %d (%s) holds lock %s, taken in %s%s%s%s\n", h->tid,
+		    name[0] != '\0' ? name : "?", lock, where, via,
+		    wait[0] == '\0'			 ? ""
+		    : self || strcmp(wait, "running") == 0 ? "; it is "
+							 : "; it is blocked in ",
+		    wait);
+		Dl_info di;
+		const char *fn = h->site != 0 ? exported_function(h->site - 1, &di) : NULL;
+		if (suggest[0] == '\0' && (callee != NULL || fn != NULL))
+			snprintf(suggest, suggest_len, "%s", callee != NULL ? callee : fn);
+		else if (fn == NULL && h->site != 0 && strcmp(sym.function, "??") != 0) {
+			add(t, "  (%s is not in the dynamic symbol table: PMTHREADS_NOT_FASE cannot "
+			    "name it unless the program is linked with -rdynamic)\n", sym.function);
+		}
+	}
+	if (s->n_holders > shown)
+		add(t, "  and %u more thread(s) %s\n", s->n_holders - shown, more);
+}
+
+/* The fix, when the lock may be no critical section. */
+static void add_not_fase(struct text *t, const char *suggest)
+{
+	add(t, "if that lock is no critical section (a global lock held across an event loop or a "
+	    "blocking wait), run with PMTHREADS_NOT_FASE=%s (pmthreads run --not-fase %s; see "
+	    "pmthreads(7) for the risk)", suggest, suggest);
+}
+
 void stall_format(const struct quiesce_stall *s, bool cleared, char *buf, size_t len)
 {
 	struct text t = { buf, len, 0 };
@@ -187,57 +245,47 @@ void stall_format(const struct quiesce_stall *s, bool cleared, char *buf, size_t
 	    "so heap writes made since are not durable\n", stood);
 	if (s->n_holders == 0)
 		add(&t, "  the FASE that blocked the last attempt has just ended\n");
-	(void)symbolize_open();	/* file:line where debug information exists */
-	char suggest[128] = "";
-	unsigned shown = s->n_holders < QUIESCE_STALL_HOLDERS ? s->n_holders : QUIESCE_STALL_HOLDERS;
-	for (unsigned i = 0; i < shown; i++) {
-		const struct quiesce_stall_holder *h = &s->holders[i];
-		char name[32], lock[384], wait[160], where[512];
-		thread_name(h->tid, name, sizeof(name));
-		lock_name(h->lock, lock, sizeof(lock));
-		prim_thread_wait_state(h->tid, wait, sizeof(wait));
-		struct symbol sym;
-		symbolize(h->site, true, &sym);
-		if (sym.line > 0)
-			snprintf(where, sizeof(where), "%s (%s:%d)", sym.function, sym.file, sym.line);
-		else
-			snprintf(where, sizeof(where), "%s (%s)", sym.function, site_object(h->site));
-		Dl_info cd;
-		const char *callee = h->site != 0 ? called_function(h->site, &cd) : NULL;
-		char via[192] = "";
-		if (callee != NULL)
-			snprintf(via, sizeof(via), " by its call to %s (which ends in the lock call)",
-				 callee);
-		add(&t, "  thread %d (%s) holds lock %s, taken in %s%s%s%s\n", h->tid,
-		    name[0] != '\0' ? name : "?", lock, where, via,
-		    wait[0] == '\0' ? "" : strcmp(wait, "running") == 0 ? "; it is " : "; it is blocked in ",
-		    wait);
-		Dl_info di;
-		const char *fn = h->site != 0 ? exported_function(h->site - 1, &di) : NULL;
-		if (suggest[0] == '\0' && (callee != NULL || fn != NULL))
-			snprintf(suggest, sizeof(suggest), "%s", callee != NULL ? callee : fn);
-		else if (fn == NULL && h->site != 0 && strcmp(sym.function, "??") != 0) {
-			add(&t, "  (%s is not in the dynamic symbol table: PMTHREADS_NOT_FASE cannot "
-			    "name it unless the program is linked with -rdynamic)\n", sym.function);
-		}
-	}
-	if (s->n_holders > shown)
-		add(&t, "  and %u more thread(s) in a FASE that outlasted the bound\n",
-		    s->n_holders - shown);
+	char suggest[128];
+	add_holders(&t, s, suggest, sizeof(suggest), "in a FASE that outlasted the bound");
 	add(&t, "  no epoch closes the gate against it again until it releases; pmthreads_sync() "
 	    "fails with ETIMEDOUT after %llu ms of this (PMTHREADS_SYNC_TIMEOUT_MS), and output "
 	    "held by output commit waits\n", (unsigned long long)(s->sync_timeout_ns / 1000000));
-	if (suggest[0] != '\0')
-		add(&t, "  what to do: if that lock is no critical section (a global lock held across "
-		    "an event loop or a blocking wait), run with PMTHREADS_NOT_FASE=%s (pmthreads "
-		    "run --not-fase %s; see pmthreads(7) for the risk); else make the thread release "
-		    "it; next report after %.0f s\n", suggest, suggest,
+	if (suggest[0] != '\0') {
+		add(&t, "  what to do: ");
+		add_not_fase(&t, suggest);
+		add(&t, "; else make the thread release it; next report after %.0f s\n",
 		    (double)s->next_report_ns / 1e9);
-	else
+	} else {
 		add(&t, "  what to do: make the thread release the lock between its operations, or, "
 		    "if it is no critical section, name the function that takes it in "
 		    "PMTHREADS_NOT_FASE (see pmthreads(7)); next report after %.0f s\n",
 		    (double)s->next_report_ns / 1e9);
+	}
+}
+
+void stall_format_exit(const struct quiesce_stall *s, unsigned long long epoch, char *buf,
+		       size_t len)
+{
+	struct text t = { buf, len, 0 };
+	buf[0] = '\0';
+	add(&t, "no quiescent point could be reached at exit (a thread held a lock): what the "
+	    "program wrote since the last durable epoch is not in the pool; the next run recovers "
+	    "epoch %llu\n", epoch);
+	if (s->n_holders == 0) {
+		add(&t, "  the FASE that kept it from one ended as the final epoch gave up\n");
+		return;
+	}
+	char suggest[128];
+	add_holders(&t, s, suggest, sizeof(suggest), "in a FASE at exit");
+	if (suggest[0] != '\0') {
+		add(&t, "  what to do: ");
+		add_not_fase(&t, suggest);
+		add(&t, "; else release it before the program exits\n");
+	} else {
+		add(&t, "  what to do: release the lock before the program exits, or, if it is no "
+		    "critical section, name the function that takes it in PMTHREADS_NOT_FASE (see "
+		    "pmthreads(7))\n");
+	}
 }
 
 void stall_summary(const struct quiesce_stall *s, bool cleared, char *buf, size_t len)

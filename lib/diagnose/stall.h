@@ -31,6 +31,13 @@ bool stall_not_fase_site(const void *site);
  * that says it is over.  Never fails: what cannot be found out is said so. */
 void stall_format(const struct quiesce_stall *s, bool cleared, char *buf, size_t len);
 
+/* The final epoch at exit found no quiescent point: the same report of who
+ * holds what, where it was taken and what to do, for the FASEs the exit
+ * found (quiesce_stall_at_exit); epoch: the last durable one, which the
+ * next run recovers. */
+void stall_format_exit(const struct quiesce_stall *s, unsigned long long epoch, char *buf,
+		       size_t len);
+
 /* One line for the epoch log and the statistics: "stood_ms=2000 thread=123
  * lock=0x... site=fn+0x1c" (no newline); the same with "cleared" when
  * cleared. */

@@ -112,10 +112,13 @@ void symbolize_close(void)
 	memset(&dw, 0, sizeof(dw));
 }
 
+void symbolize_atfork_child(void) { memset(&dw, 0, sizeof(dw)); }
+
 #else /* built without libdw's headers: function names only */
 
 bool symbolize_open(void) { return false; }
 void symbolize_close(void) {}
+void symbolize_atfork_child(void) {}
 
 void symbolize(uintptr_t ip, bool return_address, struct symbol *out)
 {

@@ -30,5 +30,9 @@ bool symbolize_open(void);
  * frame (the call is the instruction before it). */
 void symbolize(uintptr_t ip, bool return_address, struct symbol *out);
 void symbolize_close(void);
+/* In a fork child: libdw's view of the process, which the parent's epoch
+ * thread may have been building when it was copied (the stall report), is
+ * dropped unread; the next symbolize_open builds the child's own. */
+void symbolize_atfork_child(void);
 
 #endif

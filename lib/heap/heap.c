@@ -88,6 +88,26 @@ static void adopt(void)
 	}
 }
 
+/* The heap's locks in the order its operations nest them: the name table
+ * allocates, the shared slot refills from a class, a class takes page runs.
+ * Taken around fork, as glibc takes its arenas': a fork child goes on
+ * allocating from the same heap (its private copy), which must be whole. */
+static prim_lock_t *heap_lock(size_t i)
+{
+	struct heap_hdr *h = heap_rt.hdr;
+	if (h == NULL)
+		return NULL;
+	if (i == 0)
+		return &h->name_lock;
+	if (i == 1)
+		return &h->slots[0].lock;
+	if (i - 2 < HEAP_NCLASSES)
+		return &h->classes[i - 2].lock;
+	return i - 2 == HEAP_NCLASSES ? &h->page_lock : NULL;
+}
+PRIM_LOCK_KIND(heap_locks, "heap: the name table, the shared slot, each class, the page runs",
+	       PRIM_FORK_HEAP, heap_lock);
+
 int heap_init(void *base, size_t len, bool fresh)
 {
 	if (base == NULL || ((uintptr_t)base & (HEAP_PAGE - 1)) != 0 || (len & (HEAP_PAGE - 1)) != 0) {

@@ -93,6 +93,23 @@ static struct fd_table {
 	atomic_int max_fd;		/* the highest with a queue: only grows
 					 * (CAS, under lock) until a fork child */
 } fds = { .lock = PRIM_LOCK_INIT, .max_fd = -1 };
+PRIM_LOCK_NAMED(fds.lock, fd_table, "output: the table of queues by descriptor", PRIM_FORK_RESET);
+
+/* The queues' own locks, in descriptor order (a queue shared by dup'd
+ * descriptors comes once per descriptor).  A fork child forgets the
+ * parent's queues (output_atfork_child) and never takes them. */
+static prim_lock_t *queue_lock(size_t i)
+{
+	struct fdq *_Atomic *t = atomic_load_explicit(&fds.entries, memory_order_acquire);
+	int top = atomic_load(&fds.max_fd);
+	for (int fd = 0; t != NULL && fd <= top; fd++) {
+		struct fdq *q = atomic_load_explicit(&t[fd], memory_order_acquire);
+		if (q != NULL && i-- == 0)
+			return &q->lock;
+	}
+	return NULL;
+}
+PRIM_LOCK_KIND(queues, "output: a descriptor's queue of held bytes", PRIM_FORK_RESET, queue_lock);
 /* Where the durable image stands, for the held bytes waiting on it: every
  * field atomic, no lock. */
 static struct durable {
@@ -125,6 +142,7 @@ static struct output_counters {
 	uint64_t holds;
 	uint64_t hist[HIST_BUCKETS];
 } stats = { .lock = PRIM_LOCK_INIT };
+PRIM_LOCK_NAMED(stats.lock, counters, "output: the counters", PRIM_FORK_RESET);
 /* Set while this thread is inside output_hold: a signal handler that writes
  * to a pipe (the self-pipe wake-up) while its thread is in here would
  * deadlock on the queue's lock, so such a nested call is not held. */
@@ -1131,8 +1149,6 @@ void output_drain_all(void)
 void output_atfork_child(void)
 {
 	atomic_store(&output_on, false);
-	fds.lock = (prim_lock_t)PRIM_LOCK_INIT;
-	stats.lock = (prim_lock_t)PRIM_LOCK_INIT;
 	/* The parent's queues stay the parent's: forget them (their memory
 	 * is the child's copy, left as is). */
 	atomic_store(&fds.entries, NULL);

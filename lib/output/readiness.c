@@ -33,6 +33,8 @@ atomic_int output_suppressed_count;
 static struct fdregs *regs;	/* OUTPUT_MAX_FDS entries, mapped at the first epoll_ctl */
 static int regs_top = -1;
 static prim_lock_t ep_lock = PRIM_LOCK_INIT;
+PRIM_LOCK_NAMED(ep_lock, epoll_regs, "output/readiness: the epoll registrations",
+		PRIM_FORK_RESET);
 static atomic_bool told_regs_full;
 
 /* ---- time ---- */
@@ -308,7 +310,6 @@ void output_readiness_restore_all(void)
 
 void output_readiness_atfork_child(void)
 {
-	ep_lock = (prim_lock_t)PRIM_LOCK_INIT;
 	regs = NULL;
 	regs_top = -1;
 	atomic_store(&output_suppressed_count, 0);

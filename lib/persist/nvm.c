@@ -211,6 +211,23 @@ void nvm_discard_flushed(struct nvm *n)
 
 static _Atomic(struct nvm *) watched;
 static uintptr_t watched_page_mask;
+/* This thread's innermost read guard (nvm_read_guard_push); NULL: none. */
+static __thread struct nvm_read_guard *read_guard __attribute__((tls_model("initial-exec")));
+
+void nvm_read_guard_push(struct nvm_read_guard *g)
+{
+	g->outer = read_guard;
+	atomic_signal_fence(memory_order_seq_cst);
+	read_guard = g;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+void nvm_read_guard_pop(struct nvm_read_guard *g)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	read_guard = g->outer;
+	atomic_signal_fence(memory_order_seq_cst);
+}
 
 void nvm_watch_faults(struct nvm *n)
 {
@@ -231,12 +248,18 @@ static bool file_has_no_data_at(int fd, off_t off)
 bool nvm_claim_fault(const siginfo_t *si, void *ucontext)
 {
 	struct nvm *n = atomic_load_explicit(&watched, memory_order_acquire);
-	if (n == NULL || n->read_only)
+	if (n == NULL)
 		return false;
 	uintptr_t a = (uintptr_t)si->si_addr, b = (uintptr_t)n->base;
 	if (a < b || a - b >= n->len)
 		return false;
 	uintptr_t page = a & ~watched_page_mask;
+	/* A guarded reader's load: the storage failed under the restore. */
+	struct nvm_read_guard *g = read_guard;
+	if (g != NULL && prim_fault_access(si, ucontext) != PRIM_FAULT_WRITE)
+		g->failed(g->ctx, (uint64_t)(page - b));
+	if (n->read_only)
+		return false;
 	size_t ps = watched_page_mask + 1;
 	int saved_errno = errno;
 	/* A page with no data in the file holds zeros for us, whatever the

@@ -50,7 +50,10 @@
  * msync.  From then on nvm_copy_flush stores nothing.  A page the file
  * holds no data for (a hole, or past its end) reads as zeros there, for a
  * load as well; a failing load of a page with data is not claimed (there is
- * nothing to save it with).
+ * nothing to save it with) -- unless the thread reads the pool under a read
+ * guard (nvm_read_guard_push): then the load is the storage failing under
+ * whoever needs that page (the restore), and the guard's function ends the
+ * process saying so.
  *
  * Threading.  A mapping has one writer at a time, and its caller serialises
  * them: nvm_accept, nvm_flush, nvm_copy_flush, nvm_fence, nvm_order and the
@@ -329,6 +332,21 @@ uint64_t nvm_private_bytes(const struct nvm *n);
 /* The mapping whose refused stores nvm_claim_fault takes (one at a time;
  * NULL: none, before it is unmapped). */
 void nvm_watch_faults(struct nvm *n);
+/* Reads of the watched mapping on this thread that the program's data
+ * depends on (the restore of its heap): a load there that the storage
+ * cannot serve (a read error of the file -- EIO from a disk, a network or
+ * FUSE file system -- raises SIGBUS) calls failed(ctx, off) in the SIGBUS
+ * handler, off the file offset of the page, and failed must not return
+ * (nothing could stand in for the page).  Guards nest, innermost first;
+ * push and pop on the same thread, in order.  Thread-local stores only. */
+typedef void (*nvm_read_failed_fn)(void *ctx, uint64_t off);
+struct nvm_read_guard {
+	nvm_read_failed_fn failed;
+	void *ctx;
+	struct nvm_read_guard *outer;	/* set by push */
+};
+void nvm_read_guard_push(struct nvm_read_guard *g);
+void nvm_read_guard_pop(struct nvm_read_guard *g);
 /* A fault_signal claim function for SIGBUS (see above).  Async-signal-safe. */
 bool nvm_claim_fault(const siginfo_t *si, void *ucontext);
 

@@ -29,6 +29,9 @@ static struct {
 } fn;
 static atomic_bool loaded;
 static prim_lock_t load_lock = PRIM_LOCK_INIT;
+/* Taken while a pool opens (under the runtime's start-up lock, which fork
+ * waits for): never held at a fork, and a child opens no pool. */
+PRIM_LOCK_NAMED(load_lock, libpmem_load, "persist/nvm_pmem: loading libpmem", PRIM_FORK_RESET);
 
 #define LIBPMEM_SONAME "libpmem.so.1"
 

@@ -224,7 +224,9 @@ static int creating_name(const char *path, char *out, size_t len)
 }
 
 /* Move the formatted file at tmp to path without replacing anything there.
- * 0, 1 when path exists (tmp is then removed), -1 with errno. */
+ * 0, 1 when path exists (tmp is then removed), 2 when path is a second link
+ * to the file (tmp is to be removed once the file is closed: see
+ * create_named), -1 with errno. */
 static int publish_name(const char *tmp, const char *path)
 {
 	if (prim_rename_noreplace(tmp, path) == 0)
@@ -235,12 +237,10 @@ static int publish_name(const char *tmp, const char *path)
 	}
 	if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
 		return -1;
-	/* No RENAME_NOREPLACE here (NFS, older FUSE servers): a hard link
-	 * fails on an existing name just the same. */
-	if (prim_link(tmp, path) == 0) {
-		prim_unlink(tmp);
-		return 0;
-	}
+	/* No RENAME_NOREPLACE here (NFS, sshfs, LazyFS and other FUSE
+	 * servers): a hard link fails on an existing name just the same. */
+	if (prim_link(tmp, path) == 0)
+		return 2;
 	if (errno == EEXIST) {
 		prim_unlink(tmp);
 		return 1;
@@ -280,6 +280,38 @@ static int lock_creating(int fd, const char *tmp, const char *path, struct stat 
 	return 0;
 }
 
+/* The new pool fd is linked at path and still at tmp.  A file unlinked
+ * while it is open stays behind on a FUSE file system as .fuse_hiddenN until
+ * it is closed (libfuse's high-level API hides it rather than remove it,
+ * unless the server sets hard_remove) -- for a pool, the program's life, and
+ * for good if the file system goes first.  So the pool is closed before tmp
+ * is removed, and
+ * opened again at path: the locked descriptor, or -2 when the file there is
+ * locked by another process already or is not the one just formatted (the
+ * caller then opens what is at path), -1 with err_get() set. */
+static int reopen_linked(int fd, const char *tmp, const char *path)
+{
+	unsigned char made[POOL_HEADER_READ], found[POOL_HEADER_READ];
+	bool read_made = prim_pread_all(fd, made, sizeof(made), 0) == (ssize_t)sizeof(made);
+	prim_close(fd);
+	prim_unlink(tmp);
+	if (!read_made) {
+		err_set_errno(errno, "cannot create pool %s: reading it back failed", path);
+		return -1;
+	}
+	fd = prim_open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -2;	/* gone again: the caller looks once more */
+	if (pool_lock_fd(fd, false) != 0 ||
+	    prim_pread_all(fd, found, sizeof(found), 0) != (ssize_t)sizeof(found) ||
+	    memcmp(made, found, sizeof(made)) != 0) {
+		prim_close(fd);
+		return -2;
+	}
+	pool_sync_dir(path);	/* best effort: the pool is in place either way */
+	return fd;
+}
+
 /* Create the pool under its temporary name (creating_name), formatted and
  * locked, then rename it to path.  Same results as pool_create_file. */
 static int create_named(const char *path, const struct pool_open_options *o, size_t page_size)
@@ -301,6 +333,13 @@ static int create_named(const char *path, const struct pool_open_options *o, siz
 		prim_close(fd);
 		return locked;
 	}
+	struct stat pst;
+	if (S_ISREG(fst.st_mode) && fst.st_nlink == 2 && prim_lstat(path, &pst) == 0) {
+		/* Linked at path by a creator that has not yet removed this
+		 * name (publish_name's fallback): the pool is there. */
+		prim_close(fd);
+		return -2;
+	}
 	if (!S_ISREG(fst.st_mode) || fst.st_nlink != 1 || fst.st_uid != prim_geteuid()) {
 		err_set("cannot create pool %s: %s is in the way and is not an unfinished pool "
 			"creation of this user; remove it", path, tmp);
@@ -320,6 +359,8 @@ static int create_named(const char *path, const struct pool_open_options *o, siz
 		return -1;
 	}
 	int pr = publish_name(tmp, path);
+	if (pr == 2)
+		return reopen_linked(fd, tmp, path);
 	if (pr != 0) {
 		if (pr < 0) {
 			err_set_errno(errno, "cannot create pool %s: renaming %s to it failed", path,

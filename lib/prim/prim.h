@@ -15,6 +15,8 @@
  * tests for an architecture.
  *
  *   prim_linux.c      the OS part (Linux, glibc)
+ *   prim_locks.c      the runtime's locks, each named with what a fork
+ *                     child gets of it, walked at fork (see prim_lock)
  *   cpu_x86_64.c      the CPU part, one file per architecture, chosen by
  *   cpu_aarch64.c     meson (-Dprim=auto: host_machine.cpu_family();
  *   cpu_generic.c     -Dprim=generic: the portable file on any CPU)
@@ -444,6 +446,61 @@ typedef struct { atomic_uint state; } prim_lock_t;
 void prim_lock(prim_lock_t *l);
 bool prim_trylock(prim_lock_t *l);
 void prim_unlock(prim_lock_t *l);
+
+/*
+ * Every lock of the runtime is named where it is defined, with what a fork
+ * child gets of it (docs/design.md, "What the runtime promises at the
+ * edges", has the table).  fork() copies a lock that another thread holds
+ * as held, and that thread does not exist in the child: a child that takes
+ * it waits for ever.  So each lock is one of:
+ *   PRIM_FORK_RESET: the child resets it (prim_locks_atfork_child) -- what
+ *       it guards is the parent's, and the module's *_atfork_child drops or
+ *       rebuilds it, or the child never reaches it;
+ *   a rank > 0: taken around fork by the forking thread, in ascending rank
+ *       (prim_locks_fork_prepare), and released in the parent
+ *       (prim_locks_fork_parent) and the child (prim_locks_atfork_child) --
+ *       the child goes on using what it guards, which is whole only if
+ *       nobody was half-way through it when the process was copied.
+ * A code path that holds a lock of some rank takes no lock of a lower rank.
+ *
+ * PRIM_LOCK_NAMED(lock, id, what, rank) names one lock (a static one, or a
+ * field of a static struct); PRIM_LOCK_KIND(id, what, rank, each) names
+ * locks that come and go with what holds them (a heap's, a tracker's, an
+ * output queue's): each(i) is the i-th that exists now, in the order they
+ * are taken, NULL past the last.  The records go into one section of the
+ * object (pmt_locks), so the fork handlers and the tests walk them all
+ * without a list to keep; tests/test_file_state.py fails on a prim_lock_t
+ * of lib/ that no record names.
+ */
+enum prim_fork_rank {
+	PRIM_FORK_RESET = 0,
+	PRIM_FORK_RUNTIME = 1,		/* runtime/: start-up and shutdown */
+	PRIM_FORK_HEAP = 2,		/* heap/: names, shared slot, classes, pages */
+	PRIM_FORK_OWN_FDS = 3,		/* base/own_fds: the runtime's descriptors */
+	PRIM_FORK_DISPOSITIONS = 4,	/* track/fault_signal: signal dispositions */
+	PRIM_FORK_ACTIONS = 5,		/* track/fault_signal: the program's actions */
+	PRIM_FORK_RANKS
+};
+struct prim_lock_kind {
+	const char *what;		/* the module and what the lock guards */
+	enum prim_fork_rank rank;
+	prim_lock_t *(*each)(size_t i);
+};
+#define PRIM_LOCK_KIND(id, what_, rank_, each_)                                                   \
+	static const struct prim_lock_kind id                                                      \
+		__attribute__((used, section("pmt_locks"), aligned(sizeof(void *)))) = {           \
+			.what = what_, .rank = rank_, .each = each_                                \
+		}
+#define PRIM_LOCK_NAMED(lock, id, what_, rank_)                                                    \
+	static prim_lock_t *id##_each(size_t i) { return i == 0 ? &(lock) : NULL; }              \
+	PRIM_LOCK_KIND(id##_kind, what_, rank_, id##_each)
+/* pthread_atfork's three, in the forking thread (runtime/startup.c calls
+ * them in its own handlers, where the fork order is written down). */
+void prim_locks_fork_prepare(void);
+void prim_locks_fork_parent(void);
+void prim_locks_atfork_child(void);
+/* The records, for the tests' hooks (prim_locks_test.h). */
+const struct prim_lock_kind *prim_lock_kinds(size_t *n);
 
 /* What the access that raised a SIGSEGV was, decoded from the signal frame
  * (cpu_<arch>.c: the x86-64 page-fault error code; the aarch64 fault's ESR,

@@ -15,6 +15,11 @@ struct quiesce_epoch quiesce_epoch = {
 	.lock = PRIM_LOCK_INIT,
 	.control_lock = PRIM_LOCK_INIT,
 };
+/* The child has no epoch thread: quiesce_atfork_child starts it over. */
+PRIM_LOCK_NAMED(quiesce_epoch.lock, epoch_scan, "quiesce: the epoch thread's scan and pause",
+		PRIM_FORK_RESET);
+PRIM_LOCK_NAMED(quiesce_epoch.control_lock, epoch_control,
+		"quiesce: the epoch thread's start and stop", PRIM_FORK_RESET);
 
 /* ---- the schedule ---- */
 

@@ -23,6 +23,9 @@ atomic_uint quiesce_gate = GATE_OPEN;
 atomic_uint quiesce_need_fence = 1;
 
 struct quiesce_records quiesce_records = { .lock = PRIM_LOCK_INIT };
+/* A slab half added when the process was copied is the child's to lose. */
+PRIM_LOCK_NAMED(quiesce_records.lock, slabs, "quiesce: adding a slab of thread records",
+		PRIM_FORK_RESET);
 
 /* ---- records ---- */
 

@@ -47,6 +47,9 @@ static struct internal_threads {
 	.lock = PRIM_LOCK_INIT,
 	.start.lock = PRIM_LOCK_INIT,
 };
+PRIM_LOCK_NAMED(internal.lock, stacks, "quiesce: the runtime's threads' stacks", PRIM_FORK_RESET);
+PRIM_LOCK_NAMED(internal.start.lock, start, "quiesce: a runtime thread's start",
+		PRIM_FORK_RESET);
 
 void quiesce_set_thread_functions(quiesce_create_fn create, quiesce_join_fn join)
 {
@@ -165,7 +168,5 @@ void quiesce_internal_threads_atfork_child(void)
 	 * child's copy of them), their slots are free.  How threads are
 	 * created stays. */
 	atomic_store(&internal.alive, 0);
-	internal.lock = (prim_lock_t)PRIM_LOCK_INIT;
 	memset(internal.slot, 0, sizeof(internal.slot));
-	internal.start.lock = (prim_lock_t)PRIM_LOCK_INIT;
 }

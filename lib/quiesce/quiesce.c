@@ -10,13 +10,15 @@
 #include <string.h>
 
 struct quiesce_counters quiesce_counters = { .lock = PRIM_LOCK_INIT };
+PRIM_LOCK_NAMED(quiesce_counters.lock, counters, "quiesce: the counters and the stall snapshot",
+		PRIM_FORK_RESET);
 
 void quiesce_atfork_child(void)
 {
 	/* Only the forking thread exists here: the parent's epoch thread, the
 	 * other threads' records and the locks they held are not the child's.
-	 * The shared state is reset here, each file's own by its reset. */
-	quiesce_records.lock = (prim_lock_t)PRIM_LOCK_INIT;
+	 * The shared state is reset here, each file's own by its reset (the
+	 * locks: prim_locks_atfork_child). */
 	unsigned n = 0;
 	QUIESCE_FOR_EACH_REC(r) {
 		if (r == quiesce_self.rec) {
@@ -38,8 +40,6 @@ void quiesce_atfork_child(void)
 	/* No epoch thread; the procedure and the interval stay for a
 	 * quiesce_start in the child. */
 	struct quiesce_epoch *e = &quiesce_epoch;
-	e->lock = (prim_lock_t)PRIM_LOCK_INIT;
-	e->control_lock = (prim_lock_t)PRIM_LOCK_INIT;
 	atomic_store(&e->running, false);
 	atomic_store(&e->stopping, false);
 	atomic_store(&e->failed_for_good, false);

@@ -527,6 +527,10 @@ struct quiesce_stall {
 };
 /* The stall as of now; false (and *s zeroed) when there is none. */
 bool quiesce_get_stall(struct quiesce_stall *s);
+/* After quiesce_stop(true) made no final epoch: the threads in a FASE now,
+ * which kept it from a quiescent point (the exiting thread's own lock
+ * among them), as a stall; false when none is left. */
+bool quiesce_stall_at_exit(struct quiesce_stall *s);
 typedef void (*quiesce_stall_fn)(const struct quiesce_stall *s, bool cleared);
 /* Called on the epoch thread (or on a pmthreads_sync that timed out);
  * NULL: nothing is reported. */

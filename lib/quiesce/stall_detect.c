@@ -222,6 +222,30 @@ bool quiesce_get_stall(struct quiesce_stall *st)
 	return true;
 }
 
+bool quiesce_stall_at_exit(struct quiesce_stall *st)
+{
+	/* The epoch thread is gone: the records hold still but for their
+	 * owners', which are the threads still in a FASE. */
+	memset(st, 0, sizeof(*st));
+	st->stalled = true;
+	uint64_t now = prim_now_ns(), since = atomic_load(&stall.last_point_ns);
+	st->stood_ns = now > since ? now - since : 0;
+	st->durable_pause = atomic_load(&quiesce_epoch.durable_pause);
+	st->sync_timeout_ns = quiesce_stall_sync_timeout_ns();
+	QUIESCE_FOR_EACH_REC(r) {
+		if (atomic_load(&r->in_use) == 0 ||
+		    atomic_load_explicit(&r->depth, memory_order_acquire) == 0)
+			continue;
+		if (++st->n_holders > QUIESCE_STALL_HOLDERS)
+			continue;
+		struct quiesce_stall_holder *h = &st->holders[st->n_holders - 1];
+		h->tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
+		h->lock = atomic_load_explicit(&r->lock, memory_order_relaxed) & ~(uintptr_t)1;
+		h->site = atomic_load_explicit(&r->site, memory_order_relaxed);
+	}
+	return st->n_holders != 0;
+}
+
 bool quiesce_stall_report_now(void)
 {
 	unsigned answered = atomic_load(&stall.reports_answered);

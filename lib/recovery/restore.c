@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -29,6 +30,12 @@
 #define FAULT_BATCH 32
 
 enum who { BY_FAULT, BY_BACKGROUND, BY_FINISH };
+
+/* Whose restore read the pool when its storage failed (read_failed). */
+struct read_failure {
+	const struct pool *pool;
+	bool running;		/* the program runs (lazy restore); else the open */
+};
 
 struct restore {
 	struct pool *pool;
@@ -49,6 +56,7 @@ struct restore {
 	atomic_bool stopping;
 	_Atomic uint64_t fault_pages, background_pages, finish_pages, zero_pages, complete_ns;
 	struct restore_stats base_stats;	/* what restore_open knew */
+	struct read_failure failure;	/* set at open, read-only after */
 };
 
 /* Source of zero-filled pages (never persisted, or discarded since). */
@@ -105,6 +113,46 @@ static void wake_page(struct restore *r, uint64_t page)
 	struct uffdio_range rg = { .start = (uintptr_t)(r->base + page * r->page_size),
 				   .len = r->page_size };
 	(void)prim_uffd_ioctl(r->uffd, UFFDIO_WAKE, &rg);
+}
+
+/* What of the pool the file offset off is, for the message. */
+static void describe_offset(const struct pool *p, uint64_t off, char *buf, size_t len)
+{
+	uint64_t data_end = p->data_off + 2 * p->npages * p->page_size;
+	if (off >= p->data_off && off < data_end) {
+		uint64_t k = (off - p->data_off) / p->page_size;
+		snprintf(buf, len, "copy %d of heap page %llu (heap address %#llx)", (int)(k % 2),
+			 (unsigned long long)(k / 2),
+			 (unsigned long long)(p->shadow_base + (k / 2) * p->page_size));
+	} else {
+		snprintf(buf, len, "its %s", off >= data_end      ? "log"
+					     : off >= p->sum_off ? "table of page checksums"
+					     : off >= p->seq_off ? "table of page copies (seq)"
+								 : "header");
+	}
+}
+
+/* nvm.h's read guard, in the SIGBUS handler of the thread whose read of the
+ * pool failed: the image cannot be had, nothing could stand in for the
+ * page, and the process ends at once as for a damaged page (_exit: no
+ * atexit handler, no final epoch).  Nothing of the pool is written here; on
+ * the eager path nothing was before either. */
+static void read_failed(void *ctx, uint64_t off)
+{
+	const struct read_failure *f = ctx;
+	char what[160];
+	describe_offset(f->pool, off, what, sizeof(what));
+	log_msg(LOG_ERR, "pool %s: its storage failed while the heap was restored from it: "
+		"reading %s at file offset %llu raised SIGBUS (the file system could not read "
+		"it).  The program is stopped (exit status %d) %s; fix the storage under the pool, "
+		"then start the program again (`pmthreads-recover check %s` reads every page)",
+		f->pool->path, what, (unsigned long long)off, RESTORE_REFUSED_EXIT,
+		f->running ? "while it runs; the pool was left as it was, with the epochs made "
+			     "durable since it started"
+			   : "before the heap was in use; the pool was left as it was, nothing "
+			     "written",
+		f->pool->path);
+	prim_exit_now(RESTORE_REFUSED_EXIT);
 }
 
 /* A page that fails its checksum, found while the program runs (on a
@@ -212,6 +260,8 @@ static uint64_t background_chunk(struct restore *r, uint64_t next)
 static void *restorer_main(void *arg)
 {
 	struct restore *r = arg;
+	struct nvm_read_guard guard = { .failed = read_failed, .ctx = &r->failure };
+	nvm_read_guard_push(&guard);
 	uint64_t next = r->no_background ? r->limit : 0;
 	struct pollfd fds[2] = { { .fd = r->uffd, .events = POLLIN },
 				 { .fd = r->stop_fd, .events = POLLIN } };
@@ -227,6 +277,7 @@ static void *restorer_main(void *arg)
 		if (prim_poll(fds, 2, -1) < 0 && errno != EINTR)
 			break;
 	}
+	nvm_read_guard_pop(&guard);
 	quiesce_internal_thread_done();
 	return NULL;
 }
@@ -235,11 +286,14 @@ void restore_finish(struct restore *r)
 {
 	if (r == NULL)
 		return;
+	struct nvm_read_guard guard = { .failed = read_failed, .ctx = &r->failure };
+	nvm_read_guard_push(&guard);
 	for (uint64_t i = 0; i < r->limit && atomic_load(&r->pending) != 0; i++) {
 		if (atomic_load_explicit(&r->state[i], memory_order_relaxed) == 0 &&
 		    pool_valid_copy(r->pool, i) >= 0)
 			restore_page(r, i, BY_FINISH);
 	}
+	nvm_read_guard_pop(&guard);
 }
 
 void restore_prefault(void *addr, size_t len)
@@ -255,8 +309,11 @@ void restore_prefault(void *addr, size_t len)
 		lo = b;
 	if (hi > top)
 		hi = top;
+	struct nvm_read_guard guard = { .failed = read_failed, .ctx = &r->failure };
+	nvm_read_guard_push(&guard);
 	for (uint64_t i = (lo - b) / r->page_size; i < (hi - b + r->page_size - 1) / r->page_size; i++)
 		restore_page(r, i, BY_FINISH);
+	nvm_read_guard_pop(&guard);
 }
 
 /* fork(): the child's heap is not registered with our userfaultfd, so every
@@ -295,6 +352,7 @@ static int start_lazy(struct restore **out, struct tracker *t, struct pool *p, v
 		return -1;
 	}
 	r->pool = p;
+	r->failure = (struct read_failure){ .pool = p, .running = true };
 	r->base = shadow;
 	r->page_size = p->page_size;
 	r->limit = limit;
@@ -342,6 +400,10 @@ static int start_lazy(struct restore **out, struct tracker *t, struct pool *p, v
 	return 0;
 }
 
+static int restore_from_pool(struct restore **out, struct tracker **tracker_out, struct pool *p,
+			     void *shadow, size_t len, enum tracker_kind kind,
+			     const struct restore_options *o, uint64_t t0, uint64_t t_inval);
+
 int restore_open(struct restore **out, struct tracker **tracker_out, struct pool *p, void *shadow,
 		 size_t len, enum tracker_kind kind, const struct restore_options *o)
 {
@@ -365,7 +427,21 @@ int restore_open(struct restore **out, struct tracker **tracker_out, struct pool
 	 * epoch can reuse VER_d + 1 -- never before a check that may still
 	 * refuse the pool. */
 	uint64_t t_inval = prim_now_ns();
+	/* The scan and the eager copy read the pool: its storage failing
+	 * under them ends the process (read_failed). */
+	struct read_failure failure = { .pool = p, .running = false };
+	struct nvm_read_guard guard = { .failed = read_failed, .ctx = &failure };
+	nvm_read_guard_push(&guard);
+	int rc = restore_from_pool(out, tracker_out, p, shadow, len, kind, o, t0, t_inval);
+	nvm_read_guard_pop(&guard);
+	return rc;
+}
 
+/* restore_open's part for a pool that holds an image, under a read guard. */
+static int restore_from_pool(struct restore **out, struct tracker **tracker_out, struct pool *p,
+			     void *shadow, size_t len, enum tracker_kind kind,
+			     const struct restore_options *o, uint64_t t0, uint64_t t_inval)
+{
 	/* The part of the heap that has persisted pages: only it needs
 	 * missing-page faults; above it the kernel zero-fills as usual. */
 	uint64_t limit = 0, pages = 0;

@@ -36,6 +36,16 @@
  * trusted.  The damaged copy is never written (a page is written only once
  * restored), so the next start finds it again.
  *
+ * A read of the pool its storage cannot serve (a read error of the file
+ * arrives as SIGBUS at the load) ends the process the same way on either
+ * path, in the handler (nvm.h's read guard, around every read of the pool
+ * here: the scan, the eager copy, the restorer thread, restore_finish and
+ * restore_prefault): the message names the pool and what of it could not be
+ * read (a page's copy, a table), says that its storage failed during the
+ * restore and that the pool was left as it was -- on the eager path nothing
+ * of the open was written yet -- and the status is RESTORE_REFUSED_EXIT.
+ * The runtime's SIGBUS handler is installed before restore_open for it.
+ *
  * fork(): the child loses the userfaultfd registration (no
  * UFFD_FEATURE_EVENT_FORK), so a pthread_atfork prepare handler completes
  * the restore in the parent first.  Shutdown completes it too (the heap stays
@@ -53,7 +63,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The exit status of a process whose lazy restore met a damaged page. */
+/* The exit status of a process whose lazy restore met a damaged page, or
+ * whose restore could not read the pool. */
 #define RESTORE_REFUSED_EXIT 1
 
 struct restore_options {

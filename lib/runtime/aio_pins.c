@@ -21,6 +21,8 @@ struct entry {
 /* From prim_map_any, never malloc: the requests' own memory comes from
  * there, and a wrapper may run while the heap is not ready. */
 static prim_lock_t lock = PRIM_LOCK_INIT;
+PRIM_LOCK_NAMED(lock, pins, "runtime/aio_pins: the buffers of requests in flight",
+		PRIM_FORK_RESET);
 static struct entry *entries;
 static size_t n_entries, cap_entries;
 atomic_uint aio_pins_in_use;
@@ -91,7 +93,6 @@ void aio_pin_release(const void *cb)
 
 void aio_pins_atfork_child(void)
 {
-	lock = (prim_lock_t)PRIM_LOCK_INIT;
 	n_entries = 0;
 	atomic_store(&aio_pins_in_use, 0);
 }

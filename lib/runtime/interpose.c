@@ -9,6 +9,10 @@
 
 /* preload's one-time set-ups (real.c's resolution of the libc functions). */
 static prim_lock_t interposer_lock = PRIM_LOCK_INIT;
+/* Held only while the real functions are looked up, once, before main;
+ * a child that found it held looks them up again. */
+PRIM_LOCK_NAMED(interposer_lock, interposer, "runtime/interpose: the real functions' lookup",
+		PRIM_FORK_RESET);
 
 void runtime_fatal(const char *fmt, ...)
 {

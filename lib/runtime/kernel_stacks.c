@@ -20,6 +20,8 @@ struct entry {
 
 /* From prim_map_any, never malloc: free() calls in here. */
 static prim_lock_t lock = PRIM_LOCK_INIT;
+PRIM_LOCK_NAMED(lock, stacks, "runtime/kernel_stacks: the heap memory pinned as stacks",
+		PRIM_FORK_RESET);
 static struct entry *entries;
 static size_t n_entries, cap_entries;
 atomic_uint kernel_stacks_in_use;
@@ -149,7 +151,6 @@ int kernel_stack_sigaltstack(int (*real_sigaltstack)(const stack_t *, stack_t *)
 
 void kernel_stacks_atfork_child(void)
 {
-	lock = (prim_lock_t)PRIM_LOCK_INIT;
 	n_entries = 0;
 	atomic_store(&kernel_stacks_in_use, 0);
 }

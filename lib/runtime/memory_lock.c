@@ -77,6 +77,8 @@ static uintptr_t hex(const char **p)
 #define EXCLUDED_MAX 513
 static uintptr_t ex_lo[EXCLUDED_MAX], ex_hi[EXCLUDED_MAX];
 static prim_lock_t lock = PRIM_LOCK_INIT;
+PRIM_LOCK_NAMED(lock, memory_lock, "runtime/memory_lock: mlock of the program's ranges",
+		PRIM_FORK_RESET);
 
 /* Calls fn on each part of each mapping that is not the runtime's, then on
  * the part of the heap in use; false when the maps cannot be read (errno

@@ -4,6 +4,7 @@
 
 #include "diagnose/fase_checker.h"
 #include "diagnose/stall.h"
+#include "diagnose/symbolize.h"
 #include "epoch/epoch.h"
 #include "epoch/epoch_log.h"
 #include "heap/heap.h"
@@ -86,6 +87,10 @@ static struct runtime {
 	.state = RUNTIME_NONE,
 	.init_lock = PRIM_LOCK_INIT,
 };
+/* Taken around fork: a start-up or shutdown under way on another thread
+ * ends before the process is copied, so that a child never finds the pool,
+ * the tracker or the pipeline half opened or half closed. */
+PRIM_LOCK_NAMED(rt.init_lock, init, "runtime: start-up and shutdown", PRIM_FORK_RUNTIME);
 /* Set on the thread running start(). */
 static _Thread_local bool initialising_here;
 
@@ -103,6 +108,8 @@ static struct closed_figures {
 	struct tracker_stats tracker;
 	const char *tracker_name;
 } closed = { .lock = PRIM_LOCK_INIT };
+PRIM_LOCK_NAMED(closed.lock, closed_trackers, "runtime: the closed trackers' counters",
+		PRIM_FORK_RESET);
 
 /* The heap's growth hook: disk space for its new pages before it uses them
  * (a full file system is an allocation failure, not a SIGBUS), and exact
@@ -123,6 +130,7 @@ static struct growth {
 	 * frees the pool while its heap may still grow. */
 	size_t page_size;
 } growth = { .lock = PRIM_LOCK_INIT };
+PRIM_LOCK_NAMED(growth.lock, heap_growth, "runtime: the heap's growth hook", PRIM_FORK_RESET);
 
 enum runtime_state runtime_state(void) { return atomic_load(&rt.state); }
 bool runtime_in_init(void) { return initialising_here; }
@@ -603,7 +611,9 @@ static void note_io_error(void)
 
 /* A store of the write-back that the file system refuses (full, say, where
  * the pool's space could not be reserved) is a latched error like a failed
- * msync, never a SIGBUS that ends the program (nvm.h). */
+ * msync, never a SIGBUS that ends the program (nvm.h); a read of the pool
+ * the restore needs and its storage cannot serve is said as such
+ * (restore.c). */
 static void watch_pool_faults(void)
 {
 	nvm_watch_faults(rt.pool->nvm);
@@ -669,12 +679,9 @@ static enum quiesce_outcome after_epoch(void *arg)
 	return atomic_load(&rt.io_error) != 0 ? QUIESCE_FAILED : QUIESCE_CARRIED;
 }
 
-/* The epoch thread: durability stands still (or resumes); quiesce.h's
- * Stalls.  Said at the default verbosity, in the epoch log too. */
-static void report_stall(const struct quiesce_stall *s, bool cleared)
+/* A report of diagnose/stall.c's, a warning a line. */
+static void warn_lines(char *text)
 {
-	static char text[4096];	/* epoch thread only */
-	stall_format(s, cleared, text, sizeof(text));
 	for (char *line = text, *end; *line != '\0'; line = end + 1) {
 		end = strchr(line, '\n');
 		if (end == NULL)
@@ -682,6 +689,15 @@ static void report_stall(const struct quiesce_stall *s, bool cleared)
 		*end = '\0';
 		log_msg(LOG_WARN, "%s", line);
 	}
+}
+
+/* The epoch thread: durability stands still (or resumes); quiesce.h's
+ * Stalls.  Said at the default verbosity, in the epoch log too. */
+static void report_stall(const struct quiesce_stall *s, bool cleared)
+{
+	static char text[4096];	/* epoch thread only */
+	stall_format(s, cleared, text, sizeof(text));
+	warn_lines(text);
 	char note[480];
 	stall_summary(s, cleared, note, sizeof(note));
 	char line[512];
@@ -766,6 +782,9 @@ static int start(void)
 	 * userfaultfd (restored pages count as clean, later writes as
 	 * written), or copied before the tracker attaches. */
 	struct restore_options ro = { .policy = rt.cfg.restore };
+	/* Before the restore reads the pool: a read its storage cannot serve
+	 * is said as such (restore.c), never as a stray SIGBUS. */
+	watch_pool_faults();
 	if (restore_open(&rt.restorer, &rt.tracker, rt.pool, rt.heap_base, rt.heap_len, rt.cfg.tracker, &ro) != 0)
 		goto fail_shadow;
 	rt.previous_run_crashed = !rt.pool->created && !rt.pool->was_clean;
@@ -792,7 +811,6 @@ static int start(void)
 	/* Adoption verifies the metadata pages (as restored) against the
 	 * pool's checksums; each epoch records new ones. */
 	meta_sums_bind(rt.pool);
-	watch_pool_faults();
 	if (heap_init(rt.heap_base, rt.heap_len, rt.pool->created || *rt.pool->ver_d == 0) != 0) {
 		if (err_cause() == 0)
 			err_set_cause(EBADMSG);	/* the heap failed validation */
@@ -952,9 +970,13 @@ void runtime_shutdown(void)
 		if (pool_set_clean(rt.pool, true) != 0)
 			note_io_error();
 	} else if (atomic_load(&rt.io_error) == 0) {
-		log_msg(LOG_WARN, "no quiescent point could be reached at exit (a thread held a "
-			"lock); the next run recovers epoch %llu",
-			(unsigned long long)*rt.pool->ver_d);
+		/* Who held what, and the fix, as the live stall report says it
+		 * (issue 46: redis's io-thread mutexes went unnamed here). */
+		static char text[4096];	/* under init_lock */
+		struct quiesce_stall st;
+		(void)quiesce_stall_at_exit(&st);
+		stall_format_exit(&st, (unsigned long long)*rt.pool->ver_d, text, sizeof(text));
+		warn_lines(text);
 	}
 	if (atomic_load(&rt.io_error) == ESTALE && rt.pool->dir_moved)
 		log_msg(LOG_WARN, "the pool file this process held (%s, which %s) is left as of "
@@ -993,11 +1015,11 @@ void runtime_shutdown(void)
 
 void runtime_atfork_child(void)
 {
-	/* Only this thread exists in the child; the locks the parent's other
-	 * threads held are meaningless here. */
-	rt.init_lock = (prim_lock_t)PRIM_LOCK_INIT;
-	growth.lock = (prim_lock_t)PRIM_LOCK_INIT;
-	closed.lock = (prim_lock_t)PRIM_LOCK_INIT;
+	/* Only this thread exists in the child; the locks were reset or
+	 * released (prim_locks_atfork_child), the state they guard is dealt
+	 * with here. */
+	tracker_atfork_child();
+	symbolize_atfork_child();
 	kernel_stacks_atfork_child();
 	aio_pins_atfork_child();
 	if (atomic_load(&rt.state) != RUNTIME_RUNNING)

@@ -99,12 +99,45 @@ static void last_thread_exited(void)
 	exit(0);
 }
 
-/* The child is a private copy that is never persisted: it detaches from
- * the parent's pool and has no epoch thread. */
-static void atfork_child(void)
+/* fork(), in one order (docs/design.md, "What the runtime promises at the
+ * edges", lists every lock and what the child gets of it).  Registered in
+ * the constructor, before any handler of the program: glibc runs prepare
+ * handlers last registered first, so ours runs after the program's (and
+ * after lazy restore's, which completes the restore: restore.c), and the
+ * child's first.
+ *
+ * prepare: every lock of a fork rank is taken in ascending rank (prim.h):
+ * the runtime's start-up and shutdown, the heap's, the runtime's
+ * descriptors, the signal dispositions, the recorded actions.  In a runtime
+ * scope, from here to the end of the parent's or the child's handler: the
+ * stores to the heap's locks are no write of the program's (the FASE
+ * checker passes over them), and the forking thread never waits at the
+ * gate for an epoch that may itself be waiting for something.
+ * parent: released, the scope left.
+ * child: every named lock reset (the ranked ones are this thread's), the
+ * scope left, then the state the locks guard: the child is a private copy
+ * that is never persisted, detached from the parent's pool, without an
+ * epoch thread, and writes no statistics (its counters would overwrite the
+ * parent's report). */
+static __thread struct quiesce_scope fork_scope __attribute__((tls_model("initial-exec")));
+
+static void fork_prepare(void)
 {
-	/* The child's counters would overwrite the parent's report. */
-	stats_disable();
+	quiesce_runtime_enter(&fork_scope);
+	prim_locks_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+	prim_locks_fork_parent();
+	quiesce_runtime_leave(&fork_scope);
+}
+
+static void fork_child(void)
+{
+	prim_locks_atfork_child();
+	quiesce_runtime_leave(&fork_scope);
+	stats_atfork_child();
 	runtime_atfork_child();
 	quiesce_atfork_child();
 }
@@ -155,7 +188,7 @@ static void start_target(const struct startup_interposer *self, const struct con
 	quiesce_set_thread_functions(*self->real_create, *self->real_join);
 	self->main_thread_counted();
 	quiesce_set_last_thread_fn(last_thread_exited);
-	pthread_atfork(NULL, NULL, atfork_child);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	if (cfg->heap == HEAP_MALLOC) {
 		self->malloc_begin();
 		/* On failure runtime_init has said why (with PMTHREADS_STRICT=1

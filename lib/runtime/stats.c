@@ -233,6 +233,11 @@ int stats_write_json(const struct stats_report *r, const char *path)
 static _Atomic uint64_t started_ns;	/* 0: this process writes no report */
 static uint64_t last_periodic_ns;	/* epoch thread only */
 static prim_lock_t write_lock = PRIM_LOCK_INIT;	/* one writer of the file at a time */
+/* Reset in a fork child, which writes no report (issue 46: the epoch
+ * thread held it while rewriting the file, and a child copied at that
+ * moment waited for it at exit, in stats_write_final). */
+PRIM_LOCK_NAMED(write_lock, report_writer, "runtime/stats: the statistics file's writer",
+		PRIM_FORK_RESET);
 
 void stats_start(uint64_t start_ns)
 {
@@ -240,7 +245,7 @@ void stats_start(uint64_t start_ns)
 		save_stderr();
 	atomic_store(&started_ns, start_ns);
 }
-void stats_disable(void) { atomic_store(&started_ns, 0); }
+void stats_atfork_child(void) { atomic_store(&started_ns, 0); }
 
 static int write_now(const struct stats_runtime *rt)
 {

@@ -73,8 +73,9 @@ void stats_collect(struct stats_report *r, const struct config *cfg, uint64_t st
 /* The process that will write the report (the target) records when the
  * library was loaded; without this call nothing is written. */
 void stats_start(uint64_t start_ns);
-/* A fork child: its counters would overwrite the parent's report. */
-void stats_disable(void);
+/* A fork child writes no report: its counters would overwrite the parent's
+ * (pmthreads(7), STATISTICS). */
+void stats_atfork_child(void);
 /* Collect and write the report to PMTHREADS_STATS now (at exit).  Returns 0
  * (also when there is nothing to write) or -1 with err_get() set. */
 int stats_write_final(const struct stats_runtime *rt);

@@ -53,29 +53,38 @@ static struct dispositions {
 	_Atomic(fault_signal_end_fn) end;
 	bool ending_ours[NSIG];
 } own = { .lock = PRIM_LOCK_INIT };
+/* Taken around fork (by the forking thread, whose other signals fork's
+ * wrapper blocks): the child's sigaction goes on through here. */
+PRIM_LOCK_NAMED(own.lock, dispositions, "track/fault_signal: the signal dispositions",
+		PRIM_FORK_DISPOSITIONS);
 
 /* The application's action of a signal where the kernel holds one of ours
  * instead: SIGSEGV and SIGBUS while our handler is installed, any signal
- * whose handler goes through the trampoline.  A sequence lock each, because
- * the handlers read it and cannot take a lock; writers block every signal,
- * so a handler never waits for its own thread. */
+ * whose handler goes through the trampoline.  A sequence count each,
+ * because the handlers read it and cannot take a lock; the writers take
+ * one lock (most under own.lock, a handler resetting SA_RESETHAND's action
+ * without it), each with every signal blocked, so a handler never waits for
+ * its own thread.  Taken around fork: no record is half written in the
+ * child. */
 struct recorded_action {
 	struct sigaction sa;
 	atomic_uint seq;
 };
 static struct recorded_action recorded[NSIG];
+static prim_lock_t record_writer = PRIM_LOCK_INIT;
+PRIM_LOCK_NAMED(record_writer, actions, "track/fault_signal: the program's recorded actions",
+		PRIM_FORK_ACTIONS);
 
 static void record_write(int sig, const struct sigaction *sa)
 {
 	struct recorded_action *r = &recorded[sig];
-	unsigned s;
-	do {
-		s = atomic_load_explicit(&r->seq, memory_order_relaxed) & ~1u;
-	} while (!atomic_compare_exchange_weak_explicit(&r->seq, &s, s + 1, memory_order_acquire,
-							memory_order_relaxed));
+	prim_lock(&record_writer);
+	unsigned s = atomic_load_explicit(&r->seq, memory_order_relaxed);
+	atomic_store_explicit(&r->seq, s + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	memcpy(&r->sa, sa, sizeof(r->sa));
 	atomic_store_explicit(&r->seq, s + 2, memory_order_release);
+	prim_unlock(&record_writer);
 }
 
 static void record_read(int sig, struct sigaction *out)

@@ -87,6 +87,11 @@ int tracker_open_flags(struct tracker **out, enum tracker_kind kind, void *base,
 	return 0;
 }
 
+void tracker_atfork_child(void)
+{
+	tracker_mprotect_atfork_child();
+}
+
 void tracker_close(struct tracker *t)
 {
 	if (t == NULL)

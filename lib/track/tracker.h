@@ -131,6 +131,10 @@ bool tracker_uffd_kernel_faults_possible(void);
 int tracker_cover(struct tracker *t, size_t len);
 /* Detach and free.  NULL is a no-op. */
 void tracker_close(struct tracker *t);
+/* In a fork child, before any tracker is closed there: forget what the
+ * parent's other threads were doing in the trackers (a fault handler in
+ * flight, which detach would wait for). */
+void tracker_atfork_child(void);
 /* The backend's name ("uffd", "mprotect"), for reports. */
 const char *tracker_name(const struct tracker *t);
 /* The counters so far. */

@@ -68,4 +68,8 @@ struct tracker {
 extern const struct tracker_ops tracker_uffd_ops;
 extern const struct tracker_ops tracker_mprotect_ops;
 
+/* What a backend keeps of the process's other threads, dropped in a fork
+ * child before any tracker is detached there (tracker_atfork_child). */
+void tracker_mprotect_atfork_child(void);
+
 #endif

@@ -114,6 +114,9 @@ static atomic_int readers_inside;
 /* Serialises attach and detach: a slot is
  * published only once the SIGSEGV handler is installed. */
 static prim_lock_t slots_lock = PRIM_LOCK_INIT;
+/* Attach and detach run under the runtime's start-up lock, which fork
+ * waits for; a child detaches after the reset. */
+PRIM_LOCK_NAMED(slots_lock, slots, "track/mprotect: attaching and detaching", PRIM_FORK_RESET);
 
 /* ---- dirty bitmap ---- */
 
@@ -194,6 +197,16 @@ struct pins {
 /* Indexed like active[]: by the tracker's slot.  Only attach and detach
  * set an entry (under slots_lock). */
 static struct pins *pins_of[MAX_TRACKERS];
+
+/* A fork child detaches without pinning anything (runtime_atfork_child). */
+static prim_lock_t *pins_lock(size_t i)
+{
+	for (int s = 0; s < MAX_TRACKERS; s++)
+		if (pins_of[s] != NULL && i-- == 0)
+			return &pins_of[s]->lock;
+	return NULL;
+}
+PRIM_LOCK_KIND(pin_locks, "track/mprotect: a tracker's pinned ranges", PRIM_FORK_RESET, pins_lock);
 
 static int pins_attach(struct mp_impl *m)
 {
@@ -778,6 +791,13 @@ static size_t mp_collect(struct tracker *t, uint64_t *pages, size_t max)
 	}
 	atomic_store(&m->runs, remaining);
 	return n;
+}
+
+void tracker_mprotect_atfork_child(void)
+{
+	/* The parent's handlers in flight ran on threads the child does not
+	 * have: detach must not wait for them. */
+	atomic_store(&readers_inside, 0);
 }
 
 static void mp_detach(struct tracker *t)

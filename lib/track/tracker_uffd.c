@@ -50,6 +50,34 @@ struct uffd_impl {
 	struct page_region regions[REGION_BATCH];
 };
 
+/* The attached trackers, for their locks' record (prim.h): set by attach
+ * and detach, atomics.  A tracker beyond the first few goes unlisted. */
+#define LISTED_MAX 8
+static _Atomic(struct uffd_impl *) listed[LISTED_MAX];
+
+static void list(struct uffd_impl *u, struct uffd_impl *was)
+{
+	for (int s = 0; s < LISTED_MAX; s++) {
+		struct uffd_impl *e = was;
+		if (atomic_compare_exchange_strong(&listed[s], &e, u))
+			return;
+	}
+}
+
+/* The growth hook covers more of the range under it; a fork child turns
+ * the hook off first and never takes it. */
+static prim_lock_t *cover_lock(size_t i)
+{
+	for (int s = 0; s < LISTED_MAX; s++) {
+		struct uffd_impl *u = atomic_load(&listed[s]);
+		if (u != NULL && i-- == 0)
+			return &u->cover_lock;
+	}
+	return NULL;
+}
+PRIM_LOCK_KIND(cover_locks, "track/uffd: a tracker's write-protected extent", PRIM_FORK_RESET,
+	       cover_lock);
+
 static int open_uffd(void)
 {
 	/* User-mode-only faults are all an unprivileged process may ask for
@@ -236,6 +264,7 @@ static int uffd_attach(struct tracker *t)
 	}
 	own_fd_keep(&u->pagemap, "/proc/self/pagemap");
 	t->impl = u;
+	list(u, NULL);
 	return 0;
 
 fail_unregister:
@@ -382,6 +411,7 @@ static void uffd_detach(struct tracker *t)
 		struct uffdio_range range = { .start = (uintptr_t)t->base, .len = t->len };
 		(void)prim_uffd_ioctl(u->uffd, UFFDIO_UNREGISTER, &range);
 	}
+	list(NULL, u);
 	own_fd_close(&u->pagemap);
 	own_fd_close(&u->uffd);
 	prim_unmap(u, sizeof(*u));

@@ -10,6 +10,8 @@
  *            lock; main then releases it and the worker's second sync
  *            succeeds
  *   exit     main takes the lock and exits holding it
+ *   other    another thread takes the lock and keeps it (sleeping); main
+ *            exits while it holds it
  *   tail     as release, the lock taken by take_big_tail, which ends in a
  *            tail call to pthread_mutex_lock (as Redis' moduleAcquireGIL
  *            does): the lock call's return address is in main
@@ -17,6 +19,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,10 +95,32 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static void *hold_and_sleep(void *unused)
+{
+	(void)unused;
+	hold_big_lock();
+	printf("holder tid %ld\n", (long)syscall(SYS_gettid));
+	fflush(stdout);
+	atomic_store(&synced_once, 1);
+	for (;;)
+		pause();
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "life";
 	counter = calloc(1, sizeof(*counter));
+	if (strcmp(mode, "other") == 0) {
+		pthread_t t;
+		pthread_create(&t, NULL, hold_and_sleep, NULL);
+		while (atomic_load(&synced_once) != 1)
+			usleep(1000);
+		pthread_mutex_lock(&small);
+		*counter = 1;
+		pthread_mutex_unlock(&small);
+		exit(0);
+	}
 	if (strcmp(mode, "tail") == 0)
 		take_big_tail();
 	else

@@ -1102,11 +1102,16 @@ static void restore_read_fails(const char *restore, const char *tracker)
 		o.create = false;
 		o.read_only = true;
 		struct pool *p = pooltest::open_or_fail(o);
+		int c = -1;
 		for (uint64_t i = 0; i < p->npages; i++)
-			if (pool_valid_copy(p, i) >= 0)
+			if (pool_valid_copy(p, i) >= 0) {
 				page = i;
-		off = p->data_off + 2 * page * p->page_size;
-		len = 2 * p->page_size;
+				c = pool_valid_copy(p, i);
+			}
+		// The copy the restore reads (format 7: the copies are in two
+		// planes, far apart).
+		off = c >= 0 ? pool_copy_offset(p, page, c) : 0;
+		len = p->page_size;
 		pool_close(p);
 	}
 	REQUIRE(page > 0);	// data, not the heap's header

@@ -3,7 +3,7 @@
  * lossyfs -- a FUSE file system for tests that loses what was never synced.
  *
  *   lossyfs BACKING_DIR MOUNTPOINT [--no-holes] [--keep-cache] [--no-rename-flags]
- *           [--inode-numbers]
+ *           [--inode-numbers] [--refuse-direct-writes]
  *
  * Passes everything through to BACKING_DIR, except file data: a write is
  * kept in this process's memory until an fsync of its file (msync of a
@@ -56,6 +56,11 @@
  * use_ino), so that two links to one file have the same one, as LazyFS
  * reports them; by default libfuse numbers each name it looks up, as sshfs
  * does.
+ *
+ * --refuse-direct-writes: a file opened with O_DIRECT opens, but every write
+ * through that descriptor fails with EINVAL and keeps nothing, as on a file
+ * system whose direct I/O takes other alignments or none (refused-direct in
+ * the counters).
  *
  * --keep-cache: the kernel keeps a file's cached pages as a local file system
  * does (FUSE otherwise drops them at each open, and at the next read once the
@@ -119,6 +124,10 @@ static uint64_t fail_write_nth;	/* writes until it, 0: the next */
 static bool tear;
 static uint64_t tear_rng;
 static uint64_t n_fsyncs, n_failed, n_writes, n_failed_writes, n_failed_reads;
+/* --refuse-direct-writes: the backing descriptors of opens with O_DIRECT. */
+static bool refuse_direct;
+static bool direct_fd[4096];
+static uint64_t n_refused_direct;
 static off_t bad_off, bad_len;	/* fail-read's range, bad_len 0: none */
 static int bad_errno;
 
@@ -270,7 +279,9 @@ static int lossy_open(const char *path, struct fuse_file_info *fi)
 	}
 	/* Read-write whatever the caller asked: an fsync through a read-only
 	 * descriptor still writes the held data. */
-	int flags = fi->flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_TRUNC | O_ACCMODE);
+	/* Never O_DIRECT on the backing file: what is held is written back
+	 * from this process's memory, unaligned. */
+	int flags = fi->flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_TRUNC | O_ACCMODE | O_DIRECT);
 	int fd = openat(backing, rel(path), flags | O_RDWR);
 	if (fd < 0)
 		fd = openat(backing, rel(path), flags | (fi->flags & O_ACCMODE));
@@ -289,6 +300,8 @@ static int lossy_open(const char *path, struct fuse_file_info *fi)
 		}
 	}
 	fi->fh = (uint64_t)fd;
+	if (fi->fh < sizeof(direct_fd))
+		direct_fd[fi->fh] = (fi->flags & O_DIRECT) != 0;
 	return 0;
 }
 
@@ -313,10 +326,11 @@ static int ctl_read(char *buf, size_t size, off_t off)
 	char text[256];
 	int n = snprintf(text, sizeof(text),
 			 "fsyncs %llu\nfailed %llu\nwrites %llu\nfailed-writes %llu\nunsynced %llu\n"
-			 "failed-reads %llu\n",
+			 "failed-reads %llu\nrefused-direct %llu\n",
 			 (unsigned long long)n_fsyncs, (unsigned long long)n_failed,
 			 (unsigned long long)n_writes, (unsigned long long)n_failed_writes,
-			 (unsigned long long)held, (unsigned long long)n_failed_reads);
+			 (unsigned long long)held, (unsigned long long)n_failed_reads,
+			 (unsigned long long)n_refused_direct);
 	if (off >= n)
 		return 0;
 	size_t len = (size_t)(n - off) < size ? (size_t)(n - off) : size;
@@ -418,6 +432,10 @@ static int lossy_write(const char *path, const char *buf, size_t size, off_t off
 	if (strcmp(path, CTL_NAME) == 0)
 		return ctl_write(buf, size);
 	n_writes++;
+	if (refuse_direct && fi->fh < sizeof(direct_fd) && direct_fd[fi->fh]) {
+		n_refused_direct++;
+		return -EINVAL;
+	}
 	if (fail_write != 0) {
 		if (fail_write_nth == 0) {
 			int e = fail_write;
@@ -506,8 +524,11 @@ static int lossy_fsyncdir(const char *path, int datasync, struct fuse_file_info 
 
 static int lossy_release(const char *path, struct fuse_file_info *fi)
 {
-	if (strcmp(path, CTL_NAME) != 0)
+	if (strcmp(path, CTL_NAME) != 0) {
+		if (fi->fh < sizeof(direct_fd))
+			direct_fd[fi->fh] = false;
 		close((int)fi->fh);
+	}
 	return 0;
 }
 
@@ -653,7 +674,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 3) {
 		fprintf(stderr, "usage: lossyfs BACKING_DIR MOUNTPOINT [--no-holes] [--keep-cache] "
-			"[--no-rename-flags] [--inode-numbers] [FUSE options]\n");
+			"[--no-rename-flags] [--inode-numbers] [--refuse-direct-writes] [FUSE options]\n");
 		return 2;
 	}
 	backing = open(argv[1], O_RDONLY | O_DIRECTORY);
@@ -673,6 +694,8 @@ int main(int argc, char **argv)
 			no_holes = true;
 		else if (strcmp(argv[i], "--keep-cache") == 0)
 			keep_cache = true;
+		else if (strcmp(argv[i], "--refuse-direct-writes") == 0)
+			refuse_direct = true;
 		else if (strcmp(argv[i], "--no-rename-flags") == 0)
 			no_rename_flags = true;
 		else if (strcmp(argv[i], "--inode-numbers") == 0)

@@ -28,6 +28,7 @@ void nvm_log_direct_init(struct log_dev *d)
 {
 	d->direct.fd = -1;
 	d->direct.given = UINT64_MAX;
+	d->direct.file = d->fd;
 }
 
 /* The descriptor for direct I/O, the context and the ring, at the first
@@ -66,9 +67,18 @@ static int reap(struct log_direct *x, size_t min)
 		return errno;
 	for (long i = 0; i < got; i++) {
 		struct direct_write *w = &x->fl[done[i].tag % DIRECT_INFLIGHT];
+		const size_t len = (size_t)(w->end - w->start);
+		/* A file system that opens for direct I/O but takes no such
+		 * write (EINVAL): this one again through the page cache, and
+		 * no more staged. */
+		if (done[i].res == -EINVAL) {
+			x->stopped = true;
+			done[i].res = pwrite_all(*x->file, x->stage + w->start % DIRECT_STAGE_BYTES,
+						 len, w->off) == 0 ? (int64_t)len : -EIO;
+		}
 		w->done = true;
 		x->inflight--;
-		if (done[i].res != (int64_t)(w->end - w->start) && x->error == 0)
+		if (done[i].res != (int64_t)len && x->error == 0)
 			x->error = done[i].res < 0 ? (int)-done[i].res : EIO;
 	}
 	while (x->first != x->next && x->fl[x->first % DIRECT_INFLIGHT].done)
@@ -91,10 +101,23 @@ static int submit(struct log_direct *x)
 		/* EAGAIN: the kernel is out of room for now; what completes
 		 * frees some -- if anything is in flight to complete. */
 		int e = took < 0 ? errno : EIO;
-		if ((e != EAGAIN && e != EINTR) || x->inflight == 0)
-			return e;
-		if ((e = reap(x, 1)) != 0)
-			return e;
+		if ((e == EAGAIN || e == EINTR) && x->inflight != 0) {
+			if ((e = reap(x, 1)) != 0)
+				return e;
+			continue;
+		}
+		/* Refused (a seccomp filter, no AIO in this kernel): the rest
+		 * now, one by one, and nothing more staged. */
+		x->stopped = true;
+		for (; at < x->nqueued; at++) {
+			const struct prim_aio_write *q = &x->queued[at];
+			if (prim_pwrite_all(q->fd, q->buf, q->len, (off_t)q->off) != 0)
+				return errno;
+			x->fl[q->tag % DIRECT_INFLIGHT].done = true;
+		}
+		while (x->first != x->next && x->fl[x->first % DIRECT_INFLIGHT].done)
+			x->first++;
+		x->tail = x->first != x->next ? x->fl[x->first % DIRECT_INFLIGHT].start : x->head;
 	}
 	x->nqueued = 0;
 	return 0;
@@ -118,7 +141,7 @@ void *nvm_log_direct_stage(struct log_dev *d, size_t len)
 	if (d->sim != NULL || len > DIRECT_STAGE_BYTES / 4)
 		return NULL;
 	set_up(x, *d->fd);
-	if (x->aio == 0 || x->error != 0)
+	if (x->aio == 0 || x->error != 0 || x->stopped)
 		return NULL;
 	uint64_t pos = x->head;
 	if (pos % DIRECT_STAGE_BYTES + len > DIRECT_STAGE_BYTES)
@@ -169,7 +192,7 @@ int nvm_log_direct_write(struct log_dev *d, const void *buf, size_t len, uint64_
 		return write_now(x, *d->fd, buf, len, off);
 	/* Staged: queued, handed to the kernel a batch at a time. */
 	struct direct_write *w = &x->fl[x->next % DIRECT_INFLIGHT];
-	*w = (struct direct_write){ pos, pos + len, false };
+	*w = (struct direct_write){ pos, pos + len, off, false };
 	x->queued[x->nqueued++] = (struct prim_aio_write){ x->fd, buf, len, off, x->next };
 	x->next++;
 	x->head = pos + len;

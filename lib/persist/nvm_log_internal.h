@@ -115,7 +115,8 @@ struct log_direct {
 	 * DIRECT_INFLIGHT; each its ring span and whether it completed.  And
 	 * those queued, not yet submitted (submitted PRIM_AIO_BATCH at once). */
 	struct direct_write {
-		uint64_t start, end;
+		uint64_t start, end;	/* its span of the ring */
+		uint64_t off;		/* where in the file */
 		bool done;
 	} fl[DIRECT_INFLIGHT];
 	uint64_t first, next;
@@ -124,6 +125,13 @@ struct log_direct {
 	size_t nqueued;
 	/* The first write that failed (errno), reported by the next drain. */
 	int error;
+	/* The kernel took no asynchronous write (io_submit refused: seccomp,
+	 * ENOSYS) or the file system no direct one (a completion's EINVAL):
+	 * what was staged went synchronously, and nothing more is staged. */
+	bool stopped;
+	/* The pool's descriptor (nvm.fd: own_fds may move it, read at each
+	 * use), for a write the descriptor for direct I/O cannot take. */
+	const int *file;
 	/* Pages written since the last sync: a fence drains and syncs them
 	 * before it writes its commit, so that no group counts before the
 	 * pages it publishes are durable.  Set by those writes, cleared by a
